@@ -1,0 +1,148 @@
+"""`talkthrough` command line: a thin surface over `service` (processing goes through Dagster)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Turn screen and meeting recordings into agent-readable data, locally.")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _print_summary(s: dict) -> None:
+    from rich.console import Console
+
+    out = Console()
+    status = s.get("status", "")
+    color = {"processed": "green", "cached": "cyan", "failed": "red"}.get(status, "white")
+    out.print(f"[bold]{s.get('filename') or s.get('source')}[/bold]  [{color}]{status}[/{color}]  "
+              f"id={s['recording_id']}  {s.get('elapsed_s', 0):.1f}s"
+              + (f"  stages: {', '.join(s['stages_run'])}" if s.get("stages_run") else ""))
+    if status == "failed":
+        out.print(f"  [red]reason:[/red] {s.get('reason')}")
+    if not s.get("manifest"):
+        return
+    wc = s.get("wall_clock")
+    out.print(f"  {s['kind']}, {s['duration_s']:.1f}s; wall clock: "
+              + (f"{wc['start_utc']} ({wc['source']}, {wc['confidence']})" if wc else "unknown"))
+    tr = s["transcript"]
+    out.print(f"  transcript: {tr['segments']} segments"
+              + (f" [{tr['language']}]" if tr.get("language") else "")
+              + (f" ({tr['reason']})" if tr.get("reason") else "")
+              + f"; frames: {s['frames']['count']} ({s['frames']['unique']} unique)"
+              + (f"; speakers: {s['speakers']}" if s.get("diarized") else ""))
+    for seg in s.get("preview", []):
+        who = f"{seg['speaker']}: " if seg.get("speaker") else ""
+        out.print(f"    [dim]{seg['t_ms'] / 1000:7.1f}s[/dim] {who}{seg['text']}", highlight=False)
+    if s.get("more_segments"):
+        out.print(f"    [dim]... {s['more_segments']} more segments[/dim]")
+    out.print(f"  manifest: {s['manifest']}")
+
+
+@app.command()
+def process(
+    paths: List[Path] = typer.Argument(..., help="Media files or folders (searched recursively)."),
+    force: bool = typer.Option(False, "--force", help="Re-run every stage even if outputs are current."),
+    recorded_at: Optional[str] = typer.Option(None, "--recorded-at",
+                                              help="ISO-8601 start time; re-anchors wall_clock only."),
+    diarize: Optional[bool] = typer.Option(None, "--diarize/--no-diarize", help="Speaker diarization (turns)."),
+    num_speakers: Optional[int] = typer.Option(None, "--num-speakers", help="Known speaker count."),
+    vocabulary: Optional[str] = typer.Option(None, "--vocabulary", help="Names/terms to bias Whisper."),
+    language: Optional[str] = typer.Option(None, "--language", help="Force a language code (e.g. en)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Whisper model name or CTranslate2 folder."),
+    max_frames: Optional[int] = typer.Option(None, "--max-frames", help="Keyframe budget per recording."),
+    as_json: bool = typer.Option(False, "--json", help="Print summaries as JSON."),
+) -> None:
+    """Process recordings through the Dagster asset graph (in-process). Same bytes twice = no-op."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from . import pipeline, service
+
+    files, skipped = service.collect(paths)
+    err = _console()
+    for p, why in skipped:
+        err.print(f"[yellow]skip[/yellow] {p}: {why}")
+    if not files:
+        err.print("[red]no media files to process[/red]")
+        raise typer.Exit(2)
+    overrides = {k: v for k, v in dict(recorded_at=recorded_at, diarize=diarize, num_speakers=num_speakers,
+                                       vocabulary=vocabulary, language=language, whisper_model=model,
+                                       max_frames=max_frames).items() if v is not None}
+    results = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                  transient=True, disable=as_json or not err.is_terminal) as progress:
+        for f in files:
+            task = progress.add_task(f"{f.name}: hashing", total=None)
+
+            def on_stage(stage, rid, state, info, _task=task, _name=f.name):
+                progress.update(_task, description=f"{_name}: {stage} {state}")
+
+            def on_stages(rid, stages, _task=task, _name=f.name):
+                progress.update(_task, description=f"{_name}: {'running ' + ', '.join(stages) if stages else 'up to date'}")
+
+            pipeline.listeners.append(on_stage)
+            try:
+                results.append(service.process(f, overrides=overrides, force=force, on_stages=on_stages))
+            except Exception as e:  # hashing/registration errors: report, continue with the next file
+                results.append({"source": str(f), "status": "failed", "recording_id": None,
+                                "reason": f"{type(e).__name__}: {e}"})
+            finally:
+                pipeline.listeners.remove(on_stage)
+                progress.remove_task(task)
+    if as_json:
+        typer.echo(json.dumps(results, indent=2, default=str))
+    else:
+        for r in results:
+            _print_summary(r)
+    if any(r["status"] == "failed" for r in results):
+        raise typer.Exit(1)
+
+
+@app.command()
+def recordings(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List processed recordings."""
+    from . import service
+
+    rows = service.list_recordings()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table("id", "file", "kind", "duration", "recorded at", "segments", "frames", "speakers?")
+    for r in rows:
+        t.add_row(r["recording"], r["filename"], r["kind"], f"{r['duration_ms'] / 1000:.1f}s",
+                  r["recorded_at"] or "-", str(r["segment_count"]), str(r["frame_count"]), "yes" if r["diarized"] else "")
+    Console().print(t)
+
+
+@app.command()
+def ui(port: int = typer.Option(3000, help="Loopback port for the Dagster UI.")) -> None:
+    """Start the Dagster UI + daemon (sensor, backfills) on 127.0.0.1."""
+    from . import service
+
+    service.ensure_dagster_home()
+    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "talkthrough_assets.definitions",
+           "-h", "127.0.0.1", "-p", str(port)]
+    raise typer.Exit(subprocess.call(cmd, env=os.environ.copy()))
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

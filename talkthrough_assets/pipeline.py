@@ -1,0 +1,340 @@
+"""Per-partition stage runners: read upstream outputs from the store, call the stage function,
+write outputs atomically, record what config/code produced them. No Dagster here.
+
+Every runner returns ``{"metadata": {...}, "data_version": str}``; Dagster assets are thin
+wrappers over :func:`run_stage`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from . import settings as S
+from . import store
+from .errors import StageError
+from .stages import audio as audio_stage
+from .stages import dedup as dedup_stage
+from .stages import keyframes as keyframes_stage
+from .stages import manifest as manifest_stage
+from .stages import ocr as ocr_stage
+from .stages import probe as probe_stage
+from .stages import terms as terms_stage
+from .stages import transcribe as transcribe_stage
+from .stages import wallclock as wallclock_stage
+
+CODE_VERSIONS = {
+    "probe": probe_stage.CODE_VERSION,
+    "wall_clock": wallclock_stage.CODE_VERSION,
+    "audio": audio_stage.CODE_VERSION,
+    "segments": transcribe_stage.CODE_VERSION,
+    "turns": "1",
+    "keyframes": keyframes_stage.CODE_VERSION,
+    "dedup": dedup_stage.CODE_VERSION,
+    "ocr": ocr_stage.CODE_VERSION + "." + terms_stage.CODE_VERSION,
+    "manifest": manifest_stage.CODE_VERSION,
+}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- sources
+
+def register_source(path: str | Path, recording_id: str) -> dict:
+    """Record that ``path`` holds the bytes of ``recording_id`` (aliases accumulate)."""
+    p = Path(path).resolve()
+    st = p.stat()
+    rows = [r for r in store.read_rows("sources", recording_id) if r["path"] != str(p)]
+    row = {"path": str(p), "filename": p.name, "size_bytes": st.st_size, "mtime": st.st_mtime, "seen_at": _now()}
+    store.write_table("sources", recording_id, rows + [row])
+    return row
+
+
+def source_path(recording_id: str) -> Path:
+    """The newest registered path that still exists (aliases are fallbacks)."""
+    rows = store.read_rows("sources", recording_id)
+    if not rows:
+        raise StageError(f"recording {recording_id} has no registered source file", stage="probe")
+    for r in sorted(rows, key=lambda r: r["seen_at"], reverse=True):
+        if Path(r["path"]).exists():
+            return Path(r["path"])
+    raise StageError(f"source file is gone: {rows[-1]['path']} (moved or deleted since it was registered)",
+                     stage="probe")
+
+
+# --------------------------------------------------------------------------- stage runners
+
+def _probe(rid: str, cfg: dict) -> dict:
+    from .models import sha256_file
+
+    src = source_path(rid)
+    if sha256_file(src)[:16] != rid:
+        raise StageError(f"{src.name} changed since it was registered (sha256 no longer matches {rid})")
+    info = probe_stage.probe_file(src, max_seconds=cfg["max_seconds"])
+    probe_stage.preflight_disk(info, store.home(), max_frames=int(cfg["max_frames"]))
+    store.write_table("probe", rid, [info])
+    md = {k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}
+    return {"metadata": md, "data_version": _digest(info)}
+
+
+def _probe_row(rid: str) -> dict:
+    row = store.read_one("probe", rid)
+    if row is None:
+        raise StageError("probe output missing: materialize `probe` first")
+    return row
+
+
+def _wall_clock(rid: str, cfg: dict) -> dict:
+    p = _probe_row(rid)
+    try:
+        wc = wallclock_stage.resolve(tags=p["tags_json"], duration_ms=p["duration_ms"], file_mtime=p["file_mtime"],
+                                     recorded_at=cfg.get("recorded_at"))
+    except ValueError as e:
+        raise StageError(str(e)) from None
+    store.write_table("wall_clock", rid, [wc])
+    return {"metadata": {"start_utc": wc["start_utc"] or "null", "source": wc["source"] or "none",
+                         "confidence": wc["confidence"] or "none"}, "data_version": _digest(wc)}
+
+
+def _audio(rid: str, cfg: dict) -> dict:
+    p = _probe_row(rid)
+    dst = store.audio_path(rid)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with store.atomic_path(dst) as tmp:
+        if p["has_audio"]:
+            res = audio_stage.extract_wav(p["path"], tmp, max_seconds=p["max_seconds"] if p["cap_hit"] else None)
+        else:
+            audio_stage.write_silent_wav(tmp)
+            res = {"samples": 0, "duration_ms": 0, "peak": 0}
+    md = {"has_audio": p["has_audio"], "audio_ms": res["duration_ms"], "peak": res["peak"]}
+    return {"metadata": md, "data_version": _digest([p["path"], p["size_bytes"], res])}
+
+
+def _segments(rid: str, cfg: dict) -> dict:
+    from .models import resolve_whisper
+
+    p = _probe_row(rid)
+    ref, label = resolve_whisper(cfg.get("whisper_model"))
+    if not p["has_audio"]:
+        out = transcribe_stage.unavailable("no audio stream (video-only file)", label)
+    else:
+        samples = audio_stage.load_wav(store.audio_path(rid))
+        out = transcribe_stage.transcribe(samples, model_ref=ref, model_label=label, language=cfg.get("language"),
+                                          vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or 5))
+    store.write_table("segments", rid, out["segments"])
+    store.write_table("words", rid, out["words"])
+    docs = [(s["seq"], s["t0_ms"], s["text"]) for s in out["segments"]]
+    store.write_table("terms", rid, terms_stage.term_rows("transcript", docs), part="transcript")
+    store.write_table("transcripts", rid, [out["meta"]])
+    m = out["meta"]
+    head = " ".join(s["text"] for s in out["segments"][:5])[:400]
+    md = {"available": m["available"], "reason": m["reason"] or "", "language": m["language"] or "",
+          "segments": m["segment_count"], "words": m["word_count"], "transcript_head": head,
+          "elapsed_s": m["elapsed_s"]}
+    return {"metadata": md, "data_version": _digest(out["segments"])}
+
+
+def _turns(rid: str, cfg: dict) -> dict:
+    if not cfg.get("diarize"):
+        row = {"available": False, "requested": False, "reason": "diarization not requested"}
+        out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": []}
+    else:
+        from .stages import diarize as diarize_stage
+
+        p = _probe_row(rid)
+        out = diarize_stage.run_turns(
+            store.audio_path(rid) if p["has_audio"] else None,
+            segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
+            num_speakers=cfg.get("num_speakers"), threshold=cfg.get("diarize_threshold"),
+            ocr_texts=None,
+        )
+    store.write_table("diarization", rid, [out["diarization"]])
+    store.write_table("turns", rid, out["turns"])
+    store.write_table("speakers", rid, out["speakers"])
+    store.write_table("speaker_segments", rid, out["speaker_segments"])
+    d = out["diarization"]
+    md = {"requested": bool(d.get("requested")), "available": bool(d.get("available")),
+          "reason": d.get("reason") or "", "speakers": len(out["speakers"]), "turns": len(out["turns"])}
+    return {"metadata": md, "data_version": _digest([out["turns"], out["speaker_segments"]])}
+
+
+def _keyframes(rid: str, cfg: dict) -> dict:
+    p = _probe_row(rid)
+    if not p["has_video"]:
+        store.write_table("keyframes", rid, [])
+        return {"metadata": {"frames": 0, "reason": "audio-only recording: no video stream"},
+                "data_version": _digest([])}
+    gen = store.new_frames_generation(rid)
+    try:
+        res = keyframes_stage.extract(
+            p["path"], gen, duration_s=p["duration_ms"] / 1000, max_frames=int(cfg["max_frames"]),
+            scene_threshold=float(cfg["scene_threshold"]), max_seconds=p["max_seconds"] if p["cap_hit"] else None)
+    except BaseException:
+        store.prune_frame_generations(rid, keep=_live_generations(rid))
+        raise
+    rel = gen.relative_to(store.home()).as_posix()
+    rows = [dict(f, file=f"{rel}/{f['file']}") for f in res["frames"]]
+    previous = _live_generations(rid)
+    store.write_table("keyframes", rid, rows)
+    # keep the previous generation one more round for readers that loaded the old table
+    store.prune_frame_generations(rid, keep={gen.name} | previous)
+    md = {"frames": len(rows), "floor_s": round(res["floor_s"], 3), "decoded_frames": res["decoded"],
+          "cap_hit": res["cap_hit"], "frames_dir": str(gen)}
+    return {"metadata": md, "data_version": _digest(rows)}
+
+
+def _live_generations(rid: str) -> set[str]:
+    return {Path(r["file"]).parent.name for r in store.read_rows("keyframes", rid)}
+
+
+def _dedup(rid: str, cfg: dict) -> dict:
+    frames = store.read_rows("keyframes", rid)
+    hashes = [dedup_stage.hashes(store.resolve_under_home(f["file"])) for f in frames]
+    rows = dedup_stage.mark(frames, hashes)
+    store.write_table("dedup", rid, rows)
+    unique = sum(1 for r in rows if r["duplicate_of"] is None)
+    return {"metadata": {"frames": len(rows), "unique": unique}, "data_version": _digest(rows)}
+
+
+def _ocr(rid: str, cfg: dict) -> dict:
+    frames = store.read_rows("keyframes", rid)
+    dups = {d["ms"]: d["duplicate_of"] for d in store.read_rows("dedup", rid)}
+    engine, status = ocr_stage.engine_status(bool(cfg.get("ocr")))
+    rows = []
+    if engine is not None:
+        for f in frames:
+            if dups.get(f["ms"]) is None:
+                r = ocr_stage.read_image(engine, store.resolve_under_home(f["file"]))
+                rows.append({"ms": f["ms"], "engine": status, **r})
+    store.write_table("ocr", rid, rows)
+    docs = [(r["ms"], r["ms"], r["text"]) for r in rows if r["text"]]
+    store.write_table("terms", rid, terms_stage.term_rows("ocr", docs), part="ocr")
+    md = {"engine": status, "frames_read": len(rows), "frames_with_text": len(docs)}
+    return {"metadata": md, "data_version": _digest(rows)}
+
+
+def build_manifest(rid: str, cfg: dict) -> dict:
+    keyframes = store.read_rows("keyframes", rid)
+    frames_rel = None
+    return manifest_stage.build(
+        recording_id=rid, probe=_probe_row(rid), wall_clock=store.read_one("wall_clock", rid),
+        transcript=store.read_one("transcripts", rid), segments=store.read_rows("segments", rid),
+        words=store.read_rows("words", rid), diarization=store.read_one("diarization", rid),
+        turns=store.read_rows("turns", rid), speakers=store.read_rows("speakers", rid),
+        speaker_segments=store.read_rows("speaker_segments", rid), keyframes=keyframes,
+        dedup=store.read_rows("dedup", rid), ocr=store.read_rows("ocr", rid), settings=cfg,
+        frames_dir_rel=frames_rel, speaker_names=cfg.get("speaker_names") or None,
+    )
+
+
+def _manifest(rid: str, cfg: dict) -> dict:
+    m = build_manifest(rid, cfg)
+    problems = manifest_stage.validate(m)
+    if problems:
+        raise StageError("manifest invalid: " + "; ".join(problems))
+    path = store.atomic_write_json(store.manifest_path(rid), m)
+    wc = m["wall_clock"] or {}
+    tr = m["transcript"]
+    di = tr.get("diarization") or {}
+    row = {
+        "filename": m["media"]["filename"], "path": m["media"]["path"], "kind": m["media"]["kind"],
+        "duration_ms": int(round(m["media"]["duration_s"] * 1000)), "size_bytes": m["media"]["size_bytes"],
+        "recorded_at": wc.get("start_utc"), "tz_offset_min": wc.get("tz_offset_min"),
+        "wall_clock_source": wc.get("source"), "wall_clock_confidence": wc.get("confidence"),
+        "language": tr.get("language"), "segment_count": len(tr["segments"]),
+        "frame_count": m["frames"]["count"], "unique_frame_count": m["frames"]["unique_count"],
+        "diarized": bool(di.get("available")), "speaker_count": len(di.get("speakers") or []),
+        "has_audio": m["media"]["has_audio"], "has_video": m["media"]["has_video"],
+        "transcript_available": tr["available"], "manifest_path": str(path), "processed_at": m["created_at"],
+    }
+    store.write_table("recordings", rid, [row])
+    store.ensure_catalog()
+    md = {"manifest": str(path), "duration_s": m["media"]["duration_s"], "segments": row["segment_count"],
+          "frames": row["frame_count"], "unique_frames": row["unique_frame_count"],
+          "recorded_at": row["recorded_at"] or "null",
+          "transcript_head": " ".join(s["text"] for s in tr["segments"][:5])[:400]}
+    stable = {k: v for k, v in m.items() if k != "created_at"}
+    return {"metadata": md, "data_version": _digest(stable), "manifest": m}
+
+
+RUNNERS: dict[str, Callable[[str, dict], dict]] = {
+    "probe": _probe, "wall_clock": _wall_clock, "audio": _audio, "segments": _segments, "turns": _turns,
+    "keyframes": _keyframes, "dedup": _dedup, "ocr": _ocr, "manifest": _manifest,
+}
+assert set(RUNNERS) == set(S.STAGES)
+
+
+# Progress hooks (stage, recording_id, "started"|"ok"|"failed", info); the CLI shows them live.
+listeners: list[Callable[[str, str, str, dict], None]] = []
+
+
+def _notify(stage: str, rid: str, state: str, info: dict) -> None:
+    for fn in list(listeners):
+        fn(stage, rid, state, info)
+
+
+def run_stage(stage: str, recording_id: str, overrides: dict | None = None) -> dict:
+    """Run one stage for one recording; persist ``overrides`` first; record success or failure."""
+    store.check_id(recording_id)
+    _notify(stage, recording_id, "started", {})
+    if overrides:
+        S.save_overrides(recording_id, {k: v for k, v in overrides.items() if v is not None})
+    cfg = S.effective(recording_id)
+    t0 = time.perf_counter()
+    base = {"stage": stage, "config_hash": S.config_hash(stage, cfg), "code_version": CODE_VERSIONS[stage]}
+    try:
+        result = RUNNERS[stage](recording_id, cfg)
+    except StageError as e:
+        e.stage = e.stage or stage
+        _record(recording_id, dict(base, status="failed", reason=e.reason, elapsed_s=time.perf_counter() - t0))
+        _notify(stage, recording_id, "failed", {"reason": e.reason})
+        raise
+    except Exception as e:  # unexpected: still leave a one-line reason behind
+        reason = f"{type(e).__name__}: {e}".splitlines()[0][:500]
+        _record(recording_id, dict(base, status="failed", reason=reason, elapsed_s=time.perf_counter() - t0))
+        _notify(stage, recording_id, "failed", {"reason": reason})
+        raise StageError(reason, stage=stage) from e
+    elapsed = time.perf_counter() - t0
+    _record(recording_id, dict(base, status="ok", reason=None, elapsed_s=elapsed))
+    result["metadata"]["elapsed_s"] = round(elapsed, 3)
+    _notify(stage, recording_id, "ok", result["metadata"])
+    return result
+
+
+def _record(rid: str, row: dict) -> None:
+    row["finished_at"] = _now()
+    store.write_table("stage_runs", rid, [row], part=row["stage"])
+
+
+def stage_state(recording_id: str) -> dict[str, dict]:
+    return {r["stage"]: r for r in store.read_rows("stage_runs", recording_id, part=None)}
+
+
+def plan(recording_id: str, *, force: bool = False) -> list[str]:
+    """Stages to (re)run: missing, failed, changed config or code -> those plus their downstream."""
+    if force:
+        return list(S.STAGES)
+    cfg = S.effective(recording_id)
+    state = stage_state(recording_id)
+    stale = set()
+    for stage in S.STAGES:
+        st = state.get(stage)
+        if (st is None or st["status"] != "ok" or st["config_hash"] != S.config_hash(stage, cfg)
+                or st["code_version"] != CODE_VERSIONS[stage]):
+            stale.add(stage)
+    return S.ordered(S.downstream(stale))
+
+
+def failure_reason(recording_id: str) -> str | None:
+    failed = [r for r in stage_state(recording_id).values() if r["status"] == "failed"]
+    return f"{failed[0]['stage']}: {failed[0]['reason']}" if failed else None

@@ -1,0 +1,147 @@
+"""What the CLI (and tests) call: find files, hash, register partitions, run the Dagster job
+for exactly the stale stages, and summarize. The Dagster job is the same one the UI and the
+sensor launch, so there is one code path for processing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from . import pipeline, store
+from . import settings as S
+from .models import sha256_file
+from .stages.probe import MEDIA_EXTS
+from .stages.wallclock import t_wall
+
+PREVIEW_SEGMENTS = 15
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def ensure_dagster_home() -> Path:
+    """Point DAGSTER_HOME at the data root (SQLite storage) and install our dagster.yaml there."""
+    home = Path(os.environ.get("DAGSTER_HOME") or store.dagster_home())
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["DAGSTER_HOME"] = str(home)
+    target = home / "dagster.yaml"
+    src = _REPO_ROOT / "dagster.yaml"
+    if src.exists() and (not target.exists() or target.read_bytes() != src.read_bytes()):
+        shutil.copyfile(src, target)
+    return home
+
+
+def instance():
+    from dagster import DagsterInstance
+
+    ensure_dagster_home()
+    return DagsterInstance.get()
+
+
+def collect(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Expand folders (recursively) into media files; return (files, [(path, skip reason)])."""
+    files, skipped = [], []
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and not f.name.startswith("."):
+                    (files.append(f) if f.suffix.lower() in MEDIA_EXTS
+                     else skipped.append((f, f"not a media file extension ({f.suffix or 'none'})")))
+        elif p.is_file():
+            files.append(p)  # an explicitly named file is tried whatever its extension
+        else:
+            skipped.append((p, "no such file or folder"))
+    return files, skipped
+
+
+def recording_id_for(path: str | os.PathLike) -> str:
+    return sha256_file(path)[:16]
+
+
+def register(path: str | os.PathLike, inst=None) -> str:
+    from .definitions import PARTITIONS_NAME
+
+    rid = recording_id_for(path)
+    pipeline.register_source(path, rid)
+    inst = inst or instance()
+    if not inst.has_dynamic_partition(PARTITIONS_NAME, rid):
+        inst.add_dynamic_partitions(PARTITIONS_NAME, [rid])
+    return rid
+
+
+def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None):
+    """Materialize ``stages`` of partition ``rid`` through the process_recording job (in-process)."""
+    from dagster import AssetKey
+
+    from .definitions import defs
+
+    job = defs.resolve_job_def("process_recording")
+    return job.execute_in_process(
+        instance=inst or instance(), partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
+        raise_on_error=False, tags=tags or {},
+        run_config={"loggers": {"console": {"config": {"log_level": os.environ.get("TALKTHROUGH_LOG_LEVEL", "WARNING")}}}},
+    )
+
+
+def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | None = None,
+            on_stages: Callable[[str, list[str]], None] | None = None) -> dict:
+    """Process one file; a second call on the same bytes with the same settings runs nothing."""
+    t0 = time.perf_counter()
+    inst = instance()
+    rid = register(path, inst)
+    if overrides:
+        S.save_overrides(rid, overrides)
+    stages = pipeline.plan(rid, force=force)
+    if on_stages:
+        on_stages(rid, stages)
+    status = "cached"
+    if stages:
+        result = run_stages(rid, stages, inst)
+        status = "processed" if result.success else "failed"
+    out = summary(rid)
+    out.update(status=status, stages_run=stages, elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
+    if status == "failed":
+        out["reason"] = pipeline.failure_reason(rid) or "run failed (see the Dagster run log)"
+    return out
+
+
+def summary(rid: str) -> dict:
+    """A short, context-friendly summary from stored outputs (no media access)."""
+    rec = store.read_one("recordings", rid)
+    out: dict = {"recording_id": rid, "manifest": str(store.manifest_path(rid)) if rec else None}
+    if not rec:
+        return out
+    wc = store.read_one("wall_clock", rid)
+    segs = store.read_rows("speaker_segments", rid) or store.read_rows("segments", rid)
+    tr = store.read_one("transcripts", rid) or {}
+    out.update({
+        "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
+        "wall_clock": ({k: wc[k] for k in ("start_utc", "tz_offset_min", "source", "confidence")}
+                       if wc and wc.get("available") else None),
+        "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
+                       "language": rec["language"], "segments": rec["segment_count"]},
+        "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
+                   "dir": str(store.frames_root(rid))},
+        "diarized": rec["diarized"], "speakers": rec["speaker_count"],
+        "preview": [
+            {"t_ms": s["t0_ms"], "t_wall": t_wall(wc, s["t0_ms"]), "text": s["text"],
+             **({"speaker": s["speaker"]} if s.get("speaker") else {})}
+            for s in segs[:PREVIEW_SEGMENTS]
+        ],
+        "more_segments": max(0, len(segs) - PREVIEW_SEGMENTS),
+    })
+    return out
+
+
+def list_recordings() -> list[dict]:
+    con = store.connect()
+    try:
+        cur = con.execute("SELECT recording, filename, kind, duration_ms, recorded_at, segment_count, frame_count, "
+                          "diarized FROM recordings ORDER BY recorded_at NULLS LAST, filename")
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+    finally:
+        con.close()

@@ -1,0 +1,125 @@
+"""Effective per-recording settings: defaults (env) < persisted per-recording overrides.
+
+Overrides given once (``--recorded-at``, ``--diarize``, a vocabulary, speaker names ...) are
+persisted, so a later re-run of an upstream stage never silently drops them. Each stage's
+config hash covers only the keys it reads; a changed key re-runs that stage and its downstream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+from . import store
+
+DEFAULTS: dict[str, Any] = {
+    "max_seconds": 4 * 3600,
+    "max_frames": 120,
+    "scene_threshold": 0.10,
+    "whisper_model": None,  # None -> TALKTHROUGH_WHISPER_MODEL or the embedded tiny.en
+    "language": None,
+    "vocabulary": None,
+    "beam_size": 5,
+    "diarize": False,
+    "num_speakers": None,
+    "diarize_threshold": 0.5,
+    "recorded_at": None,
+    "ocr": None,  # None -> TALKTHROUGH_OCR (on unless "off")
+    "speaker_names": {},
+}
+
+# Which settings each stage reads (its config hash covers exactly these).
+STAGE_KEYS: dict[str, tuple[str, ...]] = {
+    "probe": ("max_seconds",),
+    "wall_clock": ("recorded_at",),
+    "audio": (),
+    "segments": ("whisper_model", "language", "vocabulary", "beam_size"),
+    "turns": ("diarize", "num_speakers", "diarize_threshold"),
+    "keyframes": ("max_frames", "scene_threshold"),
+    "dedup": (),
+    "ocr": ("ocr",),
+    "manifest": ("speaker_names",),
+}
+
+# The asset graph (stage -> upstream stages). Dagster deps are built from this.
+DEPS: dict[str, tuple[str, ...]] = {
+    "probe": (),
+    "wall_clock": ("probe",),
+    "audio": ("probe",),
+    "segments": ("audio",),
+    "turns": ("audio", "segments"),
+    "keyframes": ("probe",),
+    "dedup": ("keyframes",),
+    "ocr": ("dedup",),
+    "manifest": ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"),
+}
+STAGES = tuple(DEPS)
+
+
+def _env_defaults() -> dict[str, Any]:
+    d = dict(DEFAULTS)
+    for key, env, conv in (("max_frames", "TALKTHROUGH_MAX_FRAMES", int),
+                           ("max_seconds", "TALKTHROUGH_MAX_SECONDS", int),
+                           ("whisper_model", "TALKTHROUGH_WHISPER_MODEL", str),
+                           ("language", "TALKTHROUGH_LANGUAGE", str)):
+        if os.environ.get(env):
+            d[key] = conv(os.environ[env])
+    if d["whisper_model"] is None:
+        from .models import whisper_model_setting
+        d["whisper_model"] = whisper_model_setting()
+    if d["ocr"] is None:
+        from .stages.ocr import enabled_setting
+        d["ocr"] = enabled_setting()
+    return d
+
+
+def load_overrides(recording_id: str) -> dict[str, Any]:
+    return store.read_json(store.settings_path(recording_id), {}) or {}
+
+
+def save_overrides(recording_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``changes`` into the persisted overrides (a None value removes the key)."""
+    unknown = set(changes) - set(DEFAULTS)
+    if unknown:
+        raise KeyError(f"unknown setting(s): {sorted(unknown)}")
+    cur = load_overrides(recording_id)
+    for k, v in changes.items():
+        if v is None:
+            cur.pop(k, None)
+        else:
+            cur[k] = v
+    store.atomic_write_json(store.settings_path(recording_id), cur)
+    return cur
+
+
+def effective(recording_id: str) -> dict[str, Any]:
+    s = _env_defaults()
+    s.update(load_overrides(recording_id))
+    return s
+
+
+def stage_config(stage: str, settings: dict[str, Any]) -> dict[str, Any]:
+    return {k: settings.get(k) for k in STAGE_KEYS[stage]}
+
+
+def config_hash(stage: str, settings: dict[str, Any]) -> str:
+    blob = json.dumps(stage_config(stage, settings), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def downstream(stages: set[str]) -> set[str]:
+    out = set(stages)
+    changed = True
+    while changed:
+        changed = False
+        for s, ups in DEPS.items():
+            if s not in out and out.intersection(ups):
+                out.add(s)
+                changed = True
+    return out
+
+
+def ordered(stages: set[str]) -> list[str]:
+    return [s for s in STAGES if s in stages]

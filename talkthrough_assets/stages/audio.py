@@ -1,0 +1,80 @@
+"""audio: decode the source's first audio stream to 16 kHz mono 16-bit PCM WAV (PyAV, one pass)."""
+
+from __future__ import annotations
+
+import os
+import wave
+
+import numpy as np
+
+from ..errors import BadMediaError
+
+CODE_VERSION = "1"
+SAMPLE_RATE = 16000
+
+
+def extract_wav(src: str | os.PathLike, dst: str | os.PathLike, *, max_seconds: float | None = None) -> dict:
+    """Write ``dst`` (WAV); returns {"samples", "duration_ms", "peak"}. Stops at ``max_seconds``."""
+    import av
+
+    limit = int(max_seconds * SAMPLE_RATE) if max_seconds else None
+    written = 0
+    peak = 0
+    try:
+        container = av.open(str(src), metadata_errors="ignore")
+    except av.error.FFmpegError as e:
+        raise BadMediaError(f"cannot open audio: {e}") from None
+    with container, wave.open(str(dst), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(SAMPLE_RATE)
+        if not container.streams.audio:
+            raise BadMediaError("no audio stream")
+        stream = container.streams.audio[0]
+        stream.thread_type = "AUTO"
+        resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
+
+        def emit(frames) -> bool:
+            nonlocal written, peak
+            for fr in frames:
+                pcm = fr.to_ndarray().reshape(-1)
+                if limit is not None and written + len(pcm) > limit:
+                    pcm = pcm[: max(0, limit - written)]
+                if len(pcm):
+                    peak = max(peak, int(np.abs(pcm.astype(np.int32)).max()))
+                    out.writeframes(pcm.astype("<i2").tobytes())
+                    written += len(pcm)
+                if limit is not None and written >= limit:
+                    return False
+            return True
+
+        try:
+            for frame in container.decode(stream):
+                if not emit(resampler.resample(frame)):
+                    break
+            else:
+                emit(resampler.resample(None))
+        except av.error.FFmpegError as e:
+            # A truncated file decodes up to the damage; keep what was decoded when there is any.
+            if written == 0:
+                raise BadMediaError(f"audio stream could not be decoded: {e}") from None
+    return {"samples": written, "duration_ms": written * 1000 // SAMPLE_RATE, "peak": peak}
+
+
+def load_wav(path: str | os.PathLike) -> np.ndarray:
+    """float32 mono samples in [-1, 1] from a WAV written by :func:`extract_wav`."""
+    with wave.open(str(path), "rb") as w:
+        if w.getframerate() != SAMPLE_RATE or w.getnchannels() != 1 or w.getsampwidth() != 2:
+            raise ValueError(f"{path}: expected 16 kHz mono s16 WAV")
+        data = w.readframes(w.getnframes())
+    return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+
+
+def write_silent_wav(path: str | os.PathLike) -> None:
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(SAMPLE_RATE)
+
+
+__all__ = ["extract_wav", "load_wav", "write_silent_wav", "SAMPLE_RATE"]

@@ -1,0 +1,124 @@
+"""manifest: assemble ``talkthrough-manifest/v1`` from stage outputs (pure; no I/O here)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+CODE_VERSION = "1"
+SCHEMA = "talkthrough-manifest/v1"
+
+REQUIRED_KEYS = ("schema", "job_id", "created_at", "media", "wall_clock", "transcript", "frames", "caps",
+                 "tool_versions")
+
+
+def _versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for label, dist in (("talkthrough", "talkthrough"), ("faster-whisper", "faster-whisper"),
+                        ("rapidocr", "rapidocr-onnxruntime"), ("sherpa-onnx", "sherpa-onnx"), ("av", "av"),
+                        ("dagster", "dagster")):
+        try:
+            out[label] = version(dist)
+        except PackageNotFoundError:
+            out[label] = None
+    try:
+        import av
+
+        out["ffmpeg"] = ".".join(map(str, av.library_versions.get("libavformat", ()))) or None
+    except Exception:
+        out["ffmpeg"] = None
+    return out
+
+
+def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript: dict | None,
+          segments: list[dict], words: list[dict], diarization: dict | None, turns: list[dict],
+          speakers: list[dict], speaker_segments: list[dict], keyframes: list[dict], dedup: list[dict],
+          ocr: list[dict], settings: dict, frames_dir_rel: str | None, speaker_names: dict | None = None) -> dict:
+    wc = None
+    if wall_clock and wall_clock.get("available"):
+        wc = {k: wall_clock.get(k) for k in ("start_utc", "tz_offset_min", "source", "confidence")}
+    tr = transcript or {"available": False, "reason": "not transcribed"}
+    seg_out = speaker_segments or segments
+    transcript_block = {
+        "available": bool(tr.get("available")),
+        "reason": tr.get("reason"),
+        "language": tr.get("language"),
+        "model": tr.get("model"),
+        "segments": [
+            {k: v for k, v in {"seq": s["seq"], "t0_ms": s["t0_ms"], "t1_ms": s["t1_ms"], "text": s["text"],
+                               "speaker": s.get("speaker"), "source_seq": s.get("source_seq")}.items()
+             if v is not None}
+            for s in seg_out
+        ],
+        "words": [[w["t0_ms"], w["t1_ms"], w["word"]] for w in words],
+    }
+    if diarization and diarization.get("requested"):
+        block = {k: diarization.get(k) for k in (
+            "available", "reason", "engine", "engine_version", "segmentation_model", "embedding_model",
+            "requested_num_speakers", "detected_num_speakers", "threshold")}
+        block["speakers"] = [{k: s[k] for k in ("label", "talk_time_ms", "turn_count", "first_ms", "last_ms")}
+                             for s in speakers]
+        block["turns"] = [[t["t0_ms"], t["t1_ms"], t["speaker"]] for t in turns]
+        if speaker_names:
+            block["speaker_names"] = dict(speaker_names)
+        transcript_block["diarization"] = block
+    dd = {d["ms"]: d for d in dedup}
+    oo = {o["ms"]: o for o in ocr}
+    items = []
+    for k in keyframes:
+        item = {"ms": k["ms"], "file": f"{frames_dir_rel}/{k['file']}" if frames_dir_rel else k["file"]}
+        dup = dd.get(k["ms"], {}).get("duplicate_of")
+        if dup is not None:
+            item["duplicate_of"] = dup
+        text = oo.get(k["ms"], {}).get("text")
+        if text:
+            item["ocr_text"] = text
+        items.append(item)
+    unique = sum(1 for i in items if "duplicate_of" not in i)
+    return {
+        "schema": SCHEMA,
+        "job_id": recording_id,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "media": {
+            "path": probe["path"], "filename": probe["filename"], "kind": probe["kind"],
+            "duration_s": round(probe["duration_ms"] / 1000, 3), "size_bytes": probe["size_bytes"],
+            "width": probe.get("width"), "height": probe.get("height"), "video_codec": probe.get("video_codec"),
+            "has_audio": probe["has_audio"], "has_video": probe["has_video"],
+        },
+        "wall_clock": wc,
+        "transcript": transcript_block,
+        "frames": {"count": len(items), "unique_count": unique,
+                   "cap_hit": bool(probe.get("cap_hit")) or len(items) >= int(settings.get("max_frames") or 0),
+                   "items": items},
+        "caps": {"max_seconds": settings.get("max_seconds"), "max_frames": settings.get("max_frames"),
+                 "scene_threshold": settings.get("scene_threshold"), "ocr": "on" if settings.get("ocr") else "off"},
+        "tool_versions": _versions(),
+    }
+
+
+def validate(manifest: dict) -> list[str]:
+    """Problems with a manifest (empty list = valid v1)."""
+    problems = [f"missing key {k!r}" for k in REQUIRED_KEYS if k not in manifest]
+    if manifest.get("schema") != SCHEMA:
+        problems.append(f"schema is {manifest.get('schema')!r}, expected {SCHEMA!r}")
+    fr = manifest.get("frames") or {}
+    if "items" in fr and fr.get("count") != len(fr["items"]):
+        problems.append("frames.count does not match frames.items")
+    tr = manifest.get("transcript") or {}
+    if not tr.get("available") and tr.get("segments"):
+        problems.append("transcript unavailable but has segments")
+    return problems
+
+
+def dumps(manifest: dict) -> str:
+    return json.dumps(manifest, indent=2, ensure_ascii=False)
+
+
+def loads(text: str) -> dict:
+    m = json.loads(text)
+    problems = validate(m)
+    if problems:
+        raise ValueError("invalid manifest: " + "; ".join(problems))
+    return m

@@ -1,0 +1,54 @@
+"""ocr: RapidOCR over unique keyframes -> newline-joined box text (+ boxes and scores).
+
+``TALKTHROUGH_OCR=off`` or an import failure turns OCR off; that is recorded, not a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from functools import lru_cache
+
+CODE_VERSION = "1"
+_lock = threading.Lock()
+
+
+def enabled_setting() -> bool:
+    return os.environ.get("TALKTHROUGH_OCR", "on").strip().lower() not in {"off", "0", "false", "no"}
+
+
+@lru_cache(maxsize=1)
+def _engine():
+    from rapidocr_onnxruntime import RapidOCR
+
+    return RapidOCR()
+
+
+def engine_status(enabled: bool) -> tuple[object | None, str]:
+    """(engine or None, status string recorded in outputs)."""
+    if not enabled:
+        return None, "off (TALKTHROUGH_OCR=off)"
+    try:
+        return _engine(), "rapidocr"
+    except Exception as e:  # missing wheel, broken onnxruntime: OCR off, recorded
+        return None, f"off (rapidocr unavailable: {type(e).__name__}: {e})"
+
+
+def _box_order(item) -> tuple:
+    box = item[0]
+    ys = [p[1] for p in box]
+    xs = [p[0] for p in box]
+    return (round(min(ys) / 12), min(xs))  # reading order: rows (12 px bands), then left to right
+
+
+def read_image(engine, path: str | os.PathLike) -> dict:
+    with _lock:
+        result, _ = engine(str(path))
+    items = sorted(result or [], key=_box_order)
+    texts = [it[1] for it in items if it[1] and it[1].strip()]
+    scores = [float(it[2]) for it in items]
+    boxes = [{"box": [[round(float(x), 1), round(float(y), 1)] for x, y in it[0]], "text": it[1],
+              "score": round(float(it[2]), 4)} for it in items]
+    return {"text": "\n".join(texts), "boxes_json": json.dumps(boxes, ensure_ascii=False),
+            "mean_score": (sum(scores) / len(scores)) if scores else None}

@@ -1,0 +1,73 @@
+"""segments: faster-whisper on the 16 kHz WAV (CPU int8, VAD on, word timestamps)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from functools import lru_cache
+
+import numpy as np
+
+CODE_VERSION = "1"
+
+_lock = threading.Lock()
+
+
+def cpu_threads() -> int:
+    return int(os.environ.get("TALKTHROUGH_WHISPER_THREADS") or os.cpu_count() or 2)
+
+
+@lru_cache(maxsize=2)
+def _model(model_ref: str, device: str, compute_type: str, threads: int):
+    from faster_whisper import WhisperModel
+
+    return WhisperModel(model_ref, device=device, compute_type=compute_type, cpu_threads=threads)
+
+
+def device_setting() -> tuple[str, str]:
+    """(device, compute_type): CPU int8 by default; TALKTHROUGH_DEVICE=cuda for the optional GPU path."""
+    device = os.environ.get("TALKTHROUGH_DEVICE", "cpu")
+    compute = os.environ.get("TALKTHROUGH_COMPUTE_TYPE") or ("float16" if device == "cuda" else "int8")
+    return device, compute
+
+
+def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
+               vocabulary: str | None = None, beam_size: int = 5, vad: bool = True) -> dict:
+    """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times."""
+    t_start = time.perf_counter()
+    audio_ms = int(len(samples) * 1000 / 16000)
+    meta = {"available": True, "reason": None, "language": None, "language_probability": None,
+            "model": model_label, "segment_count": 0, "word_count": 0, "audio_ms": audio_ms, "elapsed_s": 0.0}
+    if len(samples) < 1600:  # < 0.1 s: nothing to transcribe
+        meta.update(reason="no speech detected (audio shorter than 0.1 s)")
+        return {"meta": meta, "segments": [], "words": []}
+    device, compute = device_setting()
+    with _lock:  # one model instance is not safe to share across concurrent transcribe calls
+        model = _model(model_ref, device, compute, cpu_threads())
+        seg_iter, info = model.transcribe(
+            samples, language=language or None, beam_size=beam_size, vad_filter=vad,
+            word_timestamps=True, initial_prompt=vocabulary or None, hotwords=vocabulary or None,
+            condition_on_previous_text=False,
+        )
+        segments, words = [], []
+        for seq, s in enumerate(seg_iter):
+            text = s.text.strip()
+            segments.append({"seq": seq, "t0_ms": int(round(s.start * 1000)), "t1_ms": int(round(s.end * 1000)),
+                             "text": text, "avg_logprob": float(s.avg_logprob),
+                             "no_speech_prob": float(s.no_speech_prob)})
+            for i, w in enumerate(s.words or []):
+                words.append({"seq": seq, "idx": i, "t0_ms": int(round(w.start * 1000)),
+                              "t1_ms": int(round(w.end * 1000)), "word": w.word, "prob": float(w.probability)})
+    meta.update(language=info.language, language_probability=float(info.language_probability),
+                segment_count=len(segments), word_count=len(words),
+                elapsed_s=round(time.perf_counter() - t_start, 3))
+    if not segments:
+        meta["reason"] = "no speech detected"
+    return {"meta": meta, "segments": segments, "words": words}
+
+
+def unavailable(reason: str, model_label: str | None = None) -> dict:
+    return {"meta": {"available": False, "reason": reason, "language": None, "language_probability": None,
+                     "model": model_label, "segment_count": 0, "word_count": 0, "audio_ms": 0, "elapsed_s": 0.0},
+            "segments": [], "words": []}
