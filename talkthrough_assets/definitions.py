@@ -23,9 +23,11 @@ from dagster import (
     in_process_executor,
 )
 
-from . import pipeline
+from . import pipeline, sqlite_tuning
 from .errors import StageError
 from .settings import DEPS, STAGE_KEYS, STAGES
+
+sqlite_tuning.install()
 
 PARTITIONS_NAME = "recordings"
 recordings_partitions = DynamicPartitionsDefinition(name=PARTITIONS_NAME)

@@ -36,6 +36,9 @@ def ensure_dagster_home() -> Path:
 def instance():
     from dagster import DagsterInstance
 
+    from . import sqlite_tuning
+
+    sqlite_tuning.install()
     ensure_dagster_home()
     return DagsterInstance.get()
 

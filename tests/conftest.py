@@ -1,0 +1,40 @@
+"""Shared test setup: a private data root, and the fixtures processed ONCE per session through
+the real Dagster job (real faster-whisper, RapidOCR, sherpa-onnx), reused by every module."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+SHARED = ROOT.parent / "shared"
+DIARIZATION_MODELS = SHARED / "models" / "diarization"
+
+
+@pytest.fixture(scope="session")
+def tt_home(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("tthome")
+    os.environ["TALKTHROUGH_HOME"] = str(home)
+    os.environ["DAGSTER_HOME"] = str(home / "dagster")
+    if DIARIZATION_MODELS.exists():
+        os.environ.setdefault("TALKTHROUGH_DIARIZATION_MODELS", str(DIARIZATION_MODELS))
+    return home
+
+
+@pytest.fixture(scope="session")
+def processed(tt_home) -> dict[str, dict]:
+    """Summaries of every fixture processed through `service.process` (the CLI's code path)."""
+    from fixture_facts import FIXTURES_DIR, PROCESS_OPTIONS
+
+    from talkthrough_assets import service
+
+    out = {}
+    for name, options in PROCESS_OPTIONS.items():
+        out[name] = service.process(FIXTURES_DIR / name, overrides=options or None)
+        assert out[name]["status"] == "processed", out[name]
+    return out

@@ -1,0 +1,201 @@
+"""Unit tests of pure stage logic: no Dagster, no models, no media decoding."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image, ImageDraw
+
+from talkthrough_assets import settings as S
+from talkthrough_assets import store
+from talkthrough_assets.stages import dedup, manifest, terms, wallclock
+from talkthrough_assets.stages.probe import frame_floor_s
+
+# Tags captured from real files (PyAV container.metadata).
+IPHONE_MOV_TAGS = {  # QuickTime Player / pre-macOS-26 screen recording
+    "major_brand": "qt  ", "creation_time": "2026-03-14T09:26:53.000000Z",
+    "com.apple.quicktime.creationdate": "2026-03-14T10:26:53+0100",
+}
+REPLAYKIT_TAGS = {"major_brand": "mp42", "creation_time": "2026-05-01T17:00:00.000000Z"}
+ENCODER_GARBAGE_TAGS = {"creation_time": "1904-01-01T00:00:00.000000Z",
+                        "com.apple.quicktime.creationdate": "1970-01-01T00:00:00Z"}
+MTIME = datetime(2026, 6, 1, 12, 0, 30, tzinfo=timezone.utc).timestamp()
+
+
+class TestWallClockLadder:
+    def test_recorded_at_wins_with_its_offset(self):
+        wc = wallclock.resolve(tags=IPHONE_MOV_TAGS, duration_ms=1000, file_mtime=MTIME,
+                               recorded_at="2026-01-02T08:00:00-05:00")
+        assert wc["source"] == "recorded_at" and wc["confidence"] == "exact"
+        assert wc["start_utc"] == "2026-01-02T13:00:00.000+00:00"
+        assert wc["tz_offset_min"] == -300
+
+    def test_naive_recorded_at_is_machine_local(self):
+        wc = wallclock.resolve(tags={}, duration_ms=0, file_mtime=None, recorded_at="2026-01-02T08:00:00")
+        local = datetime(2026, 1, 2, 8, 0).astimezone()
+        assert wc["tz_offset_min"] == int(local.utcoffset().total_seconds() // 60)
+        assert datetime.fromisoformat(wc["start_utc"]) == local
+
+    def test_bad_recorded_at_is_a_clear_error(self):
+        with pytest.raises(ValueError, match="ISO-8601"):
+            wallclock.resolve(tags={}, duration_ms=0, file_mtime=None, recorded_at="last tuesday")
+
+    def test_quicktime_creationdate_is_high_with_offset(self):
+        wc = wallclock.resolve(tags=IPHONE_MOV_TAGS, duration_ms=5000, file_mtime=MTIME)
+        assert (wc["source"], wc["confidence"], wc["tz_offset_min"]) == (wallclock.QT_TAG, "high", 60)
+        assert wc["start_utc"] == "2026-03-14T09:26:53.000+00:00"
+
+    def test_creation_time_is_medium_utc_only(self):
+        wc = wallclock.resolve(tags=json.dumps(REPLAYKIT_TAGS), duration_ms=5000, file_mtime=MTIME)
+        assert (wc["source"], wc["confidence"], wc["tz_offset_min"]) == ("creation_time", "medium", None)
+        assert wc["start_utc"] == "2026-05-01T17:00:00.000+00:00"
+
+    def test_pre_1972_tags_are_garbage_and_mtime_minus_duration_is_used(self):
+        wc = wallclock.resolve(tags=ENCODER_GARBAGE_TAGS, duration_ms=30_000, file_mtime=MTIME)
+        assert (wc["source"], wc["confidence"]) == ("file_mtime_minus_duration", "low")
+        assert wc["start_utc"] == "2026-06-01T12:00:00.000+00:00"
+
+    def test_garbage_strings_are_skipped(self):
+        wc = wallclock.resolve(tags={"creation_time": "not a date", wallclock.QT_TAG: "??"}, duration_ms=0,
+                               file_mtime=None)
+        assert wc["available"] is False and wc["start_utc"] is None
+
+    def test_t_wall_renders_in_recording_local_offset_else_utc(self):
+        local = wallclock.resolve(tags=IPHONE_MOV_TAGS, duration_ms=0, file_mtime=None)
+        assert wallclock.t_wall(local, 1500) == "2026-03-14T10:26:54.500+01:00"
+        utc = wallclock.resolve(tags=REPLAYKIT_TAGS, duration_ms=0, file_mtime=None)
+        assert wallclock.t_wall(utc, 61_000) == "2026-05-01T17:01:01.000+00:00"
+        assert wallclock.t_wall(None, 5) is None
+
+
+def test_frame_floor_spreads_budget_over_whole_recording():
+    assert frame_floor_s(20, 120) == 1.0  # short: one per second at most
+    assert frame_floor_s(3600, 120) == 30.0  # an hour: 120 frames cover all of it
+    assert frame_floor_s(3600, 0) == 3600.0  # degenerate budget never divides by zero
+
+
+def _slide(title: str, color=(40, 90, 200), size=(320, 180)) -> Image.Image:
+    im = Image.new("RGB", size, (245, 245, 245))
+    d = ImageDraw.Draw(im)
+    d.rectangle([0, 0, size[0], 24], fill=color)
+    d.text((20, 60), title, fill=(0, 0, 0), font_size=28)
+    return im
+
+
+class TestDHash:
+    def test_identical_and_recompressed_frames_are_duplicates(self, tmp_path):
+        a = _slide("DEPLOY")
+        a.save(tmp_path / "a.jpg", quality=95)
+        a.save(tmp_path / "b.jpg", quality=40)
+        ha, hb = dedup.hashes(tmp_path / "a.jpg"), dedup.hashes(tmp_path / "b.jpg")
+        assert dedup.hamming(ha[0], hb[0]) <= dedup.HAMMING_MAX
+        assert dedup.is_duplicate(ha, hb)
+
+    def test_different_layouts_are_not_duplicates(self):
+        a = dedup.hashes(_slide("DEPLOY"))
+        b = dedup.hashes(Image.linear_gradient("L").resize((320, 180)).rotate(90).convert("RGB"))
+        assert dedup.hamming(a[0], b[0]) > dedup.HAMMING_MAX
+        assert not dedup.is_duplicate(a, b)
+
+    def test_same_layout_new_text_is_kept_for_ocr(self):
+        a = dedup.hashes(_slide("DEPLOY PIPELINE"))
+        b = dedup.hashes(_slide("ROLLBACK DONE"))
+        assert not dedup.is_duplicate(a, b)
+
+    def test_mark_points_duplicates_at_the_head_of_their_run(self):
+        frames = [{"ms": m} for m in (0, 1000, 2000, 3000)]
+        stripes = Image.linear_gradient("L").resize((320, 180)).rotate(90).convert("RGB")
+        h1, h2 = dedup.hashes(_slide("A")), dedup.hashes(stripes)
+        rows = dedup.mark(frames, [h1, h1, h1, h2])
+        assert [r["duplicate_of"] for r in rows] == [None, 0, 0, None]
+        assert all(len(r["dhash"]) == 16 for r in rows)
+
+
+def _manifest_inputs():
+    probe = {"path": "/x/a.mp4", "filename": "a.mp4", "kind": "video", "duration_ms": 12_345, "size_bytes": 10,
+             "width": 1920, "height": 1080, "video_codec": "h264", "has_audio": True, "has_video": True,
+             "cap_hit": False}
+    return dict(
+        recording_id="0123456789abcdef", probe=probe,
+        wall_clock={"available": True, "start_utc": "2026-03-14T09:26:53.000+00:00", "tz_offset_min": None,
+                    "source": "creation_time", "confidence": "medium"},
+        transcript={"available": True, "reason": None, "language": "en", "model": "tiny.en"},
+        segments=[{"seq": 0, "t0_ms": 0, "t1_ms": 900, "text": "héllo"}],
+        words=[{"seq": 0, "idx": 0, "t0_ms": 0, "t1_ms": 900, "word": " héllo"}],
+        diarization={"requested": False}, turns=[], speakers=[], speaker_segments=[],
+        keyframes=[{"ms": 0, "file": "frames/x/g/t00000000.jpg"}, {"ms": 1000, "file": "frames/x/g/t00001000.jpg"}],
+        dedup=[{"ms": 0, "duplicate_of": None}, {"ms": 1000, "duplicate_of": 0}],
+        ocr=[{"ms": 0, "text": "DEPLOY"}], settings=dict(S.DEFAULTS, ocr=True), frames_dir_rel=None,
+    )
+
+
+def test_manifest_round_trip_and_validation():
+    m = manifest.build(**_manifest_inputs())
+    assert manifest.validate(m) == []
+    again = manifest.loads(manifest.dumps(m))
+    assert again == m
+    assert m["frames"]["count"] == 2 and m["frames"]["unique_count"] == 1
+    assert m["frames"]["items"][1]["duplicate_of"] == 0 and m["frames"]["items"][0]["ocr_text"] == "DEPLOY"
+    assert "diarization" not in m["transcript"]  # not requested -> block absent
+    broken = dict(m, schema="other/v9")
+    with pytest.raises(ValueError, match="schema"):
+        manifest.loads(json.dumps(broken))
+
+
+class TestStore:
+    def test_ids_are_validated(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
+        for bad in ("../../etc/passwd", "0123456789ABCDEF", "abc", "0123456789abcdef0"):
+            with pytest.raises(store.InvalidRecordingId):
+                store.table_path("segments", bad)
+        with pytest.raises(PermissionError):
+            store.resolve_under_home("../outside.jpg")
+
+    def test_atomic_write_keeps_previous_file_on_failure(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
+        rid = "0123456789abcdef"
+        store.write_table("segments", rid, [{"seq": 0, "t0_ms": 0, "t1_ms": 5, "text": "old"}])
+
+        class Boom(Exception):
+            pass
+
+        def rows():
+            yield {"seq": 0, "t0_ms": 0, "t1_ms": 5, "text": "new"}
+            raise Boom
+
+        with pytest.raises(Boom):
+            store.write_table("segments", rid, rows())
+        assert [r["text"] for r in store.read_rows("segments", rid)] == ["old"]
+        with pytest.raises(Exception):  # schema violation: nothing replaced
+            store.write_table("segments", rid, [{"seq": "not-an-int"}])
+        assert [r["text"] for r in store.read_rows("segments", rid)] == ["old"]
+        leftovers = [p for p in store.partition_dir("segments", rid).iterdir() if p.name.startswith(".tmp-")]
+        assert leftovers == []
+        assert pq.read_table(store.table_path("segments", rid)).num_rows == 1
+
+    def test_duckdb_views_exist_before_any_data(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
+        con = store.connect()
+        assert con.execute("SELECT count(*) FROM segments").fetchone() == (0,)
+        assert con.execute("SELECT count(*) FROM frames").fetchone() == (0,)
+        path = store.ensure_catalog()
+        assert path.exists() and os.path.getsize(path) > 0
+
+
+def test_term_folding_is_case_and_diacritic_insensitive():
+    assert terms.tokens("Café ÜBER-Déploiement, v2!") == ["cafe", "uber", "deploiement", "v2"]
+    rows = terms.term_rows("ocr", [(5, 5000, "Deploy deploy pipeline")])
+    assert {(r["term"], r["tf"], r["doc_len"]) for r in rows} == {("deploy", 2, 3), ("pipeline", 1, 3)}
+
+
+def test_amend_scopes_follow_the_graph():
+    assert S.ordered(S.downstream({"wall_clock"})) == ["wall_clock", "manifest"]
+    assert S.ordered(S.downstream({"turns"})) == ["turns", "manifest"]
+    assert S.ordered(S.downstream({"segments"})) == ["segments", "turns", "manifest"]
+    assert S.ordered(S.downstream({"keyframes"})) == ["keyframes", "dedup", "ocr", "manifest"]
+    assert S.config_hash("wall_clock", {"recorded_at": "x"}) != S.config_hash("wall_clock", {"recorded_at": "y"})
+    assert S.config_hash("segments", {"recorded_at": "x"}) == S.config_hash("segments", {"recorded_at": "y"})
