@@ -19,6 +19,7 @@ from . import store
 from .errors import StageError
 from .stages import audio as audio_stage
 from .stages import dedup as dedup_stage
+from .stages import diarize as diarize_stage
 from .stages import keyframes as keyframes_stage
 from .stages import manifest as manifest_stage
 from .stages import ocr as ocr_stage
@@ -32,7 +33,7 @@ CODE_VERSIONS = {
     "wall_clock": wallclock_stage.CODE_VERSION,
     "audio": audio_stage.CODE_VERSION,
     "segments": transcribe_stage.CODE_VERSION,
-    "turns": "1",
+    "turns": diarize_stage.CODE_VERSION,
     "keyframes": keyframes_stage.CODE_VERSION,
     "dedup": dedup_stage.CODE_VERSION,
     "ocr": ocr_stage.CODE_VERSION + "." + terms_stage.CODE_VERSION,
@@ -141,7 +142,17 @@ def _segments(rid: str, cfg: dict) -> dict:
     md = {"available": m["available"], "reason": m["reason"] or "", "language": m["language"] or "",
           "segments": m["segment_count"], "words": m["word_count"], "transcript_head": head,
           "elapsed_s": m["elapsed_s"]}
-    return {"metadata": md, "data_version": _digest(out["segments"])}
+    # audible audio (peak above ~-30 dBFS) should yield a transcript; a warning, not a failure
+    loud = p["has_audio"] and _wav_peak(rid) > 1000
+    checks = [{"name": "transcript_present_when_audible", "passed": (not loud) or m["segment_count"] > 0,
+               "description": "audible audio produced transcript segments" if loud
+               else "no audible audio: nothing expected"}]
+    return {"metadata": md, "data_version": _digest(out["segments"]), "checks": checks}
+
+
+def _wav_peak(rid: str) -> int:
+    wav = audio_stage.load_wav(store.audio_path(rid))
+    return int(abs(wav).max() * 32768) if len(wav) else 0
 
 
 def _turns(rid: str, cfg: dict) -> dict:
@@ -149,14 +160,13 @@ def _turns(rid: str, cfg: dict) -> dict:
         row = {"available": False, "requested": False, "reason": "diarization not requested"}
         out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": []}
     else:
-        from .stages import diarize as diarize_stage
-
         p = _probe_row(rid)
+        # OCR text (when that stage has run) only feeds the never-applied name candidates.
         out = diarize_stage.run_turns(
             store.audio_path(rid) if p["has_audio"] else None,
             segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
             num_speakers=cfg.get("num_speakers"), threshold=cfg.get("diarize_threshold"),
-            ocr_texts=None,
+            ocr_texts=[(r["ms"], r["text"]) for r in store.read_rows("ocr", rid)],
         )
     store.write_table("diarization", rid, [out["diarization"]])
     store.write_table("turns", rid, out["turns"])
@@ -190,7 +200,19 @@ def _keyframes(rid: str, cfg: dict) -> dict:
     store.prune_frame_generations(rid, keep={gen.name} | previous)
     md = {"frames": len(rows), "floor_s": round(res["floor_s"], 3), "decoded_frames": res["decoded"],
           "cap_hit": res["cap_hit"], "frames_dir": str(gen)}
-    return {"metadata": md, "data_version": _digest(rows)}
+    if rows:
+        md["contact_sheet"] = keyframes_stage.contact_sheet([gen / f["file"] for f in res["frames"]],
+                                                            gen / "contact_sheet.jpg")
+    return {"metadata": md, "data_version": _digest(rows), "checks": [frame_index_check(rid, rows)]}
+
+
+def frame_index_check(rid: str, rows: list[dict] | None = None) -> dict:
+    """Every indexed keyframe exists on disk."""
+    rows = store.read_rows("keyframes", rid) if rows is None else rows
+    missing = [r["file"] for r in rows if not store.resolve_under_home(r["file"]).is_file()]
+    return {"name": "frame_index_matches_disk", "passed": not missing,
+            "description": f"{len(rows) - len(missing)}/{len(rows)} indexed keyframes on disk"
+            + (f"; missing e.g. {missing[0]}" if missing else "")}
 
 
 def _live_generations(rid: str) -> set[str]:
@@ -264,7 +286,8 @@ def _manifest(rid: str, cfg: dict) -> dict:
           "recorded_at": row["recorded_at"] or "null",
           "transcript_head": " ".join(s["text"] for s in tr["segments"][:5])[:400]}
     stable = {k: v for k, v in m.items() if k != "created_at"}
-    return {"metadata": md, "data_version": _digest(stable), "manifest": m}
+    checks = [{"name": "manifest_schema_valid", "passed": True, "description": manifest_stage.SCHEMA}]
+    return {"metadata": md, "data_version": _digest(stable), "manifest": m, "checks": checks}
 
 
 RUNNERS: dict[str, Callable[[str, dict], dict]] = {

@@ -75,6 +75,23 @@ def register(path: str | os.PathLike, inst=None) -> str:
     return rid
 
 
+def register_many(paths: Iterable[str | os.PathLike], inst=None) -> list[str]:
+    """Hash + register many files; add all new partitions in one call."""
+    from .definitions import PARTITIONS_NAME
+
+    inst = inst or instance()
+    ids = []
+    for p in paths:
+        rid = recording_id_for(p)
+        pipeline.register_source(p, rid)
+        ids.append(rid)
+    existing = set(inst.get_dynamic_partitions(PARTITIONS_NAME))
+    new = [i for i in dict.fromkeys(ids) if i not in existing]
+    if new:
+        inst.add_dynamic_partitions(PARTITIONS_NAME, new)
+    return ids
+
+
 def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None):
     """Materialize ``stages`` of partition ``rid`` through the process_recording job (in-process)."""
     from dagster import AssetKey
@@ -85,7 +102,7 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None)
     return job.execute_in_process(
         instance=inst or instance(), partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
         raise_on_error=False, tags=tags or {},
-        run_config={"loggers": {"console": {"config": {"log_level": os.environ.get("TALKTHROUGH_LOG_LEVEL", "WARNING")}}}},
+        run_config={"loggers": {"console": {"config": {"log_level": os.environ.get("TALKTHROUGH_LOG_LEVEL", "CRITICAL")}}}},
     )
 
 

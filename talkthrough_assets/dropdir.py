@@ -1,0 +1,136 @@
+"""Watched drop folder: decide, tick by tick, which files are new, stable and worth a run.
+
+Rules
+* A file is hashed only after its (size, mtime) is unchanged across two ticks: a file still
+  being copied is never hashed or processed.
+* Hashing is bounded per tick (files and seconds), so a tick stays far below Dagster's 60 s
+  sensor limit; the rest waits for the next tick.
+* A per-folder state file keyed by path -> (size, mtime) means unchanged files are never
+  re-hashed; 10 000 seen files cost one ``os.scandir`` walk and a dict lookup each.
+* The same bytes under a second name add no second partition: the path is recorded as an alias.
+* Non-media files are skipped once, with a reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import store
+from .models import sha256_file
+from .stages.probe import MEDIA_EXTS
+
+STATE_VERSION = 1
+
+
+@dataclass
+class TickResult:
+    new: list[tuple[str, str]] = field(default_factory=list)  # (recording id, path) to process
+    aliases: list[tuple[str, str]] = field(default_factory=list)  # (id, path) same bytes, other name
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason), reported once
+    waiting: list[str] = field(default_factory=list)  # still changing, or over this tick's hash budget
+    hashed: int = 0
+    seen: int = 0
+
+
+def _state_path(drop_dir: Path) -> Path:
+    key = hashlib.sha256(str(drop_dir.resolve()).encode()).hexdigest()[:12]
+    return store.home() / "state" / f"dropdir-{key}.json"
+
+
+def load_state(drop_dir: Path) -> dict:
+    st = store.read_json(_state_path(drop_dir), None)
+    if not st or st.get("version") != STATE_VERSION:
+        return {"version": STATE_VERSION, "files": {}}
+    return st
+
+
+def _walk(root: Path):
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    if e.name.startswith("."):
+                        continue
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(Path(e.path))
+                    elif e.is_file(follow_symlinks=False):
+                        st = e.stat()
+                        yield e.path, st.st_size, st.st_mtime
+        except FileNotFoundError:
+            continue
+
+
+def tick(drop_dir: str | os.PathLike, *, known_ids: set[str], exts: set[str] | None = None,
+         max_hash_files: int = 16, max_hash_seconds: float = 20.0) -> TickResult:
+    """One sensor evaluation; persists the per-path state. ``known_ids``: partitions that exist."""
+    root = Path(drop_dir).expanduser()
+    exts = {e.lower() if e.startswith(".") else f".{e.lower()}" for e in (exts or MEDIA_EXTS)}
+    res = TickResult()
+    if not root.is_dir():
+        res.skipped.append((str(root), "drop folder does not exist"))
+        return res
+    state = load_state(root)
+    files: dict = state["files"]
+    present = set()
+    t0 = time.perf_counter()
+    for path, size, mtime in _walk(root):
+        present.add(path)
+        res.seen += 1
+        prev = files.get(path)
+        if prev and prev["size"] == size and prev["mtime"] == mtime and prev["status"] in ("done", "skipped"):
+            continue  # already handled, unchanged: no hash
+        if Path(path).suffix.lower() not in exts:
+            files[path] = {"size": size, "mtime": mtime, "status": "skipped"}
+            res.skipped.append((path, f"not a media file extension ({Path(path).suffix or 'none'})"))
+            continue
+        if size == 0:
+            files[path] = {"size": size, "mtime": mtime, "status": "pending"}
+            res.waiting.append(path)  # empty: a copy may be starting
+            continue
+        if not prev or prev["size"] != size or prev["mtime"] != mtime:
+            files[path] = {"size": size, "mtime": mtime, "status": "pending"}
+            res.waiting.append(path)  # first sight or still changing: wait for a stable second tick
+            continue
+        if res.hashed >= max_hash_files or time.perf_counter() - t0 > max_hash_seconds:
+            res.waiting.append(path)
+            continue
+        try:
+            rid = sha256_file(path)[:16]
+        except OSError:  # vanished between listing and hashing
+            files.pop(path, None)
+            continue
+        res.hashed += 1
+        files[path] = {"size": size, "mtime": mtime, "status": "done", "id": rid}
+        if rid in known_ids or any(rid == r for r, _ in res.new):
+            res.aliases.append((rid, path))
+        else:
+            res.new.append((rid, path))
+    for gone in set(files) - present:
+        del files[gone]
+    store.atomic_write_json(_state_path(root), state)
+    return res
+
+
+def parse_exts(value: str | None) -> set[str] | None:
+    if not value:
+        return None
+    return {e.strip() for e in value.split(",") if e.strip()}
+
+
+def settings_from_env() -> dict:
+    """Per-recording overrides the drop folder applies to new files (e.g. diarize by default)."""
+    out = {}
+    if os.environ.get("TALKTHROUGH_DROP_DIARIZE", "").lower() in {"1", "true", "yes", "on"}:
+        out["diarize"] = True
+    if os.environ.get("TALKTHROUGH_DROP_NUM_SPEAKERS"):
+        out["num_speakers"] = int(os.environ["TALKTHROUGH_DROP_NUM_SPEAKERS"])
+    return out
+
+
+__all__ = ["tick", "TickResult", "load_state", "parse_exts", "settings_from_env"]

@@ -1,0 +1,143 @@
+"""Integration: the committed fixtures through the real Dagster job with real models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from dagster import AssetKey, DagsterEventType, EventRecordsFilter
+from fixture_facts import (
+    CREATION_TIMES, FIXTURES_DIR, MEETING, MEETING_NAME, SCREENCAST, SCREENCAST_NAME, SCREENCAST_SCENES,
+    SILENT_NAME, SILENT_SCENES, ocr_normalize,
+)
+
+from talkthrough_assets import pipeline, service, store
+from talkthrough_assets.stages import manifest as manifest_stage
+from talkthrough_assets.stages.wallclock import parse_iso
+
+
+def _words(rid: str) -> str:
+    return " ".join(s["text"] for s in store.read_rows("segments", rid)).lower()
+
+
+def _materialized_in_run(run_id: str) -> set[str]:
+    inst = service.instance()
+    recs = inst.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records
+    return {r.event_log_entry.dagster_event.asset_key.path[-1] for r in recs}
+
+
+def _latest_run_id(rid: str) -> str:
+    inst = service.instance()
+    runs = inst.get_runs(limit=1)
+    assert runs and runs[0].tags.get("dagster/partition") == rid
+    return runs[0].run_id
+
+
+def test_keywords_survive_transcription(processed):
+    for name, facts in ((SCREENCAST_NAME, SCREENCAST), (MEETING_NAME, MEETING)):
+        text = _words(processed[name]["recording_id"])
+        missing = [k for k in facts["keywords"] if k not in text]
+        assert len(missing) <= 1, (name, missing, text)
+
+
+def test_a_keyframe_lands_within_1_5_s_of_every_scene_change(processed):
+    for name, scenes in ((SCREENCAST_NAME, SCREENCAST_SCENES), (SILENT_NAME, SILENT_SCENES)):
+        frames = [f["ms"] for f in store.read_rows("keyframes", processed[name]["recording_id"])]
+        for s in scenes:
+            assert any(s["start_ms"] <= ms <= s["start_ms"] + 1500 for ms in frames), (name, s["start_ms"], frames)
+
+
+def test_ocr_reads_every_scene_and_duplicates_are_not_read_twice(processed):
+    for name, scenes in ((SCREENCAST_NAME, SCREENCAST_SCENES), (SILENT_NAME, SILENT_SCENES)):
+        rid = processed[name]["recording_id"]
+        ocr = store.read_rows("ocr", rid)
+        dups = {d["ms"] for d in store.read_rows("dedup", rid) if d["duplicate_of"] is not None}
+        assert dups and not dups & {o["ms"] for o in ocr}
+        for s in scenes:
+            text = ocr_normalize(" ".join(o["text"] for o in ocr if s["start_ms"] <= o["ms"] < s["end_ms"]))
+            found = [k for k in s["ocr_keywords"] if k in text]
+            assert len(found) >= len(s["ocr_keywords"]) - 1, (name, s["title"], text)
+
+
+def test_wall_clock_equals_the_tag(processed):
+    for name, summary in processed.items():
+        wc = summary["wall_clock"]
+        assert wc["source"] == "creation_time" and wc["confidence"] == "medium"
+        assert parse_iso(wc["start_utc"]) == parse_iso(CREATION_TIMES[name])
+    seg = processed[SCREENCAST_NAME]["preview"][1]
+    assert seg["t_wall"].startswith("2026-03-14T09:27:")  # t_wall = anchor + offset, rendered in UTC
+
+
+def test_audio_only_and_video_only_behave(processed):
+    audio = processed[MEETING_NAME]
+    assert audio["kind"] == "audio" and audio["frames"]["count"] == 0 and audio["transcript"]["available"]
+    video = processed[SILENT_NAME]
+    assert video["kind"] == "video" and video["frames"]["count"] > 0
+    assert video["transcript"]["available"] is False and "no audio" in video["transcript"]["reason"]
+    m = json.loads(store.manifest_path(video["recording_id"]).read_text())
+    assert manifest_stage.validate(m) == [] and m["transcript"]["available"] is False
+    assert m["media"]["has_audio"] is False
+
+
+def test_outputs_are_queryable_in_duckdb_across_recordings(processed):
+    con = store.connect()
+    ids = {r[0] for r in con.execute("SELECT recording FROM recordings").fetchall()}
+    assert ids >= {s["recording_id"] for s in processed.values()}
+    n = con.execute("SELECT count(DISTINCT recording) FROM segments").fetchone()[0]
+    assert n >= 3
+    top = con.execute("SELECT recording FROM terms WHERE term = 'gateway' GROUP BY 1").fetchall()
+    assert (processed[SCREENCAST_NAME]["recording_id"],) in top
+    assert store.ensure_catalog().exists()
+
+
+def test_reprocessing_the_same_bytes_runs_nothing(processed, tmp_path):
+    inst = service.instance()
+    before = len(inst.get_runs())
+    copy = tmp_path / "same bytes, new name.mp4"
+    shutil.copy(FIXTURES_DIR / SCREENCAST_NAME, copy)
+    again = service.process(copy)
+    assert again["status"] == "cached" and again["stages_run"] == []
+    assert again["recording_id"] == processed[SCREENCAST_NAME]["recording_id"]
+    assert len(inst.get_runs()) == before  # no Dagster run at all
+    assert again["preview"] == processed[SCREENCAST_NAME]["preview"]
+
+
+def test_forced_re_anchor_rematerializes_only_wall_clock_and_manifest(processed):
+    rid = processed[SILENT_NAME]["recording_id"]
+    seg_file = store.table_path("segments", rid).stat().st_mtime_ns
+    out = service.process(FIXTURES_DIR / SILENT_NAME, overrides={"recorded_at": "2026-03-15T12:00:00+02:00"})
+    assert out["stages_run"] == ["wall_clock", "manifest"]
+    assert _materialized_in_run(_latest_run_id(rid)) == {"wall_clock", "manifest"}
+    assert out["wall_clock"] == {"start_utc": "2026-03-15T10:00:00.000+00:00", "tz_offset_min": 120,
+                                 "source": "recorded_at", "confidence": "exact"}
+    assert store.table_path("segments", rid).stat().st_mtime_ns == seg_file
+    # the override persists: a later plain process is a no-op and keeps the anchor
+    assert service.process(FIXTURES_DIR / SILENT_NAME)["stages_run"] == []
+
+
+def test_max_frames_change_reruns_only_the_visual_branch(processed):
+    rid = processed[SILENT_NAME]["recording_id"]
+    out = service.process(FIXTURES_DIR / SILENT_NAME, overrides={"max_frames": 3})
+    assert out["stages_run"] == ["keyframes", "dedup", "ocr", "manifest"]
+    assert _materialized_in_run(_latest_run_id(rid)) == {"keyframes", "dedup", "ocr", "manifest"}
+    assert 1 <= out["frames"]["count"] <= 3
+    m = json.loads(store.manifest_path(rid).read_text())
+    assert m["caps"]["max_frames"] == 3 and m["frames"]["count"] == out["frames"]["count"]
+    # only the live frame generations remain on disk and every indexed file exists
+    assert pipeline.frame_index_check(rid)["passed"]
+
+
+@pytest.mark.parametrize("payload,expect", [
+    (b"", "empty file"),
+    (b"hello, I am a text file pretending to be a video\n" * 20, "not a readable media file"),
+])
+def test_bad_input_fails_with_a_reason_and_loses_nothing(processed, tmp_path, payload, expect):
+    con = store.connect()
+    before = con.execute("SELECT count(*) FROM segments").fetchone()[0]
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(payload)
+    out = service.process(bad)
+    assert out["status"] == "failed" and expect in out["reason"]
+    assert "Traceback" not in out["reason"]
+    assert store.connect().execute("SELECT count(*) FROM segments").fetchone()[0] == before
