@@ -183,7 +183,7 @@ def _keyframes(rid: str, cfg: dict) -> dict:
     if not p["has_video"]:
         store.write_table("keyframes", rid, [])
         return {"metadata": {"frames": 0, "reason": "audio-only recording: no video stream"},
-                "data_version": _digest([])}
+                "data_version": _digest([]), "checks": [frame_index_check(rid, [])]}
     gen = store.new_frames_generation(rid)
     try:
         res = keyframes_stage.extract(
