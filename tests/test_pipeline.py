@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import timedelta
 
 import pytest
 from dagster import AssetKey, DagsterEventType, EventRecordsFilter
@@ -66,7 +67,9 @@ def test_wall_clock_equals_the_tag(processed):
         assert wc["source"] == "creation_time" and wc["confidence"] == "medium"
         assert parse_iso(wc["start_utc"]) == parse_iso(CREATION_TIMES[name])
     seg = processed[SCREENCAST_NAME]["preview"][1]
-    assert seg["t_wall"].startswith("2026-03-14T09:27:")  # t_wall = anchor + offset, rendered in UTC
+    # t_wall = anchor + offset, rendered in UTC (creation_time carries no zone)
+    expected = parse_iso(CREATION_TIMES[SCREENCAST_NAME]) + timedelta(milliseconds=seg["t_ms"])
+    assert seg["t_wall"] == expected.isoformat(timespec="milliseconds")
 
 
 def test_audio_only_and_video_only_behave(processed):
