@@ -43,8 +43,8 @@ def _box_order(item) -> tuple:
 
 
 def read_image(engine, path: str | os.PathLike) -> dict:
-    with _lock:
-        result, _ = engine(str(path))
+    with _lock:  # screen text is upright: skip the angle classifier (~20 % faster)
+        result, _ = engine(str(path), use_cls=False)
     items = sorted(result or [], key=_box_order)
     texts = [it[1] for it in items if it[1] and it[1].strip()]
     scores = [float(it[2]) for it in items]
