@@ -26,11 +26,11 @@ def _print_summary(s: dict) -> None:
 
     out = Console()
     status = s.get("status", "")
-    color = {"processed": "green", "cached": "cyan", "failed": "red"}.get(status, "white")
+    color = {"processed": "green", "cached": "cyan", "failed": "red", "refused": "yellow"}.get(status, "white")
     out.print(f"[bold]{s.get('filename') or s.get('source')}[/bold]  [{color}]{status}[/{color}]  "
               f"id={s['recording_id']}  {s.get('elapsed_s', 0):.1f}s"
               + (f"  stages: {', '.join(s['stages_run'])}" if s.get("stages_run") else ""))
-    if status == "failed":
+    if status in ("failed", "refused"):
         out.print(f"  [red]reason:[/red] {s.get('reason')}")
     if not s.get("manifest"):
         return
@@ -106,7 +106,7 @@ def process(
     else:
         for r in results:
             _print_summary(r)
-    if any(r["status"] == "failed" for r in results):
+    if any(r["status"] in ("failed", "refused") for r in results):
         raise typer.Exit(1)
 
 

@@ -131,7 +131,6 @@ def _make_asset(stage: str):
         group_name="talkthrough",
         description=DESCRIPTIONS[stage],
         kinds=KINDS[stage],
-        pool="talkthrough",
         check_specs=[AssetCheckSpec(name, asset=stage) for name in CHECKS.get(stage, [])],
     )(compute)
 

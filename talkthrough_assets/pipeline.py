@@ -297,6 +297,9 @@ RUNNERS: dict[str, Callable[[str, dict], dict]] = {
 assert set(RUNNERS) == set(S.STAGES)
 
 
+# A stage waits this long for another writer of the same recording before failing with a reason.
+STAGE_LOCK_WAIT_S = 600.0
+
 # Progress hooks (stage, recording_id, "started"|"ok"|"failed", info); the CLI shows them live.
 listeners: list[Callable[[str, str, str, dict], None]] = []
 
@@ -316,7 +319,11 @@ def run_stage(stage: str, recording_id: str, overrides: dict | None = None) -> d
     t0 = time.perf_counter()
     base = {"stage": stage, "config_hash": S.config_hash(stage, cfg), "code_version": CODE_VERSIONS[stage]}
     try:
-        result = RUNNERS[stage](recording_id, cfg)
+        with store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S):
+            result = RUNNERS[stage](recording_id, cfg)
+    except store.PartitionBusy as e:
+        _notify(stage, recording_id, "failed", {"reason": str(e)})
+        raise StageError(str(e), stage=stage) from None
     except StageError as e:
         e.stage = e.stage or stage
         _record(recording_id, dict(base, status="failed", reason=e.reason, elapsed_s=time.perf_counter() - t0))

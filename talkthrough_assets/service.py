@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import time
 from pathlib import Path
 from typing import Callable, Iterable
@@ -92,35 +93,71 @@ def register_many(paths: Iterable[str | os.PathLike], inst=None) -> list[str]:
     return ids
 
 
+ORPHAN_TAG = "talkthrough/process"
+
+
+def _fail_orphaned_runs(inst, rid: str) -> None:
+    """Mark runs of this recording whose in-process CLI runner died (e.g. kill -9) as failed,
+    so the UI does not show them running forever. Only runs started on this host are judged."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    runs = inst.get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED], tags={"dagster/partition": rid}))
+    for run in runs:
+        host, _, pid = (run.tags.get(ORPHAN_TAG) or "").rpartition(":")
+        if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+            inst.report_run_failed(run, f"runner process {pid} died (killed?) before the run finished")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None):
     """Materialize ``stages`` of partition ``rid`` through the process_recording job (in-process)."""
     from dagster import AssetKey
 
     from .definitions import defs
 
+    inst = inst or instance()
+    _fail_orphaned_runs(inst, rid)
     job = defs.resolve_job_def("process_recording")
+    run_tags = {ORPHAN_TAG: f"{socket.gethostname()}:{os.getpid()}", **(tags or {})}
     return job.execute_in_process(
-        instance=inst or instance(), partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
-        raise_on_error=False, tags=tags or {},
+        instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
+        raise_on_error=False, tags=run_tags,
         run_config={"loggers": {"console": {"config": {"log_level": os.environ.get("TALKTHROUGH_LOG_LEVEL", "CRITICAL")}}}},
     )
 
 
 def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | None = None,
-            on_stages: Callable[[str, list[str]], None] | None = None) -> dict:
+            on_stages: Callable[[str, list[str]], None] | None = None, lock_timeout_s: float = 0.0) -> dict:
     """Process one file; a second call on the same bytes with the same settings runs nothing."""
     t0 = time.perf_counter()
     inst = instance()
     rid = register(path, inst)
-    if overrides:
-        S.save_overrides(rid, overrides)
-    stages = pipeline.plan(rid, force=force)
-    if on_stages:
-        on_stages(rid, stages)
-    status = "cached"
-    if stages:
-        result = run_stages(rid, stages, inst)
-        status = "processed" if result.success else "failed"
+    try:
+        # one writer per recording: a second process of the same bytes waits, then is refused
+        with store.partition_lock(rid, timeout_s=lock_timeout_s):
+            if overrides:
+                S.save_overrides(rid, overrides)
+            stages = pipeline.plan(rid, force=force)
+            if on_stages:
+                on_stages(rid, stages)
+            status = "cached"
+            if stages:
+                result = run_stages(rid, stages, inst)
+                status = "processed" if result.success else "failed"
+    except store.PartitionBusy as e:
+        out = summary(rid)
+        out.update(status="refused", reason=str(e), stages_run=[], source=str(path),
+                   elapsed_s=round(time.perf_counter() - t0, 3))
+        return out
     out = summary(rid)
     out.update(status=status, stages_run=stages, elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
     if status == "failed":

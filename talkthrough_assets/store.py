@@ -276,6 +276,57 @@ def known_recordings() -> list[str]:
     return sorted(i for i in ids if ID_RE.fullmatch(i))
 
 
+# --------------------------------------------------------------------------- per-recording lock
+
+class PartitionBusy(RuntimeError):
+    pass
+
+
+_held_locks: dict[str, int] = {}  # recording id -> depth (re-entrant within one process)
+
+
+def lock_path(recording_id: str) -> Path:
+    return home() / "locks" / f"{check_id(recording_id)}.lock"
+
+
+@contextmanager
+def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
+    """Exclusive writer lock for one recording across processes (flock; released by the kernel
+    if the holder is killed, so a ``kill -9`` never leaves a stale lock). Re-entrant in-process."""
+    import fcntl
+
+    if _held_locks.get(recording_id):
+        _held_locks[recording_id] += 1
+        try:
+            yield
+        finally:
+            _held_locks[recording_id] -= 1
+        return
+    path = lock_path(recording_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise PartitionBusy(
+                        f"recording {recording_id} is being processed by another run; try again when it finishes"
+                    ) from None
+                time.sleep(0.2)
+        _held_locks[recording_id] = 1
+        try:
+            yield
+        finally:
+            _held_locks.pop(recording_id, None)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 # --------------------------------------------------------------------------- frames generations
 
 def new_frames_generation(recording_id: str) -> Path:

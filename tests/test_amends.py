@@ -53,3 +53,6 @@ def test_code_version_bump_marks_only_downstream_unsynced(processed, monkeypatch
     assert out["stages_run"] == ["dedup", "ocr", "manifest"]
     assert _materialized_in_latest_run(rid) == {"dedup", "ocr", "manifest"}
     assert pipeline.plan(rid) == []
+    monkeypatch.undo()  # back to the real code version: those three re-run once more, then in sync
+    assert service.process(FIXTURES_DIR / SILENT_NAME)["stages_run"] == ["dedup", "ocr", "manifest"]
+    assert pipeline.plan(rid) == []

@@ -39,7 +39,7 @@ SAME_VOICE_SIMILARITY = 0.75  # centroid cosine >= this: two labels are one voic
 #                              across turns 0.91, two different voices 0.53-0.56)
 MIN_SPEAKER_MS = 1000        # a label with less talk time than this in the whole recording is absorbed
 MERGE_GAP_MS = 500           # same-speaker turns closer than this are one turn (= min_duration_off)
-CENTROID_MAX_S = 60.0        # audio per label used for its centroid embedding
+CENTROID_MAX_S = 20.0        # audio per label (its longest clean spans) used for its centroid embedding
 SMOOTH_MAX_MS = 400          # a lone word this short between two runs of another speaker is that speaker's
 
 ENV_MODELS_DIR = "TALKTHROUGH_DIARIZATION_MODELS"
@@ -218,12 +218,17 @@ def resolve_models(*, download: bool = True) -> DiarizationModels:
 # --------------------------------------------------------------------------- engine (cached per process)
 
 _engine_lock = threading.Lock()
-_engines: dict[tuple, Any] = {}
+_engines: dict[tuple, Any] = {}  # (models, clustering, threads) -> OfflineSpeakerDiarization, oldest first
+MAX_ENGINES = 4
 _extractors: dict[tuple, Any] = {}
 
 
 def threads() -> int:
-    return max(1, int(os.environ.get(ENV_THREADS) or min(os.cpu_count() or 2, 4)))
+    """ONNX threads per model. Default 1: measured on the 2-core build machine (96 s of two-voice audio),
+    2 threads doubled the CPU time for the same work (20 vs 10 CPU-s per audio minute) and were ~2x
+    slower in wall time whenever anything else ran (the Dagster pool runs 2 steps at once); these
+    int8 models are too small for intra-op threads to pay. ``TALKTHROUGH_DIARIZATION_THREADS`` overrides."""
+    return max(1, int(os.environ.get(ENV_THREADS) or 1))
 
 
 def engine_version() -> str | None:
@@ -254,6 +259,8 @@ def _engine(models: DiarizationModels, num_clusters: int, threshold: float, n_th
         if not cfg.validate():
             raise ModelsUnavailable(f"sherpa-onnx rejected the diarization config ({models.segmentation.name}, "
                                     f"{models.embedding.name})")
+        while len(_engines) >= MAX_ENGINES:  # a long-lived process trying many speaker counts
+            _engines.pop(next(iter(_engines)))
         _engines[key] = so.OfflineSpeakerDiarization(cfg)
     return _engines[key]
 
@@ -288,10 +295,10 @@ def _centroids(samples, turns: list[dict], models: DiarizationModels) -> dict[st
         for label in labels_in_order(turns):
             spans = exclusive_spans(turns, label) or [(t["t0_ms"], t["t1_ms"]) for t in turns if t["speaker"] == label]
             pieces, total = [], 0
-            for a, b in spans:
+            for a, b in sorted(spans, key=lambda ab: ab[0] - ab[1]):  # longest first
                 x = samples[a * SAMPLE_RATE // 1000: b * SAMPLE_RATE // 1000]
                 x = x[: max(0, int(CENTROID_MAX_S * SAMPLE_RATE) - total)]
-                if len(x):
+                if len(x) >= SAMPLE_RATE // 2 or not pieces:
                     pieces.append(x)
                     total += len(x)
             if total < SAMPLE_RATE // 4:

@@ -43,6 +43,9 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
     except av.error.FFmpegError as e:  # InvalidDataError, etc.
         raise BadMediaError(f"not a readable media file ({type(e).__name__}: {e.strerror or e}): {p.name}") from None
     with container:
+        fmt = container.format.name if container.format else ""
+        if fmt == "image2" or fmt.endswith("_pipe"):
+            raise BadMediaError(f"a still image ({fmt}), not an audio or video recording: {p.name}")
         # cover art in audio files shows up as a one-frame "video" stream: not a video
         v = next((s for s in container.streams.video
                   if not (s.disposition & av.stream.Disposition.attached_pic)), None)

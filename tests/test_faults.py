@@ -1,0 +1,179 @@
+"""Bad input, faults and concurrency: nothing lost, every failure explained.
+
+Cases that change a recording's settings work on byte-unique copies of fixtures (a new
+recording id), so the shared session data other modules assert on is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import wave
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+from fixture_facts import FIXTURES_DIR, MEETING_NAME, SCREENCAST_NAME, SILENT_NAME
+
+from talkthrough_assets import pipeline, service, store
+
+CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
+
+
+def unique_copy(src: Path, dst: Path, salt: str) -> Path:
+    """Same media, different bytes (trailing padding after the last atom): a new recording id."""
+    dst.write_bytes(src.read_bytes() + b"\0" * 8 + salt.encode())
+    return dst
+
+
+def snapshot() -> dict[str, bytes]:
+    """Every Parquet file's bytes except the run bookkeeping tables."""
+    root = store.tables_dir()
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*.parquet")
+            if not p.parts[-3] in ("stage_runs", "sources")}
+
+
+def _all_parquet_readable() -> None:
+    for p in store.tables_dir().rglob("*.parquet"):
+        pq.read_table(p)  # raises on a torn file
+    assert not [p for p in store.tables_dir().rglob("*.parquet") if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("name,payload,reason", [
+    ("empty.mp4", b"", "empty file (0 bytes)"),
+    ("notes.mp4", b"meeting notes, not a video\n" * 50, "not a readable media file"),
+    ("café plan – v2.mp4", "png", "a still image"),
+])
+def test_bad_files_fail_with_a_one_line_reason_and_change_nothing_else(processed, tmp_path, name, payload, reason):
+    before = snapshot()
+    bad = tmp_path / name
+    if payload == "png":  # a real screenshot renamed .mp4
+        Image.new("RGB", (64, 48), (200, 30, 30)).save(bad, format="PNG")
+    else:
+        bad.write_bytes(payload)
+    out = service.process(bad)
+    assert out["status"] == "failed" and reason in out["reason"], out
+    assert "\n" not in out["reason"] and "Traceback" not in out["reason"]
+    rid = out["recording_id"]
+    assert pipeline.stage_state(rid)["probe"]["status"] == "failed"  # the reason is recorded
+    assert snapshot() == before
+    # the Dagster run failed with the same human reason
+    run = service.instance().get_runs(limit=1)[0]
+    assert run.tags["dagster/partition"] == rid and run.is_failure
+
+
+def test_truncated_mp4_keeps_what_decodes(processed, tmp_path):
+    data = (FIXTURES_DIR / SCREENCAST_NAME).read_bytes()
+    cut = tmp_path / "cut off.mp4"
+    cut.write_bytes(data[: len(data) * 6 // 10])
+    out = service.process(cut)
+    assert out["status"] == "processed", out
+    frames = store.read_rows("keyframes", out["recording_id"])
+    assert frames and max(f["ms"] for f in frames) < 24_000  # decoded up to the damage
+    assert pipeline.frame_index_check(out["recording_id"])["passed"]
+
+
+def test_silence_only_is_transcribed_as_no_speech(processed, tmp_path):
+    path = tmp_path / "silence.wav"
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+        w.writeframes(b"\0\0" * 16000 * 3)
+    out = service.process(path)
+    assert out["status"] == "processed"
+    assert out["transcript"]["segments"] == 0 and "no speech" in out["transcript"]["reason"]
+
+
+def test_over_max_seconds_is_processed_up_to_the_cap(processed, tmp_path):
+    src = unique_copy(FIXTURES_DIR / SILENT_NAME, tmp_path / "long.mp4", "cap")
+    out = service.process(src, overrides={"max_seconds": 3})
+    assert out["status"] == "processed"
+    m = store.read_json(store.manifest_path(out["recording_id"]))
+    assert m["frames"]["cap_hit"] is True and m["caps"]["max_seconds"] == 3
+    assert all(f["ms"] <= 3000 for f in store.read_rows("keyframes", out["recording_id"]))
+
+
+def test_disk_preflight_refuses_before_writing(processed, tmp_path, monkeypatch):
+    src = unique_copy(FIXTURES_DIR / MEETING_NAME, tmp_path / "big.m4a", "disk")
+    monkeypatch.setenv("TALKTHROUGH_MIN_FREE_BYTES", str(10**18))
+    before = snapshot()
+    out = service.process(src)
+    assert out["status"] == "failed" and "not enough disk space" in out["reason"]
+    assert snapshot() == before
+    assert not store.audio_path(out["recording_id"]).exists()
+
+
+def test_source_gone_between_registration_and_run(processed, tmp_path):
+    src = unique_copy(FIXTURES_DIR / MEETING_NAME, tmp_path / "vanishing.m4a", "gone")
+    rid = service.register(src)
+    src.unlink()
+    res = service.run_stages(rid, ["probe"])
+    assert not res.success
+    assert "source file is gone" in pipeline.failure_reason(rid)
+
+
+def _start_cli(args: list[str], env: dict) -> subprocess.Popen:
+    return subprocess.Popen(CLI + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def _wait_for_step(proc: subprocess.Popen, step: str, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    for line in proc.stderr:
+        if f'Started execution of step "{step}"' in line:
+            return
+        if time.time() > deadline:
+            break
+    pytest.fail(f"step {step} never started")
+
+
+@pytest.fixture()
+def cli_env(tt_home):
+    return dict(os.environ, TALKTHROUGH_LOG_LEVEL="DEBUG", COLUMNS="200")
+
+
+@pytest.mark.parametrize("name,step", [(SCREENCAST_NAME, "keyframes"), (MEETING_NAME, "segments")])
+def test_kill_9_mid_stage_leaves_previous_outputs_and_rerun_completes(processed, cli_env, name, step):
+    rid = processed[name]["recording_id"]
+    before = snapshot()
+    frames_before = store.read_rows("keyframes", rid)
+    proc = _start_cli(["process", "--force", str(FIXTURES_DIR / name)], cli_env)
+    _wait_for_step(proc, step)
+    time.sleep(0.8)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    _all_parquet_readable()
+    for rel, data in before.items():  # the killed stage and everything after it: untouched
+        if f"/recording={rid}/" in f"/{rel}" and rel.split("/")[0] in ("keyframes", "segments", "words", "ocr"):
+            assert (store.tables_dir() / rel).read_bytes() == data, rel
+    assert store.read_rows("keyframes", rid) == frames_before
+    assert pipeline.frame_index_check(rid)["passed"]
+    assert store.connect().execute("SELECT count(*) FROM segments WHERE recording = ?", [rid]).fetchone()[0] > 0
+    again = service.process(FIXTURES_DIR / name, force=True)
+    assert again["status"] == "processed"
+    # the killed run is not left "running" in the UI
+    from dagster import DagsterRunStatus, RunsFilter
+
+    stuck = service.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED], tags={"dagster/partition": rid}))
+    assert stuck == []
+    # the orphaned frame folder of the killed run is gone after the re-run
+    if frames_before:
+        keep = {Path(f["file"]).parent.name for f in store.read_rows("keyframes", rid) + frames_before}
+        assert {d.name for d in store.frames_root(rid).iterdir()} <= keep
+
+
+def test_two_runs_of_one_recording_never_interleave(processed, cli_env):
+    path = FIXTURES_DIR / SILENT_NAME
+    proc = _start_cli(["process", "--force", str(path)], cli_env)
+    try:
+        _wait_for_step(proc, "probe")
+        second = service.process(path, force=True)
+        assert second["status"] == "refused" and "being processed by another run" in second["reason"]
+    finally:
+        for _ in proc.stderr:
+            pass
+        assert proc.wait(timeout=300) == 0
+    assert service.process(path)["status"] == "cached"
