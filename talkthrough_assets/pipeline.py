@@ -161,12 +161,12 @@ def _turns(rid: str, cfg: dict) -> dict:
         out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": []}
     else:
         p = _probe_row(rid)
-        # OCR text (when that stage has run) only feeds the never-applied name candidates.
+        # OCR name candidates are derived in the manifest stage (ocr runs on the other branch)
         out = diarize_stage.run_turns(
             store.audio_path(rid) if p["has_audio"] else None,
             segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
             num_speakers=cfg.get("num_speakers"), threshold=cfg.get("diarize_threshold"),
-            ocr_texts=[(r["ms"], r["text"]) for r in store.read_rows("ocr", rid)],
+            ocr_texts=None,
         )
     store.write_table("diarization", rid, [out["diarization"]])
     store.write_table("turns", rid, out["turns"])
@@ -248,13 +248,18 @@ def _ocr(rid: str, cfg: dict) -> dict:
 def build_manifest(rid: str, cfg: dict) -> dict:
     keyframes = store.read_rows("keyframes", rid)
     frames_rel = None
+    turns, ocr = store.read_rows("turns", rid), store.read_rows("ocr", rid)
+    speakers = store.read_rows("speakers", rid)
+    if turns and ocr:  # hints only: never applied as names without `talkthrough name`
+        cands = diarize_stage.name_candidates(turns, ocr)
+        speakers = [dict(s, name_candidates=cands.get(s["label"]) or []) for s in speakers]
     return manifest_stage.build(
         recording_id=rid, probe=_probe_row(rid), wall_clock=store.read_one("wall_clock", rid),
         transcript=store.read_one("transcripts", rid), segments=store.read_rows("segments", rid),
         words=store.read_rows("words", rid), diarization=store.read_one("diarization", rid),
-        turns=store.read_rows("turns", rid), speakers=store.read_rows("speakers", rid),
+        turns=turns, speakers=speakers,
         speaker_segments=store.read_rows("speaker_segments", rid), keyframes=keyframes,
-        dedup=store.read_rows("dedup", rid), ocr=store.read_rows("ocr", rid), settings=cfg,
+        dedup=store.read_rows("dedup", rid), ocr=ocr, settings=cfg,
         frames_dir_rel=frames_rel, speaker_names=cfg.get("speaker_names") or None,
     )
 
@@ -362,7 +367,23 @@ def plan(recording_id: str, *, force: bool = False) -> list[str]:
         if (st is None or st["status"] != "ok" or st["config_hash"] != S.config_hash(stage, cfg)
                 or st["code_version"] != CODE_VERSIONS[stage]):
             stale.add(stage)
+    if "turns" not in stale and cfg.get("diarize") and _diarization_models_appeared(recording_id):
+        stale.add("turns")
     return S.ordered(S.downstream(stale))
+
+
+def _diarization_models_appeared(rid: str) -> bool:
+    """A diarization that ran without its models is retried once they can be found (no download)."""
+    row = store.read_one("diarization", rid)
+    if not row or not row["requested"] or row["available"] or "diarization models" not in (row["reason"] or ""):
+        return False
+    from .stages import diarize
+
+    try:
+        diarize.resolve_models(download=False)
+    except diarize.ModelsUnavailable:
+        return False
+    return True
 
 
 def failure_reason(recording_id: str) -> str | None:

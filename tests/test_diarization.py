@@ -510,3 +510,8 @@ def test_missing_models_through_the_job_is_a_recorded_reason(amended, tmp_path, 
     assert D.ENV_MODELS_DIR in m["transcript"]["diarization"]["reason"]
     assert m["transcript"]["segments"] and "speaker" not in m["transcript"]["segments"][0]
     assert not out["diarized"] and out["transcript"]["segments"] == amended["plain"]["transcript"]["segments"]
+    monkeypatch.undo()  # the models are back: the next process retries diarization, nothing else
+    assert pipeline.plan(rid) == ["turns", "manifest"]
+    again = service.process(amended["path"])
+    assert again["stages_run"] == ["turns", "manifest"] and again["diarized"]
+    assert _file_state("segments", rid) == seg_state

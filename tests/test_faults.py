@@ -176,4 +176,7 @@ def test_two_runs_of_one_recording_never_interleave(processed, cli_env):
         for _ in proc.stderr:
             pass
         assert proc.wait(timeout=300) == 0
+    rid = service.recording_id_for(path)
+    assert pipeline.plan(rid) == [], {k: (v["status"], v["config_hash"], v["reason"])
+                                      for k, v in pipeline.stage_state(rid).items()}
     assert service.process(path)["status"] == "cached"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-CODE_VERSION = "1"
+CODE_VERSION = "2"
 SCHEMA = "talkthrough-manifest/v1"
 
 REQUIRED_KEYS = ("schema", "job_id", "created_at", "media", "wall_clock", "transcript", "frames", "caps",
@@ -58,8 +58,10 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
         block = {k: diarization.get(k) for k in (
             "available", "reason", "engine", "engine_version", "segmentation_model", "embedding_model",
             "requested_num_speakers", "detected_num_speakers", "threshold")}
-        block["speakers"] = [{k: s[k] for k in ("label", "talk_time_ms", "turn_count", "first_ms", "last_ms")}
-                             for s in speakers]
+        block["speakers"] = [
+            {**{k: s[k] for k in ("label", "talk_time_ms", "turn_count", "first_ms", "last_ms")},
+             **({"name_candidates": s["name_candidates"]} if s.get("name_candidates") else {})}
+            for s in speakers]
         block["turns"] = [[t["t0_ms"], t["t1_ms"], t["speaker"]] for t in turns]
         if speaker_names:
             block["speaker_names"] = dict(speaker_names)
