@@ -4,6 +4,7 @@ the real Dagster job (real faster-whisper, RapidOCR, sherpa-onnx), reused by eve
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -37,4 +38,12 @@ def processed(tt_home) -> dict[str, dict]:
     for name, options in PROCESS_OPTIONS.items():
         out[name] = service.process(FIXTURES_DIR / name, overrides=options or None)
         assert out[name]["status"] == "processed", out[name]
+    # a frozen copy holding exactly the four fixtures, for readers that assert on the whole library
+    shutil.copytree(tt_home, tt_home.parent / "pristine", ignore=shutil.ignore_patterns("dagster", "locks"))
     return out
+
+
+@pytest.fixture(scope="session")
+def pristine_home(processed, tt_home) -> Path:
+    """A data root with only the four processed fixtures (other modules add recordings to tt_home)."""
+    return tt_home.parent / "pristine"

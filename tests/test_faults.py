@@ -180,3 +180,43 @@ def test_two_runs_of_one_recording_never_interleave(processed, cli_env):
     assert pipeline.plan(rid) == [], {k: (v["status"], v["config_hash"], v["reason"])
                                       for k, v in pipeline.stage_state(rid).items()}
     assert service.process(path)["status"] == "cached"
+
+
+def test_readers_see_old_or_new_never_a_mix_while_a_partition_is_rewritten(processed, tmp_path):
+    import threading
+
+    src = unique_copy(FIXTURES_DIR / MEETING_NAME, tmp_path / "busy reader.m4a", "readers")
+    rid = service.process(src)["recording_id"]
+    query = "SELECT list(text ORDER BY seq) FROM segments WHERE recording = ?"
+    old = store.connect().execute(query, [rid]).fetchone()[0]
+    seen, errors, stop = [], [], threading.Event()
+
+    def read_loop():
+        while not stop.is_set():
+            try:
+                con = store.connect()
+                seen.append(tuple(con.execute(query, [rid]).fetchone()[0] or ()))
+                con.close()
+            except Exception as e:  # any torn read shows up here
+                errors.append(repr(e))
+
+    t = threading.Thread(target=read_loop)
+    t.start()
+    try:
+        out = service.process(src, overrides={"vocabulary": "Quarterly budget migration Thursday forecast"})
+    finally:
+        stop.set()
+        t.join()
+    new = store.connect().execute(query, [rid]).fetchone()[0]
+    assert out["status"] == "processed" and errors == []
+    assert len(seen) > 5 and set(seen) <= {tuple(old), tuple(new)}
+
+
+def test_ocr_off_is_recorded_not_a_crash(processed, tmp_path, monkeypatch):
+    monkeypatch.setenv("TALKTHROUGH_OCR", "off")
+    src = unique_copy(FIXTURES_DIR / SILENT_NAME, tmp_path / "no ocr.mp4", "ocr-off")
+    out = service.process(src)
+    assert out["status"] == "processed" and out["frames"]["count"] > 0
+    m = store.read_json(store.manifest_path(out["recording_id"]))
+    assert m["caps"]["ocr"] == "off" and not any("ocr_text" in f for f in m["frames"]["items"])
+    assert store.read_rows("ocr", out["recording_id"]) == []

@@ -171,10 +171,10 @@ def ids(processed) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def session(processed, tt_home, ids) -> dict:
-    before = _snapshot(tt_home)
-    out = anyio.run(_drive, tt_home, ids)
-    after = _snapshot(tt_home)
+def session(processed, pristine_home, ids) -> dict:
+    before = _snapshot(pristine_home)
+    out = anyio.run(_drive, pristine_home, ids)
+    after = _snapshot(pristine_home)
     out["changed_files"] = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     return out
 
@@ -326,7 +326,7 @@ def test_get_moment(session):
     assert "migration" in " ".join(s["text"] for s in audio["transcript"]["segments"]).lower()
 
 
-def test_extract_frame_exact_instant(session, tt_home, ids):
+def test_extract_frame_exact_instant(session, pristine_home, ids):
     res = session["ex_sc"]
     assert not res.is_error, res.content[0].text
     meta = _payload(res)
@@ -454,9 +454,9 @@ def _start_http(tt_home: Path, port: int, token: str | None = None) -> subproces
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def test_streamable_http_smoke(processed, tt_home, ids):
+def test_streamable_http_smoke(processed, pristine_home, ids):
     port = _free_port()
-    proc = _start_http(tt_home, port)
+    proc = _start_http(pristine_home, port)
     try:
         _wait_port(port, proc)
         tools, hits = anyio.run(_http_session, f"http://127.0.0.1:{port}/mcp")

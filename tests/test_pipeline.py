@@ -129,6 +129,12 @@ def test_max_frames_change_reruns_only_the_visual_branch(processed):
     assert m["caps"]["max_frames"] == 3 and m["frames"]["count"] == out["frames"]["count"]
     # only the live frame generations remain on disk and every indexed file exists
     assert pipeline.frame_index_check(rid)["passed"]
+    # the asset checks ran in that run, and passed
+    inst = service.instance()
+    checks = inst.get_records_for_run(_latest_run_id(rid), of_type=DagsterEventType.ASSET_CHECK_EVALUATION).records
+    results = {r.event_log_entry.dagster_event.event_specific_data.check_name:
+               r.event_log_entry.dagster_event.event_specific_data.passed for r in checks}
+    assert results == {"frame_index_matches_disk": True, "manifest_schema_valid": True}
 
 
 @pytest.mark.parametrize("payload,expect", [

@@ -29,7 +29,8 @@ def _evaluate(instance):
 
 def test_sensor_waits_for_stability_then_requests_one_run_and_dedupes(drop):
     inst = service.instance()
-    src = FIXTURES_DIR / "meeting_audio.m4a"
+    src = drop.parent / "standup-source.m4a"  # bytes no other test has registered
+    src.write_bytes((FIXTURES_DIR / "meeting_audio.m4a").read_bytes() + b"\0" * 8 + b"sensor")
     shutil.copy(src, drop / "standup.m4a")
     (drop / "notes.txt").write_text("not media")
     first = _evaluate(inst)
