@@ -10,7 +10,7 @@ import os
 import threading
 from functools import lru_cache
 
-CODE_VERSION = "1"
+CODE_VERSION = "2"
 _lock = threading.Lock()
 
 
@@ -18,11 +18,26 @@ def enabled_setting() -> bool:
     return os.environ.get("TALKTHROUGH_OCR", "on").strip().lower() not in {"off", "0", "false", "no"}
 
 
+# Text detection runs on a copy scaled to this many px on its longest side; recognition still reads
+# the full-resolution crops. RapidOCR's default never scales a 1568 px keyframe down, and detection
+# was 2/3 of OCR time: 1024 px made OCR ~1.8x faster on the fixtures with the same words read.
+DET_MAX_SIDE = int(os.environ.get("TALKTHROUGH_OCR_DET_SIDE", "1024") or 0)
+
+
 @lru_cache(maxsize=1)
 def _engine():
     from rapidocr_onnxruntime import RapidOCR
 
-    return RapidOCR()
+    engine = RapidOCR()
+    if DET_MAX_SIDE:
+        try:
+            from rapidocr_onnxruntime.ch_ppocr_det.utils import DetPreProcess
+
+            det = engine.text_det
+            det.get_preprocess = lambda _max_wh: DetPreProcess(DET_MAX_SIDE, "max", det.mean, det.std)
+        except (ImportError, AttributeError):  # another rapidocr layout: keep its own sizing
+            pass
+    return engine
 
 
 def engine_status(enabled: bool) -> tuple[object | None, str]:
