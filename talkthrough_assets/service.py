@@ -66,14 +66,17 @@ def recording_id_for(path: str | os.PathLike) -> str:
 
 
 def register(path: str | os.PathLike, inst=None) -> str:
-    from .definitions import PARTITIONS_NAME
-
     rid = recording_id_for(path)
     pipeline.register_source(path, rid)
-    inst = inst or instance()
+    _ensure_partition(inst or instance(), rid)
+    return rid
+
+
+def _ensure_partition(inst, rid: str) -> None:
+    from .definitions import PARTITIONS_NAME
+
     if not inst.has_dynamic_partition(PARTITIONS_NAME, rid):
         inst.add_dynamic_partitions(PARTITIONS_NAME, [rid])
-    return rid
 
 
 def register_many(paths: Iterable[str | os.PathLike], inst=None) -> list[str]:
@@ -139,8 +142,15 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
             on_stages: Callable[[str, list[str]], None] | None = None, lock_timeout_s: float = 0.0) -> dict:
     """Process one file; a second call on the same bytes with the same settings runs nothing."""
     t0 = time.perf_counter()
+    rid = recording_id_for(path)
+    pipeline.register_source(path, rid)
+    if not force and not overrides and store.read_one("recordings", rid) and not pipeline.plan(rid):
+        # fast path: already processed with these settings; no Dagster import, no run
+        out = summary(rid)
+        out.update(status="cached", stages_run=[], elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
+        return out
     inst = instance()
-    rid = register(path, inst)
+    _ensure_partition(inst, rid)
     try:
         # one writer per recording: a second process of the same bytes waits, then is refused
         with store.partition_lock(rid, timeout_s=lock_timeout_s):
