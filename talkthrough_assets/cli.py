@@ -136,32 +136,16 @@ def name(
     as_json: bool = typer.Option(False, "--json", help="Print the resulting names as JSON."),
 ) -> None:
     """Name diarized speakers. Persisted per recording; only the manifest is rebuilt (no re-diarization)."""
-    from . import service, settings, store
-    from .stages import diarize
+    from . import service
 
     err = _console()
     try:
-        store.check_id(recording_id)
-        changes = diarize.parse_name_assignments(assignments)
+        merged, roster = service.set_speaker_names(recording_id, assignments)
     except ValueError as e:
         err.print(f"[red]{e}[/red]")
         raise typer.Exit(2)
-    if not store.has_partition("sources", recording_id):
-        err.print(f"[red]unknown recording {recording_id}[/red] (process it first)")
-        raise typer.Exit(2)
-    roster = [s["label"] for s in store.read_rows("speakers", recording_id)]
-    unknown = [k for k, v in changes.items() if v is not None and k not in roster]
-    if unknown:
-        have = ", ".join(roster) if roster else "none: run `talkthrough process FILE --diarize` first"
-        err.print(f"[red]unknown speaker label(s) {', '.join(unknown)}[/red] (speakers: {have})")
-        raise typer.Exit(2)
-    merged = diarize.merge_names(settings.load_overrides(recording_id).get("speaker_names"), changes)
-    settings.save_overrides(recording_id, {"speaker_names": merged or None})
-    result = service.run_stages(recording_id, ["manifest"])
-    if not result.success:
-        from . import pipeline
-
-        err.print(f"[red]manifest rebuild failed:[/red] {pipeline.failure_reason(recording_id) or 'see the Dagster run log'}")
+    except RuntimeError as e:
+        err.print(f"[red]manifest rebuild failed:[/red] {e}")
         raise typer.Exit(1)
     if as_json:
         typer.echo(json.dumps({"recording_id": recording_id, "speaker_names": merged}, indent=2))
@@ -171,7 +155,7 @@ def name(
         out = Console()
         for label in roster or sorted(merged):
             out.print(f"  {label}: {merged.get(label, '[dim](unnamed)[/dim]')}")
-        out.print(f"  manifest: {store.manifest_path(recording_id)}")
+        out.print(f"  manifest: {service.store.manifest_path(recording_id)}")
 
 
 @app.command()

@@ -175,6 +175,30 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
     return out
 
 
+def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]]:
+    """Apply ``S1=Alice``-style assignments (``S1=`` removes); rebuild only the manifest.
+
+    Returns (names now in force, roster labels). ValueError: bad input; RuntimeError: rebuild failed."""
+    from .stages import diarize
+
+    store.check_id(rid)
+    changes = diarize.parse_name_assignments(assignments)
+    if not store.has_partition("sources", rid):
+        raise ValueError(f"unknown recording {rid} (process it first)")
+    roster = [s["label"] for s in store.read_rows("speakers", rid)]
+    unknown = [k for k, v in changes.items() if v is not None and k not in roster]
+    if unknown:
+        have = ", ".join(roster) if roster else "none: run `talkthrough process FILE --diarize` first"
+        raise ValueError(f"unknown speaker label(s) {', '.join(unknown)} (speakers: {have})")
+    merged = diarize.merge_names(S.load_overrides(rid).get("speaker_names"), changes)
+    S.save_overrides(rid, {"speaker_names": merged or None})
+    with store.partition_lock(rid, timeout_s=60):
+        result = run_stages(rid, ["manifest"])
+    if not result.success:
+        raise RuntimeError(pipeline.failure_reason(rid) or "see the Dagster run log")
+    return merged, roster
+
+
 def summary(rid: str) -> dict:
     """A short, context-friendly summary from stored outputs (no media access)."""
     rec = store.read_one("recordings", rid)
