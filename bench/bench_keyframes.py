@@ -37,6 +37,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from talkthrough_assets.mediaio import open_input
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -82,7 +84,7 @@ def proto_extract(src: str, out_dir: Path, duration_s: float, max_seconds: float
     floor_s = frame_floor_s(span, max_frames)
     frames: list[dict] = []
     decoded = 0
-    with av.open(str(src), metadata_errors="ignore") as container:
+    with open_input(src) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         if skip_nonref:

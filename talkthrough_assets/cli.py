@@ -11,6 +11,8 @@ from typing import List, Optional
 
 import typer
 
+INTERNAL = "internal error"  # prefix of reasons that come from a bug or a broken install, not the input
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Turn screen and meeting recordings into agent-readable data, locally.")
 
@@ -106,8 +108,34 @@ def process(
     else:
         for r in results:
             _print_summary(r)
+    internal = [r for r in results if str(r.get("reason") or "").split(": ", 1)[-1].startswith(INTERNAL)]
+    if internal:
+        err.print(f"[bold red]{len(internal)} of {len(results)} file(s) hit an internal error, not bad input.[/bold red] "
+                  "Run `talkthrough doctor`: it checks the installed media stack on a clip it writes itself.")
+        raise typer.Exit(3)
     if any(r["status"] in ("failed", "refused") for r in results):
         raise typer.Exit(1)
+
+
+@app.command()
+def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Check the installed media stack on a clip it writes itself; print the resolved versions."""
+    from . import selfcheck
+
+    vers, results = selfcheck.versions(), selfcheck.run()
+    ok = all(r[1] for r in results)
+    if as_json:
+        typer.echo(json.dumps({"ok": ok, "versions": vers,
+                               "checks": [{"check": c, "ok": k, "detail": d} for c, k, d in results]}, indent=2))
+    else:
+        typer.echo("  ".join(f"{k} {v}" for k, v in vers.items()))
+        for c, k, d in results:
+            typer.echo(f"{'ok  ' if k else 'FAIL'} {c}: {d}")
+        typer.echo("all checks passed" if ok else
+                   "the media stack is broken on this install (not your recordings): reinstall with "
+                   "`pip install -c constraints.txt -e .` from the project folder")
+    if not ok:
+        raise typer.Exit(3)
 
 
 @app.command()

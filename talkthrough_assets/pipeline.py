@@ -335,7 +335,8 @@ def run_stage(stage: str, recording_id: str, overrides: dict | None = None) -> d
         _notify(stage, recording_id, "failed", {"reason": e.reason})
         raise
     except Exception as e:  # unexpected: still leave a one-line reason behind
-        reason = f"{type(e).__name__}: {e}".splitlines()[0][:500]
+        # not a StageError: a bug or a broken dependency, never the input's fault; say so
+        reason = f"internal error ({type(e).__name__}: {e})".splitlines()[0][:500]
         _record(recording_id, dict(base, status="failed", reason=reason, elapsed_s=time.perf_counter() - t0))
         _notify(stage, recording_id, "failed", {"reason": reason})
         raise StageError(reason, stage=stage) from e

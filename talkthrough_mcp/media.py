@@ -12,6 +12,8 @@ import threading
 from fractions import Fraction
 from pathlib import Path
 
+from talkthrough_assets.mediaio import open_input
+
 MAX_SIDE = 1568
 JPEG_QUALITY = 85
 JPEG_MAGIC = b"\xff\xd8\xff"
@@ -53,7 +55,7 @@ def decode_frame(path: str | Path, t_ms: int, *, max_side: int = MAX_SIDE, quali
     """
     import av
 
-    with av.open(str(path), metadata_errors="ignore") as container:
+    with open_input(path) as container:
         streams = [s for s in container.streams.video if not (s.disposition & av.stream.Disposition.attached_pic)]
         if not streams:
             raise ValueError("the source has no video stream")

@@ -8,6 +8,7 @@ import wave
 import numpy as np
 
 from ..errors import BadMediaError
+from ..mediaio import open_input
 
 CODE_VERSION = "1"
 SAMPLE_RATE = 16000
@@ -21,7 +22,7 @@ def extract_wav(src: str | os.PathLike, dst: str | os.PathLike, *, max_seconds: 
     written = 0
     peak = 0
     try:
-        container = av.open(str(src), metadata_errors="ignore")
+        container = open_input(src)
     except av.error.FFmpegError as e:
         raise BadMediaError(f"cannot open audio: {e}") from None
     with container, wave.open(str(dst), "wb") as out:

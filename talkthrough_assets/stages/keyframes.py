@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from ..errors import BadMediaError
+from ..mediaio import open_input
 from .probe import frame_floor_s
 
 CODE_VERSION = "1"
@@ -38,7 +39,7 @@ def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: f
     decoded = 0
     cap_hit = False
     try:
-        container = av.open(str(src), metadata_errors="ignore")
+        container = open_input(src)
     except av.error.FFmpegError as e:
         raise BadMediaError(f"cannot open video: {e}") from None
     with container:
@@ -77,7 +78,8 @@ def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: f
                     cap_hit = True
                     continue
                 name = f"t{ms:08d}.jpg"
-                score = f.metadata.get("lavfi.scene_score") if f.metadata else None
+                md = getattr(f, "metadata", None)  # PyAV < 18 has no frame metadata: no score
+                score = md.get("lavfi.scene_score") if md else None
                 f.to_image().save(out_dir / name, quality=JPEG_QUALITY)
                 frames.append({
                     "ms": ms, "file": name, "width": f.width, "height": f.height,

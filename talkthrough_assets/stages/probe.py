@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import BadMediaError, DiskSpaceError
+from ..mediaio import clean_text, open_input
 
 CODE_VERSION = "1"
 
@@ -39,7 +40,7 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
     if st.st_size == 0:
         raise BadMediaError(f"empty file (0 bytes): {p.name}")
     try:
-        container = av.open(str(p), metadata_errors="ignore")
+        container = open_input(p)
     except av.error.FFmpegError as e:  # InvalidDataError, etc.
         raise BadMediaError(f"not a readable media file ({type(e).__name__}: {e.strerror or e}): {p.name}") from None
     with container:
@@ -60,11 +61,11 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
             duration_s = float(max(cands)) if cands else None
         if not duration_s or duration_s <= 0:
             raise BadMediaError(f"cannot determine duration (truncated or damaged file?): {p.name}")
-        tags = {str(k): str(val) for k, val in (container.metadata or {}).items()}
+        tags = {clean_text(k): clean_text(val) for k, val in (container.metadata or {}).items()}
         for s in (v, a):
             if s is not None:
                 for k, val in (s.metadata or {}).items():
-                    tags.setdefault(f"stream:{s.type}:{k}", str(val))
+                    tags.setdefault(clean_text(f"stream:{s.type}:{k}"), clean_text(val))
         fps = None
         if v is not None:
             rate = v.average_rate or v.guessed_rate

@@ -1,0 +1,105 @@
+"""`talkthrough doctor`: prove the installed media stack works before blaming the input.
+
+A dependency break (e.g. a PyAV release that drops an argument) otherwise looks exactly like bad
+input: every file "fails at probe". The self-check writes a 2-second clip with PyAV (H.264 video +
+AAC audio, in a temp folder), then runs the real probe, audio and keyframe stage functions on it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import sys
+import tempfile
+import traceback
+from fractions import Fraction
+from pathlib import Path
+
+PACKAGES = ("av", "faster-whisper", "ctranslate2", "onnxruntime", "sherpa-onnx", "rapidocr-onnxruntime",
+            "dagster", "duckdb", "pyarrow", "mcp", "numpy", "pillow")
+
+
+def versions() -> dict[str, str]:
+    out = {"python": sys.version.split()[0]}
+    for name in PACKAGES:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = "missing"
+    return out
+
+
+def write_clip(path: str | Path, seconds: float = 2.0, size: tuple[int, int] = (320, 240)) -> Path:
+    """A tiny H.264 + AAC MP4 with a scene change half-way (used by the self-check and tests)."""
+    import av
+    import numpy as np
+
+    path = Path(path)
+    fps, sr = 10, 16000
+    with av.open(str(path), "w", format="mp4") as out:
+        v = out.add_stream("libx264", rate=fps)
+        v.width, v.height, v.pix_fmt = size[0], size[1], "yuv420p"
+        a = out.add_stream("aac", rate=sr, layout="mono")
+        n = int(seconds * fps)
+        for i in range(n):
+            img = np.full((size[1], size[0], 3), 40 if i < n // 2 else 220, np.uint8)
+            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+            frame.pts = i
+            frame.time_base = Fraction(1, fps)
+            out.mux(v.encode(frame))
+        out.mux(v.encode(None))
+        t = np.arange(int(seconds * sr)) / sr
+        tone = (0.2 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+        for k in range(0, len(tone), 1024):
+            chunk = tone[k:k + 1024]
+            af = av.AudioFrame.from_ndarray(chunk[None, :].copy(), format="fltp", layout="mono")
+            af.sample_rate, af.pts, af.time_base = sr, k, Fraction(1, sr)
+            out.mux(a.encode(af))
+        out.mux(a.encode(None))
+    return path
+
+
+def run() -> list[tuple[str, bool, str]]:
+    """[(check, ok, detail)]: each media stage function on a freshly written clip."""
+    from .stages import audio, keyframes, probe
+
+    results: list[tuple[str, bool, str]] = []
+
+    def check(name, fn):
+        try:
+            detail = fn()
+            results.append((name, True, detail))
+            return True
+        except Exception as e:  # report, never raise: the point is to name what broke
+            tb = traceback.extract_tb(e.__traceback__)[-1]
+            results.append((name, False, f"{type(e).__name__}: {e} (at {Path(tb.filename).name}:{tb.lineno})"))
+            return False
+
+    with tempfile.TemporaryDirectory(prefix="talkthrough-doctor-") as tmp:
+        clip = Path(tmp) / "clip.mp4"
+        if not check("write a test clip (PyAV encode)", lambda: f"{write_clip(clip).stat().st_size} bytes"):
+            return results
+        info: dict = {}
+
+        def _probe():
+            info.update(probe.probe_file(clip))
+            assert info["has_video"] and info["has_audio"], info
+            return f"{info['kind']}, {info['duration_ms']} ms, {info['width']}x{info['height']}"
+
+        def _audio():
+            res = audio.extract_wav(clip, Path(tmp) / "a.wav")
+            assert res["samples"] > 16000, res
+            return f"{res['samples']} samples at 16 kHz"
+
+        def _keyframes():
+            res = keyframes.extract(clip, Path(tmp) / "frames", duration_s=info.get("duration_ms", 2000) / 1000,
+                                    max_frames=10)
+            assert res["frames"], res
+            return f"{len(res['frames'])} keyframes"
+
+        check("probe", _probe)
+        check("audio (decode + resample)", _audio)
+        check("keyframes (decode + filter graph)", _keyframes)
+    return results
+
+
+__all__ = ["run", "versions", "write_clip"]
