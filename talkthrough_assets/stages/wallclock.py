@@ -7,11 +7,13 @@ Ladder (first usable rung wins):
 | 1    | explicit ``recorded_at``            | exact      | from the ISO string (naive -> machine-local) |
 | 2    | ``com.apple.quicktime.creationdate`` | high       | carried by the tag                        |
 | 3    | container ``creation_time``         | medium     | unknown (UTC instant only)                |
-| 4    | file mtime - duration               | low        | machine-local                             |
-| 5    | nothing                             | (null)     |                                           |
+| 4    | a date tag: ``date`` (MP4 ©day, RIFF ICRD, ID3 TDRC), ``date_recorded``, ``creation_date``, ``date_created`` (any case) | medium | from the value when it carries one |
+| 5    | file mtime - duration               | low        | machine-local                             |
+| 6    | nothing                             | (null)     |                                           |
 
-Tag values with a year before 1972 are encoder garbage (1904/1970 epochs) and are skipped.
-Rung 4 subtracts the duration because recorders finalize the file when recording stops.
+Tag values with a year before 1972 are encoder garbage (1904/1970 epochs) and are skipped. A date tag
+without a time of day (``2010``, ``2014-05-07``) is not an instant and is skipped too.
+Rung 5 subtracts the duration because recorders finalize the file when recording stops.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import json
 import re
 from datetime import datetime, timedelta, timezone
 
-CODE_VERSION = "1"
+CODE_VERSION = "2"
 
 QT_TAG = "com.apple.quicktime.creationdate"
 CT_TAG = "creation_time"
+DATE_TAGS = ("date", "date_recorded", "creation_date", "date_created")  # rung 4, in this order
 MIN_YEAR = 1972
+_HAS_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 
 
 def _local_offset_min(at: datetime) -> int:
@@ -93,12 +97,29 @@ def resolve(*, tags: dict | str | None, duration_ms: int | None, file_mtime: flo
             if dt.tzinfo is None:
                 dt = dt.replace(tzinfo=timezone.utc)
             return _result(dt, None, CT_TAG if key == CT_TAG else key, "medium")
+    lower = {str(k).lower(): v for k, v in tags.items()}
+    for key in DATE_TAGS:
+        for k in (key, f"stream:video:{key}", f"stream:audio:{key}"):
+            dt = _date_tag(lower.get(k))
+            if _usable(dt):
+                off = int(dt.utcoffset().total_seconds() // 60) if dt.tzinfo else None
+                if dt.tzinfo is None:
+                    dt = dt.replace(tzinfo=timezone.utc)
+                return _result(dt, off, k, "medium")
     if file_mtime:
         end = datetime.fromtimestamp(file_mtime, tz=timezone.utc)
         start = end - timedelta(milliseconds=duration_ms or 0)
         if start.year >= MIN_YEAR:
             return _result(start, _local_offset_min(start), "file_mtime_minus_duration", "low")
     return dict(NULL_WALL_CLOCK)
+
+
+def _date_tag(value) -> datetime | None:
+    """A date tag's value as a datetime, only when it names a time of day (not '2010' / a bare date)."""
+    if not isinstance(value, str):
+        return None
+    v = re.sub(r"^(\d{4}):(\d{2}):(\d{2}) ", r"\1-\2-\3 ", value.strip())  # EXIF style 2014:05:07 12:43:25
+    return parse_iso(v) if _HAS_TIME.match(v) else None
 
 
 def t_wall(wall_clock: dict | None, t_ms: int | float) -> str | None:
