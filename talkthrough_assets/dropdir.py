@@ -9,6 +9,12 @@ Rules
   re-hashed; 10 000 seen files cost one ``os.scandir`` walk and a dict lookup each.
 * The same bytes under a second name add no second partition: the path is recorded as an alias.
 * Non-media files are skipped once, with a reason.
+* A zero-byte file may be a copy that has not started writing: it waits, but only for
+  ``zero_wait_s`` (default :data:`ZERO_WAIT_S`) and at least two ticks. If it is still empty and
+  unchanged after that it is released like any stable file, so its run fails at ``probe`` with
+  ``empty file (0 bytes)`` instead of waiting forever.
+* Every tick has a one-line :attr:`TickResult.message` with its counts and the files it waits on
+  (and why): the sensor's skip reason / log line.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from .models import sha256_file
 from .stages.probe import MEDIA_EXTS
 
 STATE_VERSION = 1
+ZERO_WAIT_S = 60.0     # a zero-byte file waits this long (4 ticks at the sensor's 15 s) before its run
+MESSAGE_MAX_FILES = 10  # waiting files named in a tick's message; the rest are counted
 
 
 @dataclass
@@ -34,6 +42,29 @@ class TickResult:
     waiting: list[str] = field(default_factory=list)  # still changing, or over this tick's hash budget
     hashed: int = 0
     seen: int = 0
+    why_waiting: dict[str, str] = field(default_factory=dict)  # path -> short reason
+    empty: list[str] = field(default_factory=list)  # zero-byte paths released this tick (in new/aliases)
+    root: str = ""
+
+    @property
+    def message(self) -> str:
+        """One line: counts, then each waiting file with its reason (first MESSAGE_MAX_FILES)."""
+        head = (f"seen {self.seen}, hashed {self.hashed}, new {len(self.new)}, aliases {len(self.aliases)}, "
+                f"waiting {len(self.waiting)}")
+        if self.empty:
+            head += "; released after waiting while empty (their runs fail: empty file (0 bytes)): " + ", ".join(
+                self._name(p) for p in self.empty)
+        if not self.waiting:
+            return head
+        named = [f"{self._name(p)} ({self.why_waiting.get(p, 'waiting')})" for p in self.waiting[:MESSAGE_MAX_FILES]]
+        more = len(self.waiting) - len(named)
+        return head + ": " + ", ".join(named) + (f" and {more} more" if more > 0 else "")
+
+    def _name(self, path: str) -> str:
+        try:
+            return os.path.relpath(path, self.root) if self.root else path
+        except ValueError:
+            return path
 
 
 def _state_path(drop_dir: Path) -> Path:
@@ -67,11 +98,17 @@ def _walk(root: Path):
 
 
 def tick(drop_dir: str | os.PathLike, *, known_ids: set[str], exts: set[str] | None = None,
-         max_hash_files: int = 16, max_hash_seconds: float = 20.0) -> TickResult:
+         max_hash_files: int = 16, max_hash_seconds: float = 20.0, zero_wait_s: float = ZERO_WAIT_S) -> TickResult:
     """One sensor evaluation; persists the per-path state. ``known_ids``: partitions that exist."""
     root = Path(drop_dir).expanduser()
     exts = {e.lower() if e.startswith(".") else f".{e.lower()}" for e in (exts or MEDIA_EXTS)}
-    res = TickResult()
+    res = TickResult(root=str(root))
+    now = time.time()
+
+    def wait(path: str, why: str) -> None:
+        res.waiting.append(path)
+        res.why_waiting[path] = why
+
     if not root.is_dir():
         res.skipped.append((str(root), "drop folder does not exist"))
         return res
@@ -89,16 +126,20 @@ def tick(drop_dir: str | os.PathLike, *, known_ids: set[str], exts: set[str] | N
             files[path] = {"size": size, "mtime": mtime, "status": "skipped"}
             res.skipped.append((path, f"not a media file extension ({Path(path).suffix or 'none'})"))
             continue
-        if size == 0:
+        if size == 0:  # empty: a copy may be starting, but not forever
+            same = prev is not None and prev["size"] == 0 and prev["mtime"] == mtime
+            since = float(prev.get("empty_since", now)) if same else now
+            files[path] = {"size": size, "mtime": mtime, "status": "pending", "empty_since": since}
+            left = zero_wait_s - (now - since)
+            if not same or left > 0:
+                wait(path, f"empty, 0 bytes; run in {max(left, 0):.0f} s if it stays empty")
+                continue
+        elif not prev or prev["size"] != size or prev["mtime"] != mtime:
             files[path] = {"size": size, "mtime": mtime, "status": "pending"}
-            res.waiting.append(path)  # empty: a copy may be starting
-            continue
-        if not prev or prev["size"] != size or prev["mtime"] != mtime:
-            files[path] = {"size": size, "mtime": mtime, "status": "pending"}
-            res.waiting.append(path)  # first sight or still changing: wait for a stable second tick
+            wait(path, "new or still being written")  # first sight or still changing: wait for a stable tick
             continue
         if res.hashed >= max_hash_files or time.perf_counter() - t0 > max_hash_seconds:
-            res.waiting.append(path)
+            wait(path, "over this tick's hashing budget")
             continue
         try:
             rid = sha256_file(path)[:16]
@@ -107,6 +148,8 @@ def tick(drop_dir: str | os.PathLike, *, known_ids: set[str], exts: set[str] | N
             continue
         res.hashed += 1
         files[path] = {"size": size, "mtime": mtime, "status": "done", "id": rid}
+        if size == 0:
+            res.empty.append(path)
         if rid in known_ids or any(rid == r for r, _ in res.new):
             res.aliases.append((rid, path))
         else:
@@ -133,4 +176,4 @@ def settings_from_env() -> dict:
     return out
 
 
-__all__ = ["tick", "TickResult", "load_state", "parse_exts", "settings_from_env"]
+__all__ = ["tick", "TickResult", "ZERO_WAIT_S", "load_state", "parse_exts", "settings_from_env"]
