@@ -26,13 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-CODE_VERSION = "1"
+CODE_VERSION = "2"
 ENGINE = "sherpa-onnx"
 SAMPLE_RATE = 16000
 
 MIN_AUDIO_S = 1.0            # shorter audio: recorded as "too short", the engine is not run
 SILENCE_PEAK = 1e-3          # peak below this (about -60 dBFS): silent audio, nothing to diarize
-WINDOW_SHIFT_RATIO = 0.25    # pyannote 10 s window, 2.5 s hop (sherpa's 0.1 costs ~2.3x for same turns here)
+# pyannote 10 s window, 1 s hop: sherpa-onnx's default. 0.25 (2.5 s hop, ~2.3x cheaper) lost a speaker:
+# on pyannote's sample.wav every threshold 0.45-0.7 gave one speaker (DER 46 % vs 2.4 %). Measured with
+# bench/bench_der.py on six real clips: 0.1 at threshold 0.5 is never worse than sherpa's defaults.
+WINDOW_SHIFT_RATIO = 0.1
 MIN_DURATION_ON = 0.3        # sherpa defaults
 MIN_DURATION_OFF = 0.5
 SAME_VOICE_SIMILARITY = 0.75  # centroid cosine >= this: two labels are one voice (measured: same flite voice
@@ -242,15 +245,17 @@ def engine_version() -> str | None:
     return None
 
 
-def _engine(models: DiarizationModels, num_clusters: int, threshold: float, n_threads: int):
+def _engine(models: DiarizationModels, num_clusters: int, threshold: float, n_threads: int,
+            window_shift: float = WINDOW_SHIFT_RATIO):
     import sherpa_onnx as so
 
-    key = (str(models.segmentation), str(models.embedding), num_clusters, round(threshold, 6), n_threads)
+    key = (str(models.segmentation), str(models.embedding), num_clusters, round(threshold, 6), n_threads,
+           round(window_shift, 6))
     if key not in _engines:
         cfg = so.OfflineSpeakerDiarizationConfig(
             segmentation=so.OfflineSpeakerSegmentationModelConfig(
                 pyannote=so.OfflineSpeakerSegmentationPyannoteModelConfig(
-                    model=str(models.segmentation), window_shift_ratio=WINDOW_SHIFT_RATIO),
+                    model=str(models.segmentation), window_shift_ratio=float(window_shift)),
                 num_threads=n_threads),
             embedding=so.SpeakerEmbeddingExtractorConfig(model=str(models.embedding), num_threads=n_threads),
             clustering=so.FastClusteringConfig(num_clusters=num_clusters, threshold=threshold),
@@ -275,12 +280,14 @@ def _extractor(models: DiarizationModels, n_threads: int):
     return _extractors[key]
 
 
-def _diarize(samples, models: DiarizationModels, num_speakers: int | None, threshold: float) -> list[tuple]:
+def _diarize(samples, models: DiarizationModels, num_speakers: int | None, threshold: float,
+             window_shift: float = WINDOW_SHIFT_RATIO) -> list[tuple]:
     """Raw engine output: [(t0_ms, t1_ms, engine_speaker_index)] sorted by start."""
     import numpy as np
 
     with _engine_lock:
-        eng = _engine(models, int(num_speakers) if num_speakers else -1, float(threshold), threads())
+        eng = _engine(models, int(num_speakers) if num_speakers else -1, float(threshold), threads(),
+                      window_shift)
         result = eng.process(np.ascontiguousarray(samples, dtype=np.float32)).sort_by_start_time()
     return [(int(round(s.start * 1000)), int(round(s.end * 1000)), int(s.speaker)) for s in result]
 
@@ -719,7 +726,8 @@ def _row(**kw) -> dict:
 
 
 def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], words: Sequence[dict],
-              num_speakers: int | None, threshold: float | None, ocr_texts: Iterable | None = None) -> dict:
+              num_speakers: int | None, threshold: float | None, ocr_texts: Iterable | None = None,
+              window_shift: float = WINDOW_SHIFT_RATIO) -> dict:
     """Diarize ``wav_path`` (16 kHz mono WAV; None = no audio stream) and attribute the transcript.
 
     Returns {"diarization": row, "turns", "speakers", "speaker_segments"}; every bad case
@@ -747,7 +755,7 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     try:
         models = resolve_models()
         row.update(segmentation_model=models.label("segmentation"), embedding_model=models.label("embedding"))
-        raw = _diarize(samples, models, n_req, thr)
+        raw = _diarize(samples, models, n_req, thr, window_shift)
     except ModelsUnavailable as e:
         return done(empty, reason=str(e))
     turns = relabel(raw)
