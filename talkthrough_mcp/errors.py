@@ -13,6 +13,12 @@ class ReadError(Exception):
         self.message = message
         self.hint = hint
 
+    @classmethod
+    def with_code(cls, code: str, message: str, hint: str | None = None) -> "ReadError":
+        err = cls(message, hint)
+        err.code = code
+        return err
+
     def to_dict(self) -> dict:
         out = {"error": self.code, "message": self.message}
         if self.hint:

@@ -54,6 +54,8 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "Audio-only recording -> error audio_only; use get_transcript or search instead",
             "Need one exact instant between keyframes? -> extract_frame(id, t_ms)",
             "Need the screen plus what was said? -> get_moment(id, t_ms)",
+            "get_frames(id=..., at_ms=95000) -> the frame on screen at 95 s (limit=3: also the nearest ones)",
+            "valid_from_ms/valid_to_ms -> the span each frame stays on screen (until the screen changes)",
         ],
     ),
     "get_moment": (
@@ -65,6 +67,7 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "get_moment(id=..., t_ms=..., window_ms=30000) -> wider transcript slice (max 60000)",
             "Audio-only recording -> frames=[] with a note; the transcript slice still comes back",
             "segment_at_t -> seq of the segment spoken at t_ms (null during silence)",
+            "speakers_in_range -> who talked in the window (talk_ms); speaker_at_t; null when not diarized",
         ],
     ),
     "search": (
@@ -79,6 +82,10 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "source=ocr -> the word was on screen: get_frames(id, start_ms=t_ms, limit=1) shows it",
             "Open a hit -> get_moment(id=hit.recording, t_ms=hit.t_ms)",
             "t_wall null -> that recording's wall clock is unknown; correlate by t_ms only",
+            "hit.t_ms -> the first matched word (not the start of its segment)",
+            'search(query="budget", speaker="S2") or speaker="Alice" -> only what that speaker said',
+            '"dashboards" finds "dashboard"; no hits -> did_you_mean lists close spellings',
+            "Glued screen text (ERROR503GATEWAYTIMEOUT) matches gateway / timeout: ocr_substring_matches",
         ],
     ),
     "extract_frame": (
@@ -89,6 +96,8 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "Prefer get_frames/get_moment: they serve stored keyframes without touching the source",
             "error source_unavailable -> file moved/changed; use get_frames/get_moment instead",
             "Audio-only recording -> error audio_only",
+            "extract_frame(id=..., t_ms=..., crop={x:0, y:0, width:800, height:400}) -> a region, source pixels",
+            "extract_frame(id=..., t_ms=..., full_resolution=true) -> native size (up to 4096 px)",
         ],
     ),
 }

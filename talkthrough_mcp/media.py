@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import threading
 from fractions import Fraction
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 from talkthrough_assets.mediaio import open_input
 
 MAX_SIDE = 1568
+FULL_MAX_SIDE = 4096  # extract_frame(full_resolution=true): native size up to this longest side
 JPEG_QUALITY = 85
 JPEG_MAGIC = b"\xff\xd8\xff"
 
@@ -23,32 +25,52 @@ def is_jpeg(data: bytes) -> bool:
     return data[:3] == JPEG_MAGIC
 
 
+class CropOutside(ValueError):
+    pass
+
+
 class SourceHashes:
-    """sha256 prefixes of source files, cached by (path, size, mtime) so a big file is hashed once."""
+    """sha256 prefixes of source files, cached so a big file is hashed once.
+
+    The cache key is the file's full identity: path, device, inode, size, mtime AND ctime. mtime
+    can be set back by anyone (``touch -d``, ``os.utime``), but every write or ``utime`` bumps
+    ctime, which no unprivileged call can reset; a replaced file also has a new inode. The key is
+    taken from ``fstat`` of the descriptor that is hashed, so it describes exactly those bytes.
+    """
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, int, int], str] = {}
+        self._cache: dict[tuple, str] = {}
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _key(path: Path, st) -> tuple:
+        return (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
     def prefix(self, path: Path) -> str:
-        st = path.stat()
-        key = (str(path), st.st_size, st.st_mtime_ns)
+        key = self._key(path, path.stat())
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
         h = hashlib.sha256()
         with open(path, "rb") as f:
+            before = os.fstat(f.fileno())
             while chunk := f.read(1 << 20):
                 h.update(chunk)
+            after = os.fstat(f.fileno())
         value = h.hexdigest()[:16]
-        with self._lock:
-            self._cache[key] = value
+        if self._key(path, before) == self._key(path, after):  # not written to while hashing
+            with self._lock:
+                self._cache[self._key(path, after)] = value
         return value
 
 
-def decode_frame(path: str | Path, t_ms: int, *, max_side: int = MAX_SIDE, quality: int = JPEG_QUALITY) -> dict:
+def decode_frame(path: str | Path, t_ms: int, *, max_side: int = MAX_SIDE, quality: int = JPEG_QUALITY,
+                 crop: tuple[int, int, int, int] | None = None) -> dict:
     """Seek to ``t_ms`` and decode forward to the first frame at/after it (the last frame if t is
-    past it); return {"jpeg", "frame_ms", "width", "height", "source_width", "source_height"}.
+    past it); optionally crop ``(x, y, width, height)`` in source pixels, then scale so the
+    longest side is <= ``max_side``; return {"jpeg", "frame_ms", "width", "height",
+    "source_width", "source_height", "exact", "scaled"}. Raises CropOutside for a box that does
+    not fit the frame.
 
     Times are raw presentation times (pts * time_base), the same clock the keyframes use.
     Raises ValueError for a file without a decodable video stream.
@@ -80,9 +102,15 @@ def decode_frame(path: str | Path, t_ms: int, *, max_side: int = MAX_SIDE, quali
         frame_ms = int(round(float(frame.pts * tb) * 1000))
         img = frame.to_image()
     src_w, src_h = img.size
-    if max(src_w, src_h) > max_side:
+    if crop is not None:
+        x, y, w, h = crop
+        if x + w > src_w or y + h > src_h:
+            raise CropOutside(f"crop x={x} y={y} width={w} height={h} does not fit the {src_w}x{src_h} frame")
+        img = img.crop((x, y, x + w, y + h))
+    scaled = max(img.size) > max_side
+    if scaled:
         img.thumbnail((max_side, max_side))
     buf = io.BytesIO()
     img.convert("RGB").save(buf, format="JPEG", quality=quality)
     return {"jpeg": buf.getvalue(), "frame_ms": frame_ms, "width": img.size[0], "height": img.size[1],
-            "source_width": src_w, "source_height": src_h, "exact": chosen is not None}
+            "source_width": src_w, "source_height": src_h, "exact": chosen is not None, "scaled": scaled}

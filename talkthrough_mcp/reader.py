@@ -3,11 +3,15 @@
 Every response is small by construction (see the token-budget rules in the design notes):
 transcripts are capped at ~30k characters with ``truncated`` + ``next_start_ms`` for the next
 page, frame calls return at most 6 images, a moment at most 3 frames, search at most 50
-pointers (recording, source, t_ms, t_wall, on-screen frame, ≤160-char snippet), never payloads.
+pointers (recording, source, t_ms, t_wall, on-screen frame, ≤160-char snippet), never payloads;
+listings and search hits are also trimmed to a character budget, OCR text per frame is capped,
+and every free-text argument has a length limit.
 
-Per-recording reads go straight to that recording's partition files (``store.read_rows``); the
-cross-recording reads (listing, ranked search) run DuckDB SQL over :class:`LibraryIndex`, an
-in-memory mirror of the tables they need. Nothing here writes anything.
+One generation per recording: every per-recording read comes from that recording's published
+manifest (:mod:`.snapshot`), and the cross-recording reads (listing, ranked search) from
+:class:`LibraryIndex`, which indexes the same manifests. A re-run rewriting the tables is
+invisible until its manifest is published, and then visible to every tool at once. Nothing
+here writes anything.
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ from talkthrough_assets import store
 from talkthrough_assets.stages import terms as terms_stage
 from talkthrough_assets.stages.wallclock import t_wall
 
-from . import media
+from . import media, snapshot
 from .errors import AudioOnly, InvalidArgument, NotProcessed, ReadError, SourceUnavailable, UnknownRecording
 from .index import LibraryIndex
 
 # BM25 parameters (Robertson/Lucene defaults); IDF per source over all recordings.
 K1 = 1.2
 B = 0.75
+SUBSTRING_WEIGHT = 0.5   # an OCR term that merely contains the query word counts half
 
 TRANSCRIPT_MAX_CHARS = 30_000
 TRANSCRIPT_MIN_CHARS = 1000
@@ -39,8 +44,15 @@ MOMENT_MAX_WINDOW_MS = 60_000
 MOMENT_TRANSCRIPT_CHARS = 8_000
 SEARCH_MAX_HITS = 50
 SEARCH_MAX_TERMS = 16
+SEARCH_MAX_QUERY_CHARS = 500
+SEARCH_MAX_CHARS = 24_000      # the whole search response
+SUBSTRING_MIN_CHARS = 4
 SNIPPET_CHARS = 160
 LIST_MAX = 100
+LIST_MAX_CHARS = 30_000        # the whole listing response
+OCR_MAX_CHARS = 1_500          # per frame, in meta and captions
+SPEAKER_MAX_CHARS = 200
+CROP_MIN_PX = 8
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -70,8 +82,15 @@ class ImageResult:
 def _check_id(recording_id) -> str:
     try:
         return store.check_id(recording_id)
-    except store.InvalidRecordingId as e:
-        raise InvalidArgument(str(e), hint="ids come from list_recordings or search hits") from None
+    except store.InvalidRecordingId:
+        shown = repr(recording_id)[:40] + ("…" if len(repr(recording_id)) > 40 else "")
+        raise InvalidArgument(f"invalid recording id {shown}: expected 16 lowercase hex characters",
+                              hint="ids come from list_recordings or search hits") from None
+
+
+def _int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{name} must be an integer, got {type(value).__name__}")
 
 
 def _ms(name: str, value, *, required: bool = False) -> int | None:
@@ -80,7 +99,7 @@ def _ms(name: str, value, *, required: bool = False) -> int | None:
             raise InvalidArgument(f"{name} is required (milliseconds from the recording start)")
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgument(f"{name} must be an integer number of milliseconds, got {value!r}")
+        raise InvalidArgument(f"{name} must be an integer number of milliseconds, got {type(value).__name__}")
     if value < 0:
         raise InvalidArgument(f"{name} must be >= 0 (milliseconds from the recording start), got {value}")
     return value
@@ -100,25 +119,43 @@ def _range(rec: dict, start_ms, end_ms) -> tuple[int, int]:
 
 def _limit(name: str, value, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise InvalidArgument(f"{name} must be an integer from {lo} to {hi}, got {value!r}")
+        got = value if isinstance(value, int) and not isinstance(value, bool) else type(value).__name__
+        raise InvalidArgument(f"{name} must be an integer from {lo} to {hi}, got {got}")
     return value
 
 
-def _wall(wc: dict | None) -> dict | None:
-    if not wc or not wc.get("available") or not wc.get("start_utc"):
+def _text_arg(name: str, value, max_chars: int, *, required: bool = True) -> str | None:
+    if value is None and not required:
         return None
-    return {k: wc.get(k) for k in ("start_utc", "tz_offset_min", "source", "confidence")}
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be a string, got {type(value).__name__}")
+    if len(value) > max_chars:
+        raise InvalidArgument(f"{name} is {len(value)} characters; at most {max_chars} are accepted",
+                              hint=f"shorten {name}")
+    return value
 
+
+def _clip(text: str | None, n: int) -> tuple[str | None, bool]:
+    if text is None or len(text) <= n:
+        return text, False
+    return text[:n - 1] + "…", True
+
+
+def _matches(tok: str, terms: set[str]) -> bool:
+    if tok in terms:
+        return True
+    return any(len(t) >= SUBSTRING_MIN_CHARS and t in tok for t in terms)
 
 
 def snippet(text: str, terms: set[str], width: int = SNIPPET_CHARS) -> str:
-    """At most ``width`` characters of ``text`` around its first word matching ``terms``."""
+    """At most ``width`` characters of ``text`` around its first word matching ``terms``
+    (search terms as :func:`terms.index_terms` makes them)."""
     flat = " ".join((text or "").replace("\n", " | ").split())
     if len(flat) <= width:
         return flat
     pos = end = 0
-    for m in _WORD.finditer(flat):
-        if terms.intersection(terms_stage.tokens(m.group())):
+    for m in re.finditer(r"\S+", flat):
+        if any(_matches(t, terms) for t in terms_stage.index_terms(m.group())):
             pos, end = m.start(), m.end()
             break
     budget = width - 2  # room for the two ellipses
@@ -144,6 +181,24 @@ def _srt_time(ms: int) -> str:
     return f"{h:02d}:{m:02d}:{s:02d},{ms:03d}"
 
 
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def screen_spans(frames: list[dict], duration_ms: int) -> dict[int, tuple[int, int]]:
+    """keyframe ms -> (valid_from_ms, valid_to_ms): from the frame until the screen next changes
+    (the next keyframe that is not a duplicate of the same original), else the recording's end."""
+    out: dict[int, tuple[int, int]] = {}
+    uniq = [f["ms"] if f["duplicate_of"] is None else f["duplicate_of"] for f in frames]
+    nxt = None  # ms of the next keyframe showing a different screen, scanning backwards
+    for i in range(len(frames) - 1, -1, -1):
+        if i + 1 < len(frames) and uniq[i + 1] != uniq[i]:
+            nxt = frames[i + 1]["ms"]
+        end = nxt if nxt is not None else max(duration_ms, frames[i]["ms"])
+        out[frames[i]["ms"]] = (frames[i]["ms"], end)
+    return out
+
+
 # --------------------------------------------------------------------------- reader
 
 class Reader:
@@ -155,6 +210,7 @@ class Reader:
         self._index: LibraryIndex | None = None
         self._index_lock = threading.Lock()
         self._hashes = media.SourceHashes()
+        self._snaps = snapshot.SnapshotCache()
 
     # ---------------------------------------------------------------- plumbing
 
@@ -165,41 +221,24 @@ class Reader:
                 self._index = LibraryIndex(self._refresh_interval)
             return self._index
 
-    def warm(self) -> None:
-        """Load the cross-recording mirror now (the server calls this at startup, off the request path)."""
-        self.index.refresh(force=True)
+    def warm(self, stop: threading.Event | None = None) -> None:
+        """Build the cross-recording index now (the server calls this at startup, off the request
+        path); ``stop`` ends it early between batches."""
+        self.index.refresh(force=True, stop=stop)
 
-    def _recording(self, recording_id) -> dict:
+    def _snapshot(self, recording_id) -> snapshot.Snapshot:
         rid = _check_id(recording_id)
-        rec = store.read_one("recordings", rid)
-        if rec is None:
+        try:
+            snap = self._snaps.get(rid)
+        except snapshot.DamagedManifest as e:
+            raise NotProcessed(str(e), hint="reprocess the recording with `talkthrough process <file>`") from None
+        if snap is None:
             if store.has_partition("sources", rid):
                 raise NotProcessed(f"recording {rid} is registered but has no finished outputs yet",
                                    hint="run `talkthrough process <file>` (or wait for the running job), then retry")
-            raise UnknownRecording(f"no recording with id {rid} under {self.home}",
+            raise UnknownRecording(f"no recording with id {rid}",
                                    hint="call list_recordings (or search) for valid ids")
-        rec["recording"] = rid
-        return rec
-
-    def _wall_clock(self, rid: str) -> dict | None:
-        return _wall(store.read_one("wall_clock", rid))
-
-    def _speaker_names(self, rid: str, diarized: bool) -> dict[str, str]:
-        names = (store.read_json(store.settings_path(rid), {}) or {}).get("speaker_names") or {}
-        if not names and diarized:
-            m = store.read_json(store.manifest_path(rid), {}) or {}
-            names = ((m.get("transcript") or {}).get("diarization") or {}).get("speaker_names") or {}
-        return {str(k): str(v) for k, v in names.items() if v}
-
-    def _frames(self, rid: str) -> list[dict]:
-        """Keyframes with duplicate_of and OCR text, in time order."""
-        dups = {d["ms"]: d["duplicate_of"] for d in store.read_rows("dedup", rid)}
-        ocr = {o["ms"]: o["text"] for o in store.read_rows("ocr", rid)}
-        out = []
-        for k in sorted(store.read_rows("keyframes", rid), key=lambda r: r["ms"]):
-            out.append({"ms": k["ms"], "file": k["file"], "width": k["width"], "height": k["height"],
-                        "duplicate_of": dups.get(k["ms"]), "ocr_text": ocr.get(k["ms"]) or None})
-        return out
+        return snap
 
     def _frame_bytes(self, rid: str, rel: str) -> bytes | None:
         try:
@@ -209,23 +248,28 @@ class Reader:
         frames_root = store.frames_root(rid).resolve()
         if frames_root not in p.parents or p.suffix.lower() not in (".jpg", ".jpeg") or not p.is_file():
             return None
-        data = p.read_bytes()
+        try:
+            data = p.read_bytes()
+        except OSError:  # pruned between the check and the read
+            return None
         return data if media.is_jpeg(data) else None
 
     # ---------------------------------------------------------------- list_recordings
 
     def list_recordings(self, offset: int = 0, limit: int = 20) -> dict:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidArgument(f"offset must be an integer >= 0, got {offset!r}")
+            raise InvalidArgument(f"offset must be an integer >= 0, got {offset if isinstance(offset, int) else type(offset).__name__}")
         limit = _limit("limit", limit, 1, LIST_MAX)
-        total = self.index.query("SELECT count(*) AS n FROM m_recordings", tables=["recordings"])[0]["n"]
+        self.index.refresh()
+        total = self.index.query("SELECT count(*) AS n FROM m_recordings", refresh=False)[0]["n"]
         rows = self.index.query(
             "SELECT * FROM m_recordings ORDER BY recorded_at NULLS LAST, filename, recording LIMIT ? OFFSET ?",
-            [limit, offset], tables=["recordings"])
+            [limit, offset], refresh=False)
         items = []
+        used = 200
         for r in rows:
             wc = {"start_utc": r["recorded_at"], "tz_offset_min": r["tz_offset_min"]} if r["recorded_at"] else None
-            items.append({
+            item = {
                 "id": r["recording"], "filename": r["filename"], "kind": r["kind"], "duration_ms": r["duration_ms"],
                 "recorded_at": t_wall(wc, 0) if wc else None,
                 "wall_clock": ({"source": r["wall_clock_source"], "confidence": r["wall_clock_confidence"]}
@@ -234,52 +278,63 @@ class Reader:
                 "counts": {"segments": r["segment_count"], "frames": r["frame_count"],
                            "unique_frames": r["unique_frame_count"], "speakers": r["speaker_count"]},
                 "diarized": bool(r["diarized"]), "has_audio": bool(r["has_audio"]), "has_video": bool(r["has_video"]),
-                "transcript_available": bool(r["transcript_available"]),
-            })
+                "transcript_available": bool(r["transcript_available"]), "generation": r["generation"],
+            }
+            size = len(dumps(item)) + 1
+            if items and used + size > LIST_MAX_CHARS:
+                break
+            items.append(item)
+            used += size
         nxt = offset + len(items)
-        return {"total": total, "offset": offset, "limit": limit, "recordings": items,
+        return {"total": total, "offset": offset, "limit": limit, "returned": len(items), "recordings": items,
                 "next_offset": nxt if nxt < total else None}
 
     # ---------------------------------------------------------------- get_transcript
 
-    def _segments(self, rec: dict) -> tuple[list[dict], bool]:
-        rid = rec["recording"]
-        if rec["diarized"]:
-            rows = store.read_rows("speaker_segments", rid)
-            if rows:
-                return sorted(rows, key=lambda r: (r["t0_ms"], r["seq"])), True
-        return sorted(store.read_rows("segments", rid), key=lambda r: (r["t0_ms"], r["seq"])), False
+    @staticmethod
+    def _speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
+        want = speaker.strip().casefold()
+        labels = sorted({s["speaker"] for s in snap.segments if s.get("speaker")})
+        match = {lab for lab in labels if lab.casefold() == want or snap.names.get(lab, "").casefold() == want}
+        if not match:
+            known = ", ".join(f"{lab} ({snap.names[lab]})" if lab in snap.names else lab for lab in labels) or "none"
+            shown, _ = _clip(speaker, 60)
+            raise InvalidArgument(f"no speaker {shown!r} in recording {snap.rid}; speakers: {known}")
+        return match
 
     def get_transcript(self, recording_id, start_ms=None, end_ms=None, speaker: str | None = None,
                        format: str = "json", max_chars: int = TRANSCRIPT_MAX_CHARS) -> dict:
-        rec = self._recording(recording_id)
-        rid = rec["recording"]
+        snap = self._snapshot(recording_id)
+        return self._transcript(snap, start_ms, end_ms, speaker, format, max_chars)
+
+    def _transcript(self, snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | None = None,
+                    format: str = "json", max_chars: int = TRANSCRIPT_MAX_CHARS) -> dict:
+        rec, rid = snap.rec, snap.rid
         start, end = _range(rec, start_ms, end_ms)
         if format not in ("json", "srt"):
-            raise InvalidArgument(f"format must be 'json' or 'srt', got {format!r}")
+            shown = format[:20] if isinstance(format, str) else type(format).__name__
+            raise InvalidArgument(f"format must be 'json' or 'srt', got {shown!r}")
         max_chars = _limit("max_chars", max_chars, TRANSCRIPT_MIN_CHARS, TRANSCRIPT_MAX_CHARS)
-        wc = self._wall_clock(rid)
-        segs, attributed = self._segments(rec)
-        names = self._speaker_names(rid, attributed) if attributed else {}
+        speaker = _text_arg("speaker", speaker, SPEAKER_MAX_CHARS, required=False)
+        wc = snap.wall_clock
+        segs = snap.segments
+        attributed = any(s.get("speaker") for s in segs)
+        names = snap.names if attributed else {}
         if speaker is not None:
             if not attributed:
                 raise InvalidArgument(f"recording {rid} is not diarized, so it has no speaker labels",
                                       hint="drop `speaker`, or reprocess with `talkthrough process --diarize`")
-            want = speaker.strip().casefold()
-            labels = sorted({s["speaker"] for s in segs if s.get("speaker")})
-            match = {lab for lab in labels if lab.casefold() == want or names.get(lab, "").casefold() == want}
-            if not match:
-                known = ", ".join(f"{lab} ({names[lab]})" if lab in names else lab for lab in labels) or "none"
-                raise InvalidArgument(f"no speaker {speaker!r} in recording {rid}; speakers: {known}")
+            match = self._speaker_match(snap, speaker)
             segs = [s for s in segs if s.get("speaker") in match]
+        # SRT cue numbers count the cues of this (possibly speaker-filtered) transcript: 1, 2, 3 …
+        cue = {id(s): i + 1 for i, s in enumerate(segs)}
         window = [s for s in segs if s["t1_ms"] > start and s["t0_ms"] <= end] if (start_ms or end_ms is not None) \
             else segs
-        out: dict = {"recording": rid, "filename": rec["filename"], "format": format, "diarized": attributed,
-                     "wall_clock": wc, "start_ms": start, "end_ms": end}
+        out: dict = {"recording": rid, "filename": rec["filename"], "generation": snap.generation, "format": format,
+                     "diarized": attributed, "wall_clock": wc, "start_ms": start, "end_ms": end}
         if not rec["transcript_available"]:
-            tr = store.read_one("transcripts", rid) or {}
             out["transcript_available"] = False
-            out["reason"] = tr.get("reason") or "no transcript"
+            out["reason"] = snap.transcript_reason or "no transcript"
         if wc is None:
             out["note"] = "wall_clock unknown: t_wall is null; t_ms counts from the recording start"
         if names:
@@ -290,11 +345,11 @@ class Reader:
                                continue_with={"id": rid, "start_ms": 10 ** 12, "end_ms": 10 ** 12,
                                               "speaker": speaker or "", "format": "json", "max_chars": 30000})))
         used = base
-        for i, s in enumerate(window):
+        for s in window:
             if format == "srt":
                 who = s.get("speaker")
                 label = f"[{who}{' ' + names[who] if who in names else ''}] " if who else ""
-                item = f"{s['seq'] + 1}\n{_srt_time(s['t0_ms'])} --> {_srt_time(s['t1_ms'])}\n{label}{s['text']}\n\n"
+                item = f"{cue[id(s)]}\n{_srt_time(s['t0_ms'])} --> {_srt_time(s['t1_ms'])}\n{label}{s['text']}\n\n"
                 size = len(dumps(item)) - 2
             else:
                 item = {"seq": s["seq"], "t_ms": s["t0_ms"], "t1_ms": s["t1_ms"], "t_wall": t_wall(wc, s["t0_ms"])}
@@ -324,13 +379,17 @@ class Reader:
 
     # ---------------------------------------------------------------- frames
 
-    def _require_video(self, rec: dict) -> None:
-        if not rec["has_video"]:
-            raise AudioOnly(f"recording {rec['recording']} ({rec['filename']}) is audio-only: it has no frames",
+    def _require_video(self, snap: snapshot.Snapshot) -> None:
+        if not snap.rec["has_video"]:
+            raise AudioOnly(f"recording {snap.rid} ({snap.rec['filename']}) is audio-only: it has no frames",
                             hint="use get_transcript or search for audio-only recordings")
 
-    def _frame_meta(self, f: dict, wc: dict | None) -> dict:
-        m = {"ms": f["ms"], "t_wall": t_wall(wc, f["ms"]), "ocr_text": f["ocr_text"]}
+    def _frame_meta(self, f: dict, wc: dict | None, spans: dict[int, tuple[int, int]]) -> dict:
+        text, cut = _clip(f["ocr_text"], OCR_MAX_CHARS)
+        lo, hi = spans.get(f["ms"], (f["ms"], f["ms"]))
+        m = {"ms": f["ms"], "t_wall": t_wall(wc, f["ms"]), "valid_from_ms": lo, "valid_to_ms": hi, "ocr_text": text}
+        if cut:
+            m["ocr_truncated"] = True
         if f["duplicate_of"] is not None:
             m["duplicate_of"] = f["duplicate_of"]
         return m
@@ -343,6 +402,7 @@ class Reader:
                 missing.append(f["ms"])
                 continue
             ocr = " | ".join(line for line in (f["ocr_text"] or "").splitlines() if line.strip())
+            ocr, _ = _clip(ocr, OCR_MAX_CHARS)
             cap = f"frame {f['ms']} ms" + (f" ({t_wall(wc, f['ms'])})" if wc else "")
             if f["duplicate_of"] is not None:
                 cap += f", duplicate of {f['duplicate_of']} ms"
@@ -350,134 +410,267 @@ class Reader:
             images.append(Image(cap, data))
         if missing:
             meta["missing_frame_ms"] = missing
-            meta["integrity_note"] = (f"{len(missing)} frame file(s) listed in the keyframes table are missing or "
+            meta["integrity_note"] = (f"{len(missing)} frame file(s) of this recording are missing or "
                                       "unreadable on disk; reprocess the recording to restore them")
         return ImageResult(meta, images)
 
+    @staticmethod
+    def _on_screen(frames: list[dict], t: int) -> int | None:
+        """ms of the unique frame on screen at ``t`` (the keyframe at/before t; a duplicate stands
+        for its original)."""
+        on = None
+        for f in frames:
+            if f["ms"] > t:
+                break
+            on = f["duplicate_of"] if f["duplicate_of"] is not None else f["ms"]
+        return on
+
     def get_frames(self, recording_id, start_ms=None, end_ms=None, include_duplicates: bool = False,
-                   limit: int = FRAMES_MAX) -> ImageResult:
-        rec = self._recording(recording_id)
-        rid = rec["recording"]
-        self._require_video(rec)
+                   limit: int | None = None, at_ms=None) -> ImageResult:
+        snap = self._snapshot(recording_id)
+        rec, rid = snap.rec, snap.rid
+        self._require_video(snap)
+        if not isinstance(include_duplicates, bool):
+            raise InvalidArgument(f"include_duplicates must be true or false, got {type(include_duplicates).__name__}")
+        wc = snap.wall_clock
+        duration = int(rec["duration_ms"] or 0)
+        spans = screen_spans(snap.frames, duration)
+        pool = [f for f in snap.frames if include_duplicates or f["duplicate_of"] is None]
+        if at_ms is not None:
+            if start_ms is not None or end_ms is not None:
+                raise InvalidArgument("pass either at_ms or start_ms/end_ms, not both",
+                                      hint="at_ms picks the frame on screen at one instant; start_ms/end_ms a span")
+            at = _ms("at_ms", at_ms)
+            if duration and at > duration:
+                raise InvalidArgument(f"at_ms {at} is past the end of the recording (duration {duration} ms)")
+            limit = _limit("limit", 1 if limit is None else limit, 1, FRAMES_MAX)
+            if include_duplicates:
+                on = next((f["ms"] for f in reversed(snap.frames) if f["ms"] <= at), None)
+            else:
+                on = self._on_screen(snap.frames, at)
+            ranked = sorted(pool, key=lambda f: (f["ms"] != on, abs(f["ms"] - at), f["ms"]))
+            page = sorted(ranked[:limit], key=lambda f: f["ms"])
+            meta = {"recording": rid, "filename": rec["filename"], "generation": snap.generation, "at_ms": at, "t_wall": t_wall(wc, at),
+                    "on_screen_frame_ms": on, "include_duplicates": include_duplicates, "wall_clock": wc,
+                    "frames": [self._frame_meta(f, wc, spans) for f in page], "returned": len(page),
+                    "matching": len(pool), "truncated": False, "next_start_ms": None}
+            if not pool:
+                meta["note"] = "this recording has no stored keyframes"
+            return self._images(rid, page, wc, meta)
         start, end = _range(rec, start_ms, end_ms)
-        limit = _limit("limit", limit, 1, FRAMES_MAX)
-        wc = self._wall_clock(rid)
-        frames = [f for f in self._frames(rid) if start <= f["ms"] <= end
-                  and (include_duplicates or f["duplicate_of"] is None)]
+        limit = _limit("limit", FRAMES_MAX if limit is None else limit, 1, FRAMES_MAX)
+        frames = [f for f in pool if start <= f["ms"] <= end]
         page, rest = frames[:limit], frames[limit:]
-        meta = {"recording": rid, "filename": rec["filename"], "start_ms": start, "end_ms": end,
-                "include_duplicates": bool(include_duplicates), "wall_clock": wc,
-                "frames": [self._frame_meta(f, wc) for f in page], "returned": len(page),
+        meta = {"recording": rid, "filename": rec["filename"], "generation": snap.generation, "start_ms": start,
+                "end_ms": end, "include_duplicates": include_duplicates, "wall_clock": wc,
+                "frames": [self._frame_meta(f, wc, spans) for f in page], "returned": len(page),
                 "matching": len(frames), "truncated": bool(rest), "next_start_ms": rest[0]["ms"] if rest else None}
         if not frames:
-            meta["note"] = "no stored keyframes in this range" + ("" if include_duplicates else
-                                                                  " (try include_duplicates=true)")
+            on = self._on_screen(snap.frames, start)
+            meta["note"] = "no stored keyframes start in this range" + (
+                f"; the frame on screen at start_ms is {on} ms (get_frames with at_ms={start})" if on is not None
+                else "" if include_duplicates else " (try include_duplicates=true)")
         return self._images(rid, page, wc, meta)
 
     # ---------------------------------------------------------------- get_moment
 
+    @staticmethod
+    def _speakers_in_range(snap: snapshot.Snapshot, lo: int, hi: int, t: int) -> tuple[list[dict], str | None]:
+        talk: dict[str, int] = {}
+        first: dict[str, int] = {}
+        at = None
+        for t0, t1, who in snap.turns:
+            ov = min(t1, hi) - max(t0, lo)
+            if ov > 0 or (lo == hi and t0 <= lo < t1):
+                talk[who] = talk.get(who, 0) + max(ov, 0)
+                first.setdefault(who, max(t0, lo))
+            if t0 <= t < t1:
+                at = who
+        out = []
+        for who in sorted(talk, key=lambda w: (-talk[w], first[w], w)):
+            item = {"speaker": who, "talk_ms": talk[who], "first_ms": first[who]}
+            if who in snap.names:
+                item["speaker_name"] = snap.names[who]
+            out.append(item)
+        return out, at
+
     def get_moment(self, recording_id, t_ms, window_ms: int = MOMENT_WINDOW_MS) -> ImageResult:
-        rec = self._recording(recording_id)
-        rid = rec["recording"]
+        snap = self._snapshot(recording_id)
+        rec, rid = snap.rec, snap.rid
         t = _ms("t_ms", t_ms, required=True)
         duration = int(rec["duration_ms"] or 0)
         if duration and t > duration:
             raise InvalidArgument(f"t_ms {t} is past the end of the recording (duration {duration} ms)")
         window_ms = _limit("window_ms", window_ms, 0, MOMENT_MAX_WINDOW_MS)
-        wc = self._wall_clock(rid)
+        wc = snap.wall_clock
         frames: list[dict] = []
-        meta: dict = {"recording": rid, "filename": rec["filename"], "t_ms": t, "t_wall": t_wall(wc, t),
-                      "wall_clock": wc}
+        meta: dict = {"recording": rid, "filename": rec["filename"], "generation": snap.generation, "t_ms": t,
+                      "t_wall": t_wall(wc, t), "wall_clock": wc}
         if rec["has_video"]:
-            allf = self._frames(rid)
-            unique = [f for f in allf if f["duplicate_of"] is None]
-            on_screen = None
-            for f in allf:  # the keyframe at/before t; a duplicate stands for its original
-                if f["ms"] <= t:
-                    on_screen = f["duplicate_of"] if f["duplicate_of"] is not None else f["ms"]
+            spans = screen_spans(snap.frames, duration)
+            unique = [f for f in snap.frames if f["duplicate_of"] is None]
+            on_screen = self._on_screen(snap.frames, t)
             ranked = sorted(unique, key=lambda f: (f["ms"] != on_screen, abs(f["ms"] - t), f["ms"]))
             frames = sorted(ranked[:MOMENT_FRAMES], key=lambda f: f["ms"])
             meta["on_screen_frame_ms"] = on_screen
-            meta["frames"] = [self._frame_meta(f, wc) for f in frames]
+            meta["frames"] = [self._frame_meta(f, wc, spans) for f in frames]
         else:
             meta["frames"] = []
             meta["note"] = "audio-only recording: no frames; transcript only"
         lo, hi = max(0, t - window_ms), t + window_ms
         if duration:
             hi = min(hi, duration)
-        tr = self.get_transcript(rid, start_ms=lo, end_ms=max(lo, hi), max_chars=MOMENT_TRANSCRIPT_CHARS)
+        hi = max(lo, hi)
+        tr = self._transcript(snap, start_ms=lo, end_ms=hi, max_chars=MOMENT_TRANSCRIPT_CHARS)
         meta["transcript"] = {"start_ms": lo, "end_ms": hi, "segments": tr["segments"],
                               "truncated": tr["truncated"], "next_start_ms": tr["next_start_ms"]}
         at = [s["seq"] for s in tr["segments"] if s["t_ms"] <= t < s["t1_ms"]]
         meta["transcript"]["segment_at_t"] = at[0] if at else None
         if tr.get("reason"):
             meta["transcript"]["reason"] = tr["reason"]
+        if snap.diarized:
+            speakers, speaker_at = self._speakers_in_range(snap, lo, hi, t)
+            meta["speakers_in_range"] = speakers
+            meta["speaker_at_t"] = speaker_at
+        else:
+            meta["speakers_in_range"] = None
+            meta["speaker_at_t"] = None
         return self._images(rid, frames, wc, meta)
 
     # ---------------------------------------------------------------- search
 
-    def search(self, query: str, recording_id: str | None = None, limit: int = 10) -> dict:
-        if not isinstance(query, str) or not query.strip():
+    def _expand(self, words: list[str]) -> tuple[list[tuple[str, str | None, str, float]], dict[str, list[str]]]:
+        """(query word, source or None, index term, weight) pairs: every word matches itself in any
+        source, and OCR terms that contain it (glued screen text like ERROR503GATEWAYTIMEOUT) at half weight."""
+        pairs: list[tuple[str, str | None, str, float]] = [(w, None, w, 1.0) for w in words]
+        inside: dict[str, list[str]] = {}
+        for w in words:
+            if len(w) < SUBSTRING_MIN_CHARS:
+                continue
+            rows = self.index.query(
+                "SELECT DISTINCT term FROM m_df WHERE source = 'ocr' AND length(term) >= ? AND contains(term, ?) "
+                "AND term <> ? ORDER BY term LIMIT 20", [len(w) + 3, w, w], refresh=False)
+            for r in rows:
+                pairs.append((w, "ocr", r["term"], SUBSTRING_WEIGHT))
+                inside.setdefault(w, []).append(r["term"])
+        return pairs, inside
+
+    def _suggest(self, word: str) -> list[str]:
+        k = 1 if len(word) <= 5 else 2
+        rows = self.index.query(
+            "SELECT term FROM (SELECT term, sum(df) AS df, damerau_levenshtein(term, ?) AS dist FROM m_df "
+            "WHERE length(term) BETWEEN ? AND ? GROUP BY term) WHERE dist <= ? AND dist > 0 "
+            "ORDER BY dist, df DESC, term LIMIT 3", [word, len(word) - k, len(word) + k, k], refresh=False)
+        return [r["term"] for r in rows]
+
+    def search(self, query: str, recording_id: str | None = None, limit: int = 10, speaker: str | None = None) -> dict:
+        query = _text_arg("query", query, SEARCH_MAX_QUERY_CHARS)
+        if not query.strip():
             raise InvalidArgument("query must be a non-empty string")
-        words = list(dict.fromkeys(terms_stage.tokens(query)))
+        words = list(dict.fromkeys(terms_stage.index_terms(query)))
         if not words:
-            raise InvalidArgument(f"query {query!r} has no searchable words (letters or digits)")
+            shown, _ = _clip(query, 60)
+            raise InvalidArgument(f"query {shown!r} has no searchable words (letters or digits; one-letter words "
+                                  "are not indexed)")
         if len(words) > SEARCH_MAX_TERMS:
             raise InvalidArgument(f"query has {len(words)} distinct words; use at most {SEARCH_MAX_TERMS}")
         limit = _limit("limit", limit, 1, SEARCH_MAX_HITS)
+        speaker = _text_arg("speaker", speaker, SPEAKER_MAX_CHARS, required=False)
         rid = None
         if recording_id is not None:
-            rid = self._recording(recording_id)["recording"]
-        marks = ", ".join("?" for _ in words)
+            snap = self._snapshot(recording_id)
+            rid = snap.rid
+            if speaker is not None:
+                if not snap.diarized:
+                    raise InvalidArgument(f"recording {rid} is not diarized, so it has no speaker labels",
+                                          hint="drop `speaker`, or reprocess with `talkthrough process --diarize`")
+                self._speaker_match(snap, speaker)
+        self.index.refresh()
+        pairs, inside = self._expand(words)
+        literal = ", ".join(_sql_str(t) for t in dict.fromkeys(p[2] for p in pairs))  # [^\W_]+ terms: safe to inline
         scope = f"AND recording = '{rid}'" if rid else ""  # rid is validated hex: safe to inline
-        # (window functions over the scored set are pathologically slow in DuckDB here: counts are a
-        # separate one-row aggregate instead)
+        who = speaker.strip().casefold() if speaker is not None else None
+        speaker_join = ("JOIN m_docs sd ON sd.recording = t.recording AND sd.source = t.source AND sd.ref = t.ref "
+                        "AND (lower(sd.speaker) = $who OR lower(sd.speaker_name) = $who)") if who is not None else ""
+        # one statement, so ranking and hit context come from one snapshot of the index
         rows = self.index.query(f"""
-        WITH hits AS MATERIALIZED (
-            SELECT recording, source, ref, t_ms, term, tf, doc_len FROM m_terms WHERE term IN ({marks}) {scope}
+        WITH map AS (SELECT unnest($q::VARCHAR[]) AS qword, unnest($src::VARCHAR[]) AS msource,
+                            unnest($term::VARCHAR[]) AS term, unnest($weight::DOUBLE[]) AS weight),
+        hits AS MATERIALIZED (
+            SELECT t.recording, t.source, t.ref, t.t_ms, m.qword, t.tf * m.weight AS tf, t.doc_len
+            FROM (SELECT * FROM m_terms WHERE term IN ({literal}) {scope}) t
+            JOIN map m ON m.term = t.term AND (m.msource IS NULL OR m.msource = t.source)
+            {speaker_join}
+        ), per_doc AS MATERIALIZED (
+            SELECT recording, source, ref, qword, sum(tf) AS tf, max(doc_len) AS doc_len, min(t_ms) AS t_ms
+            FROM hits GROUP BY recording, source, ref, qword
+        ), qdf AS (
+            SELECT m.qword, d.source, sum(d.df) AS df FROM map m
+            JOIN m_df d ON d.term = m.term AND (m.msource IS NULL OR m.msource = d.source) GROUP BY m.qword, d.source
         ), scored AS MATERIALIZED (
-            SELECT h.recording, h.source, h.ref, min(h.t_ms) AS t_ms, count(*) AS matched,
-                   list(h.term) AS terms,
-                   sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
-                       * h.tf * ({K1} + 1) / (h.tf + {K1} * (1 - {B} + {B} * h.doc_len / s.avgdl))) AS score
-            FROM hits h
-            JOIN m_df d ON d.source = h.source AND d.term = h.term   -- document frequency: all recordings
-            JOIN m_stats s ON s.source = h.source                    -- N and avgdl: all recordings
-            WHERE h.recording IN (SELECT recording FROM m_recordings)  -- finished recordings only
-            GROUP BY h.recording, h.source, h.ref
+            SELECT p.recording, p.source, p.ref, min(p.t_ms) AS t_ms, count(*) AS matched, list(p.qword) AS terms,
+                   sum(ln(1 + (s.n - q.df + 0.5) / (q.df + 0.5))
+                       * p.tf * ({K1} + 1) / (p.tf + {K1} * (1 - {B} + {B} * p.doc_len / s.avgdl))) AS score
+            FROM per_doc p
+            JOIN qdf q ON q.qword = p.qword AND q.source = p.source    -- document frequency: all recordings
+            JOIN m_stats s ON s.source = p.source                      -- N and avgdl: all recordings
+            GROUP BY p.recording, p.source, p.ref
         ), counts AS (
-            SELECT count(*) FILTER (WHERE matched = ?) AS n_all, count(*) AS n_any FROM scored
+            SELECT count(*) FILTER (WHERE matched = $nwords) AS n_all, count(*) AS n_any FROM scored
+        ), top AS (
+            SELECT s.*, c.n_all, c.n_any FROM scored s, counts c
+            WHERE c.n_all = 0 OR s.matched = $nwords
+            ORDER BY s.score DESC, s.recording, s.t_ms, s.source LIMIT $limit
         )
-        SELECT s.*, c.n_all, c.n_any,
-               (SELECT list({{'term': term, 'docs': docs}}) FROM (
-                    SELECT term, count(*) AS docs FROM hits WHERE recording IN (SELECT recording FROM m_recordings)
-                    GROUP BY term)) AS per_word
-        FROM scored s, counts c
-        WHERE c.n_all = 0 OR s.matched = ?
-        ORDER BY s.score DESC, s.recording, s.t_ms, s.source LIMIT ?
-        """, [*words, len(words), len(words), limit])
+        SELECT top.*, r.filename, r.generation, r.recorded_at, r.tz_offset_min, d.text, d.speaker, d.speaker_name,
+               f.unique_ms AS frame_ms,
+               (SELECT list({{'term': qword, 'docs': docs}}) FROM (
+                    SELECT qword, count(*) AS docs FROM per_doc GROUP BY qword)) AS per_word
+        FROM top
+        JOIN m_recordings r ON r.recording = top.recording
+        LEFT JOIN m_docs d ON d.recording = top.recording AND d.source = top.source AND d.ref = top.ref
+        ASOF LEFT JOIN m_frames f ON f.recording = top.recording AND top.t_ms >= f.ms
+        ORDER BY top.score DESC, top.recording, top.t_ms, top.source
+        """, {"q": [p[0] for p in pairs], "src": [p[1] for p in pairs], "term": [p[2] for p in pairs],
+              "weight": [p[3] for p in pairs], "nwords": len(words), "limit": limit,
+              **({"who": who} if who is not None else {})}, refresh=False)
         per_word = {w["term"]: int(w["docs"]) for w in (rows[0]["per_word"] or [])} if rows else {}
-        extra = self._hit_context(rows)
         n_all = int(rows[0]["n_all"]) if rows else 0
         n_any = int(rows[0]["n_any"]) if rows else 0
         mode = "and" if len(words) == 1 or n_all else "or"
-        hits = []
+        shown_query, query_cut = _clip(query, 200)
+        out = {"query": shown_query, "terms": words, "mode": mode, "scope": rid or "all recordings",
+               "total_matches": n_all if mode == "and" else n_any, "returned": 0, "hits": []}
+        if query_cut:
+            out["query_truncated"] = True
+        if speaker is not None:
+            out["speaker"] = speaker
         wanted = set(words)
-        for i, r in enumerate(rows):
-            x = extra[i]
-            wc = {"start_utc": x["start_utc"], "tz_offset_min": x["tz_offset_min"]} if x["start_utc"] else None
-            hit = {"recording": r["recording"], "filename": x["filename"], "source": r["source"],
-                   "t_ms": int(r["t_ms"]), "t_wall": t_wall(wc, r["t_ms"]), "frame_ms": x["frame_ms"],
-                   "score": round(float(r["score"]), 3), "snippet": snippet(x["text"] or "", wanted)}
+        used = len(dumps(out)) + 900  # room for the notes added below
+        for r in rows:
+            wc = {"start_utc": r["recorded_at"], "tz_offset_min": r["tz_offset_min"]} if r["recorded_at"] else None
+            hit = {"recording": r["recording"], "filename": r["filename"], "generation": r["generation"],
+                   "source": r["source"],
+                   "t_ms": int(r["t_ms"]), "t_wall": t_wall(wc, r["t_ms"]), "frame_ms": r["frame_ms"],
+                   "score": round(float(r["score"]), 3), "snippet": snippet(r["text"] or "", wanted)}
+            if r["speaker"]:
+                hit["speaker"] = r["speaker"]
+                if r["speaker_name"]:
+                    hit["speaker_name"] = r["speaker_name"]
             if mode == "or":
                 hit["matched"] = sorted(r["terms"], key=words.index)
-            hits.append(hit)
-        out = {"query": query, "terms": words, "mode": mode, "scope": rid or "all recordings",
-               "total_matches": n_all if mode == "and" else n_any, "returned": len(hits), "hits": hits}
+            size = len(dumps(hit)) + 1
+            if out["hits"] and used + size > SEARCH_MAX_CHARS:
+                break
+            out["hits"].append(hit)
+            used += size
+        hits = out["hits"]
+        out["returned"] = len(hits)
         matched = [w for w in words if per_word.get(w)]
         missing = [w for w in words if not per_word.get(w)]
         if not rows:
-            out["note"] = f"no transcript segment or OCR frame contains {', '.join(repr(w) for w in words)}"
+            out["note"] = f"no transcript segment or OCR frame contains {', '.join(repr(w) for w in words)}" + (
+                f" said by {speaker!r}" if speaker is not None else "")
         elif mode == "or":
             counts = ", ".join(f"{w!r} ({per_word[w]} docs)" for w in matched)
             out["note"] = (f"no single segment or frame contains all of {', '.join(repr(w) for w in words)}; "
@@ -486,48 +679,25 @@ class Reader:
                               f"{', '.join(repr(w) for w in missing)}" if missing else ""))
             out["matched_terms"] = matched
             out["unmatched_terms"] = missing
+        if inside:
+            out["ocr_substring_matches"] = {w: ts[:5] for w, ts in inside.items()}
+        if missing:
+            sugg = {w: s for w in missing if (s := self._suggest(w))}
+            if sugg:
+                out["did_you_mean"] = sugg
+                fixed = " ".join(sugg.get(w, [w])[0] for w in words)
+                out["note"] = (out.get("note", "") + f"; did you mean: search(query={fixed!r})?").lstrip("; ")
         if len(hits) < out["total_matches"]:
             out["more"] = f"{out['total_matches'] - len(hits)} more matches; raise limit (max {SEARCH_MAX_HITS}) " \
-                          "or narrow with id / more words"
+                          "or narrow with id / speaker / more words"
         return out
-
-    def _hit_context(self, rows: list[dict]) -> list[dict]:
-        """filename, wall clock, document text and on-screen unique frame for each ranked hit."""
-        if not rows:
-            return []
-        ids = ", ".join(f"'{r}'" for r in sorted({r["recording"] for r in rows}))  # ids come from the index
-        found = self.index.query(f"""
-        WITH top AS (SELECT unnest(?::VARCHAR[]) AS recording, unnest(?::VARCHAR[]) AS source,
-                            unnest(?::BIGINT[]) AS ref, unnest(?::BIGINT[]) AS t_ms, unnest(?::BIGINT[]) AS rank),
-             fr AS (SELECT k.recording, k.ms, coalesce(d.duplicate_of, k.ms) AS unique_ms
-                    FROM (SELECT * FROM m_keyframes WHERE recording IN ({ids})) k
-                    LEFT JOIN (SELECT * FROM m_dedup WHERE recording IN ({ids})) d
-                           ON d.recording = k.recording AND d.ms = k.ms)
-        SELECT top.rank, r.filename, w.start_utc, w.tz_offset_min,
-               CASE WHEN top.source = 'ocr' THEN o.text ELSE g.text END AS text, f.unique_ms AS frame_ms
-        FROM top
-        LEFT JOIN (SELECT recording, filename FROM m_recordings WHERE recording IN ({ids})) r
-               ON r.recording = top.recording
-        LEFT JOIN (SELECT * FROM m_wall_clock WHERE recording IN ({ids}) AND available) w
-               ON w.recording = top.recording
-        LEFT JOIN (SELECT * FROM m_segments WHERE recording IN ({ids})) g
-               ON top.source = 'transcript' AND g.recording = top.recording AND g.seq = top.ref
-        LEFT JOIN (SELECT * FROM m_ocr WHERE recording IN ({ids})) o
-               ON top.source = 'ocr' AND o.recording = top.recording AND o.ms = top.ref
-        ASOF LEFT JOIN fr f ON f.recording = top.recording AND top.t_ms >= f.ms
-        """, [[r["recording"] for r in rows], [r["source"] for r in rows], [r["ref"] for r in rows],
-              [r["t_ms"] for r in rows], list(range(len(rows)))], tables=())  # same snapshot as the ranking
-        by_rank = {x["rank"]: x for x in found}
-        empty = {"filename": None, "start_utc": None, "tz_offset_min": None, "text": None, "frame_ms": None}
-        return [by_rank.get(i, empty) for i in range(len(rows))]
 
     # ---------------------------------------------------------------- extract_frame
 
-    def _source_path(self, rec: dict) -> Path:
-        rid = rec["recording"]
+    def _source_path(self, snap: snapshot.Snapshot) -> Path:
+        rid = snap.rid
         rows = sorted(store.read_rows("sources", rid), key=lambda r: r["seen_at"] or "", reverse=True)
-        probe = store.read_one("probe", rid)
-        candidates = list(dict.fromkeys([r["path"] for r in rows] + ([probe["path"]] if probe else [])))
+        candidates = list(dict.fromkeys([r["path"] for r in rows] + ([snap.source_path] if snap.source_path else [])))
         if not candidates:
             raise SourceUnavailable(f"recording {rid} has no known source path",
                                     hint="process the file again with `talkthrough process <file>`")
@@ -538,36 +708,67 @@ class Reader:
                 continue
             if self._hashes.prefix(p) == rid:
                 return p
-            changed.append(c)
+            changed.append(p.name)
         if changed:
-            raise SourceUnavailable(f"the file at {changed[0]} no longer has the bytes of recording {rid} "
+            raise SourceUnavailable(f"the source file {changed[0]!r} no longer has the bytes of recording {rid} "
                                     "(sha256 changed since processing)",
                                     hint="use get_frames/get_moment (stored keyframes) instead")
-        raise SourceUnavailable(f"source file of recording {rid} is gone: {candidates[0]} (moved or deleted)",
+        raise SourceUnavailable(f"the source file {Path(candidates[0]).name!r} of recording {rid} is gone "
+                                "(moved or deleted)",
                                 hint="use get_frames/get_moment (stored keyframes), or reprocess the file at its "
                                      "new path with `talkthrough process`")
 
-    def extract_frame(self, recording_id, t_ms) -> ImageResult:
-        rec = self._recording(recording_id)
-        rid = rec["recording"]
-        self._require_video(rec)
+    @staticmethod
+    def _crop(crop) -> tuple[int, int, int, int] | None:
+        if crop is None:
+            return None
+        keys = ("x", "y", "width", "height")
+        if not isinstance(crop, dict) or set(crop) != set(keys):
+            raise InvalidArgument("crop must be an object {x, y, width, height} in source pixels",
+                                  hint="source_size of an earlier extract_frame/get_frames call gives the bounds")
+        vals = []
+        for k in keys:
+            v = crop[k]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InvalidArgument(f"crop.{k} must be an integer >= 0 (source pixels)")
+            vals.append(v)
+        if vals[2] < CROP_MIN_PX or vals[3] < CROP_MIN_PX:
+            raise InvalidArgument(f"crop width and height must be at least {CROP_MIN_PX} px")
+        return tuple(vals)  # type: ignore[return-value]
+
+    def extract_frame(self, recording_id, t_ms, crop=None, full_resolution: bool = False) -> ImageResult:
+        snap = self._snapshot(recording_id)
+        rec, rid = snap.rec, snap.rid
+        self._require_video(snap)
         t = _ms("t_ms", t_ms, required=True)
         duration = int(rec["duration_ms"] or 0)
         if duration and t > duration:
             raise InvalidArgument(f"t_ms {t} is past the end of the recording (duration {duration} ms)")
-        path = self._source_path(rec)
+        box = self._crop(crop)
+        if not isinstance(full_resolution, bool):
+            raise InvalidArgument(f"full_resolution must be true or false, got {type(full_resolution).__name__}")
+        path = self._source_path(snap)
         try:
-            res = media.decode_frame(path, t)
+            res = media.decode_frame(path, t, crop=box,
+                                     max_side=media.FULL_MAX_SIDE if full_resolution else media.MAX_SIDE)
+        except media.CropOutside as e:
+            raise InvalidArgument(str(e), hint="keep x+width <= source width and y+height <= source height") from None
         except Exception as e:  # av errors, damaged file
-            raise SourceUnavailable(f"could not decode {path.name} at {t} ms: {type(e).__name__}: {e}") from None
-        wc = self._wall_clock(rid)
+            raise SourceUnavailable(f"could not decode {path.name} at {t} ms: {type(e).__name__}") from None
+        wc = snap.wall_clock
         meta = {"recording": rid, "filename": rec["filename"], "requested_ms": t, "frame_ms": res["frame_ms"],
                 "t_wall": t_wall(wc, res["frame_ms"]), "width": res["width"], "height": res["height"],
-                "source_size": [res["source_width"], res["source_height"]], "exact": res["exact"]}
+                "source_size": [res["source_width"], res["source_height"]], "exact": res["exact"],
+                "crop": dict(zip(("x", "y", "width", "height"), box)) if box else None,
+                "scaled": res["scaled"], "full_resolution": full_resolution}
         if not res["exact"]:
             meta["note"] = "t_ms is after the last decodable frame; returned the last frame"
+        if res["scaled"] and full_resolution:
+            meta["scale_note"] = f"longest side capped at {media.FULL_MAX_SIDE} px"
         cap = f"exact frame {res['frame_ms']} ms" + (f" ({meta['t_wall']})" if wc else "") + \
-            f" from {rec['filename']}, {res['width']}x{res['height']}"
+            f" from {rec['filename']}, {res['width']}x{res['height']}" + \
+            (f", crop x={box[0]} y={box[1]} {box[2]}x{box[3]} of {res['source_width']}x{res['source_height']}"
+             if box else "")
         return ImageResult(meta, [Image(cap, res["jpeg"])])
 
 
@@ -586,4 +787,4 @@ def default_reader() -> Reader:
         return _default
 
 
-__all__ = ["Reader", "ReadError", "Image", "ImageResult", "default_reader", "dumps", "snippet"]
+__all__ = ["Reader", "ReadError", "Image", "ImageResult", "default_reader", "dumps", "snippet", "screen_spans"]

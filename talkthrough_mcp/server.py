@@ -15,46 +15,76 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import sys
 import threading
-from typing import Annotated, Callable
+from typing import Annotated, Any, Callable
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, ImageContent, TextContent, ToolAnnotations
+from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
+
+from talkthrough_assets import store
 
 from . import guidance
-from .errors import ReadError
+from .errors import InvalidArgument, ReadError
 from .reader import ImageResult, Reader, default_reader, dumps
+from .schemas import OUTPUT_SCHEMAS
 
 log = logging.getLogger("talkthrough_mcp")
 
-VERSION = "0.1.0"
+VERSION = "0.2.0"
 TOKEN_ENV = "TALKTHROUGH_MCP_TOKEN"
 DEFAULT_PORT = 8765
+RESPONSE_MAX_CHARS = 40_000      # hard ceiling on any JSON text block (every tool also budgets itself)
+PROMPT_ARG_MAX_CHARS = 20_000
+WARMUP_JOIN_S = 1.0
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False)
 
-RecordingId = Annotated[str, Field(description="recording id: 16 lowercase hex chars (from list_recordings/search)")]
-StartMs = Annotated[int | None, Field(description="window start, ms from the recording start (>= 0)")]
-EndMs = Annotated[int | None, Field(description="window end, ms from the recording start (>= start_ms)")]
+# Strict types: JSON true is not the integer 1, "5" is not 5 (issue #15, item 6).
+RecordingId = Annotated[StrictStr, Field(description="recording id: 16 lowercase hex chars (from list_recordings/search)",
+                                         max_length=64)]
+StartMs = Annotated[StrictInt | None, Field(description="window start, ms from the recording start (>= 0)")]
+EndMs = Annotated[StrictInt | None, Field(description="window end, ms from the recording start (>= start_ms)")]
 
 
 # --------------------------------------------------------------------------- result mapping
 
+_ABS_PATH = re.compile(r"(?<![\w.])/(?:[^\s'\"/:]+/)+([^\s'\"/:]*)")
+
+
+def scrub(text: str) -> str:
+    """No server paths in anything sent to a client: the data root becomes <data root>, any other
+    absolute path its last component."""
+    text = text.replace(str(store.home()), "<data root>")
+    return _ABS_PATH.sub(lambda m: m.group(1) or "<path>", text)
+
+
+def _text(obj: dict) -> str:
+    text = dumps(obj)
+    if len(text) > RESPONSE_MAX_CHARS:  # a bug in a tool's own budget: never ship it
+        raise RuntimeError(f"response of {len(text)} characters exceeds the {RESPONSE_MAX_CHARS} cap")
+    return text
+
+
 def to_result(result: dict | ImageResult) -> CallToolResult:
     if isinstance(result, ImageResult):
-        content: list = [TextContent(type="text", text=dumps(result.meta))]
+        content: list = [TextContent(type="text", text=_text(result.meta))]
         for img in result.images:
             content.append(TextContent(type="text", text=img.caption))
             content.append(ImageContent(type="image", data=base64.b64encode(img.data).decode("ascii"),
                                         mime_type=img.mime_type))
-        return CallToolResult(content=content)
-    return CallToolResult(content=[TextContent(type="text", text=dumps(result))])
+        return CallToolResult(content=content, structured_content=result.meta)
+    return CallToolResult(content=[TextContent(type="text", text=_text(result))], structured_content=result)
 
 
 def error_result(err: ReadError) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=dumps(err.to_dict()))], is_error=True)
+    body = {k: scrub(v) if isinstance(v, str) else v for k, v in err.to_dict().items()}
+    return CallToolResult(content=[TextContent(type="text", text=dumps(body))], structured_content=body,
+                          is_error=True)
 
 
 def call(fn: Callable, **kwargs) -> CallToolResult:
@@ -71,17 +101,96 @@ def call(fn: Callable, **kwargs) -> CallToolResult:
         return error_result(err)
 
 
+_EXPECTED = {"int_type": "an integer", "int_parsing": "an integer", "bool_type": "true or false",
+             "bool_parsing": "true or false", "string_type": "a string", "dict_type": "an object",
+             "missing": "required", "extra_forbidden": "not an accepted argument"}
+
+
+def validation_error(tool: str, exc: ValidationError, schema: dict | None) -> CallToolResult:
+    """pydantic's report as one structured invalid_argument error (field names, expectations, the
+    type that was sent; never the sent value itself, which may be huge)."""
+    problems = []
+    for e in exc.errors():
+        loc = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and p in ("int", "none", "str", "bool")))
+        if e["type"] == "missing":
+            problems.append(f"{loc} is required")
+            continue
+        if e["type"] == "string_too_long":
+            got = len(e["input"]) if isinstance(e.get("input"), str) else "?"
+            problems.append(f"{loc} is too long: at most {(e.get('ctx') or {}).get('max_length')} characters "
+                            f"(got {got})")
+            continue
+        expected = _EXPECTED.get(e["type"])
+        if expected is None:
+            expected = re.sub(r"^(Input|Value) should (be |have )?", "", e.get("msg", "invalid")).rstrip(".")
+        got = type(e.get("input")).__name__ if "input" in e else None
+        got = {"bool": "boolean", "str": "string", "NoneType": "null", "dict": "object", "list": "array",
+               "float": "number", "int": "integer"}.get(got, got)
+        problems.append(f"{loc} must be {expected}" + (f" (got {got})" if got else ""))
+    problems = list(dict.fromkeys(problems))
+    accepted = sorted((schema or {}).get("properties", {}))
+    err = InvalidArgument(f"{tool}: " + "; ".join(problems[:6]),
+                          hint=f"accepted arguments: {', '.join(accepted)}" if accepted else None)
+    return error_result(err)
+
+
+class TalkthroughMCP(MCPServer):
+    """MCPServer whose argument problems come back as structured ``invalid_argument`` tool errors
+    (not pydantic text), and whose prompts reject bad arguments with a JSON-RPC invalid-params error
+    (not a logged traceback)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            known = ", ".join(t.name for t in self._tool_manager.list_tools())
+            return error_result(ReadError.with_code("unknown_tool", f"no tool named {name[:60]!r}",
+                                                    hint=f"tools: {known}"))
+        unknown = sorted(set(arguments or {}) - set(tool.parameters.get("properties", {})))
+        if unknown:
+            shown = ", ".join(repr(u[:40]) for u in unknown[:5])
+            return error_result(InvalidArgument(
+                f"{name}: unknown argument(s) {shown}",
+                hint=f"accepted arguments: {', '.join(sorted(tool.parameters.get('properties', {})))}"))
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e.__cause__, ValidationError):
+                return validation_error(name, e.__cause__, tool.parameters)
+            raise
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context=None):
+        spec = guidance.PROMPTS.get(name)
+        if spec is None:
+            raise MCPError(INVALID_PARAMS, f"no prompt named {name[:60]!r}; prompts: {', '.join(guidance.PROMPTS)}",
+                           {"error": "unknown_prompt"})
+        args = arguments or {}
+        problems = []
+        for a in spec["arguments"]:
+            v = args.get(a)
+            if not isinstance(v, str) or not v.strip():
+                problems.append(f"{a} is required (a non-empty string)")
+            elif len(v) > PROMPT_ARG_MAX_CHARS:
+                problems.append(f"{a} is {len(v)} characters; at most {PROMPT_ARG_MAX_CHARS} are accepted")
+        unknown = sorted(set(args) - set(spec["arguments"]))
+        if unknown:
+            problems.append(f"unknown argument(s): {', '.join(repr(u[:40]) for u in unknown[:5])}")
+        if problems:
+            raise MCPError(INVALID_PARAMS, f"prompt {name}: " + "; ".join(problems),
+                           {"error": "invalid_argument", "arguments": spec["arguments"]})
+        return await super().get_prompt(name, arguments, context)
+
+
 # --------------------------------------------------------------------------- server
 
 def build_server(reader: Reader | None = None) -> MCPServer:
     rd = (lambda: reader) if reader is not None else default_reader
-    mcp = MCPServer(name="talkthrough", title="Talkthrough recordings (read-only)",
-                    instructions=guidance.INSTRUCTIONS, version=VERSION, log_level="WARNING")
+    mcp = TalkthroughMCP(name="talkthrough", title="Talkthrough recordings (read-only)",
+                         instructions=guidance.INSTRUCTIONS, version=VERSION, log_level="WARNING")
 
     @mcp.tool(description=guidance.description("list_recordings"), annotations=READ_ONLY)
     def list_recordings(
-        offset: Annotated[int, Field(description="skip this many recordings (>= 0)")] = 0,
-        limit: Annotated[int, Field(description="page size, 1..100")] = 20,
+        offset: Annotated[StrictInt, Field(description="skip this many recordings (>= 0)")] = 0,
+        limit: Annotated[StrictInt, Field(description="page size, 1..100")] = 20,
     ) -> CallToolResult:
         return call(rd().list_recordings, offset=offset, limit=limit)
 
@@ -90,10 +199,11 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         id: RecordingId,
         start_ms: StartMs = None,
         end_ms: EndMs = None,
-        speaker: Annotated[str | None, Field(description="speaker label (S1) or name; diarized only")] = None,
-        format: Annotated[str, Field(description="json segments or srt (SubRip text)",
-                                     json_schema_extra={"enum": ["json", "srt"]})] = "json",
-        max_chars: Annotated[int, Field(description="response size cap, 1000..30000 characters")] = 30000,
+        speaker: Annotated[StrictStr | None, Field(description="speaker label (S1) or name; diarized only",
+                                                   max_length=200)] = None,
+        format: Annotated[StrictStr, Field(description="json segments or srt (SubRip text)",
+                                           json_schema_extra={"enum": ["json", "srt"]})] = "json",
+        max_chars: Annotated[StrictInt, Field(description="response size cap, 1000..30000 characters")] = 30000,
     ) -> CallToolResult:
         return call(rd().get_transcript, recording_id=id, start_ms=start_ms, end_ms=end_ms, speaker=speaker,
                     format=format, max_chars=max_chars)
@@ -103,34 +213,50 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         id: RecordingId,
         start_ms: StartMs = None,
         end_ms: EndMs = None,
-        include_duplicates: Annotated[bool, Field(description="also frames identical to the previous one")] = False,
-        limit: Annotated[int, Field(description="images per call, 1..6")] = 6,
+        at_ms: Annotated[StrictInt | None, Field(description="the frame on screen at this instant (and the nearest "
+                                                             "ones when limit > 1); not with start_ms/end_ms")] = None,
+        include_duplicates: Annotated[StrictBool, Field(description="also frames identical to the previous one")] = False,
+        limit: Annotated[StrictInt | None, Field(description="images per call, 1..6 (default 6; 1 with at_ms)")] = None,
     ) -> CallToolResult:
-        return call(rd().get_frames, recording_id=id, start_ms=start_ms, end_ms=end_ms,
+        return call(rd().get_frames, recording_id=id, start_ms=start_ms, end_ms=end_ms, at_ms=at_ms,
                     include_duplicates=include_duplicates, limit=limit)
 
     @mcp.tool(description=guidance.description("get_moment"), annotations=READ_ONLY)
     def get_moment(
         id: RecordingId,
-        t_ms: Annotated[int, Field(description="the instant, ms from the recording start")],
-        window_ms: Annotated[int, Field(description="transcript +- this many ms around t_ms, 0..60000")] = 10000,
+        t_ms: Annotated[StrictInt, Field(description="the instant, ms from the recording start")],
+        window_ms: Annotated[StrictInt, Field(description="transcript +- this many ms around t_ms, 0..60000")] = 10000,
     ) -> CallToolResult:
         return call(rd().get_moment, recording_id=id, t_ms=t_ms, window_ms=window_ms)
 
     @mcp.tool(description=guidance.description("search"), annotations=READ_ONLY)
     def search(
-        query: Annotated[str, Field(description="words to find (case and accents are ignored)")],
-        id: Annotated[str | None, Field(description="limit to one recording id")] = None,
-        limit: Annotated[int, Field(description="hits to return, 1..50")] = 10,
+        query: Annotated[StrictStr, Field(description="words to find (case, accents and plurals are ignored; "
+                                                      "at most 500 characters)", max_length=500)],
+        id: Annotated[StrictStr | None, Field(description="limit to one recording id", max_length=64)] = None,
+        speaker: Annotated[StrictStr | None, Field(description="only transcript segments of this speaker "
+                                                               "(label like S1, or name); diarized recordings",
+                                                   max_length=200)] = None,
+        limit: Annotated[StrictInt, Field(description="hits to return, 1..50")] = 10,
     ) -> CallToolResult:
-        return call(rd().search, query=query, recording_id=id, limit=limit)
+        return call(rd().search, query=query, recording_id=id, speaker=speaker, limit=limit)
 
     @mcp.tool(description=guidance.description("extract_frame"), annotations=READ_ONLY)
     def extract_frame(
         id: RecordingId,
-        t_ms: Annotated[int, Field(description="the exact instant, ms from the recording start")],
+        t_ms: Annotated[StrictInt, Field(description="the exact instant, ms from the recording start")],
+        crop: Annotated[dict[str, StrictInt] | None, Field(
+            description="region {x, y, width, height} in source pixels (source_size gives the bounds)",
+            json_schema_extra={"properties": {k: {"type": "integer", "minimum": 0}
+                                              for k in ("x", "y", "width", "height")},
+                               "required": ["x", "y", "width", "height"]})] = None,
+        full_resolution: Annotated[StrictBool, Field(description="native resolution (up to 4096 px) instead of "
+                                                                 "<= 1568 px")] = False,
     ) -> CallToolResult:
-        return call(rd().extract_frame, recording_id=id, t_ms=t_ms)
+        return call(rd().extract_frame, recording_id=id, t_ms=t_ms, crop=crop, full_resolution=full_resolution)
+
+    for name, schema in OUTPUT_SCHEMAS.items():  # advertised outputSchema; structuredContent is the JSON block
+        mcp._tool_manager.get_tool(name).fn_metadata.output_schema = schema
 
     spec = guidance.PROMPTS
 
@@ -155,11 +281,30 @@ class BindRefused(RuntimeError):
     pass
 
 
+_HOSTNAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
+
+
+def normalize_host(host: str) -> str:
+    """The bind address as uvicorn needs it: surrounding blanks and IPv6 brackets removed. Raises
+    BindRefused for anything that is neither an IP address nor a host name (e.g. inner blanks)."""
+    h = (host or "").strip()
+    if h.startswith("[") and h.endswith("]"):
+        h = h[1:-1]
+    try:
+        return str(ipaddress.ip_address(h))
+    except ValueError:
+        pass
+    if not _HOSTNAME.fullmatch(h):
+        raise BindRefused(f"invalid --host {host!r}: expected an IP address (127.0.0.1, ::1) or a host name")
+    return h
+
+
 def is_loopback(host: str) -> bool:
-    if host.strip().lower() == "localhost":
+    h = host.strip().strip("[]")
+    if h.lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+        return ipaddress.ip_address(h).is_loopback
     except ValueError:
         return False  # a host name: it may resolve anywhere
 
@@ -196,31 +341,73 @@ class BearerAuth:
 
 # --------------------------------------------------------------------------- entry point
 
-def _warm(reader: Reader) -> None:
-    def run() -> None:
-        try:
-            reader.warm()
-        except Exception:  # the first tool call retries and reports properly
-            log.warning("index warm-up failed", exc_info=True)
+class Warmup:
+    """Builds the index on a background thread so the first search is fast; never blocks the
+    transport. ``stop()`` asks it to end between batches and waits briefly for it."""
 
-    threading.Thread(target=run, name="talkthrough-index-warmup", daemon=True).start()
+    def __init__(self, reader: Reader):
+        self.reader = reader
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="talkthrough-index-warmup", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.reader.warm(stop=self.stopping)
+        except Exception:  # the first tool call retries and reports properly
+            if not self.stopping.is_set():
+                log.warning("index warm-up failed", exc_info=True)
+
+    def start(self) -> "Warmup":
+        self.thread.start()
+        return self
+
+    def stop(self, timeout: float = WARMUP_JOIN_S) -> bool:
+        """True when the thread has ended."""
+        if self.thread.is_alive():
+            print("talkthrough mcp: shutting down during the index warm-up; stopping it", file=sys.stderr, flush=True)
+        self.stopping.set()
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+
+def _exit_now(rc: int) -> None:
+    """Leave without interpreter finalization: a daemon thread still inside DuckDB/Arrow native code
+    would be force-unwound there ("FATAL: exception not rethrown", SIGABRT). Nothing to persist: the
+    server is read-only."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(rc)
+
+
+def _finish(warmup: Warmup, rc: int) -> int:
+    if not warmup.stop():
+        _exit_now(rc)
+    return rc
 
 
 def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = DEFAULT_PORT, token: str | None = None) -> int:
-    """Run the server until the client disconnects (stdio) or the process is stopped (HTTP)."""
+    """Run the server until the client disconnects (stdio: EOF on stdin) or the process is stopped
+    (HTTP). Exits 0 in both cases, also while the index is still warming up."""
     token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
     if http:
         try:
+            host = normalize_host(host)
             check_bind(host, token)
         except BindRefused as e:
             print(f"talkthrough mcp: {e}", file=sys.stderr)
             return 2
     reader = default_reader()
     server = build_server(reader)
-    _warm(reader)
+    warmup = Warmup(reader).start()
     if not http:
-        server.run("stdio")
-        return 0
+        try:
+            server.run("stdio")
+        except KeyboardInterrupt:
+            pass
+        return _finish(warmup, 0)
     import uvicorn
 
     app = server.streamable_http_app(host=host)
@@ -229,8 +416,11 @@ def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = DEFAULT_PO
     shown = f"[{host}]" if ":" in host else host
     print(f"talkthrough mcp: streamable HTTP on http://{shown}:{port}/mcp"
           + (" (bearer token required)" if token else ""), file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
-    return 0
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    except KeyboardInterrupt:
+        pass
+    return _finish(warmup, 0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -516,23 +516,30 @@ def _bm25(tf, dl, avgdl, n, df, k1=1.2, b=0.75):
 
 def _write_recording(rid: str, transcript: list[tuple[int, str]], ocr: list[tuple[int, str]] = (),
                      keyframes: list[tuple[int, int | None]] = (), tz: int | None = 60) -> None:
+    """A recording as the pipeline publishes it: its tables, then its manifest (built by the real
+    manifest stage), which is what the read server serves."""
     from talkthrough_assets import store
-    from talkthrough_assets.stages import terms as T
+    from talkthrough_assets.stages import manifest as manifest_stage
 
-    store.write_table("recordings", rid, [{"filename": f"{rid[:4]}.mp4", "kind": "video", "duration_ms": 600_000,
-                                           "recorded_at": "2026-05-01T08:00:00.000+00:00", "tz_offset_min": tz,
-                                           "segment_count": len(transcript), "has_video": True, "has_audio": True,
-                                           "transcript_available": True, "diarized": False}])
-    store.write_table("wall_clock", rid, [{"start_utc": "2026-05-01T08:00:00.000+00:00", "tz_offset_min": tz,
-                                           "source": "recorded_at", "confidence": "exact", "available": True}])
+    wc = {"start_utc": "2026-05-01T08:00:00.000+00:00", "tz_offset_min": tz, "source": "recorded_at",
+          "confidence": "exact", "available": True}
+    store.write_table("wall_clock", rid, [wc])
     segs = [{"seq": i, "t0_ms": t, "t1_ms": t + 900, "text": text} for i, (t, text) in enumerate(transcript)]
     store.write_table("segments", rid, segs)
-    store.write_table("terms", rid, T.term_rows("transcript", [(s["seq"], s["t0_ms"], s["text"]) for s in segs]),
-                      part="transcript")
-    store.write_table("ocr", rid, [{"ms": ms, "text": text} for ms, text in ocr])
-    store.write_table("terms", rid, T.term_rows("ocr", [(ms, ms, text) for ms, text in ocr]), part="ocr")
-    store.write_table("keyframes", rid, [{"ms": ms, "file": f"frames/{rid}/g/t{ms:08d}.jpg"} for ms, _ in keyframes])
-    store.write_table("dedup", rid, [{"ms": ms, "duplicate_of": dup} for ms, dup in keyframes])
+    ocr_rows = [{"ms": ms, "text": text} for ms, text in ocr]
+    store.write_table("ocr", rid, ocr_rows)
+    frames = [{"ms": ms, "file": f"t{ms:08d}.jpg"} for ms, _ in keyframes]
+    dedup = [{"ms": ms, "duplicate_of": dup} for ms, dup in keyframes]
+    store.write_table("keyframes", rid, frames)
+    store.write_table("dedup", rid, dedup)
+    probe = {"path": f"/nonexistent/{rid[:4]}.mp4", "filename": f"{rid[:4]}.mp4", "kind": "video",
+             "duration_ms": 600_000, "size_bytes": 1, "has_audio": True, "has_video": True}
+    m = manifest_stage.build(
+        recording_id=rid, probe=probe, wall_clock=wc,
+        transcript={"available": True, "reason": None, "language": "en", "model": "test"}, segments=segs,
+        words=[], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=frames, dedup=dedup,
+        ocr=ocr_rows, settings={"max_frames": 1000, "ocr": True}, frames_dir_rel=f"frames/{rid}/g")
+    store.atomic_write_json(store.manifest_path(rid), m)
 
 
 A, B, C = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "cccccccccccccccc"
@@ -589,6 +596,7 @@ def test_index_refreshes_changed_and_removed_partitions(library):
     assert library.search("alpha")["hits"][0]["score"] == round(_bm25(2, 3, 2.8, 5, 3), 3)
     for table in store.TABLES:
         store.delete_partition(table, C)
+    store.manifest_path(C).unlink()
     assert library.search("omega")["hits"] == []
     assert library.list_recordings()["total"] == 2
 
@@ -596,9 +604,7 @@ def test_index_refreshes_changed_and_removed_partitions(library):
 def test_transcript_pages_respect_the_cap(library):
     from talkthrough_assets import store
 
-    segs = [{"seq": i, "t0_ms": i * 1000, "t1_ms": i * 1000 + 900, "text": f"sentence number {i} " + "x" * 60}
-            for i in range(60)]
-    store.write_table("segments", A, segs)
+    _write_recording(A, [(i * 1000, f"sentence number {i} " + "x" * 60) for i in range(60)])
     seen, start = [], None
     from talkthrough_mcp.reader import dumps
 

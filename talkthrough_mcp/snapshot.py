@@ -1,0 +1,150 @@
+"""One recording's published generation, read from its manifest.
+
+The manifest (``manifests/<id>.json``) is written by the pipeline's last stage, after every table
+of that run, in one atomic ``os.replace``. It carries everything the read tools serve: media
+facts, wall clock, the (speaker-attributed) transcript segments, word timestamps, diarization
+turns / roster / names and every keyframe with its duplicate link and OCR text. So the read
+server uses it as the per-recording generation pointer *and* snapshot: one ``open`` yields one
+consistent generation across all tables, while a re-run rewrites the Parquet tables underneath
+(those stay the source of truth for SQL users; the server reads only the published manifest).
+
+A recording with no manifest has no finished run yet. Parsed manifests are cached by the file's
+identity (inode, size, mtime): every publish is a new inode, so a cache entry never outlives it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from talkthrough_assets import store
+
+CACHE_SIZE = 64
+
+
+class DamagedManifest(ValueError):
+    pass
+
+
+@dataclass
+class Snapshot:
+    rid: str
+    sig: tuple
+    rec: dict                     # recordings-row fields (what list_recordings shows)
+    wall_clock: dict | None       # {start_utc, tz_offset_min, source, confidence} or None
+    segments: list[dict]          # seq, t0_ms, t1_ms, text (+ speaker, source_seq when diarized)
+    words: list[list]             # [t0_ms, t1_ms, word], time order
+    frames: list[dict]            # ms, file, duplicate_of, ocr_text; time order
+    diarized: bool
+    names: dict[str, str]         # speaker label -> name
+    speakers: list[dict] = field(default_factory=list)
+    turns: list[list] = field(default_factory=list)   # [t0_ms, t1_ms, label]
+    transcript_reason: str | None = None
+    source_path: str | None = None
+
+    @property
+    def generation(self) -> str:
+        """A short label of this published manifest: it changes with every publish."""
+        return generation_of(self.sig)
+
+
+def generation_of(sig: tuple) -> str:
+    return hashlib.sha256(repr(tuple(sig)).encode()).hexdigest()[:12]
+
+
+def _wall(wc) -> dict | None:
+    if not isinstance(wc, dict) or not wc.get("start_utc"):
+        return None
+    return {k: wc.get(k) for k in ("start_utc", "tz_offset_min", "source", "confidence")}
+
+
+def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
+    """A snapshot from a parsed manifest (talkthrough-manifest/v1)."""
+    try:
+        media, tr, fr = m["media"], m["transcript"], m["frames"]
+        di = tr.get("diarization") or {}
+        diarized = bool(di.get("available"))
+        segments = sorted(tr.get("segments") or [], key=lambda s: (s["t0_ms"], s["seq"]))
+        frames = []
+        for it in sorted(fr.get("items") or [], key=lambda i: i["ms"]):
+            frames.append({"ms": int(it["ms"]), "file": it["file"], "duplicate_of": it.get("duplicate_of"),
+                           "ocr_text": it.get("ocr_text") or None})
+        wc = _wall(m.get("wall_clock"))
+        names = {str(k): str(v) for k, v in (di.get("speaker_names") or {}).items() if v} if diarized else {}
+        rec = {
+            "recording": rid, "filename": media["filename"], "kind": media.get("kind"),
+            "duration_ms": int(round(float(media.get("duration_s") or 0) * 1000)),
+            "recorded_at": wc["start_utc"] if wc else None, "tz_offset_min": wc["tz_offset_min"] if wc else None,
+            "wall_clock_source": wc["source"] if wc else None, "wall_clock_confidence": wc["confidence"] if wc else None,
+            "language": tr.get("language"), "segment_count": len(segments), "frame_count": int(fr.get("count") or 0),
+            "unique_frame_count": int(fr.get("unique_count") or 0), "diarized": diarized,
+            "speaker_count": len(di.get("speakers") or []) if diarized else 0,
+            "has_audio": bool(media.get("has_audio")), "has_video": bool(media.get("has_video")),
+            "transcript_available": bool(tr.get("available")), "processed_at": m.get("created_at"),
+        }
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise DamagedManifest(f"manifest of {rid} is not a valid talkthrough-manifest/v1 ({type(e).__name__})") from None
+    return Snapshot(rid=rid, sig=sig, rec=rec, wall_clock=wc, segments=segments,
+                    words=sorted(tr.get("words") or [], key=lambda w: w[0]), frames=frames, diarized=diarized,
+                    names=names, speakers=list(di.get("speakers") or []) if diarized else [],
+                    turns=list(di.get("turns") or []) if diarized else [], transcript_reason=tr.get("reason"),
+                    source_path=media.get("path"))
+
+
+def read(rid: str) -> Snapshot | None:
+    """Parse the published manifest of ``rid`` (None when there is none). The signature comes from
+    ``fstat`` of the very file descriptor that was read, so it always describes these bytes."""
+    path = store.manifest_path(rid)
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    try:
+        m = json.loads(data)
+    except ValueError:
+        raise DamagedManifest(f"manifest of {rid} is not valid JSON") from None
+    return build(rid, m, (st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+def signature(rid: str) -> tuple | None:
+    try:
+        st = os.stat(store.manifest_path(rid))
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class SnapshotCache:
+    """Parsed manifests by recording, re-read when the published file changes (LRU bounded)."""
+
+    def __init__(self, size: int = CACHE_SIZE):
+        self.size = size
+        self._items: OrderedDict[str, Snapshot] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, rid: str) -> Snapshot | None:
+        sig = signature(rid)
+        if sig is None:
+            with self._lock:
+                self._items.pop(rid, None)
+            return None
+        with self._lock:
+            snap = self._items.get(rid)
+            if snap is not None and snap.sig == sig:
+                self._items.move_to_end(rid)
+                return snap
+        snap = read(rid)
+        if snap is None:
+            return None
+        with self._lock:
+            self._items[rid] = snap
+            self._items.move_to_end(rid)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return snap
