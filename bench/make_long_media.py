@@ -8,14 +8,15 @@ Writes into the cache folder (default ``/tmp/talkthrough-bench-media``, or
 
   screencast_10min_1080p30.mp4  1920x1080 H.264 (libx264 veryfast, crf 30, 2 s GOP) 30 fps, 600 s,
                                 24 app-window scenes of 20-30 s, each with its own title/subtitle/chart,
-                                a "terminal" line typed out every 2 s and a blinking cursor (so every frame
-                                differs a little), espeak-ng narration (AAC mono 16 kHz) over ~70 % of the time
+                                a "terminal" line typed out over the first 2 s that then stays,
+                                and a blinking cursor (so every frame differs a little), espeak-ng narration (AAC mono 16 kHz) over ~70 % of the time
   meeting_30min.m4a             AAC mono 16 kHz, 1800 s, 16 meeting lines in 3 espeak-ng voices, looped
   two_voices_3min.m4a           AAC mono 16 kHz, ~180 s, two flite voices (rms/slt) taking turns, looped
   media.json                    facts: durations, scene cut times, generation seconds
 
-Speed: each scene is encoded ONCE as one 2-second closed GOP (60 frames: typing + cursor blink), then
-that GOP's packets are remuxed (stream copy, shifted timestamps) 10-15 times to fill the scene. The
+Speed: each scene is encoded ONCE as two 2-second closed GOPs (60 frames each: the line being typed,
+then the typed line with the cursor blinking); the second GOP's packets are remuxed (stream copy,
+shifted timestamps) 9-14 times to fill the scene. The
 result is a valid, continuously decodable H.264 stream whose decode cost is that of a real screen
 recording with small changes every frame; generation takes ~1-2 min on 2 cores instead of encoding
 18 000 1080p frames. TTS clips are synthesized once and reused.
@@ -175,9 +176,10 @@ def _scenes() -> list[dict]:
     return out
 
 
-def _gop_pictures(scene: dict) -> list[np.ndarray]:
+def _gop_pictures(scene: dict, typed: bool = False) -> list[np.ndarray]:
     """The 60 RGB pictures of one 2-s loop: the scene window, a terminal line typed out over the
-    first ~1.5 s, and the subtitle cursor blinking at 1 Hz (fixtures' renderer + numpy patches)."""
+    first ~1.5 s (``typed``: already complete, as it stays on screen afterwards), and the subtitle
+    cursor blinking at 1 Hz (fixtures' renderer + numpy patches)."""
     from PIL import Image, ImageDraw, ImageFont
 
     W, H = SIZE
@@ -198,7 +200,7 @@ def _gop_pictures(scene: dict) -> list[np.ndarray]:
     n = GOP_S * FPS
     for f in range(n):
         cursor = (f // (FPS // 2)) % 2 == 0
-        chars = min(len(text), int(len(text) * f / (n * 0.75)))
+        chars = len(text) if typed else min(len(text), int(len(text) * f / (n * 0.75)))
         img = pics[cursor].copy()
         img[y0:y1, x0:ends[chars]] = full[cursor][y0:y1, x0:ends[chars]]
         out.append(img)
@@ -217,8 +219,8 @@ def write_screencast(path: Path, scenes: list[dict], audio: np.ndarray) -> None:
         vs.options = {"crf": "30", "preset": "veryfast", "g": str(n), "keyint_min": str(n),
                       "sc_threshold": "0", "x264-params": "open-gop=0"}
         f = 0
-        for s in scenes:
-            for pic in _gop_pictures(s):
+        for s in scenes:  # two GOPs per scene: the line being typed, then the typed line
+            for pic in _gop_pictures(s) + _gop_pictures(s, typed=True):
                 frame = av.VideoFrame.from_ndarray(pic, format="rgb24")
                 frame.pts = f
                 frame.time_base = Fraction(1, FPS)
@@ -246,10 +248,10 @@ def write_screencast(path: Path, scenes: list[dict], audio: np.ndarray) -> None:
             ai = 0
             frame_pos = 0
             for s in scenes:
-                src_off = s["index"] * n * ticks
-                for _ in range(s["duration_s"] // GOP_S):
-                    shift = frame_pos * ticks - src_off
-                    for p in groups[s["index"]]:
+                for k in range(s["duration_s"] // GOP_S):
+                    g = 2 * s["index"] + (1 if k else 0)  # typing once, then the typed line stays
+                    shift = frame_pos * ticks - g * n * ticks
+                    for p in groups[g]:
                         t_v = float((p.pts + shift) * tb)
                         while ai < len(apk) and float(apk[ai].pts * apk[ai].time_base) <= t_v:
                             out.mux(apk[ai])

@@ -44,6 +44,7 @@ def _print_summary(s: dict) -> None:
               + (f" [{tr['language']}]" if tr.get("language") else "")
               + (f" ({tr['reason']})" if tr.get("reason") else "")
               + f"; frames: {s['frames']['count']} ({s['frames']['unique']} unique)"
+              + (f" ({s['frames']['reason']})" if s["frames"].get("reason") and s["kind"] == "video" else "")
               + (f"; speakers: {s['speakers']}" if s.get("diarized") else ""))
     for seg in s.get("preview", []):
         who = f"{seg['speaker']}: " if seg.get("speaker") else ""
@@ -65,6 +66,8 @@ def process(
     language: Optional[str] = typer.Option(None, "--language", help="Force a language code (e.g. en)."),
     model: Optional[str] = typer.Option(None, "--model", help="Whisper model name or CTranslate2 folder."),
     max_frames: Optional[int] = typer.Option(None, "--max-frames", help="Keyframe budget per recording."),
+    beam_size: Optional[int] = typer.Option(None, "--beam-size",
+                                            help="Whisper beam width (default 1 = greedy; 5 = the old default)."),
     as_json: bool = typer.Option(False, "--json", help="Print summaries as JSON."),
 ) -> None:
     """Process recordings through the Dagster asset graph (in-process). Same bytes twice = no-op."""
@@ -81,7 +84,7 @@ def process(
         raise typer.Exit(2)
     overrides = {k: v for k, v in dict(recorded_at=recorded_at, diarize=diarize, num_speakers=num_speakers,
                                        vocabulary=vocabulary, language=language, whisper_model=model,
-                                       max_frames=max_frames).items() if v is not None}
+                                       max_frames=max_frames, beam_size=beam_size).items() if v is not None}
     results = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
                   transient=True, disable=as_json or not err.is_terminal) as progress:

@@ -12,6 +12,7 @@ from typing import Optional
 
 from dagster import (
     AssetExecutionContext,
+    AssetSpec,
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
@@ -30,28 +31,21 @@ from dagster import (
     Failure,
     MaterializeResult,
     MetadataValue,
-    asset,
+    multi_asset,
     define_asset_job,
     in_process_executor,
     op,
     sensor,
 )
 
-from . import dropdir, pipeline, sqlite_tuning
+from . import dropdir, pipeline, sqlite_tuning, store
 from .errors import StageError
-from .settings import DEPS, STAGE_KEYS, STAGES, save_overrides
+from .settings import DEFAULTS, DEPS, STAGES, save_overrides
 
 sqlite_tuning.install()
 
 PARTITIONS_NAME = "recordings"
 recordings_partitions = DynamicPartitionsDefinition(name=PARTITIONS_NAME)
-
-# Dagster-config types of the per-recording settings (all optional: unset = keep persisted/default).
-FIELD_TYPES = {
-    "max_seconds": int, "recorded_at": str, "whisper_model": str, "language": str, "vocabulary": str,
-    "beam_size": int, "diarize": bool, "num_speakers": int, "diarize_threshold": float, "max_frames": int,
-    "scene_threshold": float, "ocr": bool, "speaker_names": dict,
-}
 
 KINDS = {"probe": {"python"}, "wall_clock": {"python"}, "audio": {"python"}, "segments": {"python"},
          "turns": {"python"}, "keyframes": {"python"}, "dedup": {"python"}, "ocr": {"python"},
@@ -63,18 +57,35 @@ DESCRIPTIONS = {
     "audio": "16 kHz mono WAV cache of the first audio stream.",
     "segments": "faster-whisper transcript segments + word timestamps (CPU int8, VAD).",
     "turns": "Speaker turns (sherpa-onnx), roster and per-word attribution; opt-in via `diarize`.",
-    "keyframes": "One-pass scene/interval keyframes, <=1568 px JPEGs.",
-    "dedup": "dHash 9x8 on consecutive keyframes; Hamming <= 4 marks duplicates.",
-    "ocr": "RapidOCR over unique keyframes.",
+    "keyframes": "Scene-cut + interval keyframes from I-frames, GOPs decoded only where the picture changed; upright, <=1568 px JPEGs.",
+    "dedup": "A keyframe is a duplicate only if no pixel or colour changed since its run's head; new frames record which bands changed.",
+    "ocr": "RapidOCR over unique keyframes (only the changed bands when little changed).",
     "manifest": "talkthrough-manifest/v1 JSON + the recordings row.",
 }
 
 
-def _config_class(stage: str) -> type[Config]:
-    fields = STAGE_KEYS[stage]
-    ns = {"__annotations__": {k: Optional[FIELD_TYPES[k]] for k in fields}, **{k: None for k in fields}}
-    return type(f"{stage.title().replace('_', '')}Config", (Config,), ns)
+class StagesConfig(Config):
+    """Per-recording settings given for this run (unset = keep the persisted value or the default).
 
+    Each stage reads only its own keys (see the README's amend table); they are persisted, so a later
+    run of any stage keeps them. Example: `recorded_at` + materialize `wall_clock` and `manifest`."""
+
+    max_seconds: Optional[int] = None
+    recorded_at: Optional[str] = None
+    whisper_model: Optional[str] = None
+    language: Optional[str] = None
+    vocabulary: Optional[str] = None
+    beam_size: Optional[int] = None
+    diarize: Optional[bool] = None
+    num_speakers: Optional[int] = None
+    diarize_threshold: Optional[float] = None
+    max_frames: Optional[int] = None
+    scene_threshold: Optional[float] = None
+    ocr: Optional[bool] = None
+    speaker_names: Optional[dict] = None
+
+
+assert set(StagesConfig.model_fields) == set(DEFAULTS), "StagesConfig must list every setting"
 
 CHECKS = {
     "segments": ["transcript_present_when_audible"],
@@ -105,37 +116,45 @@ def _inline_image(path: str) -> str:
     return f"![contact sheet](data:image/jpeg;base64,{data})"
 
 
-def _make_asset(stage: str):
-    cfg_cls = _config_class(stage)
+def build_stages_asset(code_versions: dict[str, str] | None = None):
+    """One multi-asset over the nine stage assets (one step, so independent stages of a recording
+    run at once in threads, see pipeline.run_stages): each stage is still its own asset, with its own
+    materialization, code version, checks and lineage, and any subset can be materialized alone."""
+    code_versions = code_versions or pipeline.CODE_VERSIONS
+    specs = [AssetSpec(s, deps=list(DEPS[s]), code_version=code_versions[s], description=DESCRIPTIONS[s],
+                       kinds=KINDS[s], group_name="talkthrough", skippable=True) for s in STAGES]
+    checks = [AssetCheckSpec(name, asset=stage) for stage, names in CHECKS.items() for name in names]
 
-    def compute(context: AssetExecutionContext, config) -> MaterializeResult:
+    @multi_asset(name="talkthrough_stages", specs=specs, check_specs=checks, partitions_def=recordings_partitions,
+                 can_subset=True, description="The nine Talkthrough stages of one recording.")
+    def talkthrough_stages(context: AssetExecutionContext, config: StagesConfig):
+        selected = [k.path[-1] for k in context.selected_asset_keys]
         overrides = {k: v for k, v in config.model_dump().items() if v is not None}
+        failures = []
         try:
-            res = pipeline.run_stage(stage, context.partition_key, overrides)
-        except StageError as e:
-            raise Failure(description=f"{stage}: {e.reason}", metadata={"reason": e.reason},
-                          allow_retries=False) from None
-        checks = [AssetCheckResult(check_name=c["name"], passed=c["passed"],
-                                   severity=AssetCheckSeverity.WARN, metadata={"detail": c["description"]})
-                  for c in res.get("checks", [])]
-        return MaterializeResult(metadata=_metadata(res["metadata"]), data_version=DataVersion(res["data_version"]),
-                                 check_results=checks)
+            for stage, res in pipeline.run_stages(context.partition_key, selected, overrides):
+                if res is pipeline.STARTED:
+                    context.log.info(f'Started stage "{stage}"')
+                    continue
+                if isinstance(res, Exception):
+                    failures.append(str(res) if isinstance(res, pipeline.Skipped) else f"{stage}: {res.reason}")
+                    continue
+                yield MaterializeResult(
+                    asset_key=stage, metadata=_metadata(res["metadata"]),
+                    data_version=DataVersion(res["data_version"]),
+                    check_results=[AssetCheckResult(asset_key=stage, check_name=c["name"], passed=c["passed"],
+                                                    severity=AssetCheckSeverity.WARN,
+                                                    metadata={"detail": c["description"]})
+                                   for c in res.get("checks", [])])
+        except store.PartitionBusy as e:
+            failures.append(str(e))
+        if failures:
+            raise Failure(description="; ".join(failures), metadata={"reason": failures[0]}, allow_retries=False)
 
-    compute.__annotations__["config"] = cfg_cls
-    compute.__name__ = stage
-    return asset(
-        name=stage,
-        deps=list(DEPS[stage]),
-        partitions_def=recordings_partitions,
-        code_version=pipeline.CODE_VERSIONS[stage],
-        group_name="talkthrough",
-        description=DESCRIPTIONS[stage],
-        kinds=KINDS[stage],
-        check_specs=[AssetCheckSpec(name, asset=stage) for name in CHECKS.get(stage, [])],
-    )(compute)
+    return talkthrough_stages
 
 
-ASSETS = [_make_asset(s) for s in STAGES]
+ASSETS = [build_stages_asset()]
 
 process_recording = define_asset_job(
     "process_recording",

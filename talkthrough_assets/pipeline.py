@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from . import settings as S
 from . import store
-from .errors import StageError
+from .errors import BadMediaError, StageError
 from .stages import audio as audio_stage
 from .stages import dedup as dedup_stage
 from .stages import diarize as diarize_stage
@@ -76,10 +76,10 @@ def source_path(recording_id: str) -> Path:
 # --------------------------------------------------------------------------- stage runners
 
 def _probe(rid: str, cfg: dict) -> dict:
-    from .models import sha256_file
+    from .models import sha256_cached
 
     src = source_path(rid)
-    if sha256_file(src)[:16] != rid:
+    if sha256_cached(src)[:16] != rid:  # hashed once per process: registration already did it
         raise StageError(f"{src.name} changed since it was registered (sha256 no longer matches {rid})")
     info = probe_stage.probe_file(src, max_seconds=cfg["max_seconds"])
     probe_stage.preflight_disk(info, store.home(), max_frames=int(cfg["max_frames"]))
@@ -111,14 +111,18 @@ def _audio(rid: str, cfg: dict) -> dict:
     p = _probe_row(rid)
     dst = store.audio_path(rid)
     dst.parent.mkdir(parents=True, exist_ok=True)
+    reason = None
     with store.atomic_path(dst) as tmp:
-        if p["has_audio"]:
+        try:
+            if not p["has_audio"]:
+                raise BadMediaError("no audio stream (video-only file)")
             res = audio_stage.extract_wav(p["path"], tmp, max_seconds=p["max_seconds"] if p["cap_hit"] else None)
-        else:
+        except BadMediaError as e:  # unreadable audio: an empty WAV and a reason; frames still go on
+            reason = e.reason if not p["has_audio"] else f"audio stream could not be read: {e.reason}"
             audio_stage.write_silent_wav(tmp)
             res = {"samples": 0, "duration_ms": 0, "peak": 0}
-    md = {"has_audio": p["has_audio"], "audio_ms": res["duration_ms"], "peak": res["peak"]}
-    return {"metadata": md, "data_version": _digest([p["path"], p["size_bytes"], res])}
+    md = {"has_audio": p["has_audio"], "audio_ms": res["duration_ms"], "peak": res["peak"], "reason": reason or ""}
+    return {"metadata": md, "data_version": _digest([p["path"], p["size_bytes"], res]), "reason": reason}
 
 
 def _segments(rid: str, cfg: dict) -> dict:
@@ -126,12 +130,17 @@ def _segments(rid: str, cfg: dict) -> dict:
 
     p = _probe_row(rid)
     ref, label = resolve_whisper(cfg.get("whisper_model"))
+    peak = 0
+    audio_reason = (stage_state(rid).get("audio") or {}).get("reason")
     if not p["has_audio"]:
         out = transcribe_stage.unavailable("no audio stream (video-only file)", label)
+    elif audio_reason:
+        out = transcribe_stage.unavailable(audio_reason, label)
     else:
-        samples = audio_stage.load_wav(store.audio_path(rid))
+        samples = audio_stage.load_wav(store.audio_path(rid))  # read once: transcript + loudness check
+        peak = int(abs(samples).max() * 32768) if len(samples) else 0
         out = transcribe_stage.transcribe(samples, model_ref=ref, model_label=label, language=cfg.get("language"),
-                                          vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or 5))
+                                          vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or 1))
     store.write_table("segments", rid, out["segments"])
     store.write_table("words", rid, out["words"])
     docs = [(s["seq"], s["t0_ms"], s["text"]) for s in out["segments"]]
@@ -143,16 +152,11 @@ def _segments(rid: str, cfg: dict) -> dict:
           "segments": m["segment_count"], "words": m["word_count"], "transcript_head": head,
           "elapsed_s": m["elapsed_s"]}
     # audible audio (peak above ~-30 dBFS) should yield a transcript; a warning, not a failure
-    loud = p["has_audio"] and _wav_peak(rid) > 1000
+    loud = p["has_audio"] and peak > 1000
     checks = [{"name": "transcript_present_when_audible", "passed": (not loud) or m["segment_count"] > 0,
                "description": "audible audio produced transcript segments" if loud
                else "no audible audio: nothing expected"}]
     return {"metadata": md, "data_version": _digest(out["segments"]), "checks": checks}
-
-
-def _wav_peak(rid: str) -> int:
-    wav = audio_stage.load_wav(store.audio_path(rid))
-    return int(abs(wav).max() * 32768) if len(wav) else 0
 
 
 def _turns(rid: str, cfg: dict) -> dict:
@@ -189,6 +193,14 @@ def _keyframes(rid: str, cfg: dict) -> dict:
         res = keyframes_stage.extract(
             p["path"], gen, duration_s=p["duration_ms"] / 1000, max_frames=int(cfg["max_frames"]),
             scene_threshold=float(cfg["scene_threshold"]), max_seconds=p["max_seconds"] if p["cap_hit"] else None)
+    except BadMediaError as e:
+        # the video stream cannot be read (header-only, unknown codec ...): processed up to the damage,
+        # i.e. no frames, a recorded reason, and the rest of the recording still goes through
+        store.prune_frame_generations(rid, keep=set())
+        store.write_table("keyframes", rid, [])
+        reason = f"no keyframes: {e.reason}"
+        return {"metadata": {"frames": 0, "reason": reason}, "data_version": _digest(["unreadable", e.reason]),
+                "reason": reason, "checks": [frame_index_check(rid, [])]}
     except BaseException:
         store.prune_frame_generations(rid, keep=_live_generations(rid))
         raise
@@ -199,7 +211,9 @@ def _keyframes(rid: str, cfg: dict) -> dict:
     # keep the previous generation one more round for readers that loaded the old table
     store.prune_frame_generations(rid, keep={gen.name} | previous)
     md = {"frames": len(rows), "floor_s": round(res["floor_s"], 3), "decoded_frames": res["decoded"],
-          "cap_hit": res["cap_hit"], "frames_dir": str(gen)}
+          "decode_path": res["path"], "gops": res["gops"], "gops_decoded": res["gops_decoded"],
+          "max_gop_s": res["max_gop_s"], "rotation": res["rotation"], "cap_hit": res["cap_hit"],
+          "frames_dir": str(gen)}
     if rows:
         md["contact_sheet"] = keyframes_stage.contact_sheet([gen / f["file"] for f in res["frames"]],
                                                             gen / "contact_sheet.jpg")
@@ -216,13 +230,18 @@ def frame_index_check(rid: str, rows: list[dict] | None = None) -> dict:
 
 
 def _live_generations(rid: str) -> set[str]:
-    return {Path(r["file"]).parent.name for r in store.read_rows("keyframes", rid)}
+    """Frame folders someone may still read: the keyframes table's and the published manifest's
+    (MCP readers serve the manifest, which lags the table until the manifest stage runs)."""
+    live = {Path(r["file"]).parent.name for r in store.read_rows("keyframes", rid)}
+    published = store.read_json(store.manifest_path(rid), None) or {}
+    live |= {Path(i["file"]).parent.name for i in (published.get("frames") or {}).get("items") or [] if i.get("file")}
+    return live
 
 
 def _dedup(rid: str, cfg: dict) -> dict:
     frames = store.read_rows("keyframes", rid)
-    hashes = [dedup_stage.hashes(store.resolve_under_home(f["file"])) for f in frames]
-    rows = dedup_stage.mark(frames, hashes)
+    sigs = [dedup_stage.signature(store.resolve_under_home(f["file"])) for f in frames]
+    rows = dedup_stage.mark(frames, sigs)
     store.write_table("dedup", rid, rows)
     unique = sum(1 for r in rows if r["duplicate_of"] is None)
     return {"metadata": {"frames": len(rows), "unique": unique}, "data_version": _digest(rows)}
@@ -230,18 +249,21 @@ def _dedup(rid: str, cfg: dict) -> dict:
 
 def _ocr(rid: str, cfg: dict) -> dict:
     frames = store.read_rows("keyframes", rid)
-    dups = {d["ms"]: d["duplicate_of"] for d in store.read_rows("dedup", rid)}
+    dedup_by_ms = {d["ms"]: d for d in store.read_rows("dedup", rid)}
     engine, status = ocr_stage.engine_status(bool(cfg.get("ocr")))
-    rows = []
+    rows, partial = [], 0
     if engine is not None:
-        for f in frames:
-            if dups.get(f["ms"]) is None:
-                r = ocr_stage.read_image(engine, store.resolve_under_home(f["file"]))
-                rows.append({"ms": f["ms"], "engine": status, **r})
+        unique = [{"ms": f["ms"], "path": store.resolve_under_home(f["file"]),
+                   "bands": json.loads(d["changed_json"]) if d.get("changed_json") else None}
+                  for f in frames for d in [dedup_by_ms.get(f["ms"]) or {}] if d.get("duplicate_of") is None]
+        for r in ocr_stage.read_frames(engine, unique):
+            partial += r.pop("read") == "bands"
+            rows.append({"engine": status, **r})
     store.write_table("ocr", rid, rows)
     docs = [(r["ms"], r["ms"], r["text"]) for r in rows if r["text"]]
     store.write_table("terms", rid, terms_stage.term_rows("ocr", docs), part="ocr")
-    md = {"engine": status, "frames_read": len(rows), "frames_with_text": len(docs)}
+    md = {"engine": status, "frames_read": len(rows), "frames_read_in_bands": partial,
+          "frames_with_text": len(docs)}
     return {"metadata": md, "data_version": _digest(rows)}
 
 
@@ -253,8 +275,9 @@ def build_manifest(rid: str, cfg: dict) -> dict:
     if turns and ocr:  # hints only: never applied as names without `talkthrough name`
         cands = diarize_stage.name_candidates(turns, ocr)
         speakers = [dict(s, name_candidates=cands.get(s["label"]) or []) for s in speakers]
+    frames_reason = (stage_state(rid).get("keyframes") or {}).get("reason")
     return manifest_stage.build(
-        recording_id=rid, probe=_probe_row(rid), wall_clock=store.read_one("wall_clock", rid),
+        frames_reason=frames_reason, recording_id=rid, probe=_probe_row(rid), wall_clock=store.read_one("wall_clock", rid),
         transcript=store.read_one("transcripts", rid), segments=store.read_rows("segments", rid),
         words=store.read_rows("words", rid), diarization=store.read_one("diarization", rid),
         turns=turns, speakers=speakers,
@@ -341,10 +364,102 @@ def run_stage(stage: str, recording_id: str, overrides: dict | None = None) -> d
         _notify(stage, recording_id, "failed", {"reason": reason})
         raise StageError(reason, stage=stage) from e
     elapsed = time.perf_counter() - t0
-    _record(recording_id, dict(base, status="ok", reason=None, elapsed_s=elapsed))
+    # a stage that succeeded with less than it wanted (unreadable stream ...) keeps its reason
+    _record(recording_id, dict(base, status="ok", reason=result.get("reason"), elapsed_s=elapsed))
     result["metadata"]["elapsed_s"] = round(elapsed, 3)
     _notify(stage, recording_id, "ok", result["metadata"])
     return result
+
+
+# Independent stages run at once: the audio branch (audio -> segments -> turns) and the visual
+# branch (keyframes -> dedup -> ocr) are CPU-bound on different engines, so two workers overlap
+# them. TALKTHROUGH_STAGE_WORKERS=1 runs stages one after another (same order, same outputs).
+def stage_workers() -> int:
+    import os
+
+    return max(1, int(os.environ.get("TALKTHROUGH_STAGE_WORKERS") or 2))
+
+
+STARTED = "started"  # yielded by run_stages when a stage is handed to a worker
+
+
+class Skipped(Exception):
+    """A stage not run because a stage it depends on failed in the same run."""
+
+    def __init__(self, stage: str, upstream: str):
+        super().__init__(f"{stage}: skipped ({upstream} failed)")
+        self.stage, self.upstream = stage, upstream
+
+
+def run_stages(recording_id: str, stages: list[str], overrides: dict | None = None,
+               workers: int | None = None):
+    """Run ``stages`` of one recording, each as soon as the selected stages it depends on are done,
+    up to ``workers`` at a time (threads). Yields ``(stage, STARTED)`` when a stage starts and
+    ``(stage, result)`` when it ends, in completion order, where a result is the runner's dict, a
+    :class:`StageError`, or :class:`Skipped` for the downstream of a failure. The caller's thread does all the yielding (Dagster writes its events from there)."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    selected = S.ordered(set(stages))
+    if overrides:  # persisted once, before any stage reads the settings
+        store.check_id(recording_id)
+        S.save_overrides(recording_id, {k: v for k, v in overrides.items() if v is not None})
+    deps = {s: [d for d in S.DEPS[s] if d in selected] for s in selected}
+    done: set[str] = set()
+    failed: dict[str, str] = {}  # stage -> the failed stage it traces back to
+    pending = list(selected)
+    workers = workers or stage_workers()
+    # the run holds the recording's writer lock throughout; its stage threads re-enter it
+    with store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S), \
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stage") as pool:
+        running: dict = {}
+        while pending or running:
+            for stage in list(pending):
+                bad = next((d for d in deps[stage] if d in failed), None)
+                if bad is not None:
+                    pending.remove(stage)
+                    failed[stage] = failed[bad]
+                    yield stage, Skipped(stage, failed[bad])
+                elif all(d in done for d in deps[stage]) and len(running) < workers:
+                    pending.remove(stage)
+                    running[pool.submit(run_stage, stage, recording_id)] = stage
+                    yield stage, STARTED
+            if not running:
+                continue
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in sorted(finished, key=lambda f: S.STAGES.index(running[f])):
+                stage = running.pop(fut)
+                try:
+                    result = fut.result()
+                except StageError as e:
+                    failed[stage] = stage
+                    yield stage, e
+                    continue
+                done.add(stage)
+                yield stage, result
+
+
+def prewarm(recording_id: str, stages: list[str]) -> None:
+    """Load the engines the planned stages will need in background threads (ONNX Runtime and
+    CTranslate2 release the GIL while loading), so loading overlaps whatever runs first."""
+    import threading
+
+    cfg = S.effective(recording_id)
+    jobs = []
+    if "segments" in stages:
+        from .models import resolve_whisper
+
+        jobs.append(lambda: transcribe_stage.warm(resolve_whisper(cfg.get("whisper_model"))[0]))
+    if "ocr" in stages and cfg.get("ocr"):
+        jobs.append(lambda: ocr_stage.engine_status(True))
+    for job in jobs:
+        threading.Thread(target=_quietly, args=(job,), daemon=True, name="prewarm").start()
+
+
+def _quietly(fn) -> None:
+    try:
+        fn()
+    except Exception:  # the stage itself reports a missing or broken model, with a reason
+        pass
 
 
 def _record(rid: str, row: dict) -> None:

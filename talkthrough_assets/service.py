@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 
 from . import pipeline, store
 from . import settings as S
-from .models import sha256_file
+from .models import sha256_cached
 from .stages.probe import MEDIA_EXTS
 from .stages.wallclock import t_wall
 
@@ -62,7 +62,7 @@ def collect(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[tuple[
 
 
 def recording_id_for(path: str | os.PathLike) -> str:
-    return sha256_file(path)[:16]
+    return sha256_cached(path)[:16]
 
 
 def register(path: str | os.PathLike, inst=None) -> str:
@@ -149,8 +149,6 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
         out = summary(rid)
         out.update(status="cached", stages_run=[], elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
         return out
-    inst = instance()
-    _ensure_partition(inst, rid)
     try:
         # one writer per recording: a second process of the same bytes waits, then is refused
         with store.partition_lock(rid, timeout_s=lock_timeout_s):
@@ -161,6 +159,9 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
                 on_stages(rid, stages)
             status = "cached"
             if stages:
+                pipeline.prewarm(rid, stages)  # model loads overlap Dagster's import and startup
+                inst = instance()
+                _ensure_partition(inst, rid)
                 result = run_stages(rid, stages, inst)
                 status = "processed" if result.success else "failed"
     except store.PartitionBusy as e:
@@ -215,7 +216,8 @@ def summary(rid: str) -> dict:
         "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
                        "language": rec["language"], "segments": rec["segment_count"]},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
-                   "dir": str(store.frames_root(rid))},
+                   "dir": str(store.frames_root(rid)),
+                   "reason": (pipeline.stage_state(rid).get("keyframes") or {}).get("reason")},
         "diarized": rec["diarized"], "speakers": rec["speaker_count"],
         "preview": [
             {"t_ms": s["t0_ms"], "t_wall": t_wall(wc, s["t0_ms"]), "text": s["text"],

@@ -17,11 +17,11 @@ from . import store
 DEFAULTS: dict[str, Any] = {
     "max_seconds": 4 * 3600,
     "max_frames": 120,
-    "scene_threshold": 0.10,
+    "scene_threshold": 0.04,  # share of the screen changed at once (stages/keyframes.py)
     "whisper_model": None,  # None -> TALKTHROUGH_WHISPER_MODEL or the embedded tiny.en
     "language": None,
     "vocabulary": None,
-    "beam_size": 5,
+    "beam_size": 1,  # greedy: same WER as beam 5 on eval/media/asr, 0.6x the time (bench/bench_accuracy.py)
     "diarize": False,
     "num_speakers": None,
     "diarize_threshold": 0.5,

@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,7 +64,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("path", _S), ("filename", _S), ("kind", _S), ("container", _S), ("duration_ms", _I), ("size_bytes", _I),
         ("width", _I), ("height", _I), ("fps", _F), ("video_codec", _S), ("audio_codec", _S),
         ("has_audio", _B), ("has_video", _B), ("tags_json", _S), ("file_mtime", _F),
-        ("cap_hit", _B), ("max_seconds", _I),
+        ("cap_hit", _B), ("max_seconds", _I), ("rotation", _I),
     ]),
     "wall_clock": pa.schema([
         ("start_utc", _S), ("tz_offset_min", _I), ("source", _S), ("confidence", _S), ("available", _B),
@@ -93,7 +94,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "keyframes": pa.schema([
         ("ms", _I), ("file", _S), ("scene_score", _F), ("width", _I), ("height", _I), ("reason", _S),
     ]),
-    "dedup": pa.schema([("ms", _I), ("dhash", _S), ("duplicate_of", _I)]),
+    "dedup": pa.schema([("ms", _I), ("dhash", _S), ("duplicate_of", _I), ("changed_json", _S)]),
     "ocr": pa.schema([("ms", _I), ("text", _S), ("boxes_json", _S), ("mean_score", _F), ("engine", _S)]),
     # search index: one row per (document, term); documents are transcript segments and OCR frames
     "terms": pa.schema([
@@ -283,6 +284,7 @@ class PartitionBusy(RuntimeError):
 
 
 _held_locks: dict[str, int] = {}  # recording id -> depth (re-entrant within one process)
+_held_guard = threading.Lock()
 
 
 def lock_path(recording_id: str) -> Path:
@@ -295,12 +297,16 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
     if the holder is killed, so a ``kill -9`` never leaves a stale lock). Re-entrant in-process."""
     import fcntl
 
-    if _held_locks.get(recording_id):
-        _held_locks[recording_id] += 1
+    with _held_guard:  # stage threads of one run re-enter the lock their run already holds
+        reentered = bool(_held_locks.get(recording_id))
+        if reentered:
+            _held_locks[recording_id] += 1
+    if reentered:
         try:
             yield
         finally:
-            _held_locks[recording_id] -= 1
+            with _held_guard:
+                _held_locks[recording_id] -= 1
         return
     path = lock_path(recording_id)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -317,11 +323,13 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
                         f"recording {recording_id} is being processed by another run; try again when it finishes"
                     ) from None
                 time.sleep(0.2)
-        _held_locks[recording_id] = 1
+        with _held_guard:
+            _held_locks[recording_id] = 1
         try:
             yield
         finally:
-            _held_locks.pop(recording_id, None)
+            with _held_guard:
+                _held_locks.pop(recording_id, None)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
@@ -358,7 +366,7 @@ def ensure_schema_files() -> None:
         return
     for table, schema in SCHEMAS.items():
         path = table_path(table, SCHEMA_PARTITION)
-        if not path.exists():
+        if not path.exists() or not pq.read_schema(path).equals(schema):  # new or changed schema
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = _tmp_in(path.parent, ".parquet.part")
             pq.write_table(schema.empty_table(), tmp)

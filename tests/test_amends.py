@@ -45,7 +45,7 @@ def test_code_version_bump_marks_only_downstream_unsynced(processed, monkeypatch
     assert pipeline.plan(rid) == []
     assert _dagster_stale(definitions.ASSETS, rid) == set()
     monkeypatch.setitem(pipeline.CODE_VERSIONS, "dedup", pipeline.CODE_VERSIONS["dedup"] + "-bumped")
-    bumped = [definitions._make_asset(s) for s in STAGES]
+    bumped = [definitions.build_stages_asset()]  # reads the bumped pipeline.CODE_VERSIONS
     # Dagster flags the bumped asset itself; its downstream follows only if dedup's data version changes
     assert _dagster_stale(bumped, rid) == {"dedup"}
     assert pipeline.plan(rid) == ["dedup", "ocr", "manifest"]

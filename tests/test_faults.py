@@ -123,7 +123,7 @@ def _start_cli(args: list[str], env: dict) -> subprocess.Popen:
 def _wait_for_step(proc: subprocess.Popen, step: str, timeout: float = 120) -> None:
     deadline = time.time() + timeout
     for line in proc.stderr:
-        if f'Started execution of step "{step}"' in line:
+        if f'Started stage "{step}"' in line:  # the stages share one Dagster step (threads)
             return
         if time.time() > deadline:
             break

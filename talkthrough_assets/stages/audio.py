@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import BadMediaError
 from ..mediaio import open_input
 
-CODE_VERSION = "1"
+CODE_VERSION = "2"
 SAMPLE_RATE = 16000
 
 

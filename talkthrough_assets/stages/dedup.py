@@ -1,22 +1,44 @@
-"""dedup: dHash (9x8 grey, 64 bits) on consecutive keyframes; Hamming <= threshold -> duplicate_of."""
+"""dedup: mark keyframes whose content did not change since the head of their run.
+
+A frame is a duplicate only when nothing a reader could notice changed. It is compared with the
+first frame of its run (so slow drift accumulates instead of hiding) at 1/4 scale in grey: more
+than ``MAX_CHANGED_PX`` pixels moving by more than ``PX_DELTA`` grey levels (one changed digit of
+28 px text moves ~10; decoding the same picture twice moves none) or any cell of a 16x9 colour
+thumbnail shifting by more than ``COLOR_DELTA`` (a recoloured banner) makes it new. A blinking
+cursor therefore makes a frame new too; the OCR stage then reads only the bands that changed
+(``changed_json``), so being strict costs little.
+
+The 1/4-scale grey image comes from the JPEG's DCT scaling (``draft``), ~3 ms a 1568 px frame.
+The stored ``dhash`` (9x8 difference hash) stays as a compact fingerprint for consumers.
+"""
 
 from __future__ import annotations
 
-CODE_VERSION = "1"
-HAMMING_MAX = 4
+import json
+
+CODE_VERSION = "2"
+SCALE = 4
+PX_DELTA = 40
+MAX_CHANGED_PX = 2
+COLOR_W, COLOR_H = 16, 9
+COLOR_DELTA = 12
+# A changed area is widened to whole text bands: rows of this many px (frame scale) around the change.
+BAND_MARGIN_PX = 24
+# Above this share of the frame changed, the OCR stage reads the whole frame anyway.
+MAX_BAND_SHARE = 0.5
 
 
-# Screen recordings often keep one layout while the text changes (slide decks, dashboards):
-# a 9x8 dHash alone calls such frames equal and OCR would skip the new text. A finer 17x16
-# dHash must agree too before a frame counts as a duplicate.
-FINE_SIZE = 16
-FINE_HAMMING_MAX = 12
+class Signature:
+    __slots__ = ("gray", "color", "dhash", "size")
+
+    def __init__(self, gray, color, dhash: int, size: tuple[int, int]):
+        self.gray, self.color, self.dhash, self.size = gray, color, dhash, size
 
 
-def _dhash_bits(gray, size: int) -> int:
+def _dhash_bits(gray_img, size: int = 8) -> int:
     from PIL import Image
 
-    g = gray.resize((size + 1, size), Image.Resampling.LANCZOS)
+    g = gray_img.resize((size + 1, size), Image.Resampling.BOX)
     w, h = g.size
     px = g.tobytes()
     bits = 0
@@ -26,41 +48,95 @@ def _dhash_bits(gray, size: int) -> int:
     return bits
 
 
-def hashes(image) -> tuple[int, int]:
-    """(64-bit 9x8 dHash, 256-bit 17x16 dHash) of a PIL image or a path to one."""
+def signature(image) -> Signature:
+    """Quarter-scale grey + colour thumbnail + dHash of a PIL image or a path to a JPEG/PNG."""
+    import numpy as np
     from PIL import Image
 
     if not isinstance(image, Image.Image):
         with Image.open(image) as im:
-            return hashes(im.convert("L"))
-    gray = image.convert("L")
-    return _dhash_bits(gray, 8), _dhash_bits(gray, FINE_SIZE)
+            size = im.size
+            im.draft("RGB", (max(1, size[0] // SCALE), max(1, size[1] // SCALE)))  # JPEG: DCT-scaled decode
+            return _signature(im.convert("RGB"), size)
+    return _signature(image.convert("RGB"), image.size)
 
 
-def dhash(image) -> int:
-    """64-bit difference hash (9x8 grey) of a PIL image or a path to one."""
-    return hashes(image)[0]
+def _signature(rgb, size: tuple[int, int]) -> Signature:
+    import numpy as np
+    from PIL import Image
+
+    w, h = max(1, size[0] // SCALE), max(1, size[1] // SCALE)
+    if rgb.size != (w, h):
+        rgb = rgb.resize((w, h), Image.Resampling.BOX)
+    gray = rgb.convert("L")
+    color = rgb.resize((COLOR_W, COLOR_H), Image.Resampling.BOX)
+    return Signature(np.asarray(gray, dtype=np.int16), np.asarray(color, dtype=np.int16), _dhash_bits(gray), size)
+
+
+def _mask(a: Signature, b: Signature):
+    if a.gray.shape != b.gray.shape:
+        return None
+    return abs(a.gray - b.gray) > PX_DELTA
+
+
+def changed_px(a: Signature, b: Signature) -> int:
+    m = _mask(a, b)
+    return int(m.sum()) if m is not None else a.gray.size
+
+
+def color_shift(a: Signature, b: Signature) -> int:
+    return int(abs(a.color - b.color).max())
+
+
+def is_duplicate(head: Signature, cur: Signature) -> bool:
+    return changed_px(head, cur) <= MAX_CHANGED_PX and color_shift(head, cur) <= COLOR_DELTA
+
+
+def changed_bands(prev: Signature, cur: Signature) -> list[list[int]] | None:
+    """Horizontal bands [x0, y0, x1, y1] (frame px) that hold every change from ``prev`` to ``cur``;
+    None when the change is too large (or the sizes differ) for a partial re-read to pay."""
+    import numpy as np
+
+    m = _mask(prev, cur)
+    if m is None:
+        return None
+    w, h = cur.size
+    gh = cur.gray.shape[0]
+    spans = [(r * h / gh, (r + 1) * h / gh) for r in np.flatnonzero(m.any(axis=1))]
+    # colour-only changes (a recoloured banner keeps its grey level): whole colour-cell rows
+    crow = np.flatnonzero((abs(prev.color - cur.color) > COLOR_DELTA).any(axis=(1, 2)))
+    spans += [(r * h / COLOR_H, (r + 1) * h / COLOR_H) for r in crow]
+    if not spans:
+        return []
+    bands: list[list[float]] = []
+    for y0, y1 in sorted((a - BAND_MARGIN_PX, b + BAND_MARGIN_PX) for a, b in spans):
+        if bands and y0 <= bands[-1][1]:
+            bands[-1][1] = max(bands[-1][1], y1)
+        else:
+            bands.append([y0, y1])
+    out = [[0, max(0, int(y0)), w, min(h, int(np.ceil(y1)))] for y0, y1 in bands]
+    if sum(b[3] - b[1] for b in out) > MAX_BAND_SHARE * h:
+        return None
+    return out
 
 
 def hamming(a: int, b: int) -> int:
     return (a ^ b).bit_count()
 
 
-def is_duplicate(prev: tuple[int, int], cur: tuple[int, int], threshold: int = HAMMING_MAX) -> bool:
-    return hamming(prev[0], cur[0]) <= threshold and hamming(prev[1], cur[1]) <= FINE_HAMMING_MAX
-
-
-def mark(frames: list[dict], frame_hashes: list[tuple[int, int]], threshold: int = HAMMING_MAX) -> list[dict]:
-    """Compare each frame with the previous one; a near-identical frame points at the first of its run."""
+def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
+    """Each frame vs the head of the current run; a duplicate points at that head's ``ms``. A new
+    head records the bands that changed since the previous head (``changed_json``; null = all)."""
     out = []
-    run_head_ms = None
-    prev = None
-    for f, h in zip(frames, frame_hashes):
-        dup_of = None
-        if prev is not None and is_duplicate(prev, h, threshold):
-            dup_of = run_head_ms
+    head_ms, head = None, None
+    for f, s in zip(frames, sigs):
+        dup_of, bands = None, None
+        if head is not None and is_duplicate(head, s):
+            dup_of = head_ms
         else:
-            run_head_ms = f["ms"]
-        out.append({"ms": f["ms"], "dhash": f"{h[0]:016x}", "duplicate_of": dup_of})
-        prev = h
+            if head is not None:
+                bands = changed_bands(head, s)
+            head_ms, head = f["ms"], s
+        out.append({"ms": f["ms"], "dhash": f"{s.dhash:016x}", "duplicate_of": dup_of,
+                    "changed_json": json.dumps(bands) if bands is not None and dup_of is None else None})
     return out

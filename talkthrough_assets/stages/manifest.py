@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-CODE_VERSION = "2"
+CODE_VERSION = "3"
 SCHEMA = "talkthrough-manifest/v1"
 
 REQUIRED_KEYS = ("schema", "job_id", "created_at", "media", "wall_clock", "transcript", "frames", "caps",
@@ -35,7 +35,8 @@ def _versions() -> dict:
 def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript: dict | None,
           segments: list[dict], words: list[dict], diarization: dict | None, turns: list[dict],
           speakers: list[dict], speaker_segments: list[dict], keyframes: list[dict], dedup: list[dict],
-          ocr: list[dict], settings: dict, frames_dir_rel: str | None, speaker_names: dict | None = None) -> dict:
+          ocr: list[dict], settings: dict, frames_dir_rel: str | None, speaker_names: dict | None = None,
+          frames_reason: str | None = None) -> dict:
     wc = None
     if wall_clock and wall_clock.get("available"):
         wc = {k: wall_clock.get(k) for k in ("start_utc", "tz_offset_min", "source", "confidence")}
@@ -91,7 +92,8 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
         },
         "wall_clock": wc,
         "transcript": transcript_block,
-        "frames": {"count": len(items), "unique_count": unique,
+        "frames": {"count": len(items), "unique_count": unique, "reason": frames_reason or (
+                       None if probe["has_video"] else "audio-only recording: no video stream"),
                    "cap_hit": bool(probe.get("cap_hit")) or len(items) >= int(settings.get("max_frames") or 0),
                    "items": items},
         "caps": {"max_seconds": settings.get("max_seconds"), "max_frames": settings.get("max_frames"),

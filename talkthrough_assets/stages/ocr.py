@@ -10,8 +10,9 @@ import os
 import threading
 from functools import lru_cache
 
-CODE_VERSION = "3"
+CODE_VERSION = "4"
 _lock = threading.Lock()
+_engine_lock = threading.Lock()
 
 
 def enabled_setting() -> bool:
@@ -40,6 +41,19 @@ def det_scale(h: int, w: int, *, max_side: int = DET_MAX_SIDE, min_side: int = D
     return 1.0
 
 
+def band_scale(h: int, w: int, *, max_side: int = DET_MAX_SIDE) -> float:
+    """Scale for a band cut out of a keyframe: the frame's own detection scale, never an upscale
+    (a 1568x80 band is not a small image; upscaling its short side to 736 px would cost 10x)."""
+    return min(1.0, float(max_side) / max(h, w)) if max_side else 1.0
+
+
+class _BandMode(threading.local):
+    active = False
+
+
+_band = _BandMode()
+
+
 def _det_preprocess(det):
     """RapidOCR's DetPreProcess with :func:`det_scale` sizing (same multiple-of-32 rounding)."""
     import cv2
@@ -48,7 +62,7 @@ def _det_preprocess(det):
     class _Scaled(DetPreProcess):
         def resize(self, img):
             h, w = img.shape[:2]
-            r = det_scale(h, w)
+            r = band_scale(h, w) if _band.active else det_scale(h, w)
             rh, rw = int(round(int(h * r) / 32) * 32), int(round(int(w * r) / 32) * 32)
             if rh <= 0 or rw <= 0:
                 return None
@@ -77,7 +91,8 @@ def engine_status(enabled: bool) -> tuple[object | None, str]:
     if not enabled:
         return None, "off (TALKTHROUGH_OCR=off)"
     try:
-        return _engine(), "rapidocr"
+        with _engine_lock:  # one engine, even when a warm-up thread asks at the same moment
+            return _engine(), "rapidocr"
     except Exception as e:  # missing wheel, broken onnxruntime: OCR off, recorded
         return None, f"off (rapidocr unavailable: {type(e).__name__}: {e})"
 
@@ -89,13 +104,64 @@ def _box_order(item) -> tuple:
     return (round(min(ys) / 12), min(xs))  # reading order: rows (12 px bands), then left to right
 
 
-def read_image(engine, path: str | os.PathLike) -> dict:
+def _run(engine, image, *, band: bool = False) -> list:
     with _lock:  # screen text is upright: skip the angle classifier (~20 % faster)
-        result, _ = engine(str(path), use_cls=False)
-    items = sorted(result or [], key=_box_order)
-    texts = [it[1] for it in items if it[1] and it[1].strip()]
-    scores = [float(it[2]) for it in items]
-    boxes = [{"box": [[round(float(x), 1), round(float(y), 1)] for x, y in it[0]], "text": it[1],
-              "score": round(float(it[2]), 4)} for it in items]
+        _band.active = band
+        try:
+            result, _ = engine(image, use_cls=False)
+        finally:
+            _band.active = False
+    return [{"box": [[round(float(x), 1), round(float(y), 1)] for x, y in it[0]], "text": it[1],
+             "score": round(float(it[2]), 4)} for it in (result or [])]
+
+
+def _result(boxes: list[dict]) -> dict:
+    boxes = sorted(boxes, key=lambda b: _box_order((b["box"],)))
+    texts = [b["text"] for b in boxes if b["text"] and b["text"].strip()]
+    scores = [b["score"] for b in boxes]
     return {"text": "\n".join(texts), "boxes_json": json.dumps(boxes, ensure_ascii=False),
             "mean_score": (sum(scores) / len(scores)) if scores else None}
+
+
+def read_image(engine, path: str | os.PathLike) -> dict:
+    return _result(_run(engine, str(path)))
+
+
+def read_changed(engine, path: str | os.PathLike, bands: list[list[int]], previous: list[dict]) -> dict:
+    """Re-read only ``bands`` ([x0, y0, x1, y1] px) of a frame whose other pixels equal the frame
+    ``previous`` (its boxes) was read from: boxes outside the bands are carried over, boxes inside
+    are replaced by what the bands read now."""
+    from PIL import Image
+
+    def inside(box) -> bool:
+        ys = [p[1] for p in box]
+        cy = (min(ys) + max(ys)) / 2
+        return any(b[1] <= cy < b[3] for b in bands)
+
+    boxes = [b for b in previous if not inside(b["box"])]
+    with Image.open(path) as im:
+        im = im.convert("RGB")
+        for x0, y0, x1, y1 in bands:
+            for b in _run(engine, im.crop((x0, y0, x1, y1)), band=True):
+                b["box"] = [[round(x + x0, 1), round(y + y0, 1)] for x, y in b["box"]]
+                if inside(b["box"]):  # a box cut by the band edge is kept from the previous read
+                    boxes.append(b)
+    return _result(boxes)
+
+
+def read_frames(engine, frames: list[dict]) -> list[dict]:
+    """OCR the unique keyframes of one recording in time order. ``frames``: {"ms", "path",
+    "bands"}, where ``bands`` (from dedup) lists what changed since the previous unique frame, or is
+    None (read it all). Returns one result per frame, plus ``read``: "full" or "bands"."""
+    out: list[dict] = []
+    prev_boxes: list[dict] | None = None
+    for f in frames:
+        if f.get("bands") is not None and prev_boxes is not None:
+            r = read_changed(engine, f["path"], f["bands"], prev_boxes) if f["bands"] else None
+            r = r or out[-1] and {k: out[-1][k] for k in ("text", "boxes_json", "mean_score")}
+            r = dict(r, read="bands")
+        else:
+            r = dict(read_image(engine, f["path"]), read="full")
+        prev_boxes = json.loads(r["boxes_json"])
+        out.append(dict(r, ms=f["ms"]))
+    return out

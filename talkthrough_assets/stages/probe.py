@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import BadMediaError, DiskSpaceError
 from ..mediaio import clean_text, open_input
 
-CODE_VERSION = "1"
+CODE_VERSION = "2"
 
 AUDIO_EXTS = {".wav", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".opus", ".wma", ".webm"}
 VIDEO_EXTS = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v", ".mpg", ".mpeg", ".ts", ".wmv", ".flv"}
@@ -67,9 +67,15 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
                 for k, val in (s.metadata or {}).items():
                     tags.setdefault(clean_text(f"stream:{s.type}:{k}"), clean_text(val))
         fps = None
+        rotation = 0
+        width = height = None
         if v is not None:
             rate = v.average_rate or v.guessed_rate
             fps = float(rate) if rate else None
+            width, height = v.codec_context.width, v.codec_context.height
+            rotation = _rotation(container, v)
+            if rotation % 180:  # a portrait phone video stored sideways: report what a viewer sees
+                width, height = height, width
         cap_hit = bool(max_seconds and duration_s > max_seconds)
         return {
             "path": str(p.resolve()),
@@ -78,8 +84,9 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
             "container": container.format.name if container.format else None,
             "duration_ms": int(round(duration_s * 1000)),
             "size_bytes": st.st_size,
-            "width": v.codec_context.width if v is not None else None,
-            "height": v.codec_context.height if v is not None else None,
+            "width": width,
+            "height": height,
+            "rotation": rotation,
             "fps": fps,
             "video_codec": v.codec_context.name if v is not None else None,
             "audio_codec": a.codec_context.name if a is not None else None,
@@ -90,6 +97,16 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
             "cap_hit": cap_hit,
             "max_seconds": max_seconds,
         }
+
+
+def _rotation(container, stream) -> int:
+    """Display rotation in degrees (the display matrix), read off the first decoded frame."""
+    try:
+        for frame in container.decode(stream):
+            return int(getattr(frame, "rotation", 0) or 0) % 360
+    except Exception:  # undecodable first frame: the keyframes stage reports the damage
+        return 0
+    return 0
 
 
 def effective_seconds(info: dict) -> float:

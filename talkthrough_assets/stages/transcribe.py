@@ -10,6 +10,8 @@ from functools import lru_cache
 import numpy as np
 
 CODE_VERSION = "1"
+CONDITION_ON_PREVIOUS_TEXT = False
+MIN_AVG_LOGPROB: float | None = None
 
 _lock = threading.Lock()
 
@@ -25,6 +27,12 @@ def _model(model_ref: str, device: str, compute_type: str, threads: int):
     return WhisperModel(model_ref, device=device, compute_type=compute_type, cpu_threads=threads)
 
 
+def warm(model_ref: str) -> None:
+    """Load the model now (a background thread may call this while other work runs)."""
+    with _lock:
+        _model(model_ref, *device_setting(), cpu_threads())
+
+
 def device_setting() -> tuple[str, str]:
     """(device, compute_type): CPU int8 by default; TALKTHROUGH_DEVICE=cuda for the optional GPU path."""
     device = os.environ.get("TALKTHROUGH_DEVICE", "cpu")
@@ -33,7 +41,9 @@ def device_setting() -> tuple[str, str]:
 
 
 def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
-               vocabulary: str | None = None, beam_size: int = 5, vad: bool = True) -> dict:
+               vocabulary: str | None = None, beam_size: int = 5, vad: bool = True,
+               condition_on_previous_text: bool = CONDITION_ON_PREVIOUS_TEXT,
+               min_avg_logprob: float | None = MIN_AVG_LOGPROB) -> dict:
     """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times."""
     t_start = time.perf_counter()
     audio_ms = int(len(samples) * 1000 / 16000)
@@ -48,10 +58,14 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
         seg_iter, info = model.transcribe(
             samples, language=language or None, beam_size=beam_size, vad_filter=vad,
             word_timestamps=True, initial_prompt=vocabulary or None, hotwords=vocabulary or None,
-            condition_on_previous_text=False,
+            condition_on_previous_text=condition_on_previous_text,
         )
         segments, words = [], []
-        for seq, s in enumerate(seg_iter):
+        seq = -1
+        for s in seg_iter:
+            if min_avg_logprob is not None and s.avg_logprob < min_avg_logprob:
+                continue
+            seq += 1
             text = s.text.strip()
             segments.append({"seq": seq, "t0_ms": int(round(s.start * 1000)), "t1_ms": int(round(s.end * 1000)),
                              "text": text, "avg_logprob": float(s.avg_logprob),

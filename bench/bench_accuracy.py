@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Accuracy guard for the speed work: the new keyframe/dedup/Whisper defaults against the previous
+ones, both measured in this run, on the same files.
+
+    python bench/bench_accuracy.py [--skip-long] [--skip-ocr] [--skip-asr]
+
+1. Scene cuts. Baseline = keyframes v1 (bench/baseline/keyframes_v1.py: every frame decoded through
+   FFmpeg's select filter). For every cut v1 found (a frame kept for its scene score) and every
+   known cut (fixture facts, the bench screencast's media.json), the new pass must keep a frame
+   within 1.0 s. Files: the fixtures, the 10-min bench screencast, ../shared/eval/media/video/*.
+2. OCR words. The set of OCR words (3+ letters, upper-cased) read on the frames each version's dedup
+   calls unique (v1: dHash; new: pixel diff + changed bands), per file. Reported: words v1 read that
+   the new path did not, and the reverse.
+3. WER on ../shared/eval/media/asr (clips with an English reference): beam 5 (the old default)
+   against beam 1 (the new default) and beam 1 through faster-whisper's BatchedInferencePipeline,
+   Whisper tiny.en int8 on CPU, with seconds per setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+EVAL = ROOT.parent / "shared" / "eval" / "media"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+KF_V1 = _load("keyframes_v1", ROOT / "bench" / "baseline" / "keyframes_v1.py")
+DD_V1 = _load("dedup_v1", ROOT / "bench" / "baseline" / "dedup_v1.py")
+
+
+def known_cuts() -> dict[str, list[int]]:
+    from fixture_facts import FIXTURES_DIR, SCREENCAST_SCENES, SILENT_SCENES
+
+    out = {str(FIXTURES_DIR / "screencast.mp4"): [s["start_ms"] for s in SCREENCAST_SCENES[1:]],
+           str(FIXTURES_DIR / "silent_video.mp4"): [s["start_ms"] for s in SILENT_SCENES[1:]]}
+    try:
+        import make_long_media
+
+        media = make_long_media.ensure_media(quiet=True)
+        facts = json.loads((media["screencast"].parent / "media.json").read_text())
+        out[str(media["screencast"])] = [int(s * 1000) for s in facts["screencast"]["scene_cuts_s"][1:]]
+    except Exception as e:  # no TTS tools here: the long file is skipped, the rest still runs
+        print(f"(10-min screencast unavailable: {e})")
+    return out
+
+
+def run_keyframes(path: str, workdir: Path) -> dict:
+    from talkthrough_assets.stages import dedup, keyframes, probe
+
+    info = probe.probe_file(path)
+    dur = info["duration_ms"] / 1000
+    res = {}
+    for label, fn in (("v1", KF_V1.extract), ("new", keyframes.extract)):
+        d = workdir / label / Path(path).stem
+        t = time.perf_counter()
+        r = fn(path, d, duration_s=dur)
+        el = time.perf_counter() - t
+        if label == "v1":
+            hashes = [DD_V1.hashes(d / f["file"]) for f in r["frames"]]
+            marks = DD_V1.mark(r["frames"], hashes)
+        else:
+            marks = dedup.mark(r["frames"], [dedup.signature(d / f["file"]) for f in r["frames"]])
+        unique = [{"ms": f["ms"], "path": d / f["file"],
+                   "bands": json.loads(m["changed_json"]) if m.get("changed_json") else None}
+                  for f, m in zip(r["frames"], marks) if m["duplicate_of"] is None]
+        res[label] = {"s": el, "frames": r["frames"], "unique": unique, "decoded": r["decoded"],
+                      "path": r.get("path", "select")}
+    return res
+
+
+def cut_report(path: str, res: dict, truth: list[int]) -> tuple[int, int, list]:
+    v1_cuts = [f["ms"] for f in res["v1"]["frames"] if f["reason"] == "scene"]
+    new_ms = [f["ms"] for f in res["new"]["frames"]]
+    want = sorted(set(v1_cuts) | set(truth))
+    missed = [c for c in want if not any(abs(m - c) <= 1000 for m in new_ms)]
+    return len(want), len(want) - len(missed), missed
+
+
+def ocr_words(frames: list[dict], incremental: bool) -> tuple[set[str], float, int]:
+    """(words, seconds, frames read in bands): v1 reads every unique frame whole; the new path
+    reads the way the pipeline does (ocr.read_frames: only the changed bands when little changed)."""
+    from talkthrough_assets.stages import ocr
+
+    engine, status = ocr.engine_status(True)
+    t = time.perf_counter()
+    if incremental:
+        results = ocr.read_frames(engine, frames)
+    else:
+        results = [ocr.read_image(engine, f["path"]) for f in frames]
+    el = time.perf_counter() - t
+    words: set[str] = set()
+    for r in results:
+        words |= {w.upper() for w in re.findall(r"[A-Za-z]{3,}", r["text"])}
+    return words, el, sum(r.get("read") == "bands" for r in results)
+
+
+def wer(ref: str, hyp: str) -> tuple[int, int]:
+    norm = lambda s: re.sub(r"[^a-z0-9' ]+", " ", s.lower()).split()
+    r, h = norm(ref), norm(hyp)
+    d = list(range(len(h) + 1))
+    for i in range(1, len(r) + 1):
+        prev, d[0] = d[0], i
+        for j in range(1, len(h) + 1):
+            cur = min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
+            prev, d[j] = d[j], cur
+    return d[len(h)], len(r)
+
+
+def asr_refs() -> list[tuple[Path, str]]:
+    manifest = json.loads((EVAL / "manifest.json").read_text())
+    out = []
+    for it in manifest["files"]:
+        rel = it.get("file") or ""
+        facts = it.get("ref") or {}
+        ref = facts.get("transcript") if isinstance(facts, dict) else None
+        lang = facts.get("language") if isinstance(facts, dict) else None
+        if rel.startswith("asr/") and ref and (lang in (None, "en")):
+            out.append((EVAL / rel, ref))
+    return out
+
+
+def bench_asr() -> None:
+    from faster_whisper import BatchedInferencePipeline
+
+    from talkthrough_assets.models import resolve_whisper
+    from talkthrough_assets.stages import audio, transcribe
+
+    ref_model, label = resolve_whisper(None)
+    clips = asr_refs()
+    if not clips:
+        print("no ASR clips with references found")
+        return
+    settings = [("beam 5 (old default)", dict(beam_size=5)), ("beam 1 (new default)", dict(beam_size=1))]
+    totals = {name: [0, 0, 0.0] for name, _ in settings}
+    totals["beam 1 batched"] = [0, 0, 0.0]
+    print(f"\n== WER on {len(clips)} English clips, {label} ==")
+    print(f"{'clip':<46}" + "".join(f"{n:>22}" for n in totals))
+    for path, ref in clips:
+        with tempfile.TemporaryDirectory() as tmp:
+            audio.extract_wav(path, Path(tmp) / "a.wav")
+            samples = audio.load_wav(Path(tmp) / "a.wav")
+        row = []
+        for name, kw in settings:
+            t = time.perf_counter()
+            out = transcribe.transcribe(samples, model_ref=ref_model, model_label=label, language="en", **kw)
+            el = time.perf_counter() - t
+            e, n = wer(ref, " ".join(s["text"] for s in out["segments"]))
+            totals[name][0] += e
+            totals[name][1] += n
+            totals[name][2] += el
+            row.append(f"{100 * e / n:6.1f}% {el:5.1f}s")
+        model = transcribe._model(ref_model, *transcribe.device_setting(), transcribe.cpu_threads())
+        t = time.perf_counter()
+        segs, _ = BatchedInferencePipeline(model=model).transcribe(samples, language="en", beam_size=1,
+                                                                   word_timestamps=True, batch_size=8)
+        text = " ".join(s.text for s in segs)
+        el = time.perf_counter() - t
+        e, n = wer(ref, text)
+        totals["beam 1 batched"][0] += e
+        totals["beam 1 batched"][1] += n
+        totals["beam 1 batched"][2] += el
+        row.append(f"{100 * e / n:6.1f}% {el:5.1f}s")
+        print(f"{path.name[:45]:<46}" + "".join(f"{c:>22}" for c in row))
+    print(f"{'ALL (word-weighted)':<46}" + "".join(
+        f"{100 * e / max(1, n):6.1f}% {s:5.1f}s".rjust(22) for e, n, s in totals.values()))
+    base = totals["beam 5 (old default)"]
+    new = totals["beam 1 (new default)"]
+    delta = 100 * (new[0] / new[1] - base[0] / base[1])
+    print(f"beam 1 vs beam 5: WER {delta:+.2f} points (bound: within +1.0) -> "
+          f"{'met' if delta <= 1.0 else 'MISSED'}; time ratio {new[2] / base[2]:.2f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--skip-long", action="store_true", help="leave out the 10-min bench screencast")
+    ap.add_argument("--skip-ocr", action="store_true")
+    ap.add_argument("--skip-asr", action="store_true")
+    a = ap.parse_args()
+    truth = known_cuts()
+    files = list(truth) + sorted(str(p) for p in (EVAL / "video").glob("*") if p.suffix in (".mp4", ".webm"))
+    if a.skip_long:
+        files = [f for f in files if "10min" not in f]
+    workdir = Path(tempfile.mkdtemp(prefix="tt-bench-acc-"))
+    print(f"== scene cuts: new keyframe pass vs v1 (every frame through FFmpeg select), within 1.0 s ==")
+    print(f"{'file':<40}{'v1 s':>7}{'new s':>7}{'speed':>7}{'v1 dec':>8}{'new dec':>8}"
+          f"{'cuts kept':>11}{'v1 uniq':>9}{'new uniq':>9}  missed")
+    all_ok = True
+    ocr_rows = []
+    for f in files:
+        res = run_keyframes(f, workdir)
+        n, kept, missed = cut_report(f, res, truth.get(f, []))
+        all_ok &= not missed
+        v1, new = res["v1"], res["new"]
+        print(f"{Path(f).name[:39]:<40}{v1['s']:>7.1f}{new['s']:>7.1f}{v1['s'] / max(new['s'], 1e-3):>6.1f}x"
+              f"{v1['decoded']:>8}{new['decoded']:>8}{f'{kept}/{n}':>11}{len(v1['unique']):>9}"
+              f"{len(new['unique']):>9}  {missed or ''}")
+        ocr_rows.append((f, res))
+    print(f"every cut kept within 1.0 s: {'yes' if all_ok else 'NO'}")
+    if not a.skip_ocr:
+        print("\n== OCR words on unique frames: v1 vs new ==")
+        print(f"{'file':<40}{'v1 words':>9}{'new words':>10}{'v1 s':>7}{'new s':>7}{'banded':>8}"
+              f"  only in v1 / only in new")
+        for f, res in ocr_rows:
+            (w1, s1, _), (w2, s2, nb) = ocr_words(res["v1"]["unique"], False), ocr_words(res["new"]["unique"], True)
+            print(f"{Path(f).name[:39]:<40}{len(w1):>9}{len(w2):>10}{s1:>7.1f}{s2:>7.1f}{nb:>8}"
+                  f"  {sorted(w1 - w2)[:12]} / {sorted(w2 - w1)[:12]}")
+    if not a.skip_asr:
+        bench_asr()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
