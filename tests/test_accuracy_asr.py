@@ -1,0 +1,30 @@
+"""Transcription on real speech (issue #14 item 6): the English-only tiny.en must not invent English
+words over the German half of faster-whisper's multilingual.mp3 (bare faster-whisper emits nothing
+there), and still reads the English half. Real faster-whisper (bundled tiny.en) through the stage
+function with its default settings; bench/bench_asr.py compares the settings on every asr/ clip."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from talkthrough_assets import models
+from talkthrough_assets.stages import audio, transcribe
+
+ROOT = Path(__file__).resolve().parent.parent
+MEDIA = ROOT.parent / "shared" / "eval" / "media"
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_asr  # noqa: E402  (norm, align, MIT_EN: pure scoring shared with the benchmark)
+
+
+def test_no_invented_words_over_the_german_half_of_multilingual(tmp_path):
+    wav = tmp_path / "multilingual.wav"
+    audio.extract_wav(MEDIA / "asr" / bench_asr.MULTI, wav)
+    ref, label = models.resolve_whisper()
+    out = transcribe.transcribe(audio.load_wav(wav), model_ref=ref, model_label=label)
+    words = out["words"]
+    german = [w["word"] for w in words if w["t0_ms"] >= bench_asr.MULTI_EN_END_S * 1000]
+    assert german == [], german  # before (condition_on_previous_text=False): 19 invented words
+    english = bench_asr.norm(" ".join(w["word"] for w in words))
+    assert bench_asr.align(bench_asr.norm(bench_asr.MIT_EN), english)["wer"] < 0.10, english
