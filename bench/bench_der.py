@@ -212,7 +212,7 @@ def main() -> int:
 
     cs = clips(args.media)
     tmp = Path(tempfile.mkdtemp(prefix="tt-der-"))
-    print(f"DER with a {args.collar:g} s collar, speakers found/expected; CPU s of the diarization call")
+    print(f"DER with a {args.collar:g} s collar, speakers found/expected; wall s of the diarization call (engine warm)")
     print(f"talkthrough = run_turns(num_speakers=None, threshold=0.5 (settings' diarize_threshold)): window_shift "
           f"{D.WINDOW_SHIFT_RATIO}, + same-voice merge")
     print(f"{'clip':18s} {'sherpa defaults':>22s} {'talkthrough':>22s}")
