@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -140,6 +141,7 @@ def _segments(rid: str, cfg: dict) -> dict:
         samples = audio_stage.load_wav(store.audio_path(rid))  # read once: transcript + loudness check
         peak = int(abs(samples).max() * 32768) if len(samples) else 0
         out = transcribe_stage.transcribe(samples, model_ref=ref, model_label=label, language=cfg.get("language"),
+                                          threads=transcribe_stage.cpu_threads(shared=_shares_cpu(rid)),
                                           vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or 1))
     store.write_table("segments", rid, out["segments"])
     store.write_table("words", rid, out["words"])
@@ -391,6 +393,17 @@ class Skipped(Exception):
         self.stage, self.upstream = stage, upstream
 
 
+@contextmanager
+def _sharing(recording_id: str, stages: list[str], workers: int):
+    shared = _both_branches(stages, workers)
+    if shared:
+        _shared_runs.add(recording_id)
+    try:
+        yield
+    finally:
+        _shared_runs.discard(recording_id)
+
+
 def run_stages(recording_id: str, stages: list[str], overrides: dict | None = None,
                workers: int | None = None):
     """Run ``stages`` of one recording, each as soon as the selected stages it depends on are done,
@@ -410,7 +423,8 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
     workers = workers or stage_workers()
     # the run holds the recording's writer lock throughout; its stage threads re-enter it
     with store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S), \
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stage") as pool:
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stage") as pool, \
+            _sharing(recording_id, selected, workers):
         running: dict = {}
         while pending or running:
             for stage in list(pending):
@@ -438,6 +452,33 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                 yield stage, result
 
 
+VISUAL_STAGES = ("keyframes", "dedup", "ocr")
+_shared_runs: set[str] = set()  # recordings whose current run overlaps Whisper with the visual branch
+
+
+def _shares_cpu(recording_id: str) -> bool:
+    """Called when segments starts (probe has run): does the visual branch run beside it?"""
+    return recording_id in _shared_runs and _has_video(recording_id)
+
+
+def _has_video(recording_id: str) -> bool:
+    p = store.read_one("probe", recording_id)
+    if p is not None:
+        return bool(p.get("has_video"))
+    try:  # before probe (prewarm): judge by the file name
+        return source_path(recording_id).suffix.lower() not in probe_stage.AUDIO_EXTS - {".webm"}
+    except StageError:
+        return False
+
+
+def _both_branches(stages: list[str], workers: int) -> bool:
+    return workers >= 2 and "segments" in stages and bool(set(VISUAL_STAGES) & set(stages))
+
+
+def _overlaps(recording_id: str, stages: list[str], workers: int) -> bool:
+    return _both_branches(stages, workers) and _has_video(recording_id)
+
+
 def prewarm(recording_id: str, stages: list[str]) -> None:
     """Load the engines the planned stages will need in background threads (ONNX Runtime and
     CTranslate2 release the GIL while loading), so loading overlaps whatever runs first."""
@@ -448,7 +489,8 @@ def prewarm(recording_id: str, stages: list[str]) -> None:
     if "segments" in stages:
         from .models import resolve_whisper
 
-        jobs.append(lambda: transcribe_stage.warm(resolve_whisper(cfg.get("whisper_model"))[0]))
+        threads = transcribe_stage.cpu_threads(shared=_overlaps(recording_id, stages, stage_workers()))
+        jobs.append(lambda: transcribe_stage.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads))
     if "ocr" in stages and cfg.get("ocr"):
         jobs.append(lambda: ocr_stage.engine_status(True))
     for job in jobs:

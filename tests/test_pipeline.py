@@ -150,3 +150,36 @@ def test_bad_input_fails_with_a_reason_and_loses_nothing(processed, tmp_path, pa
     assert out["status"] == "failed" and expect in out["reason"]
     assert "Traceback" not in out["reason"]
     assert store.connect().execute("SELECT count(*) FROM segments").fetchone()[0] == before
+
+
+def test_the_audio_and_visual_branches_ran_at_the_same_time(processed):
+    """One Dagster step runs the stages in 2 threads: Whisper overlaps the keyframe/OCR branch."""
+    rid = processed[SCREENCAST_NAME]["recording_id"]
+    st = pipeline.stage_state(rid)
+
+    def span(stage):
+        end = parse_iso(st[stage]["finished_at"]).timestamp()
+        return end - st[stage]["elapsed_s"], end
+
+    s0, s1 = span("segments")
+    overlap = max(min(s1, span(v)[1]) - max(s0, span(v)[0]) for v in ("keyframes", "dedup", "ocr"))
+    assert overlap > 0.2, {k: span(k) for k in ("segments", "keyframes", "dedup", "ocr")}
+
+
+def test_stages_sequential_setting_gives_the_same_outputs(processed, tmp_path, monkeypatch):
+    """TALKTHROUGH_STAGE_WORKERS=1 runs the same stages one by one, with the same results."""
+    from fixture_facts import FIXTURES_DIR as F
+
+    src = tmp_path / "seq copy.mp4"
+    src.write_bytes((F / SILENT_NAME).read_bytes() + b"\0")  # other bytes -> its own recording
+    monkeypatch.setenv("TALKTHROUGH_STAGE_WORKERS", "1")
+    out = service.process(src)
+    assert out["status"] == "processed", out
+    st = pipeline.stage_state(out["recording_id"])
+    ends = sorted(st.values(), key=lambda r: r["finished_at"])
+    for a, b in zip(ends, ends[1:]):  # no two stages overlap
+        start_b = parse_iso(b["finished_at"]).timestamp() - b["elapsed_s"]
+        assert start_b >= parse_iso(a["finished_at"]).timestamp() - 0.05, (a["stage"], b["stage"])
+    ref = processed[SILENT_NAME]["recording_id"]
+    assert [d["duplicate_of"] is None for d in store.read_rows("dedup", out["recording_id"])] == \
+        [d["duplicate_of"] is None for d in store.read_rows("dedup", ref)]

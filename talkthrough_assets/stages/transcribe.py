@@ -24,8 +24,14 @@ MIN_AVG_LOGPROB: float | None = -1.0
 _lock = threading.Lock()
 
 
-def cpu_threads() -> int:
-    return int(os.environ.get("TALKTHROUGH_WHISPER_THREADS") or os.cpu_count() or 2)
+def cpu_threads(shared: bool = False) -> int:
+    """Whisper's CPU threads: every core, or half of them when another stage runs beside it (the
+    visual branch of a video): two CTranslate2 threads competing with OCR/decoding for 2 cores
+    spin and cost ~1.5x the CPU for no gain. TALKTHROUGH_WHISPER_THREADS overrides both."""
+    if os.environ.get("TALKTHROUGH_WHISPER_THREADS"):
+        return int(os.environ["TALKTHROUGH_WHISPER_THREADS"])
+    n = os.cpu_count() or 2
+    return max(1, n // 2) if shared else n
 
 
 @lru_cache(maxsize=2)
@@ -35,10 +41,10 @@ def _model(model_ref: str, device: str, compute_type: str, threads: int):
     return WhisperModel(model_ref, device=device, compute_type=compute_type, cpu_threads=threads)
 
 
-def warm(model_ref: str) -> None:
+def warm(model_ref: str, threads: int | None = None) -> None:
     """Load the model now (a background thread may call this while other work runs)."""
     with _lock:
-        _model(model_ref, *device_setting(), cpu_threads())
+        _model(model_ref, *device_setting(), threads or cpu_threads())
 
 
 def device_setting() -> tuple[str, str]:
@@ -51,7 +57,7 @@ def device_setting() -> tuple[str, str]:
 def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
                vocabulary: str | None = None, beam_size: int = 5, vad: bool = True,
                condition_on_previous_text: bool = CONDITION_ON_PREVIOUS_TEXT,
-               min_avg_logprob: float | None = MIN_AVG_LOGPROB) -> dict:
+               min_avg_logprob: float | None = MIN_AVG_LOGPROB, threads: int | None = None) -> dict:
     """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times."""
     t_start = time.perf_counter()
     audio_ms = int(len(samples) * 1000 / 16000)
@@ -62,7 +68,7 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
         return {"meta": meta, "segments": [], "words": []}
     device, compute = device_setting()
     with _lock:  # one model instance is not safe to share across concurrent transcribe calls
-        model = _model(model_ref, device, compute, cpu_threads())
+        model = _model(model_ref, device, compute, threads or cpu_threads())
         seg_iter, info = model.transcribe(
             samples, language=language or None, beam_size=beam_size, vad_filter=vad,
             word_timestamps=True, initial_prompt=vocabulary or None, hotwords=vocabulary or None,
