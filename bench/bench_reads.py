@@ -64,6 +64,7 @@ def generate(home: Path, n_recordings: int = 1000, n_segments: int = 200, n_fram
     """Write N synthetic recordings through store.write_table under ``home``; return facts."""
     os.environ["TALKTHROUGH_HOME"] = str(home)
     from talkthrough_assets import store
+    from talkthrough_assets.stages import manifest as manifest_stage
     from talkthrough_assets.stages import terms as terms_stage
 
     rng = random.Random(seed)
@@ -119,6 +120,18 @@ def generate(home: Path, n_recordings: int = 1000, n_segments: int = 200, n_fram
                                                                              for s in segs]), part="transcript")
         store.write_table("terms", rid, terms_stage.term_rows("ocr", [(o["ms"], o["ms"], o["text"]) for o in ocr]),
                           part="ocr")
+        # the read server serves published manifests (one generation per recording): publish one, built by
+        # the real manifest stage from the tables above, as the pipeline's manifest stage does last
+        probe = {"path": f"/nonexistent/rec_{r:04d}.mp4", "filename": f"rec_{r:04d}.mp4", "kind": "video",
+                 "duration_ms": dur, "size_bytes": 1 << 20, "width": 1568, "height": 882, "video_codec": "h264",
+                 "has_audio": True, "has_video": True, "cap_hit": False}
+        m = manifest_stage.build(
+            recording_id=rid, probe=probe, wall_clock={"start_utc": start, "tz_offset_min": 0, "source": "creation_time",
+                                                       "confidence": "medium", "available": True},
+            transcript={"available": True, "reason": None, "language": "en", "model": "synthetic"}, segments=segs,
+            words=[], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=frames, dedup=dedup,
+            ocr=ocr, settings={"max_frames": n_frames, "ocr": True}, frames_dir_rel=None)
+        store.atomic_write_json(store.manifest_path(rid), m)
     return {"recordings": ids, "marker_recording": marker_rid, "generate_s": round(time.perf_counter() - t0, 1),
             "segments_per_recording": n_segments, "frames_per_recording": n_frames}
 
