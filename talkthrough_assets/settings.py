@@ -100,8 +100,27 @@ def effective(recording_id: str) -> dict[str, Any]:
     return s
 
 
+def engine_fingerprint(stage: str) -> dict[str, Any]:
+    """Environment choices that change a stage's output without being per-recording settings: they
+    are part of its config hash, so changing one re-runs the stage (and records what produced it)."""
+    if stage == "segments":
+        from .stages.transcribe import device_setting
+
+        device, compute = device_setting()
+        return {"device": device, "compute_type": compute}
+    if stage == "ocr":
+        from .stages.ocr import DET_MAX_SIDE
+
+        return {"det_max_side": DET_MAX_SIDE}
+    return {}
+
+
 def stage_config(stage: str, settings: dict[str, Any]) -> dict[str, Any]:
-    return {k: settings.get(k) for k in STAGE_KEYS[stage]}
+    cfg = {k: settings.get(k) for k in STAGE_KEYS[stage]}
+    env = engine_fingerprint(stage)
+    if env:
+        cfg["_engine"] = env
+    return cfg
 
 
 def config_hash(stage: str, settings: dict[str, Any]) -> str:

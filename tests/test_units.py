@@ -221,3 +221,14 @@ def test_amend_scopes_follow_the_graph():
     assert S.ordered(S.downstream({"keyframes"})) == ["keyframes", "dedup", "ocr", "manifest"]
     assert S.config_hash("wall_clock", {"recorded_at": "x"}) != S.config_hash("wall_clock", {"recorded_at": "y"})
     assert S.config_hash("segments", {"recorded_at": "x"}) == S.config_hash("segments", {"recorded_at": "y"})
+
+
+def test_engine_choices_from_the_environment_are_in_the_config_hash(monkeypatch):
+    """TALKTHROUGH_DEVICE / COMPUTE_TYPE change Whisper's output: changing them re-runs segments."""
+    cfg = dict(S.DEFAULTS, ocr=True)
+    base = S.config_hash("segments", cfg)
+    monkeypatch.setenv("TALKTHROUGH_COMPUTE_TYPE", "int8_float32")
+    assert S.config_hash("segments", cfg) != base
+    monkeypatch.delenv("TALKTHROUGH_COMPUTE_TYPE")
+    assert S.config_hash("segments", cfg) == base
+    assert "det_max_side" in S.stage_config("ocr", cfg)["_engine"]
