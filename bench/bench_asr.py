@@ -2,9 +2,9 @@
 """Whisper decoding settings on real speech: WER and hallucinated words for
 ``condition_on_previous_text`` True vs False, each with and without dropping segments whose
 ``avg_logprob`` is below a floor, all measured in the same run with the bundled tiny.en
-(``stages.transcribe.transcribe``, CPU int8, VAD on, beam 5: what the pipeline runs).
+(``stages.transcribe.transcribe``, CPU int8, VAD on, the pipeline's beam size unless --beam).
 
-    python bench/bench_asr.py [--media DIR] [--long PATH ...] [--floor -1.0] [--no-long]
+    python bench/bench_asr.py [--media DIR] [--beam N] [--floor -1.0] [--no-long] [--only NAME] [--show-oov]
 
 Clips: every file in ../shared/eval/media/asr (references from its manifest.json / SOURCES.md) and,
 unless --no-long, the 10-min narrated screencast and the 30-min meeting from
@@ -157,14 +157,14 @@ NUMBER_WORDS = [str(i) for i in range(0, 1000)] + ["one", "two", "three", "four"
                                                    "nine", "ten", "twelve", "thirty", "forty", "hundred", "ok", "okay"]
 
 
-def run(samples, cond: bool) -> tuple[list[dict], list[dict], float]:
+def run(samples, cond: bool, beam: int = 5) -> tuple[list[dict], list[dict], float]:
     from talkthrough_assets import models
     from talkthrough_assets.stages import transcribe as T
 
     ref, label = models.resolve_whisper()
     t = time.perf_counter()
     out = T.transcribe(samples, model_ref=ref, model_label=label, condition_on_previous_text=cond,
-                       min_avg_logprob=None)
+                       min_avg_logprob=None, beam_size=beam)
     return out["segments"], out["words"], time.perf_counter() - t
 
 
@@ -193,18 +193,23 @@ def main() -> int:
     ap.add_argument("--media", type=Path, default=DEFAULT_MEDIA)
     ap.add_argument("--floor", type=float, default=-1.0, help="avg_logprob floor for the filtered variants")
     ap.add_argument("--no-long", action="store_true")
+    ap.add_argument("--beam", type=int, default=None,
+                    help="beam size (default: the pipeline's, settings.DEFAULTS['beam_size'])")
     ap.add_argument("--only", default="", help="run only clips whose name contains this")
     ap.add_argument("--show-oov", action="store_true", help="print the out-of-vocabulary words of long clips")
     args = ap.parse_args()
     from talkthrough_assets.stages import audio
     from talkthrough_assets.stages import transcribe as T
 
+    from talkthrough_assets import settings
+
+    beam = args.beam or int(settings.DEFAULTS.get("beam_size") or 5)
     clips = asr_clips(args.media) + ([] if args.no_long else long_clips())
     clips = [c for c in clips if args.only in c["name"]]
     tmp = Path(tempfile.mkdtemp(prefix="tt-asr-"))
     variants = [("True", True, None), ("False", False, None),
                 (f"True,lp>={args.floor:g}", True, args.floor), (f"False,lp>={args.floor:g}", False, args.floor)]
-    print(f"tiny.en, beam 5, VAD; stage defaults now: condition_on_previous_text={T.CONDITION_ON_PREVIOUS_TEXT}, "
+    print(f"tiny.en, beam {beam}, VAD; stage defaults now: condition_on_previous_text={T.CONDITION_ON_PREVIOUS_TEXT}, "
           f"min_avg_logprob={T.MIN_AVG_LOGPROB}")
     print("per clip: WER % / hallucinated words; unfiltered runs: decode seconds. Long clips: WER against the "
           "exact script make_long_media synthesized")
@@ -214,7 +219,7 @@ def main() -> int:
         wav = tmp / (Path(c["file"]).stem + ".wav")
         audio.extract_wav(c["file"], wav)
         x = audio.load_wav(wav)
-        runs = {cond: run(x, cond) for cond in (True, False)}
+        runs = {cond: run(x, cond, beam) for cond in (True, False)}
         cells, extra = [], []
         for name, cond, floor in variants:
             segs, words, el = runs[cond]

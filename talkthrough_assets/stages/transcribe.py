@@ -11,13 +11,13 @@ from functools import lru_cache
 import numpy as np
 
 CODE_VERSION = "2"
-# Measured with bench/bench_asr.py (tiny.en, all eval asr/ clips + the 10-min screencast and 30-min meeting):
-# conditioning on previous text (faster-whisper's default) drops repeated sentences on the 10-min screencast
-# (WER 24 % vs 7 %) though it helps on the 30-min meeting (11 % vs 14 %); without it, tiny.en invents
-# English over non-English speech (19 words on the German half of multilingual.mp3). Keep it off, and drop
-# segments whose avg_logprob stays under -1.0: faster-whisper's own log_prob_threshold, i.e. segments that
-# failed the decoder's quality check at every temperature. That removes those 19 words and nothing else
-# on any of the clips (same WER on all of them).
+# Measured with bench/bench_asr.py (tiny.en, all eval asr/ clips + the 10-min screencast and 30-min meeting;
+# greedy / beam 5): conditioning on previous text (faster-whisper's default) drops repeated sentences on the
+# 10-min screencast (WER 29 % vs 7 % / 20-24 % vs 7 %) and is not better on the 30-min meeting (17 % vs 18 % /
+# 11 % vs 14 %); without it, tiny.en invents English over non-English speech (17 / 19 words on the German
+# half of multilingual.mp3). Keep it off, and drop segments whose avg_logprob stays under -1.0:
+# faster-whisper's own log_prob_threshold, i.e. segments that failed the decoder's quality check at every
+# temperature. That removes those words and changes the WER of no clip.
 CONDITION_ON_PREVIOUS_TEXT = False
 MIN_AVG_LOGPROB: float | None = -1.0
 
