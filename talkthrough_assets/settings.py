@@ -24,7 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "beam_size": 1,  # greedy: same WER as beam 5 on eval/media/asr, 0.6x the time (bench/bench_accuracy.py)
     "diarize": False,
     "num_speakers": None,
-    "diarize_threshold": 0.5,
+    "diarize_threshold": 0.45,  # mid of the range that finds every speaker at window shift 0.1 (bench/bench_der.py)
     "recorded_at": None,
     "ocr": None,  # None -> TALKTHROUGH_OCR (on unless "off")
     "speaker_names": {},

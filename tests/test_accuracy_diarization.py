@@ -1,5 +1,5 @@
 """Auto diarization on real multi-speaker clips (issue #14 item 1): with num_speakers unset and the
-default threshold (0.5, settings' diarize_threshold) every speaker is found and DER (0.25 s collar)
+default threshold (settings' diarize_threshold, 0.45) every speaker is found and DER (0.25 s collar)
 stays near sherpa-onnx's own defaults. Real sherpa-onnx with the shared models; the references are
 the clips' own RTTM / segment files. bench/bench_der.py prints the full comparison."""
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from talkthrough_assets import settings as S
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages import diarize as D
 
@@ -37,7 +38,7 @@ def test_auto_diarization_finds_every_speaker(clip, tt_home, tmp_path):
     ref_fn, speakers, max_der = CASES[clip]
     wav = tmp_path / f"{clip}.wav"
     audio.extract_wav(MEDIA / "diarization" / f"{clip}.wav", wav)
-    out = D.run_turns(wav, segments=[], words=[], num_speakers=None, threshold=0.5)
+    out = D.run_turns(wav, segments=[], words=[], num_speakers=None, threshold=S.DEFAULTS["diarize_threshold"])
     row = out["diarization"]
     assert row["available"], row
     hyp = [(t["t0_ms"] / 1000, t["t1_ms"] / 1000, t["speaker"]) for t in out["turns"]]
