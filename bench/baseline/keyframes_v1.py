@@ -105,25 +105,3 @@ def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: f
     if not frames and decoded == 0:
         raise BadMediaError("video stream has no decodable frames")
     return {"frames": frames, "floor_s": floor_s, "cap_hit": cap_hit, "decoded": decoded, "width": cc.width}
-
-
-def contact_sheet(paths: list, out_path: str | os.PathLike, *, cols: int = 4, thumb_w: int = 240,
-                  max_frames: int = 16) -> str:
-    """A small grid of up to ``max_frames`` evenly spaced keyframes (for previews in the UI)."""
-    from PIL import Image
-
-    if len(paths) > max_frames:
-        step = len(paths) / max_frames
-        paths = [paths[int(i * step)] for i in range(max_frames)]
-    thumbs = []
-    for p in paths:
-        with Image.open(p) as im:
-            im.thumbnail((thumb_w, thumb_w))
-            thumbs.append(im.convert("RGB"))
-    th = max(t.height for t in thumbs)
-    rows = (len(thumbs) + cols - 1) // cols
-    sheet = Image.new("RGB", (cols * thumb_w, rows * th), (255, 255, 255))
-    for i, t in enumerate(thumbs):
-        sheet.paste(t, ((i % cols) * thumb_w, (i // cols) * th))
-    sheet.save(out_path, quality=80)
-    return str(out_path)
