@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..errors import BadMediaError
 from ..mediaio import open_input
+from ..store import frame_file_name
 from .probe import frame_floor_s
 
 CODE_VERSION = "2"
@@ -42,10 +43,6 @@ CELL_DELTA = 24
 MAX_GOP_S = 10.0
 # A GOP is decoded in full when its I-frames differ by more than this fraction of the threshold.
 REFINE_FRACTION = 0.5
-
-
-def frame_name(ms: int) -> str:
-    return f"t{ms:08d}.jpg"
 
 
 def _thumb(frame):
@@ -121,7 +118,7 @@ class _Keeper:
             w, h = self.max_width, max(2, int(round(h * self.max_width / w / 2)) * 2)
         img = frame.reformat(width=w, height=h, format="rgb24", interpolation="BICUBIC").to_image()
         img = _upright(img, self.rotation)
-        name = frame_name(ms)
+        name = frame_file_name(ms)
         img.save(self.out_dir / name, quality=JPEG_QUALITY)
         self.frames.append({"ms": ms, "file": name, "width": img.width, "height": img.height,
                             "scene_score": round(score, 4) if score is not None else None, "reason": reason})
