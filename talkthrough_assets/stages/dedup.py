@@ -50,7 +50,6 @@ def _dhash_bits(gray_img, size: int = 8) -> int:
 
 def signature(image) -> Signature:
     """Quarter-scale grey + colour thumbnail + dHash of a PIL image or a path to a JPEG/PNG."""
-    import numpy as np
     from PIL import Image
 
     if not isinstance(image, Image.Image):
