@@ -6,7 +6,6 @@ sensor launch, so there is one code path for processing.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import time
 from pathlib import Path
@@ -22,15 +21,40 @@ PREVIEW_SEGMENTS = 15
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+PG_URL_ENV = "TALKTHROUGH_PG_URL"
+# Appended to the repo's dagster.yaml when TALKTHROUGH_PG_URL is set. The URL is read from the environment
+# when an instance loads (webserver, daemon and CLI alike), so a password never lands in DAGSTER_HOME.
+POSTGRES_STORAGE_YAML = f"""
+# Added by talkthrough because {PG_URL_ENV} is set: runs, event log and schedules live in Postgres.
+storage:
+  postgres:
+    postgres_url:
+      env: {PG_URL_ENV}
+"""
+
+
+def instance_yaml() -> str:
+    """The dagster.yaml this process uses: the repo's (SQLite storage under DAGSTER_HOME, the run queue
+    limits), plus Postgres storage (run, event log, schedule) when ``TALKTHROUGH_PG_URL`` is set."""
+    src = _REPO_ROOT / "dagster.yaml"
+    text = src.read_text() if src.exists() else ""
+    if os.environ.get(PG_URL_ENV):
+        text += POSTGRES_STORAGE_YAML
+    return text
+
+
 def ensure_dagster_home() -> Path:
-    """Point DAGSTER_HOME at the data root (SQLite storage) and install our dagster.yaml there."""
+    """Point DAGSTER_HOME at the data root and install the instance YAML there (SQLite storage by
+    default; Postgres when TALKTHROUGH_PG_URL is set). Written only when it changed."""
     home = Path(os.environ.get("DAGSTER_HOME") or store.dagster_home())
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
     target = home / "dagster.yaml"
-    src = _REPO_ROOT / "dagster.yaml"
-    if src.exists() and (not target.exists() or target.read_bytes() != src.read_bytes()):
-        shutil.copyfile(src, target)
+    text = instance_yaml().encode()
+    if not target.exists() or target.read_bytes() != text:
+        tmp = target.with_name(f".dagster.yaml.{os.getpid()}.tmp")  # a concurrent reader never sees half a file
+        tmp.write_bytes(text)
+        os.replace(tmp, target)
     return home
 
 
@@ -39,7 +63,13 @@ def instance():
 
     from . import sqlite_tuning
 
-    sqlite_tuning.install()
+    if os.environ.get(PG_URL_ENV):
+        try:
+            import dagster_postgres  # noqa: F401
+        except ImportError:
+            raise RuntimeError(f"{PG_URL_ENV} is set but dagster-postgres is not installed: "
+                               "pip install -c constraints.txt -e '.[postgres]'") from None
+    sqlite_tuning.install()  # a no-op on Postgres connections
     ensure_dagster_home()
     return DagsterInstance.get()
 
@@ -139,7 +169,7 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None)
 
 
 def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | None = None,
-            on_stages: Callable[[str, list[str]], None] | None = None, lock_timeout_s: float = 0.0) -> dict:
+            on_stages: Callable[[str, list[str]], None] | None = None) -> dict:
     """Process one file; a second call on the same bytes with the same settings runs nothing."""
     t0 = time.perf_counter()
     rid = recording_id_for(path)
@@ -150,8 +180,8 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
         out.update(status="cached", stages_run=[], elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
         return out
     try:
-        # one writer per recording: a second process of the same bytes waits, then is refused
-        with store.partition_lock(rid, timeout_s=lock_timeout_s):
+        # one writer per recording: a second process of the same bytes is refused at once
+        with store.partition_lock(rid, timeout_s=0.0):
             if overrides:
                 S.save_overrides(rid, overrides)
             stages = pipeline.plan(rid, force=force)

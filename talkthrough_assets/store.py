@@ -185,34 +185,36 @@ def _tmp_in(directory: Path, suffix: str) -> Path:
     return Path(name)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> Path:
-    tmp = _tmp_in(path.parent, ".part")
+@contextmanager
+def atomic_path(path: Path, *, fsync: bool = False) -> Iterator[Path]:
+    """The one temp-file + ``os.replace`` publish: yield a temp path in the target directory; when the
+    block succeeds it replaces ``path`` (readers see the old file or the new one, never a partial one),
+    otherwise it is removed. ``fsync`` flushes the bytes first (small state files: manifests, settings);
+    bulk outputs skip it and rely on the filesystem ordering data before the rename (ext4's
+    auto_da_alloc), since a lost Parquet file is re-made by re-running its stage."""
+    tmp = _tmp_in(path.parent, path.suffix + ".part")  # never matches a reader's *.parquet glob
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        yield tmp
+        if fsync:
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    with atomic_path(path, fsync=True) as tmp:
+        tmp.write_bytes(data)
     return path
 
 
 def atomic_write_json(path: Path, obj: Any) -> Path:
     return atomic_write_bytes(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False).encode())
-
-
-@contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temp path in the target directory; on success it replaces ``path``."""
-    tmp = _tmp_in(path.parent, ".part")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _table(table: str, rows: Iterable[dict]) -> pa.Table:
@@ -227,13 +229,8 @@ def write_table(table: str, recording_id: str, rows: Iterable[dict], part: str =
     ensure_schema_files()
     path = table_path(table, recording_id, part)
     t = _table(table, rows)
-    tmp = _tmp_in(path.parent, ".parquet.part")
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(t, tmp, compression="zstd")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path
 
 
@@ -267,14 +264,6 @@ def read_json(path: Path, default: Any = None) -> Any:
         return json.loads(path.read_text())
     except FileNotFoundError:
         return default
-
-
-def known_recordings() -> list[str]:
-    d = tables_dir() / "sources"
-    if not d.exists():
-        return []
-    ids = [p.name.split("=", 1)[1] for p in d.glob("recording=*")]
-    return sorted(i for i in ids if ID_RE.fullmatch(i))
 
 
 # --------------------------------------------------------------------------- per-recording lock
@@ -367,10 +356,8 @@ def ensure_schema_files() -> None:
     for table, schema in SCHEMAS.items():
         path = table_path(table, SCHEMA_PARTITION)
         if not path.exists() or not pq.read_schema(path).equals(schema):  # new or changed schema
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = _tmp_in(path.parent, ".parquet.part")
-            pq.write_table(schema.empty_table(), tmp)
-            os.replace(tmp, path)
+            with atomic_path(path) as tmp:
+                pq.write_table(schema.empty_table(), tmp)
     _schema_files_done.add(root)
 
 
