@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import store
-from .models import sha256_file
+from .ids import recording_id
 from .stages.probe import MEDIA_EXTS
 
 STATE_VERSION = 1
@@ -142,7 +142,7 @@ def tick(drop_dir: str | os.PathLike, *, known_ids: set[str], exts: set[str] | N
             wait(path, "over this tick's hashing budget")
             continue
         try:
-            rid = sha256_file(path)[:16]
+            rid = recording_id(path)
         except OSError:  # vanished between listing and hashing
             files.pop(path, None)
             continue

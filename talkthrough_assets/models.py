@@ -50,21 +50,6 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-_hash_cache: dict[tuple, str] = {}
-
-
-def sha256_cached(path: str | os.PathLike) -> str:
-    """sha256 of a file, remembered in this process by (path, size, mtime_ns, inode, ctime_ns): the
-    CLI hashes a file to find its recording id, and probe's check that the bytes are still the ones
-    registered then costs a stat instead of a second read. Any write or replace changes the key."""
-    st = os.stat(path)
-    key = (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-    digest = _hash_cache.get(key)
-    if digest is None:
-        digest = _hash_cache[key] = sha256_file(path)
-    return digest
-
-
 def download_verified(url: str, sha256: str, dest: Path, *, timeout: float = 60) -> Path:
     """Fetch ``url`` into ``dest`` only if its sha256 matches; never leaves a partial file behind."""
     if dest.exists() and sha256_file(dest) == sha256:

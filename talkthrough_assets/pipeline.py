@@ -18,6 +18,7 @@ from typing import Any, Callable
 from . import settings as S
 from . import store
 from .errors import BadMediaError, StageError
+from .ids import recording_id
 from .stages import audio as audio_stage
 from .stages import dedup as dedup_stage
 from .stages import diarize as diarize_stage
@@ -77,15 +78,14 @@ def source_path(recording_id: str) -> Path:
 # --------------------------------------------------------------------------- stage runners
 
 def _probe(rid: str, cfg: dict) -> dict:
-    from .models import sha256_cached
-
     src = source_path(rid)
-    if sha256_cached(src)[:16] != rid:  # hashed once per process: registration already did it
+    if recording_id(src) != rid:  # hashed once per process: registration already did it
         raise StageError(f"{src.name} changed since it was registered (sha256 no longer matches {rid})")
     info = probe_stage.probe_file(src, max_seconds=cfg["max_seconds"])
     probe_stage.preflight_disk(info, store.home(), max_frames=int(cfg["max_frames"]))
     store.write_table("probe", rid, [info])
-    md = {k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}
+    md = {"filename": src.name, "duration_s": round(info["duration_ms"] / 1000, 3),
+          **{k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}}
     return {"metadata": md, "data_version": _digest(info)}
 
 

@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 
 from . import pipeline, store
 from . import settings as S
-from .models import sha256_cached
+from .ids import recording_id
 from .stages.probe import MEDIA_EXTS
 from .stages.wallclock import t_wall
 
@@ -43,9 +43,20 @@ def instance_yaml() -> str:
     return text
 
 
+def _pin_pg_driver() -> None:
+    """A plain ``postgresql://`` (or ``postgres://``) URL gets the psycopg2 driver, the one dagster-postgres
+    installs and is tested with: SQLAlchemy 2.1 would otherwise pick psycopg 3, which is not installed.
+    Rewritten in this process's environment, so the webserver, daemon and run workers it starts inherit it."""
+    url = os.environ.get(PG_URL_ENV, "")
+    for scheme in ("postgresql://", "postgres://"):
+        if url.startswith(scheme):
+            os.environ[PG_URL_ENV] = "postgresql+psycopg2://" + url[len(scheme):]
+
+
 def ensure_dagster_home() -> Path:
     """Point DAGSTER_HOME at the data root and install the instance YAML there (SQLite storage by
     default; Postgres when TALKTHROUGH_PG_URL is set). Written only when it changed."""
+    _pin_pg_driver()
     home = Path(os.environ.get("DAGSTER_HOME") or store.dagster_home())
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
@@ -92,7 +103,7 @@ def collect(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[tuple[
 
 
 def recording_id_for(path: str | os.PathLike) -> str:
-    return sha256_cached(path)[:16]
+    return recording_id(path)
 
 
 def register(path: str | os.PathLike, inst=None) -> str:

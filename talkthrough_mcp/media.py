@@ -6,13 +6,11 @@ re-decoded frame to JPEG in memory.
 
 from __future__ import annotations
 
-import hashlib
 import io
-import os
-import threading
 from fractions import Fraction
 from pathlib import Path
 
+from talkthrough_assets.ids import recording_id
 from talkthrough_assets.mediaio import open_input
 
 MAX_SIDE = 1568
@@ -30,38 +28,12 @@ class CropOutside(ValueError):
 
 
 class SourceHashes:
-    """sha256 prefixes of source files, cached so a big file is hashed once.
-
-    The cache key is the file's full identity: path, device, inode, size, mtime AND ctime. mtime
-    can be set back by anyone (``touch -d``, ``os.utime``), but every write or ``utime`` bumps
-    ctime, which no unprivileged call can reset; a replaced file also has a new inode. The key is
-    taken from ``fstat`` of the descriptor that is hashed, so it describes exactly those bytes.
-    """
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple, str] = {}
-        self._lock = threading.Lock()
+    """sha256 prefixes (recording ids) of source files: :mod:`talkthrough_assets.ids` hashes them,
+    remembering each by its full identity (path, device, inode, size, mtime and ctime)."""
 
     @staticmethod
-    def _key(path: Path, st) -> tuple:
-        return (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-    def prefix(self, path: Path) -> str:
-        key = self._key(path, path.stat())
-        with self._lock:
-            if key in self._cache:
-                return self._cache[key]
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            before = os.fstat(f.fileno())
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-            after = os.fstat(f.fileno())
-        value = h.hexdigest()[:16]
-        if self._key(path, before) == self._key(path, after):  # not written to while hashing
-            with self._lock:
-                self._cache[self._key(path, after)] = value
-        return value
+    def prefix(path: Path) -> str:
+        return recording_id(path)
 
 
 def decode_frame(path: str | Path, t_ms: int, *, max_side: int = MAX_SIDE, quality: int = JPEG_QUALITY,
