@@ -51,7 +51,10 @@ class Cluster:
         cmd = [str(self.bindir / args[0]), *args[1:]]
         if self._as_postgres:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=self.root)
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=self.root)
+        except OSError as e:  # e.g. no `runuser` here
+            raise PgUnavailable(f"cannot run {cmd[0]}: {e}") from None
         if p.returncode != 0:
             raise PgUnavailable(f"{args[0]} failed (rc {p.returncode}): {(p.stderr or p.stdout).strip()[-600:]}")
         return p.stdout
