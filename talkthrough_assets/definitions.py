@@ -1,17 +1,20 @@
 """Dagster surface: one asset per stage, all partitioned by the recording id (sha256[:16]).
 
-Thin by design: each asset calls :func:`talkthrough_assets.pipeline.run_stage` and turns
-its result into a ``MaterializeResult``; a stage failure becomes a ``dagster.Failure`` whose
-description is the one-line human reason.
+Thin by design: one subsettable multi-asset calls :func:`talkthrough_assets.pipeline.run_stages`
+and turns each stage's result into a ``MaterializeResult`` with its partitioned asset checks.
+A stage failure on bad input ends the step with its one-line reason and no Python stack
+(:class:`RecordingFailed`); an internal error keeps its stack (a ``dagster.Failure``).
 """
 
 
 import os
+import warnings
 from pathlib import Path
 from typing import Optional
 
 from dagster import (
     AssetExecutionContext,
+    AssetObservation,
     AssetSpec,
     AssetCheckResult,
     AssetCheckSeverity,
@@ -87,11 +90,26 @@ class StagesConfig(Config):
 
 assert set(StagesConfig.model_fields) == set(DEFAULTS), "StagesConfig must list every setting"
 
+# Partitioned asset checks, one result per recording. (name, severity, description)
 CHECKS = {
-    "segments": ["transcript_present_when_audible"],
-    "keyframes": ["frame_index_matches_disk"],
-    "manifest": ["manifest_schema_valid"],
+    "segments": [("transcript_present_when_audible", AssetCheckSeverity.WARN,
+                  "Audio louder than about -30 dBFS produced at least one transcript segment. Fails (warning) "
+                  "when Whisper heard nothing in audible audio: music, noise, or speech in a language the "
+                  "model does not know.")],
+    "keyframes": [("frame_index_matches_disk", AssetCheckSeverity.ERROR,
+                   "Every keyframe listed in the keyframes table exists as a JPEG under frames/. Fails when a "
+                   "frame file was deleted or never written; execute the check alone to re-verify the disk.")],
+    "manifest": [("manifest_schema_valid", AssetCheckSeverity.ERROR,
+                  "The published manifests/<id>.json parses and validates against talkthrough-manifest/v1. "
+                  "Fails when it is missing, unreadable or invalid; execute the check alone to re-verify it.")],
 }
+CHECK_SEVERITY = {name: sev for checks in CHECKS.values() for name, sev, _ in checks}
+CHECK_STAGE = {name: stage for stage, checks in CHECKS.items() for name, _, _ in checks}
+
+FILENAME_TAG = "talkthrough/filename"  # on every run: which recording (runs list, partition view)
+DURATION_TAG = "talkthrough/duration"  # added once probe has run
+FAILURE_TAG = "talkthrough/failure"  # a failed run's one-line reason (runs list)
+PREVIEW_MAX_PX = 480  # the contact-sheet thumbnail stored in each keyframes event (a few KB, not the sheet)
 
 
 def _metadata(md: dict) -> dict:
@@ -99,7 +117,9 @@ def _metadata(md: dict) -> dict:
     for k, v in md.items():
         if k == "contact_sheet":
             out[k] = MetadataValue.path(v)
-            out["contact_sheet_preview"] = MetadataValue.md(_inline_image(v))
+            thumb = _thumbnail_md(v)
+            if thumb:
+                out["contact_sheet_preview"] = MetadataValue.md(thumb)
         elif k.endswith("_head") and isinstance(v, str):
             out[k] = MetadataValue.md(v or "_(empty)_")
         elif v is None:
@@ -109,11 +129,95 @@ def _metadata(md: dict) -> dict:
     return out
 
 
-def _inline_image(path: str) -> str:
+def _thumbnail_md(path: str) -> str | None:
+    """A small JPEG thumbnail of the contact sheet as markdown (the full sheet stays on disk, by path)."""
     import base64
+    import io
 
-    data = base64.b64encode(Path(path).read_bytes()).decode()
-    return f"![contact sheet](data:image/jpeg;base64,{data})"
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            im = im.convert("RGB")
+            im.thumbnail((PREVIEW_MAX_PX, PREVIEW_MAX_PX))
+            buf = io.BytesIO()
+            im.save(buf, "JPEG", quality=60, optimize=True)
+    except OSError:
+        return None
+    return f"![contact sheet]({'data:image/jpeg;base64,' + base64.b64encode(buf.getvalue()).decode()})"
+
+
+def recording_filename(rid: str) -> str | None:
+    """The file name a person knows the recording by (newest registered path; aliases aside)."""
+    rows = store.read_rows("sources", rid) if store.has_partition("sources", rid) else []
+    if not rows:
+        return None
+    return sorted(rows, key=lambda r: r["seen_at"])[-1]["filename"]
+
+
+class RecordingFailed(Exception):
+    """A recording that cannot be processed as it is (bad input, a busy recording): the step fails
+    with this one-line reason and no Python stack. The frames Dagster would print are its own
+    machinery and say nothing about the recording, so the traceback is hidden from the serializer."""
+
+    @property
+    def __traceback__(self):  # the interpreter still keeps the real one (C level), for debuggers
+        return None
+
+    @__traceback__.setter
+    def __traceback__(self, _value):
+        pass
+
+
+def _standalone_check(name: str, rid: str) -> dict:
+    """Re-evaluate a check from what is on disk now (the check executed on its own)."""
+    import json
+
+    from .stages import audio as audio_stage
+    from .stages import manifest as manifest_stage
+
+    if name == "frame_index_matches_disk":
+        return pipeline.frame_index_check(rid)
+    if name == "manifest_schema_valid":
+        path = store.manifest_path(rid)
+        try:
+            problems = manifest_stage.validate(json.loads(path.read_text()))
+        except FileNotFoundError:
+            problems = ["no published manifest (materialize `manifest`)"]
+        except (OSError, ValueError) as e:
+            problems = [f"unreadable manifest: {e}"]
+        return {"name": name, "passed": not problems,
+                "description": "; ".join(problems) if problems else manifest_stage.SCHEMA}
+    probe = store.read_one("probe", rid) or {}
+    segments = len(store.read_rows("segments", rid))
+    peak = 0
+    if probe.get("has_audio") and store.audio_path(rid).is_file():
+        samples = audio_stage.load_wav(store.audio_path(rid))
+        peak = int(abs(samples).max() * 32768) if len(samples) else 0
+    loud = peak > 1000
+    return {"name": name, "passed": (not loud) or segments > 0,
+            "description": (f"audible audio, {segments} transcript segments" if loud
+                            else "no audible audio: nothing expected")}
+
+
+def _check_result(stage: str, c: dict) -> AssetCheckResult:
+    return AssetCheckResult(asset_key=stage, check_name=c["name"], passed=c["passed"],
+                            severity=CHECK_SEVERITY.get(c["name"], AssetCheckSeverity.WARN),
+                            description=c["description"], metadata={"detail": c["description"]})
+
+
+def _not_materialized(stage: str, rid: str, reason: str) -> AssetObservation:
+    """Why this stage's partition did not materialize, as an observation of that asset partition: the
+    partition view lists it beside the failed run (Dagster's own "failed to materialize" events are
+    not stored by its SQLite storage)."""
+    return AssetObservation(asset_key=stage, partition=rid, description=reason,
+                            metadata={"failure_reason": MetadataValue.text(reason)})
+
+
+def _tag_run(context: AssetExecutionContext, tags: dict) -> None:
+    new = {k: v for k, v in tags.items() if v and context.run.tags.get(k) != v}
+    if new:
+        context.instance.add_run_tags(context.run.run_id, new)
 
 
 def build_stages_asset(code_versions: dict[str, str] | None = None):
@@ -123,33 +227,56 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
     code_versions = code_versions or pipeline.CODE_VERSIONS
     specs = [AssetSpec(s, deps=list(DEPS[s]), code_version=code_versions[s], description=DESCRIPTIONS[s],
                        kinds=KINDS[s], group_name="talkthrough", skippable=True) for s in STAGES]
-    checks = [AssetCheckSpec(name, asset=stage) for stage, names in CHECKS.items() for name in names]
+    with warnings.catch_warnings():  # partitioned checks are a "preview" feature in Dagster 1.13
+        warnings.simplefilter("ignore")
+        checks = [AssetCheckSpec(name, asset=stage, description=desc, partitions_def=recordings_partitions)
+                  for stage, items in CHECKS.items() for name, _, desc in items]
 
     @multi_asset(name="talkthrough_stages", specs=specs, check_specs=checks, partitions_def=recordings_partitions,
                  can_subset=True, description="The nine Talkthrough stages of one recording.")
     def talkthrough_stages(context: AssetExecutionContext, config: StagesConfig):
+        rid = context.partition_key
         selected = [k.path[-1] for k in context.selected_asset_keys]
+        selected_checks = {k.name for k in context.selected_asset_check_keys}
+        _tag_run(context, {FILENAME_TAG: recording_filename(rid)})
         overrides = {k: v for k, v in config.model_dump().items() if v is not None}
-        failures = []
+        failures: list[tuple[str, str, Exception]] = []  # (stage, one-line reason, error)
         try:
-            for stage, res in pipeline.run_stages(context.partition_key, selected, overrides):
+            for stage, res in pipeline.run_stages(rid, selected, overrides):
                 if res is pipeline.STARTED:
                     context.log.info(f'Started stage "{stage}"')
                     continue
                 if isinstance(res, Exception):
-                    failures.append(str(res) if isinstance(res, pipeline.Skipped) else f"{stage}: {res.reason}")
+                    reason = str(res) if isinstance(res, pipeline.Skipped) else f"{stage}: {res.reason}"
+                    failures.append((stage, reason, res))
                     continue
+                if stage == "probe":
+                    ms = res["metadata"].get("duration_ms")
+                    _tag_run(context, {DURATION_TAG: f"{ms / 1000:.1f} s" if ms is not None else None})
                 yield MaterializeResult(
                     asset_key=stage, metadata=_metadata(res["metadata"]),
                     data_version=DataVersion(res["data_version"]),
-                    check_results=[AssetCheckResult(asset_key=stage, check_name=c["name"], passed=c["passed"],
-                                                    severity=AssetCheckSeverity.WARN,
-                                                    metadata={"detail": c["description"]})
-                                   for c in res.get("checks", [])])
+                    check_results=[_check_result(stage, c) for c in res.get("checks", [])
+                                   if c["name"] in selected_checks])
         except store.PartitionBusy as e:
-            failures.append(str(e))
+            failures.append(("", str(e), e))
+        # checks selected without their stage (UI: "Execute check"): re-verify what is on disk
+        for name in sorted(selected_checks):
+            if CHECK_STAGE[name] not in selected:
+                yield _check_result(CHECK_STAGE[name], _standalone_check(name, rid))
         if failures:
-            raise Failure(description="; ".join(failures), metadata={"reason": failures[0]}, allow_retries=False)
+            first = next((f for f in failures if not isinstance(f[2], pipeline.Skipped)), failures[0])
+            summary = first[1] + (f" ({len(failures) - 1} downstream stage(s) skipped)" if len(failures) > 1 else "")
+            context.log.error(summary)
+            _tag_run(context, {FAILURE_TAG: first[1][:200]})
+            for stage, reason, _err in failures:
+                if stage:
+                    yield _not_materialized(stage, rid, reason if stage == first[0] else
+                                            f"{stage}: not run because {first[1]}")
+            if isinstance(first[2], StageError) and first[2].reason.startswith("internal error"):
+                # a bug or a broken install, not the input: keep the stack (and its cause) for whoever debugs
+                raise Failure(description=summary, metadata={"reason": first[1]}, allow_retries=False) from first[2]
+            raise RecordingFailed(summary) from None
 
     return talkthrough_stages
 
@@ -160,12 +287,20 @@ process_recording = define_asset_job(
     "process_recording",
     selection=AssetSelection.assets(*STAGES),
     executor_def=in_process_executor,
-    description="All Talkthrough stages for one recording (in-process: no per-step subprocess cost).",
+    description="All Talkthrough stages for one recording (in-process: no per-step subprocess cost). "
+                "The sensor, the CLI, and backfills and amends launched from this job's page all run it, "
+                "so a recording's runs are in one history.",
 )
 
 
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name) or default)
+    except ValueError:
+        return default
 
-@sensor(job=process_recording, minimum_interval_seconds=15,
+
+@sensor(job=process_recording, minimum_interval_seconds=max(1, int(_env_float("TALKTHROUGH_DROP_INTERVAL_S", 15))),
         default_status=DefaultSensorStatus.RUNNING if os.environ.get("TALKTHROUGH_DROP_DIR")
         else DefaultSensorStatus.STOPPED,
         description="Watches $TALKTHROUGH_DROP_DIR: one run per new, stable recording (same bytes = alias).")
@@ -174,22 +309,28 @@ def drop_dir_sensor(context: SensorEvaluationContext):
     if not drop:
         return SkipReason("TALKTHROUGH_DROP_DIR is not set")
     known = set(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
-    res = dropdir.tick(drop, known_ids=known, exts=dropdir.parse_exts(os.environ.get("TALKTHROUGH_DROP_EXTS")))
-    for path, why in res.skipped:
-        context.log.info(f"skip {path}: {why}")
+    res = dropdir.tick(drop, known_ids=known, exts=dropdir.parse_exts(os.environ.get("TALKTHROUGH_DROP_EXTS")),
+                       zero_wait_s=_env_float("TALKTHROUGH_DROP_ZERO_WAIT_S", dropdir.ZERO_WAIT_S))
     overrides = dropdir.settings_from_env()
     for rid, path in res.new + res.aliases:
         pipeline.register_source(path, rid)
     for rid, _ in res.new:
         if overrides:
             save_overrides(rid, overrides)
-    context.log.info(f"seen {res.seen}, hashed {res.hashed}, new {len(res.new)}, aliases {len(res.aliases)}, "
-                     f"waiting {len(res.waiting)}")
+    # The tick's message (counts + the files it waits on, and why) is its skip reason, shown in the
+    # tick history. A tick writes a captured log only when something happened: quiet ticks (every
+    # 15 s) would otherwise leave a log file each.
+    if res.new or res.aliases or res.skipped or res.empty:
+        for path, why in res.skipped:
+            context.log.info(f"skip {path}: {why}")
+        context.log.info(res.message)
     if not res.new:
-        return SkipReason(f"no new stable recordings ({len(res.waiting)} waiting)")
+        return SkipReason(f"no new stable recordings: {res.message}")
     ids = list(dict.fromkeys(rid for rid, _ in res.new))
+    names = {rid: Path(path).name for rid, path in reversed(res.new)}
     return SensorResult(
-        run_requests=[RunRequest(partition_key=rid, run_key=f"drop:{rid}") for rid in ids],
+        run_requests=[RunRequest(partition_key=rid, run_key=f"drop:{rid}", tags={FILENAME_TAG: names[rid]})
+                      for rid in ids],
         dynamic_partitions_requests=[recordings_partitions.build_add_request(ids)],
     )
 
@@ -208,8 +349,8 @@ def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig
     for p, why in skipped:
         context.log.info(f"skip {p}: {why}")
     ids = service.register_many(files, context.instance)
-    context.log.info(f"registered {len(ids)} recordings from {config.folder}; "
-                     f"launch a backfill of `process_recording` over them from the UI")
+    context.log.info(f"registered {len(ids)} recordings from {config.folder}; process them from the UI: "
+                     f"Jobs > process_recording > Materialize all > pick the partitions (all, or missing/failed)")
 
 
 register_folder = GraphDefinition(name="register_folder", node_defs=[register_folder_op]).to_job(

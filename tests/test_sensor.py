@@ -86,3 +86,20 @@ def test_hashing_is_bounded_per_tick(drop):
     assert r.hashed == 2 and len(r.new) == 2 and len(r.waiting) == 3
     r = dropdir.tick(drop, known_ids=set(), max_hash_files=2)
     assert r.hashed == 2
+
+
+def test_zero_byte_file_is_named_in_the_skip_reason_then_released_with_its_filename(drop, monkeypatch):
+    """#14 item 8 (sensor side): the tick's skip reason names the waiting file and why; after the
+    bounded wait it is requested like any file (its run then fails at probe: empty file (0 bytes))."""
+    inst = service.instance()
+    monkeypatch.setenv("TALKTHROUGH_DROP_ZERO_WAIT_S", "0.5")
+    (drop / "zero.mp4").write_bytes(b"")
+    rid = service.recording_id_for(drop / "zero.mp4")
+    if inst.has_dynamic_partition(PARTITIONS_NAME, rid):  # empty bytes another test registered: start anew
+        inst.delete_dynamic_partition(PARTITIONS_NAME, rid)
+    first = _evaluate(inst)
+    assert isinstance(first, SkipReason)
+    assert "zero.mp4 (empty, 0 bytes; run in" in first.skip_message, first.skip_message
+    time.sleep(0.6)
+    second = _evaluate(inst)
+    assert [(r.partition_key, r.tags["talkthrough/filename"]) for r in second.run_requests] == [(rid, "zero.mp4")]
