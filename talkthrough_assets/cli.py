@@ -203,13 +203,54 @@ def mcp(
 
 @app.command()
 def ui(port: int = typer.Option(3000, help="Loopback port for the Dagster UI.")) -> None:
-    """Start the Dagster UI + daemon (sensor, backfills) on 127.0.0.1."""
+    """Start the Dagster UI + daemon (sensor, backfills) on 127.0.0.1. Ctrl-C or SIGTERM stops both."""
+    import signal
+    import time
+
     from . import service
 
     service.ensure_dagster_home()
     cmd = [sys.executable, "-m", "dagster", "dev", "-m", "talkthrough_assets.definitions",
            "-h", "127.0.0.1", "-p", str(port)]
-    raise typer.Exit(subprocess.call(cmd, env=os.environ.copy()))
+    # `dagster dev` runs in its own process group and gets one SIGTERM from here on Ctrl-C, SIGTERM
+    # or SIGHUP (a terminal's Ctrl-C would otherwise hit it and its children at once, and a SIGTERM
+    # to this process alone would leave them all running). It then shuts its webserver and daemon
+    # down; whatever is still in its group after that (or after UI_STOP_WAIT_S) is killed.
+    proc = subprocess.Popen(cmd, env=os.environ.copy(), start_new_session=True)
+    stop_requested: list[int] = []
+
+    def on_signal(signum, _frame):
+        if not stop_requested:
+            stop_requested.append(signum)
+            try:
+                proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    deadline = None
+    while True:
+        try:
+            rc = proc.wait(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            if stop_requested and deadline is None:
+                deadline = time.monotonic() + UI_STOP_WAIT_S
+            if deadline is not None and time.monotonic() > deadline:
+                _signal_group(proc.pid, signal.SIGKILL)
+    _signal_group(proc.pid, signal.SIGKILL)  # leftovers of the group (a code server that outlived it)
+    raise typer.Exit(0 if stop_requested else rc)
+
+
+UI_STOP_WAIT_S = 45.0
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def main() -> None:  # pragma: no cover
