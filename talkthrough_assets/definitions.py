@@ -147,14 +147,6 @@ def _thumbnail_md(path: str) -> str | None:
     return f"![contact sheet]({'data:image/jpeg;base64,' + base64.b64encode(buf.getvalue()).decode()})"
 
 
-def recording_filename(rid: str) -> str | None:
-    """The file name a person knows the recording by (newest registered path; aliases aside)."""
-    rows = store.read_rows("sources", rid) if store.has_partition("sources", rid) else []
-    if not rows:
-        return None
-    return sorted(rows, key=lambda r: r["seen_at"])[-1]["filename"]
-
-
 class RecordingFailed(Exception):
     """A recording that cannot be processed as it is (bad input, a busy recording): the step fails
     with this one-line reason and no Python stack. The frames Dagster would print are its own
@@ -167,37 +159,6 @@ class RecordingFailed(Exception):
     @__traceback__.setter
     def __traceback__(self, _value):
         pass
-
-
-def _standalone_check(name: str, rid: str) -> dict:
-    """Re-evaluate a check from what is on disk now (the check executed on its own)."""
-    import json
-
-    from .stages import audio as audio_stage
-    from .stages import manifest as manifest_stage
-
-    if name == "frame_index_matches_disk":
-        return pipeline.frame_index_check(rid)
-    if name == "manifest_schema_valid":
-        path = store.manifest_path(rid)
-        try:
-            problems = manifest_stage.validate(json.loads(path.read_text()))
-        except FileNotFoundError:
-            problems = ["no published manifest (materialize `manifest`)"]
-        except (OSError, ValueError) as e:
-            problems = [f"unreadable manifest: {e}"]
-        return {"name": name, "passed": not problems,
-                "description": "; ".join(problems) if problems else manifest_stage.SCHEMA}
-    probe = store.read_one("probe", rid) or {}
-    segments = len(store.read_rows("segments", rid))
-    peak = 0
-    if probe.get("has_audio") and store.audio_path(rid).is_file():
-        samples = audio_stage.load_wav(store.audio_path(rid))
-        peak = int(abs(samples).max() * 32768) if len(samples) else 0
-    loud = peak > 1000
-    return {"name": name, "passed": (not loud) or segments > 0,
-            "description": (f"audible audio, {segments} transcript segments" if loud
-                            else "no audible audio: nothing expected")}
 
 
 def _check_result(stage: str, c: dict) -> AssetCheckResult:
@@ -238,7 +199,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
         rid = context.partition_key
         selected = [k.path[-1] for k in context.selected_asset_keys]
         selected_checks = {k.name for k in context.selected_asset_check_keys}
-        _tag_run(context, {FILENAME_TAG: recording_filename(rid)})
+        _tag_run(context, {FILENAME_TAG: pipeline.recording_filename(rid)})
         overrides = {k: v for k, v in config.model_dump().items() if v is not None}
         failures: list[tuple[str, str, Exception]] = []  # (stage, one-line reason, error)
         try:
@@ -263,7 +224,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
         # checks selected without their stage (UI: "Execute check"): re-verify what is on disk
         for name in sorted(selected_checks):
             if CHECK_STAGE[name] not in selected:
-                yield _check_result(CHECK_STAGE[name], _standalone_check(name, rid))
+                yield _check_result(CHECK_STAGE[name], pipeline.verify_check(name, rid))
         if failures:
             first = next((f for f in failures if not isinstance(f[2], pipeline.Skipped)), failures[0])
             summary = first[1] + (f" ({len(failures) - 1} downstream stage(s) skipped)" if len(failures) > 1 else "")

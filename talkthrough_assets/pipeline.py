@@ -153,12 +153,47 @@ def _segments(rid: str, cfg: dict) -> dict:
     md = {"available": m["available"], "reason": m["reason"] or "", "language": m["language"] or "",
           "segments": m["segment_count"], "words": m["word_count"], "transcript_head": head,
           "elapsed_s": m["elapsed_s"]}
-    # audible audio (peak above ~-30 dBFS) should yield a transcript; a warning, not a failure
-    loud = p["has_audio"] and peak > 1000
-    checks = [{"name": "transcript_present_when_audible", "passed": (not loud) or m["segment_count"] > 0,
-               "description": "audible audio produced transcript segments" if loud
-               else "no audible audio: nothing expected"}]
+    checks = [transcript_check(p["has_audio"] and peak > 1000, m["segment_count"])]
     return {"metadata": md, "data_version": _digest(out["segments"]), "checks": checks}
+
+
+def transcript_check(loud: bool, segment_count: int) -> dict:
+    """Audible audio (peak above ~-30 dBFS) should yield a transcript; a warning, not a failure."""
+    return {"name": "transcript_present_when_audible", "passed": (not loud) or segment_count > 0,
+            "description": (f"audible audio, {segment_count} transcript segments" if loud
+                            else "no audible audio: nothing expected")}
+
+
+def verify_check(name: str, rid: str) -> dict:
+    """Re-evaluate a check from what is on disk now (the check executed on its own, e.g. from the UI)."""
+    if name == "frame_index_matches_disk":
+        return frame_index_check(rid)
+    if name == "manifest_schema_valid":
+        path = store.manifest_path(rid)
+        try:
+            problems = manifest_stage.validate(json.loads(path.read_text()))
+        except FileNotFoundError:
+            problems = ["no published manifest (materialize `manifest`)"]
+        except (OSError, ValueError) as e:
+            problems = [f"unreadable manifest: {e}"]
+        return {"name": name, "passed": not problems,
+                "description": "; ".join(problems) if problems else manifest_stage.SCHEMA}
+    if name == "transcript_present_when_audible":
+        probe = store.read_one("probe", rid) or {}
+        peak = 0
+        if probe.get("has_audio") and store.audio_path(rid).is_file():
+            samples = audio_stage.load_wav(store.audio_path(rid))
+            peak = int(abs(samples).max() * 32768) if len(samples) else 0
+        return transcript_check(peak > 1000, len(store.read_rows("segments", rid)))
+    raise KeyError(f"unknown check {name!r}")
+
+
+def recording_filename(rid: str) -> str | None:
+    """The file name a person knows the recording by (newest registered path; aliases aside)."""
+    rows = store.read_rows("sources", rid) if store.has_partition("sources", rid) else []
+    if not rows:
+        return None
+    return sorted(rows, key=lambda r: r["seen_at"])[-1]["filename"]
 
 
 def _turns(rid: str, cfg: dict) -> dict:
