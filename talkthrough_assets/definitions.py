@@ -43,66 +43,33 @@ from dagster import (
 
 from . import dropdir, pipeline, sqlite_tuning, store
 from .errors import StageError
-from .settings import DEFAULTS, DEPS, STAGES, save_overrides
+from .settings import DEPS, STAGES, save_overrides
+from .stagespec import SETTINGS, SPECS
 
 sqlite_tuning.install()
 
 PARTITIONS_NAME = "recordings"
 recordings_partitions = DynamicPartitionsDefinition(name=PARTITIONS_NAME)
 
-KINDS = {"probe": {"python"}, "wall_clock": {"python"}, "audio": {"python"}, "segments": {"python"},
-         "turns": {"python"}, "keyframes": {"python"}, "dedup": {"python"}, "ocr": {"python"},
-         "manifest": {"json"}}
-
-DESCRIPTIONS = {
-    "probe": "Streams, duration, container tags; caps and disk-space preflight.",
-    "wall_clock": "Wall-clock anchor: recorded_at > QuickTime creationdate > creation_time > mtime-duration.",
-    "audio": "16 kHz mono WAV cache of the first audio stream.",
-    "segments": "faster-whisper transcript segments + word timestamps (CPU int8, VAD).",
-    "turns": "Speaker turns (sherpa-onnx), roster and per-word attribution; opt-in via `diarize`.",
-    "keyframes": "Scene-cut + interval keyframes from I-frames, GOPs decoded only where the picture changed; upright, <=1568 px JPEGs.",
-    "dedup": "A keyframe is a duplicate only if no pixel or colour changed since its run's head; new frames record which bands changed.",
-    "ocr": "RapidOCR over unique keyframes (only the changed bands when little changed).",
-    "manifest": "talkthrough-manifest/v1 JSON + the recordings row.",
-}
+KINDS = {sp.name: set(sp.kinds) for sp in SPECS}
+DESCRIPTIONS = {sp.name: sp.description for sp in SPECS}
 
 
-class StagesConfig(Config):
-    """Per-recording settings given for this run (unset = keep the persisted value or the default).
-
-    Each stage reads only its own keys (see the README's amend table); they are persisted, so a later
-    run of any stage keeps them. Example: `recorded_at` + materialize `wall_clock` and `manifest`."""
-
-    max_seconds: Optional[int] = None
-    recorded_at: Optional[str] = None
-    whisper_model: Optional[str] = None
-    language: Optional[str] = None
-    vocabulary: Optional[str] = None
-    beam_size: Optional[int] = None
-    diarize: Optional[bool] = None
-    num_speakers: Optional[int] = None
-    diarize_threshold: Optional[float] = None
-    max_frames: Optional[int] = None
-    scene_threshold: Optional[float] = None
-    ocr: Optional[bool] = None
-    speaker_names: Optional[dict] = None
+def _stages_config() -> type[Config]:
+    """The run config of the stages asset: every setting, optional (unset = keep the persisted value or
+    the default). Each stage reads only its own keys (see the README's amend table); given values are
+    persisted, so a later run of any stage keeps them. Example: `recorded_at` + materialize
+    `wall_clock` and `manifest`."""
+    ns = {"__annotations__": {st.name: Optional[st.type] for st in SETTINGS}, **{st.name: None for st in SETTINGS},
+          "__doc__": _stages_config.__doc__}
+    return type("StagesConfig", (Config,), ns)
 
 
-assert set(StagesConfig.model_fields) == set(DEFAULTS), "StagesConfig must list every setting"
+StagesConfig = _stages_config()
 
 # Partitioned asset checks, one result per recording. (name, severity, description)
-CHECKS = {
-    "segments": [("transcript_present_when_audible", AssetCheckSeverity.WARN,
-                  "Audio louder than about -30 dBFS produced at least one transcript segment. Fails (warning) "
-                  "when Whisper heard nothing in audible audio: music, noise, or speech in a language the "
-                  "model does not know.")],
-    "keyframes": [("frame_index_matches_disk", AssetCheckSeverity.ERROR,
-                   "Every keyframe listed in the keyframes table exists as a JPEG under frames/. Fails when a "
-                   "frame file was deleted or never written; execute the check alone to re-verify the disk.")],
-    "manifest": [("manifest_schema_valid", AssetCheckSeverity.ERROR,
-                  "The published manifests/<id>.json parses and validates against talkthrough-manifest/v1. "
-                  "Fails when it is missing, unreadable or invalid; execute the check alone to re-verify it.")],
-}
+CHECKS = {sp.name: [(c.name, getattr(AssetCheckSeverity, c.severity), c.description) for c in sp.checks]
+          for sp in SPECS if sp.checks}
 CHECK_SEVERITY = {name: sev for checks in CHECKS.values() for name, sev, _ in checks}
 CHECK_STAGE = {name: stage for stage, checks in CHECKS.items() for name, _, _ in checks}
 

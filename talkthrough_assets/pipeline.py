@@ -19,6 +19,7 @@ from . import settings as S
 from . import store
 from .errors import BadMediaError, StageError
 from .ids import recording_id
+from .stagespec import SPECS
 from .stages import audio as audio_stage
 from .stages import dedup as dedup_stage
 from .stages import diarize as diarize_stage
@@ -30,17 +31,7 @@ from .stages import terms as terms_stage
 from .stages import transcribe as transcribe_stage
 from .stages import wallclock as wallclock_stage
 
-CODE_VERSIONS = {
-    "probe": probe_stage.CODE_VERSION,
-    "wall_clock": wallclock_stage.CODE_VERSION,
-    "audio": audio_stage.CODE_VERSION,
-    "segments": transcribe_stage.CODE_VERSION,
-    "turns": diarize_stage.CODE_VERSION,
-    "keyframes": keyframes_stage.CODE_VERSION,
-    "dedup": dedup_stage.CODE_VERSION,
-    "ocr": ocr_stage.CODE_VERSION + "." + terms_stage.CODE_VERSION,
-    "manifest": manifest_stage.CODE_VERSION,
-}
+CODE_VERSIONS = {sp.name: sp.code_version for sp in SPECS}  # from stagespec; tests may patch this dict
 
 
 def _now() -> str:

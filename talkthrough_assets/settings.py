@@ -13,59 +13,24 @@ import os
 from typing import Any
 
 from . import store
+from .stagespec import SETTINGS, SPECS
 
-DEFAULTS: dict[str, Any] = {
-    "max_seconds": 4 * 3600,
-    "max_frames": 120,
-    "scene_threshold": 0.04,  # share of the screen changed at once (stages/keyframes.py)
-    "whisper_model": None,  # None -> TALKTHROUGH_WHISPER_MODEL or the embedded tiny.en
-    "language": None,
-    "vocabulary": None,
-    "beam_size": 1,  # greedy: same WER as beam 5 on eval/media/asr, 0.6x the time (bench/bench_accuracy.py)
-    "diarize": False,
-    "num_speakers": None,
-    "diarize_threshold": 0.45,  # mid of the range that finds every speaker at window shift 0.1 (bench/bench_der.py)
-    "recorded_at": None,
-    "ocr": None,  # None -> TALKTHROUGH_OCR (on unless "off")
-    "speaker_names": {},
-}
+# Everything below is derived from stagespec (the one description of stages and settings).
+DEFAULTS: dict[str, Any] = {st.name: st.default for st in SETTINGS}
 
 # Which settings each stage reads (its config hash covers exactly these).
-STAGE_KEYS: dict[str, tuple[str, ...]] = {
-    "probe": ("max_seconds",),
-    "wall_clock": ("recorded_at",),
-    "audio": (),
-    "segments": ("whisper_model", "language", "vocabulary", "beam_size"),
-    "turns": ("diarize", "num_speakers", "diarize_threshold"),
-    "keyframes": ("max_frames", "scene_threshold"),
-    "dedup": (),
-    "ocr": ("ocr",),
-    "manifest": ("speaker_names",),
-}
+STAGE_KEYS: dict[str, tuple[str, ...]] = {sp.name: sp.settings for sp in SPECS}
 
-# The asset graph (stage -> upstream stages). Dagster deps are built from this.
-DEPS: dict[str, tuple[str, ...]] = {
-    "probe": (),
-    "wall_clock": ("probe",),
-    "audio": ("probe",),
-    "segments": ("audio",),
-    "turns": ("audio", "segments"),
-    "keyframes": ("probe",),
-    "dedup": ("keyframes",),
-    "ocr": ("dedup",),
-    "manifest": ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"),
-}
+# The asset graph (stage -> upstream stages), in topological order. Dagster deps are built from this.
+DEPS: dict[str, tuple[str, ...]] = {sp.name: sp.upstream for sp in SPECS}
 STAGES = tuple(DEPS)
 
 
 def _env_defaults() -> dict[str, Any]:
     d = dict(DEFAULTS)
-    for key, env, conv in (("max_frames", "TALKTHROUGH_MAX_FRAMES", int),
-                           ("max_seconds", "TALKTHROUGH_MAX_SECONDS", int),
-                           ("whisper_model", "TALKTHROUGH_WHISPER_MODEL", str),
-                           ("language", "TALKTHROUGH_LANGUAGE", str)):
-        if os.environ.get(env):
-            d[key] = conv(os.environ[env])
+    for st in SETTINGS:
+        if st.env and os.environ.get(st.env):
+            d[st.name] = st.type(os.environ[st.env])
     if d["whisper_model"] is None:
         from .models import whisper_model_setting
         d["whisper_model"] = whisper_model_setting()

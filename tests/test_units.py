@@ -232,3 +232,24 @@ def test_engine_choices_from_the_environment_are_in_the_config_hash(monkeypatch)
     monkeypatch.delenv("TALKTHROUGH_COMPUTE_TYPE")
     assert S.config_hash("segments", cfg) == base
     assert "det_max_side" in S.stage_config("ocr", cfg)["_engine"]
+
+
+def test_every_stage_fact_comes_from_its_stage_spec():
+    """One StageSpec per stage (#13): the settings, plan, pipeline and Dagster views agree with it."""
+    from dagster import AssetKey
+
+    from talkthrough_assets import definitions, pipeline
+    from talkthrough_assets.stagespec import SETTINGS, SPECS
+
+    assert S.STAGES == tuple(sp.name for sp in SPECS) and set(pipeline.RUNNERS) == set(S.STAGES)
+    assert S.DEFAULTS == {st.name: st.default for st in SETTINGS}
+    asset = definitions.ASSETS[0]
+    for sp in SPECS:
+        key = AssetKey(sp.name)
+        assert S.DEPS[sp.name] == sp.upstream and S.STAGE_KEYS[sp.name] == sp.settings
+        assert pipeline.CODE_VERSIONS[sp.name] == sp.code_version == asset.code_versions_by_key[key]
+        assert {d.asset_key for d in asset.specs_by_key[key].deps} == {AssetKey(u) for u in sp.upstream}
+        assert asset.specs_by_key[key].description == sp.description
+        checks = {c.name for c in asset.check_specs if c.asset_key == key}
+        assert checks == {c.name for c in sp.checks}
+    assert set(definitions.StagesConfig.model_fields) == {st.name for st in SETTINGS}

@@ -1,0 +1,127 @@
+"""The one description of every stage and setting. Everything else is derived from it:
+
+* ``settings``: the defaults (with their environment overrides), which settings each stage's config
+  hash covers, the asset graph, and so what ``plan()`` re-runs after a change;
+* ``pipeline``: the code version recorded per stage;
+* ``definitions``: the Dagster asset specs (deps, code versions, descriptions, kinds), the asset
+  checks, and the run-config class of the stages asset.
+
+Adding a stage: a module under ``stages/`` with its function and ``CODE_VERSION``, a ``StageSpec``
+here, and its runner in ``pipeline.RUNNERS`` (the glue that reads its inputs and writes its tables).
+No Dagster import here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .stages import audio, dedup, diarize, keyframes, manifest, ocr, probe, terms, transcribe, wallclock
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A per-recording setting: persisted once given, part of the config hash of the stages that read it."""
+
+    name: str
+    type: type
+    default: Any
+    env: str | None = None  # environment variable that replaces the default
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    severity: str  # "WARN" or "ERROR"
+    description: str
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    name: str
+    upstream: tuple[str, ...]
+    settings: tuple[str, ...]  # the settings it reads: exactly what its config hash covers
+    code_version: str
+    writes: tuple[str, ...]  # store tables (and files) it replaces
+    description: str
+    kinds: frozenset[str] = field(default_factory=lambda: frozenset({"python"}))
+    checks: tuple[Check, ...] = ()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("max_seconds", int, 4 * 3600, "TALKTHROUGH_MAX_SECONDS", "process at most this many seconds"),
+    Setting("recorded_at", str, None, None, "ISO-8601 start time; re-anchors the wall clock"),
+    Setting("whisper_model", str, None, "TALKTHROUGH_WHISPER_MODEL",
+            "Whisper model name or CTranslate2 folder (unset: the embedded tiny.en)"),
+    Setting("language", str, None, "TALKTHROUGH_LANGUAGE", "force a language code"),
+    Setting("vocabulary", str, None, None, "names and terms to bias Whisper"),
+    Setting("beam_size", int, 1, None,
+            "Whisper beam width: 1 (greedy) has the WER of 5 on eval/media/asr at 0.6x the time"),
+    Setting("diarize", bool, False, None, "speaker diarization (turns)"),
+    Setting("num_speakers", int, None, None, "known speaker count"),
+    Setting("diarize_threshold", float, 0.45, None,
+            "clustering threshold: the middle of the range that finds every speaker (bench/bench_der.py)"),
+    Setting("max_frames", int, 120, "TALKTHROUGH_MAX_FRAMES", "keyframe budget per recording"),
+    Setting("scene_threshold", float, 0.04, None, "share of the screen changed at once that is a cut"),
+    Setting("ocr", bool, None, None, "OCR on unique keyframes (unset: TALKTHROUGH_OCR, on unless 'off')"),
+    Setting("speaker_names", dict, {}, None, "speaker label -> name (talkthrough name)"),
+)
+
+SPECS: tuple[StageSpec, ...] = (
+    StageSpec("probe", (), ("max_seconds",), probe.CODE_VERSION, ("probe",),
+              "Streams, duration, container tags; caps and disk-space preflight."),
+    StageSpec("wall_clock", ("probe",), ("recorded_at",), wallclock.CODE_VERSION, ("wall_clock",),
+              "Wall-clock anchor: recorded_at > QuickTime creationdate > creation_time > date tags > "
+              "mtime-duration."),
+    StageSpec("audio", ("probe",), (), audio.CODE_VERSION, ("audio/<id>.wav",),
+              "16 kHz mono WAV cache of the first audio stream."),
+    StageSpec("segments", ("audio",), ("whisper_model", "language", "vocabulary", "beam_size"),
+              transcribe.CODE_VERSION, ("segments", "words", "transcripts", "terms/transcript"),
+              "faster-whisper transcript segments + word timestamps (CPU int8, VAD, greedy).",
+              checks=(Check("transcript_present_when_audible", "WARN",
+                            "Audio louder than about -30 dBFS produced at least one transcript segment. Fails "
+                            "(warning) when Whisper heard nothing in audible audio: music, noise, or speech in a "
+                            "language the model does not know."),)),
+    StageSpec("turns", ("audio", "segments"), ("diarize", "num_speakers", "diarize_threshold"),
+              diarize.CODE_VERSION, ("diarization", "turns", "speakers", "speaker_segments"),
+              "Speaker turns (sherpa-onnx), roster and per-word attribution; opt-in via `diarize`."),
+    StageSpec("keyframes", ("probe",), ("max_frames", "scene_threshold"), keyframes.CODE_VERSION,
+              ("keyframes", "frames/<id>/<generation>/"),
+              "Scene-cut + interval keyframes from I-frames, GOPs decoded only where the picture changed; "
+              "upright, <=1568 px JPEGs.",
+              checks=(Check("frame_index_matches_disk", "ERROR",
+                            "Every keyframe listed in the keyframes table exists as a JPEG under frames/. Fails "
+                            "when a frame file was deleted or never written; execute the check alone to "
+                            "re-verify the disk."),)),
+    StageSpec("dedup", ("keyframes",), (), dedup.CODE_VERSION, ("dedup",),
+              "A keyframe is a duplicate only if no pixel or colour changed since its run's head; new frames "
+              "record which bands changed."),
+    StageSpec("ocr", ("dedup",), ("ocr",), ocr.CODE_VERSION + "." + terms.CODE_VERSION, ("ocr", "terms/ocr"),
+              "RapidOCR over unique keyframes (only the changed bands when little changed)."),
+    StageSpec("manifest", ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"), ("speaker_names",),
+              manifest.CODE_VERSION, ("manifests/<id>.json", "recordings"),
+              "talkthrough-manifest/v1 JSON + the recordings row.", kinds=frozenset({"json"}),
+              checks=(Check("manifest_schema_valid", "ERROR",
+                            "The published manifests/<id>.json parses and validates against "
+                            "talkthrough-manifest/v1. Fails when it is missing, unreadable or invalid; execute "
+                            "the check alone to re-verify it."),)),
+)
+
+BY_NAME: dict[str, StageSpec] = {s.name: s for s in SPECS}
+SETTING_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+def _validate() -> None:
+    seen: set[str] = set()
+    for s in SPECS:  # topological order: upstream first
+        assert set(s.upstream) <= seen, f"{s.name}: upstream {set(s.upstream) - seen} must come first"
+        assert set(s.settings) <= set(SETTING_BY_NAME), f"{s.name}: unknown setting(s)"
+        seen.add(s.name)
+    read = {k for s in SPECS for k in s.settings}
+    assert read == set(SETTING_BY_NAME), f"settings no stage reads: {set(SETTING_BY_NAME) - read}"
+
+
+_validate()
+
+__all__ = ["Setting", "Check", "StageSpec", "SETTINGS", "SPECS", "BY_NAME", "SETTING_BY_NAME"]
