@@ -43,7 +43,7 @@ from dagster import (
 
 from . import dropdir, pipeline, sqlite_tuning, store
 from .errors import StageError
-from .settings import DEPS, STAGES, save_overrides
+from .settings import DEPS, STAGES
 from .stagespec import SETTINGS, SPECS
 
 sqlite_tuning.install()
@@ -239,12 +239,7 @@ def drop_dir_sensor(context: SensorEvaluationContext):
     known = set(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
     res = dropdir.tick(drop, known_ids=known, exts=dropdir.parse_exts(os.environ.get("TALKTHROUGH_DROP_EXTS")),
                        zero_wait_s=_env_float("TALKTHROUGH_DROP_ZERO_WAIT_S", dropdir.ZERO_WAIT_S))
-    overrides = dropdir.settings_from_env()
-    for rid, path in res.new + res.aliases:
-        pipeline.register_source(path, rid)
-    for rid, _ in res.new:
-        if overrides:
-            save_overrides(rid, overrides)
+    new = dropdir.register(drop, res, dropdir.settings_from_env())
     # The tick's message (counts + the files it waits on, and why) is its skip reason, shown in the
     # tick history. A tick writes a captured log only when something happened: quiet ticks (every
     # 15 s) would otherwise leave a log file each.
@@ -252,10 +247,10 @@ def drop_dir_sensor(context: SensorEvaluationContext):
         for path, why in res.skipped:
             context.log.info(f"skip {path}: {why}")
         context.log.info(res.message)
-    if not res.new:
+    if not new:
         return SkipReason(f"no new stable recordings: {res.message}")
-    ids = list(dict.fromkeys(rid for rid, _ in res.new))
-    names = {rid: Path(path).name for rid, path in reversed(res.new)}
+    ids = list(dict.fromkeys(rid for rid, _ in new))
+    names = {rid: Path(path).name for rid, path in reversed(new)}
     return SensorResult(
         run_requests=[RunRequest(partition_key=rid, run_key=f"drop:{rid}", tags={FILENAME_TAG: names[rid]})
                       for rid in ids],

@@ -160,6 +160,37 @@ def tick(drop_dir: str | os.PathLike, *, known_ids: set[str], exts: set[str] | N
     return res
 
 
+def register(drop_dir: str | os.PathLike, res: TickResult, overrides: dict | None = None) -> list[tuple[str, str]]:
+    """Record the tick's new files and aliases as sources (and give new recordings the drop folder's
+    settings); return the (id, path) pairs that now deserve a run. A file that cannot be recorded (it
+    vanished after hashing) gets its state cleared instead, so a later tick looks at it again rather
+    than treating it as done."""
+    from .pipeline import register_source
+    from .settings import save_overrides
+
+    ok: list[tuple[str, str]] = []
+    failed: list[str] = []
+    for rid, path in res.new + res.aliases:
+        try:
+            register_source(path, rid)
+        except OSError:
+            failed.append(path)
+            continue
+        if (rid, path) in res.new:
+            if overrides:
+                save_overrides(rid, overrides)
+            ok.append((rid, path))
+    if failed:
+        root = Path(drop_dir).expanduser()
+        state = load_state(root)
+        for path in failed:
+            state["files"].pop(path, None)
+            res.waiting.append(path)
+            res.why_waiting[path] = "vanished before it could be registered; looked at again next tick"
+        store.atomic_write_json(_state_path(root), state)
+    return ok
+
+
 def parse_exts(value: str | None) -> set[str] | None:
     if not value:
         return None
@@ -176,4 +207,4 @@ def settings_from_env() -> dict:
     return out
 
 
-__all__ = ["tick", "TickResult", "ZERO_WAIT_S", "load_state", "parse_exts", "settings_from_env"]
+__all__ = ["tick", "register", "TickResult", "ZERO_WAIT_S", "load_state", "parse_exts", "settings_from_env"]

@@ -103,3 +103,29 @@ def test_zero_byte_file_is_named_in_the_skip_reason_then_released_with_its_filen
     time.sleep(0.6)
     second = _evaluate(inst)
     assert [(r.partition_key, r.tags["talkthrough/filename"]) for r in second.run_requests] == [(rid, "zero.mp4")]
+
+
+def test_a_file_that_vanishes_after_hashing_is_looked_at_again_not_marked_done(drop):
+    """The tick hashed it, then it was gone before registration: no run, no crash, and when the same
+    bytes (same size and mtime) come back, the next stable tick registers them."""
+    src = drop.parent / "flaky-source.m4a"  # bytes no other test has registered
+    src.write_bytes((FIXTURES_DIR / "meeting_audio.m4a").read_bytes() + b"\0" * 8 + b"vanish")
+    f = drop / "flaky.m4a"
+    shutil.copy2(src, f)
+    assert dropdir.tick(drop, known_ids=set()).new == []  # first sight: waits
+    res = dropdir.tick(drop, known_ids=set())  # stable: hashed
+    rid = service.recording_id_for(src)
+    assert res.new == [(rid, str(f))]
+    st = os.stat(f)
+    f.unlink()  # gone before the sensor records it
+    assert dropdir.register(drop, res) == []
+    assert str(f) in res.waiting and "vanished" in res.message
+    assert str(f) not in dropdir.load_state(drop)["files"]
+    assert not store.has_partition("sources", rid)
+    shutil.copy2(src, f)
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the very same file, back again
+    inst = service.instance()
+    assert isinstance(_evaluate(inst), SkipReason)  # seen again: waits one tick for stability
+    again = _evaluate(inst)
+    assert [r.partition_key for r in again.run_requests] == [rid]
+    assert store.has_partition("sources", rid)
