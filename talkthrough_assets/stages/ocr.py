@@ -127,10 +127,10 @@ def read_image(engine, path: str | os.PathLike) -> dict:
     return _result(_run(engine, str(path)))
 
 
-def read_changed(engine, path: str | os.PathLike, bands: list[list[int]], previous: list[dict]) -> dict:
-    """Re-read only ``bands`` ([x0, y0, x1, y1] px) of a frame whose other pixels equal the frame
+def changed_boxes(engine, path: str | os.PathLike, bands: list[list[int]], previous: list[dict]) -> list[dict]:
+    """Boxes of a frame whose pixels outside ``bands`` ([x0, y0, x1, y1] px) equal the frame
     ``previous`` (its boxes) was read from: boxes outside the bands are carried over, boxes inside
-    are replaced by what the bands read now."""
+    are replaced by what the bands read now (nothing is opened when no band changed)."""
     from PIL import Image
 
     def inside(box) -> bool:
@@ -139,6 +139,8 @@ def read_changed(engine, path: str | os.PathLike, bands: list[list[int]], previo
         return any(b[1] <= cy < b[3] for b in bands)
 
     boxes = [b for b in previous if not inside(b["box"])]
+    if not bands:
+        return boxes
     with Image.open(path) as im:
         im = im.convert("RGB")
         for x0, y0, x1, y1 in bands:
@@ -146,7 +148,7 @@ def read_changed(engine, path: str | os.PathLike, bands: list[list[int]], previo
                 b["box"] = [[round(x + x0, 1), round(y + y0, 1)] for x, y in b["box"]]
                 if inside(b["box"]):  # a box cut by the band edge is kept from the previous read
                     boxes.append(b)
-    return _result(boxes)
+    return boxes
 
 
 def read_frames(engine, frames: list[dict]) -> list[dict]:
@@ -157,11 +159,9 @@ def read_frames(engine, frames: list[dict]) -> list[dict]:
     prev_boxes: list[dict] | None = None
     for f in frames:
         if f.get("bands") is not None and prev_boxes is not None:
-            r = read_changed(engine, f["path"], f["bands"], prev_boxes) if f["bands"] else None
-            r = r or out[-1] and {k: out[-1][k] for k in ("text", "boxes_json", "mean_score")}
-            r = dict(r, read="bands")
+            boxes, read = changed_boxes(engine, f["path"], f["bands"], prev_boxes), "bands"
         else:
-            r = dict(read_image(engine, f["path"]), read="full")
-        prev_boxes = json.loads(r["boxes_json"])
-        out.append(dict(r, ms=f["ms"]))
+            boxes, read = _run(engine, str(f["path"])), "full"
+        out.append(dict(_result(boxes), read=read, ms=f["ms"]))
+        prev_boxes = boxes
     return out
