@@ -123,14 +123,14 @@ def _segments(rid: str, cfg: dict) -> dict:
     p = _probe_row(rid)
     ref, label = resolve_whisper(cfg.get("whisper_model"))
     peak = 0
-    audio_reason = (stage_state(rid).get("audio") or {}).get("reason")
+    audio_reason = stage_reason(rid, "audio")
     if not p["has_audio"]:
         out = transcribe_stage.unavailable("no audio stream (video-only file)", label)
     elif audio_reason:
         out = transcribe_stage.unavailable(audio_reason, label)
     else:
         samples = audio_stage.load_wav(store.audio_path(rid))  # read once: transcript + loudness check
-        peak = int(abs(samples).max() * 32768) if len(samples) else 0
+        peak = audio_stage.peak(samples)
         out = transcribe_stage.transcribe(samples, model_ref=ref, model_label=label, language=cfg.get("language"),
                                           threads=transcribe_stage.cpu_threads(shared=_shares_cpu(rid)),
                                           vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or 1))
@@ -173,8 +173,7 @@ def verify_check(name: str, rid: str) -> dict:
         probe = store.read_one("probe", rid) or {}
         peak = 0
         if probe.get("has_audio") and store.audio_path(rid).is_file():
-            samples = audio_stage.load_wav(store.audio_path(rid))
-            peak = int(abs(samples).max() * 32768) if len(samples) else 0
+            peak = audio_stage.peak(audio_stage.load_wav(store.audio_path(rid)))
         return transcript_check(peak > 1000, len(store.read_rows("segments", rid)))
     raise KeyError(f"unknown check {name!r}")
 
@@ -303,7 +302,7 @@ def build_manifest(rid: str, cfg: dict) -> dict:
     if turns and ocr:  # hints only: never applied as names without `talkthrough name`
         cands = diarize_stage.name_candidates(turns, ocr)
         speakers = [dict(s, name_candidates=cands.get(s["label"]) or []) for s in speakers]
-    frames_reason = (stage_state(rid).get("keyframes") or {}).get("reason")
+    frames_reason = stage_reason(rid, "keyframes")
     return manifest_stage.build(
         frames_reason=frames_reason, recording_id=rid, probe=_probe_row(rid), wall_clock=store.read_one("wall_clock", rid),
         transcript=store.read_one("transcripts", rid), segments=store.read_rows("segments", rid),
@@ -419,6 +418,10 @@ class Skipped(Exception):
         self.stage, self.upstream = stage, upstream
 
 
+VISUAL_STAGES = ("keyframes", "dedup", "ocr")
+_shared_runs: set[str] = set()  # recordings whose current run overlaps Whisper with the visual branch
+
+
 @contextmanager
 def _sharing(recording_id: str, stages: list[str], workers: int):
     shared = _both_branches(stages, workers)
@@ -435,7 +438,8 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
     """Run ``stages`` of one recording, each as soon as the selected stages it depends on are done,
     up to ``workers`` at a time (threads). Yields ``(stage, STARTED)`` when a stage starts and
     ``(stage, result)`` when it ends, in completion order, where a result is the runner's dict, a
-    :class:`StageError`, or :class:`Skipped` for the downstream of a failure. The caller's thread does all the yielding (Dagster writes its events from there)."""
+    :class:`StageError`, or :class:`Skipped` for the downstream of a failure. The caller's thread
+    does all the yielding (Dagster writes its events from there)."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     selected = S.ordered(set(stages))
@@ -476,10 +480,6 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                     continue
                 done.add(stage)
                 yield stage, result
-
-
-VISUAL_STAGES = ("keyframes", "dedup", "ocr")
-_shared_runs: set[str] = set()  # recordings whose current run overlaps Whisper with the visual branch
 
 
 def _shares_cpu(recording_id: str) -> bool:
@@ -537,6 +537,11 @@ def _record(rid: str, row: dict) -> None:
 
 def stage_state(recording_id: str) -> dict[str, dict]:
     return {r["stage"]: r for r in store.read_rows("stage_runs", recording_id, part=None)}
+
+
+def stage_reason(recording_id: str, stage: str) -> str | None:
+    """Why a stage that ran produced less than it wanted (an unreadable stream ...), or None."""
+    return (stage_state(recording_id).get(stage) or {}).get("reason")
 
 
 def plan(recording_id: str, *, force: bool = False) -> list[str]:

@@ -63,9 +63,7 @@ def ensure_dagster_home() -> Path:
     target = home / "dagster.yaml"
     text = instance_yaml().encode()
     if not target.exists() or target.read_bytes() != text:
-        tmp = target.with_name(f".dagster.yaml.{os.getpid()}.tmp")  # a concurrent reader never sees half a file
-        tmp.write_bytes(text)
-        os.replace(tmp, target)
+        store.atomic_write_bytes(target, text)  # a concurrent reader never sees half a file
     return home
 
 
@@ -258,7 +256,7 @@ def summary(rid: str) -> dict:
                        "language": rec["language"], "segments": rec["segment_count"]},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
                    "dir": str(store.frames_root(rid)),
-                   "reason": (pipeline.stage_state(rid).get("keyframes") or {}).get("reason")},
+                   "reason": pipeline.stage_reason(rid, "keyframes")},
         "diarized": rec["diarized"], "speakers": rec["speaker_count"],
         "preview": [
             {"t_ms": s["t0_ms"], "t_wall": t_wall(wc, s["t0_ms"]), "text": s["text"],

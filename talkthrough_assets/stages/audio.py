@@ -71,6 +71,11 @@ def load_wav(path: str | os.PathLike) -> np.ndarray:
     return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
 
 
+def peak(samples: np.ndarray) -> int:
+    """Peak level of :func:`load_wav` samples on the 16-bit scale (loudness checks)."""
+    return int(abs(samples).max() * 32768) if len(samples) else 0
+
+
 def write_silent_wav(path: str | os.PathLike) -> None:
     with wave.open(str(path), "wb") as out:
         out.setnchannels(1)
@@ -78,4 +83,4 @@ def write_silent_wav(path: str | os.PathLike) -> None:
         out.setframerate(SAMPLE_RATE)
 
 
-__all__ = ["extract_wav", "load_wav", "write_silent_wav", "SAMPLE_RATE"]
+__all__ = ["extract_wav", "load_wav", "peak", "write_silent_wav", "SAMPLE_RATE"]
