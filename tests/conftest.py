@@ -1,5 +1,12 @@
-"""Shared test setup: a private data root, and the fixtures processed ONCE per session through
-the real Dagster job (real faster-whisper, RapidOCR, sherpa-onnx), reused by every module."""
+"""Shared test setup: the tiers, a private data root, and the fixtures processed ONCE per session
+through the real Dagster job (real faster-whisper, RapidOCR, sherpa-onnx), reused by every module.
+
+Tiers are folders; each test is marked with its folder's name and gets that tier's timeout:
+- ``tests/unit``: no models, no Dagster instance, no ../shared; seconds in total (``pytest -m unit``).
+- ``tests/integration``: a real Dagster instance and the real engines on the fixtures, Postgres, S3.
+- ``tests/e2e``: real processes end to end: webserver + Chromium, MCP over stdio and HTTP.
+A full run collects the unit tier first, then integration, then e2e.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +17,41 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+sys.path.insert(0, str(TESTS))  # helper modules (fixture_facts, pg_cluster) import from every tier
 
 SHARED = ROOT.parent / "shared"
 DIARIZATION_MODELS = SHARED / "models" / "diarization"
+
+# tier folder -> per-test timeout in seconds (pytest-timeout; a test's own @pytest.mark.timeout wins)
+TIERS = {"unit": 60, "integration": 600, "e2e": 600}
+# session fixtures that need models/../shared or a Dagster instance: never in the unit tier
+HEAVY_FIXTURES = {"tt_home", "processed", "pristine_home"}
+
+
+def _tier(item: pytest.Item) -> str:
+    rel = Path(item.path).resolve().relative_to(TESTS)
+    if len(rel.parts) > 1 and rel.parts[0] in TIERS:
+        return rel.parts[0]
+    raise pytest.UsageError(f"{rel}: tests live in a tier folder, one of {', '.join(f'tests/{t}/' for t in TIERS)}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tiers = {}
+    for item in items:
+        tier = tiers[item.nodeid] = _tier(item)
+        wrong = {m.name for m in item.iter_markers() if m.name in TIERS} - {tier}
+        if wrong:
+            raise pytest.UsageError(f"{item.nodeid} is in tests/{tier}/ but marked {sorted(wrong)}")
+        if tier == "unit" and HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            raise pytest.UsageError(f"{item.nodeid}: a unit test cannot use {sorted(HEAVY_FIXTURES)} "
+                                    "(models, ../shared, a Dagster instance): move it to tests/integration/")
+        item.add_marker(getattr(pytest.mark, tier))
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIERS[tier]))
+    order = list(TIERS)
+    items.sort(key=lambda it: order.index(tiers[it.nodeid]))  # stable: file order kept within a tier
 
 
 @pytest.fixture(scope="session")

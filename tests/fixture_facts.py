@@ -208,3 +208,9 @@ PROCESS_OPTIONS = {
     TWO_VOICES_NAME: {"diarize": True, "num_speakers": 2},
     SILENT_NAME: {},
 }
+
+
+def unique_copy(src: Path, dst: Path, salt: str) -> Path:
+    """Same media, different bytes (trailing padding after the last atom): a new recording id."""
+    dst.write_bytes(src.read_bytes() + b"\0" * 8 + salt.encode())
+    return dst

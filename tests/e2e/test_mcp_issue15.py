@@ -94,7 +94,7 @@ def test_item1_search_and_transcript_show_one_generation_during_a_rewrite(proces
     get_transcript: every response names one published generation, its content is that
     generation's, and search never points into a transcript other than the one get_transcript shows
     for the same generation."""
-    from test_faults import unique_copy
+    from fixture_facts import unique_copy
 
     from talkthrough_assets import service
 

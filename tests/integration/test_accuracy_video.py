@@ -16,7 +16,7 @@ from PIL import Image
 from talkthrough_assets import pipeline, service, store
 from talkthrough_assets.stages import dedup, keyframes, probe
 
-EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval" / "media"
+EVAL = Path(__file__).resolve().parents[3] / "shared" / "eval" / "media"
 VIDEOS = sorted((EVAL / "video").glob("*.mp4")) + sorted((EVAL / "video").glob("*.webm"))
 
 

@@ -15,7 +15,7 @@ from talkthrough_assets import settings as S
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages import diarize as D
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media"
 sys.path.insert(0, str(ROOT / "bench"))
 

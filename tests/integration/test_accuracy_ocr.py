@@ -9,7 +9,7 @@ import pytest
 
 from talkthrough_assets.stages import ocr
 
-MEDIA = Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "media"
+MEDIA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "media"
 LONG_EXAMPLE = MEDIA / "video" / "moviepy_long_example.mp4"  # 640x480, title on every frame
 TITLE = "1024 x 768 25 fps Photo JPEG 75%"
 

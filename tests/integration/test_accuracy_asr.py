@@ -13,7 +13,7 @@ import pytest
 from talkthrough_assets import models
 from talkthrough_assets.stages import audio, transcribe
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media"
 sys.path.insert(0, str(ROOT / "bench"))
 

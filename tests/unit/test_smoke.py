@@ -12,8 +12,6 @@ from fixture_facts import FIXTURES_DIR
 from talkthrough_assets import mediaio, selfcheck
 from talkthrough_assets.stages import probe
 
-pytestmark = pytest.mark.unit
-
 EXPECTED = {"screencast.mp4": "video", "silent_video.mp4": "video", "meeting_audio.m4a": "audio",
             "two_voices.m4a": "audio"}
 

@@ -17,17 +17,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
-from fixture_facts import FIXTURES_DIR, MEETING_NAME, SCREENCAST_NAME, SILENT_NAME
+from fixture_facts import FIXTURES_DIR, MEETING_NAME, SCREENCAST_NAME, SILENT_NAME, unique_copy
 
 from talkthrough_assets import pipeline, service, store
 
 CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
-
-
-def unique_copy(src: Path, dst: Path, salt: str) -> Path:
-    """Same media, different bytes (trailing padding after the last atom): a new recording id."""
-    dst.write_bytes(src.read_bytes() + b"\0" * 8 + salt.encode())
-    return dst
 
 
 def snapshot() -> dict[str, bytes]:

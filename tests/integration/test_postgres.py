@@ -18,7 +18,7 @@ from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
 
 from pg_cluster import PgUnavailable, start_cluster
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
 
 

@@ -15,8 +15,6 @@ from talkthrough_assets import store
 from talkthrough_assets.stages import dedup, manifest, terms, wallclock
 from talkthrough_assets.stages.probe import frame_floor_s
 
-pytestmark = pytest.mark.unit
-
 # Tags captured from real files (PyAV container.metadata).
 IPHONE_MOV_TAGS = {  # QuickTime Player / pre-macOS-26 screen recording
     "major_brand": "qt  ", "creation_time": "2026-03-14T09:26:53.000000Z",

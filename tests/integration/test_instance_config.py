@@ -4,7 +4,7 @@ typo in dagster.yaml or deploy/ fails CI instead of the first `dagster-daemon ru
 - the repo's dagster.yaml (the embedded SQLite default) is loaded as a real instance in a temp dir;
 - the YAML the CLI writes when TALKTHROUGH_PG_URL is set, and deploy/dagster.yaml, are validated with
   the instance schema, then each configurable class (storage, run queue, launcher, logs) against its own
-  config schema without connecting anywhere (tests/test_postgres.py loads the Postgres one for real);
+  config schema without connecting anywhere (tests/integration/test_postgres.py loads the Postgres one for real);
 - workspace YAMLs against Dagster's workspace schema; deploy/docker-compose.yml's wiring is checked.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INSTANCE_YAMLS = sorted(p for p in ROOT.rglob("dagster*.yaml")
                         if not any(part.startswith(".") for part in p.relative_to(ROOT).parts))
 WORKSPACE_YAMLS = sorted(p for p in ROOT.rglob("workspace*.yaml")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from talkthrough_assets.stages import probe, wallclock
 
-MEDIA = Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "media"
+MEDIA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "media"
 MTIME = 1_760_000_000.0  # 2025-10-09: what the mtime rung would give instead
 
 

@@ -31,7 +31,7 @@ from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
 
 from talkthrough_assets.settings import STAGES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REPO = {"repositoryLocationName": "talkthrough_assets.definitions", "repositoryName": "__repository__"}
 EMPTY_NAME = "empty drop.mp4"
 
