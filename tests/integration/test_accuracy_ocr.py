@@ -45,10 +45,3 @@ def test_small_frame_title_words_are_not_glued(small_frames):
     lines = [ocr.read_image(engine, p)["text"].splitlines() for p in small_frames]
     title = [next((ln for ln in ls if "JPEG" in ln.upper()), None) for ls in lines]
     assert title == [TITLE] * len(small_frames), title  # before the fix: '1024x76825fpsPhotoJPEG75%'
-
-
-def test_detection_scale_keeps_small_frame_upscaling_and_caps_big_frames():
-    assert ocr.det_scale(480, 640) == pytest.approx(736 / 480)  # RapidOCR's own upscaling, not 1.0
-    assert ocr.det_scale(882, 1568) == pytest.approx(1024 / 1568)  # big keyframe: capped (the speed-up)
-    assert ocr.det_scale(800, 1000) == 1.0  # neither small nor over the cap
-    assert ocr.det_scale(400, 1280) == pytest.approx(736 / 400)  # wide but short: still upscaled
