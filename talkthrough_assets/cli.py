@@ -186,7 +186,7 @@ def name(
         out = Console()
         for label in roster or sorted(merged):
             out.print(f"  {label}: {merged.get(label, '[dim](unnamed)[/dim]')}")
-        out.print(f"  manifest: {service.store.manifest_path(recording_id)}")
+        out.print(f"  manifest: {service.store.data_location(service.store.manifest_key(recording_id))}")
 
 
 @app.command()

@@ -113,6 +113,7 @@ def _audio(rid: str, cfg: dict) -> dict:
             reason = e.reason if not p["has_audio"] else f"audio stream could not be read: {e.reason}"
             audio_stage.write_silent_wav(tmp)
             res = {"samples": 0, "duration_ms": 0, "peak": 0}
+    store.publish_file(dst, store.audio_key(rid))
     md = {"has_audio": p["has_audio"], "audio_ms": res["duration_ms"], "peak": res["peak"], "reason": reason or ""}
     return {"metadata": md, "data_version": _digest([p["path"], p["size_bytes"], res]), "reason": reason}
 
@@ -129,7 +130,7 @@ def _segments(rid: str, cfg: dict) -> dict:
     elif audio_reason:
         out = transcribe_stage.unavailable(audio_reason, label)
     else:
-        samples = audio_stage.load_wav(store.audio_path(rid))  # read once: transcript + loudness check
+        samples = audio_stage.load_wav(_wav(rid))  # read once: transcript + loudness check
         peak = audio_stage.peak(samples)
         out = transcribe_stage.transcribe(samples, model_ref=ref, model_label=label, language=cfg.get("language"),
                                           threads=transcribe_stage.cpu_threads(shared=_shares_cpu(rid)),
@@ -160,11 +161,10 @@ def verify_check(name: str, rid: str) -> dict:
     if name == "frame_index_matches_disk":
         return frame_index_check(rid)
     if name == "manifest_schema_valid":
-        path = store.manifest_path(rid)
         try:
-            problems = manifest_stage.validate(json.loads(path.read_text()))
-        except FileNotFoundError:
-            problems = ["no published manifest (materialize `manifest`)"]
+            published = store.get_json(store.manifest_key(rid))
+            problems = (manifest_stage.validate(published) if published is not None
+                        else ["no published manifest (materialize `manifest`)"])
         except (OSError, ValueError) as e:
             problems = [f"unreadable manifest: {e}"]
         return {"name": name, "passed": not problems,
@@ -172,10 +172,15 @@ def verify_check(name: str, rid: str) -> dict:
     if name == "transcript_present_when_audible":
         probe = store.read_one("probe", rid) or {}
         peak = 0
-        if probe.get("has_audio") and store.audio_path(rid).is_file():
-            peak = audio_stage.peak(audio_stage.load_wav(store.audio_path(rid)))
+        if probe.get("has_audio") and store.exists(store.audio_key(rid)):
+            peak = audio_stage.peak(audio_stage.load_wav(_wav(rid)))
         return transcript_check(peak > 1000, len(store.read_rows("segments", rid)))
     raise KeyError(f"unknown check {name!r}")
+
+
+def _wav(rid: str) -> Path:
+    """The recording's 16 kHz WAV as a local file (this machine's copy when the data root is remote)."""
+    return store.local_file(store.audio_key(rid))
 
 
 def recording_filename(rid: str) -> str | None:
@@ -194,7 +199,7 @@ def _turns(rid: str, cfg: dict) -> dict:
         p = _probe_row(rid)
         # OCR name candidates are derived in the manifest stage (ocr runs on the other branch)
         out = diarize_stage.run_turns(
-            store.audio_path(rid) if p["has_audio"] else None,
+            _wav(rid) if p["has_audio"] else None,
             segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
             num_speakers=cfg.get("num_speakers"), threshold=cfg.get("diarize_threshold"),
             ocr_texts=None,
@@ -231,9 +236,10 @@ def _keyframes(rid: str, cfg: dict) -> dict:
     except BaseException:
         store.prune_frame_generations(rid, keep=_live_generations(rid))
         raise
-    rel = gen.relative_to(store.home()).as_posix()
+    rel = store.generation_key(gen)
     rows = [dict(f, file=f"{rel}/{f['file']}") for f in res["frames"]]
     previous = _live_generations(rid)
+    store.publish_frames_generation(gen)  # the JPEGs first, then the table that points at them
     store.write_table("keyframes", rid, rows)
     # keep the previous generation one more round for readers that loaded the old table
     store.prune_frame_generations(rid, keep={gen.name} | previous)
@@ -250,7 +256,7 @@ def _keyframes(rid: str, cfg: dict) -> dict:
 def frame_index_check(rid: str, rows: list[dict] | None = None) -> dict:
     """Every indexed keyframe exists on disk."""
     rows = store.read_rows("keyframes", rid) if rows is None else rows
-    missing = [r["file"] for r in rows if not store.resolve_under_home(r["file"]).is_file()]
+    missing = [r["file"] for r in rows if not store.exists(r["file"])]
     return {"name": "frame_index_matches_disk", "passed": not missing,
             "description": f"{len(rows) - len(missing)}/{len(rows)} indexed keyframes on disk"
             + (f"; missing e.g. {missing[0]}" if missing else "")}
@@ -260,14 +266,14 @@ def _live_generations(rid: str) -> set[str]:
     """Frame folders someone may still read: the keyframes table's and the published manifest's
     (MCP readers serve the manifest, which lags the table until the manifest stage runs)."""
     live = {Path(r["file"]).parent.name for r in store.read_rows("keyframes", rid)}
-    published = store.read_json(store.manifest_path(rid), None) or {}
+    published = store.get_json(store.manifest_key(rid), None) or {}
     live |= {Path(i["file"]).parent.name for i in (published.get("frames") or {}).get("items") or [] if i.get("file")}
     return live
 
 
 def _dedup(rid: str, cfg: dict) -> dict:
     frames = store.read_rows("keyframes", rid)
-    sigs = [dedup_stage.signature(store.resolve_under_home(f["file"])) for f in frames]
+    sigs = [dedup_stage.signature(store.local_file(f["file"])) for f in frames]
     rows = dedup_stage.mark(frames, sigs)
     store.write_table("dedup", rid, rows)
     unique = sum(1 for r in rows if r["duplicate_of"] is None)
@@ -280,7 +286,7 @@ def _ocr(rid: str, cfg: dict) -> dict:
     engine, status = ocr_stage.engine_status(bool(cfg.get("ocr")))
     rows, partial = [], 0
     if engine is not None:
-        unique = [{"ms": f["ms"], "path": store.resolve_under_home(f["file"]),
+        unique = [{"ms": f["ms"], "path": store.local_file(f["file"]),
                    "bands": json.loads(d["changed_json"]) if d.get("changed_json") else None}
                   for f in frames for d in [dedup_by_ms.get(f["ms"]) or {}] if d.get("duplicate_of") is None]
         for r in ocr_stage.read_frames(engine, unique):
@@ -319,7 +325,7 @@ def _manifest(rid: str, cfg: dict) -> dict:
     problems = manifest_stage.validate(m)
     if problems:
         raise StageError("manifest invalid: " + "; ".join(problems))
-    path = store.atomic_write_json(store.manifest_path(rid), m)
+    path = store.put_json(store.manifest_key(rid), m)
     wc = m["wall_clock"] or {}
     tr = m["transcript"]
     di = tr.get("diarization") or {}

@@ -242,7 +242,7 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
 def summary(rid: str) -> dict:
     """A short, context-friendly summary from stored outputs (no media access)."""
     rec = store.read_one("recordings", rid)
-    out: dict = {"recording_id": rid, "manifest": str(store.manifest_path(rid)) if rec else None}
+    out: dict = {"recording_id": rid, "manifest": store.data_location(store.manifest_key(rid)) if rec else None}
     if not rec:
         return out
     wc = store.read_one("wall_clock", rid)
@@ -255,7 +255,7 @@ def summary(rid: str) -> dict:
         "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
                        "language": rec["language"], "segments": rec["segment_count"]},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
-                   "dir": str(store.frames_root(rid)),
+                   "dir": store.data_location(store.frames_key(rid)),
                    "reason": pipeline.stage_reason(rid, "keyframes")},
         "diarized": rec["diarized"], "speakers": rec["speaker_count"],
         "preview": [

@@ -41,7 +41,7 @@ def _env_defaults() -> dict[str, Any]:
 
 
 def load_overrides(recording_id: str) -> dict[str, Any]:
-    return store.read_json(store.settings_path(recording_id), {}) or {}
+    return store.get_json(store.settings_key(recording_id), {}) or {}
 
 
 def save_overrides(recording_id: str, changes: dict[str, Any]) -> dict[str, Any]:
@@ -55,7 +55,7 @@ def save_overrides(recording_id: str, changes: dict[str, Any]) -> dict[str, Any]
             cur.pop(k, None)
         else:
             cur[k] = v
-    store.atomic_write_json(store.settings_path(recording_id), cur)
+    store.put_json(store.settings_key(recording_id), cur)
     return cur
 
 

@@ -14,6 +14,15 @@ Layout under ``$TALKTHROUGH_HOME`` (default ``~/.talkthrough``)::
 
 Every write is temp-file + ``os.replace`` in the same directory, so a reader sees the
 previous complete file or the new complete file, never a partial one.
+
+``TALKTHROUGH_HOME`` may also be an object-store URL (``s3://bucket/prefix``). Then the data above
+(tables, frames, audio, manifests, settings) lives there, read and written through ``pyarrow.fs``
+(S3 credentials, region and endpoint from the standard ``AWS_*`` variables, ``AWS_ENDPOINT_URL`` for
+an S3-compatible server), and each write is one PUT (an object appears whole or not at all). What is
+machine-local stays on this machine under ``TALKTHROUGH_LOCAL_HOME`` (default
+``~/.talkthrough-local/<url hash>``): ``dagster/``, ``models/``, ``locks/``, the DuckDB catalog file,
+and a cache of frames and WAVs laid out like the data root (the stages decode and OCR local files).
+``home()`` is always that local directory; ``data_location()`` names the data root.
 """
 
 from __future__ import annotations
@@ -41,8 +50,37 @@ class InvalidRecordingId(ValueError):
     pass
 
 
+REMOTE_SCHEMES = ("s3://",)
+
+
+def data_url() -> str:
+    """``$TALKTHROUGH_HOME`` as given: a local folder (default ``~/.talkthrough``) or ``s3://bucket/prefix``."""
+    return os.environ.get("TALKTHROUGH_HOME") or str(Path.home() / ".talkthrough")
+
+
+def is_remote() -> bool:
+    return data_url().startswith(REMOTE_SCHEMES)
+
+
 def home() -> Path:
-    return Path(os.environ.get("TALKTHROUGH_HOME") or Path.home() / ".talkthrough").expanduser().resolve()
+    """This machine's directory: the data root itself when it is local; for an ``s3://`` data root,
+    ``$TALKTHROUGH_LOCAL_HOME`` (Dagster storage, models, locks, catalog, local frame/WAV cache)."""
+    url = data_url()
+    if url.startswith(REMOTE_SCHEMES):
+        local = os.environ.get("TALKTHROUGH_LOCAL_HOME")
+        if local:
+            return Path(local).expanduser().resolve()
+        import hashlib
+
+        return (Path.home() / ".talkthrough-local" / hashlib.sha256(url.encode()).hexdigest()[:12]).resolve()
+    return Path(url).expanduser().resolve()
+
+
+def data_location(key: str = "") -> str:
+    """Where ``key`` (a path relative to the data root) lives, as a user would name it."""
+    if is_remote():
+        return data_url().rstrip("/") + ("/" + key if key else "")
+    return str(home() / key) if key else str(home())
 
 
 def check_id(recording_id: str) -> str:
@@ -117,6 +155,163 @@ SCHEMAS: dict[str, pa.Schema] = {
 TABLES = tuple(SCHEMAS)
 
 
+# --------------------------------------------------------------------------- data root backend
+
+_s3_cache: dict[tuple, Any] = {}
+_s3_guard = threading.Lock()
+
+
+def _remote() -> tuple[Any, str]:
+    """(pyarrow S3FileSystem, "bucket/prefix") for an ``s3://`` data root, built once per settings."""
+    import pyarrow.fs as pafs
+
+    url = data_url()
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    key = (url, endpoint, region, os.environ.get("AWS_ACCESS_KEY_ID"))
+    with _s3_guard:
+        if key not in _s3_cache:
+            kw: dict[str, Any] = {"region": region}
+            if endpoint:
+                scheme, _, host = endpoint.partition("://")
+                kw.update(endpoint_override=host.rstrip("/") if host else scheme,
+                          scheme=scheme if host else "https")
+            base = url[len("s3://"):].strip("/")
+            if not base:
+                raise ValueError(f"TALKTHROUGH_HOME={url!r}: expected s3://bucket[/prefix]")
+            _s3_cache[key] = (pafs.S3FileSystem(**kw), base)
+        return _s3_cache[key]
+
+
+def check_key(key: str) -> str:
+    """A stored path relative to the data root (``frames/<id>/<gen>/t….jpg``): no escape, no absolute."""
+    parts = key.split("/")
+    if not key or key.startswith("/") or "\\" in key or any(x in ("", ".", "..") for x in parts):
+        raise PermissionError(f"path {key!r} escapes the data root")
+    return key
+
+
+def _local(key: str) -> Path:
+    return home() / check_key(key)
+
+
+def put_bytes(key: str, data: bytes, *, fsync: bool = True) -> str:
+    """Publish ``data`` at ``key``: temp file + rename locally, one PUT on an object store."""
+    if is_remote():
+        fs, base = _remote()
+        with fs.open_output_stream(f"{base}/{check_key(key)}") as out:
+            out.write(data)
+    else:
+        with atomic_path(_local(key), fsync=fsync) as tmp:
+            tmp.write_bytes(data)
+    return data_location(key)
+
+
+def get_bytes(key: str) -> bytes | None:
+    """The bytes at ``key``, None when there is no such file/object."""
+    if is_remote():
+        fs, base = _remote()
+        try:
+            with fs.open_input_stream(f"{base}/{check_key(key)}") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+    try:
+        return _local(key).read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+def stamp(key: str) -> tuple | None:
+    """A change signature of the file at ``key`` ((inode, size, mtime_ns); inode 0 on an object
+    store), None when absent."""
+    if is_remote():
+        import pyarrow.fs as pafs
+
+        fs, base = _remote()
+        info = fs.get_file_info(f"{base}/{check_key(key)}")
+        if info.type != pafs.FileType.File:
+            return None
+        return (0, info.size, info.mtime_ns or 0)
+    try:
+        st = _local(key).stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def exists(key: str) -> bool:
+    return stamp(key) is not None
+
+
+def list_names(prefix: str) -> list[str]:
+    """Names directly under the folder ``prefix`` (files and folders); [] when it does not exist."""
+    if is_remote():
+        import pyarrow.fs as pafs
+
+        fs, base = _remote()
+        sel = pafs.FileSelector(f"{base}/{check_key(prefix)}", allow_not_found=True, recursive=False)
+        return sorted(i.base_name for i in fs.get_file_info(sel))
+    try:
+        return sorted(os.listdir(_local(prefix)))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def delete_tree(prefix: str) -> None:
+    """Remove the folder ``prefix`` from the data root (and from this machine's cache)."""
+    if is_remote():
+        fs, base = _remote()
+        try:
+            fs.delete_dir(f"{base}/{check_key(prefix)}")
+        except FileNotFoundError:
+            pass
+    shutil.rmtree(_local(prefix), ignore_errors=True)
+
+
+def publish_file(local: Path, key: str) -> str:
+    """Make the finished local file ``local`` (already at ``home()/key``) visible at ``key`` in the
+    data root: nothing to do locally, an upload (one PUT) to an object store."""
+    if is_remote():
+        fs, base = _remote()
+        with open(local, "rb") as src, fs.open_output_stream(f"{base}/{check_key(key)}") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+    return data_location(key)
+
+
+def local_file(key: str) -> Path:
+    """A local path holding the bytes at ``key``: the file itself for a local data root; for an
+    object store, this machine's cached copy, downloaded when missing or older than the object.
+    Raises FileNotFoundError when there is no such file."""
+    path = _local(key)
+    if not is_remote():
+        if not path.is_file():
+            raise FileNotFoundError(str(path))
+        return path
+    remote = stamp(key)
+    if remote is None:
+        raise FileNotFoundError(data_location(key))
+    try:
+        st = path.stat()
+        if st.st_size == remote[1] and st.st_mtime_ns >= remote[2]:
+            return path
+    except FileNotFoundError:
+        pass
+    fs, base = _remote()
+    with atomic_path(path) as tmp, fs.open_input_stream(f"{base}/{key}") as src, open(tmp, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+    return path
+
+
+def get_json(key: str, default: Any = None) -> Any:
+    data = get_bytes(key)
+    return default if data is None else json.loads(data)
+
+
+def put_json(key: str, obj: Any) -> str:
+    return put_bytes(key, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False).encode())
+
+
 # --------------------------------------------------------------------------- paths
 
 def tables_dir() -> Path:
@@ -133,6 +328,30 @@ def partition_dir(table: str, recording_id: str) -> Path:
 
 def table_path(table: str, recording_id: str, part: str = "part-0") -> Path:
     return partition_dir(table, recording_id) / f"{part}.parquet"
+
+
+def partition_key(table: str, recording_id: str) -> str:
+    return partition_dir(table, recording_id).relative_to(home()).as_posix()
+
+
+def table_key(table: str, recording_id: str, part: str = "part-0") -> str:
+    return f"{partition_key(table, recording_id)}/{part}.parquet"
+
+
+def frames_key(recording_id: str) -> str:
+    return f"frames/{check_id(recording_id)}"
+
+
+def audio_key(recording_id: str) -> str:
+    return f"audio/{check_id(recording_id)}.wav"
+
+
+def manifest_key(recording_id: str) -> str:
+    return f"manifests/{check_id(recording_id)}.json"
+
+
+def settings_key(recording_id: str) -> str:
+    return f"settings/{check_id(recording_id)}.json"
 
 
 def frames_root(recording_id: str) -> Path:
@@ -229,13 +448,32 @@ def write_table(table: str, recording_id: str, rows: Iterable[dict], part: str =
     ensure_schema_files()
     path = table_path(table, recording_id, part)
     t = _table(table, rows)
+    if is_remote():  # one object PUT (multipart when large): appears whole or not at all
+        fs, base = _remote()
+        pq.write_table(t, f"{base}/{table_key(table, recording_id, part)}", filesystem=fs, compression="zstd")
+        return path
     with atomic_path(path) as tmp:
         pq.write_table(t, tmp, compression="zstd")
     return path
 
 
+def _partition_files(table: str, recording_id: str) -> list[str]:
+    prefix = partition_key(table, recording_id)
+    return [f"{prefix}/{n}" for n in list_names(prefix) if n.endswith(".parquet")]
+
+
 def read_rows(table: str, recording_id: str, part: str | None = "part-0") -> list[dict]:
     """Rows of one partition (all parts when ``part`` is None); [] when nothing is stored."""
+    if is_remote():
+        fs, base = _remote()
+        keys = [table_key(table, recording_id, part)] if part else _partition_files(table, recording_id)
+        out = []
+        for key in keys:
+            try:
+                out.extend(pq.read_table(f"{base}/{key}", filesystem=fs, schema=SCHEMAS[table]).to_pylist())
+            except FileNotFoundError:
+                pass
+        return out
     d = partition_dir(table, recording_id)
     files = [d / f"{part}.parquet"] if part else sorted(d.glob("*.parquet"))
     out: list[dict] = []
@@ -251,12 +489,14 @@ def read_one(table: str, recording_id: str, part: str = "part-0") -> dict | None
 
 
 def has_partition(table: str, recording_id: str) -> bool:
+    if is_remote():
+        return bool(_partition_files(table, recording_id))
     d = partition_dir(table, recording_id)
     return d.exists() and any(d.glob("*.parquet"))
 
 
 def delete_partition(table: str, recording_id: str) -> None:
-    shutil.rmtree(partition_dir(table, recording_id), ignore_errors=True)
+    delete_tree(partition_key(table, recording_id))
 
 
 def read_json(path: Path, default: Any = None) -> Any:
@@ -297,10 +537,22 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
             with _held_guard:
                 _held_locks[recording_id] -= 1
         return
+    busy = PartitionBusy(f"recording {recording_id} is being processed by another run; try again when it finishes")
+    deadline = time.monotonic() + timeout_s
+    pg_url = os.environ.get(PG_URL_ENV)
+    if pg_url:  # shared Dagster storage: machines share the data root, so the lock must be shared too
+        with _pg_advisory_lock(pg_url, recording_id, deadline, busy):
+            with _held_guard:
+                _held_locks[recording_id] = 1
+            try:
+                yield
+            finally:
+                with _held_guard:
+                    _held_locks.pop(recording_id, None)
+        return
     path = lock_path(recording_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + timeout_s
     try:
         while True:
             try:
@@ -308,9 +560,7 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise PartitionBusy(
-                        f"recording {recording_id} is being processed by another run; try again when it finishes"
-                    ) from None
+                    raise busy from None
                 time.sleep(0.2)
         with _held_guard:
             _held_locks[recording_id] = 1
@@ -324,6 +574,37 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
         os.close(fd)
 
 
+PG_URL_ENV = "TALKTHROUGH_PG_URL"
+_LOCK_NAMESPACE = 0x7A1C  # high bits of the advisory-lock key: talkthrough's own key space
+
+
+@contextmanager
+def _pg_advisory_lock(pg_url: str, recording_id: str, deadline: float, busy: Exception) -> Iterator[None]:
+    """A Postgres session advisory lock on the recording (one dedicated connection held for the
+    block): every machine sharing the Dagster database sees it, and Postgres drops it when the
+    holder's connection dies, so a killed worker never leaves it behind."""
+    import psycopg2
+
+    key = (_LOCK_NAMESPACE << 48) | (int(recording_id[:12], 16))  # fits a signed bigint
+    con = psycopg2.connect(pg_url, connect_timeout=10, application_name=f"talkthrough-lock-{recording_id}")
+    try:
+        con.autocommit = True
+        with con.cursor() as cur:
+            while True:
+                cur.execute("SELECT pg_try_advisory_lock(%s)", (key,))
+                if cur.fetchone()[0]:
+                    break
+                if time.monotonic() >= deadline:
+                    raise busy
+                time.sleep(0.2)
+            try:
+                yield
+            finally:
+                cur.execute("SELECT pg_advisory_unlock(%s)", (key,))
+    finally:
+        con.close()
+
+
 # --------------------------------------------------------------------------- frames generations
 
 def new_frames_generation(recording_id: str) -> Path:
@@ -332,15 +613,34 @@ def new_frames_generation(recording_id: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"g{int(time.time() * 1000)}-", dir=root))
 
 
+def generation_key(gen: Path) -> str:
+    """The data-root key of a frames generation folder made by ``new_frames_generation``."""
+    return gen.relative_to(home()).as_posix()
+
+
+def publish_frames_generation(gen: Path) -> None:
+    """Make a finished generation folder's JPEGs visible in the data root (uploads on an object
+    store; locally they already are). Readers find them only through the table written after."""
+    if is_remote():
+        prefix = generation_key(gen)
+        for f in sorted(gen.iterdir()):
+            if f.is_file() and f.suffix == ".jpg":
+                publish_file(f, f"{prefix}/{f.name}")
+
+
 def prune_frame_generations(recording_id: str, keep: Iterable[str]) -> None:
-    """Delete frame generation folders not listed in ``keep`` (relative names)."""
-    root = frames_root(recording_id)
+    """Delete frame generation folders not listed in ``keep`` (relative names), in the data root
+    and in this machine's cache."""
     keep = set(keep)
-    if not root.exists():
-        return
-    for d in root.iterdir():
-        if d.is_dir() and d.name not in keep:
-            shutil.rmtree(d, ignore_errors=True)
+    prefix = frames_key(recording_id)
+    for name in list_names(prefix):
+        if name not in keep and not name.startswith("."):
+            delete_tree(f"{prefix}/{name}")
+    root = frames_root(recording_id)
+    if root.exists():
+        for d in root.iterdir():
+            if d.is_dir() and d.name not in keep:
+                shutil.rmtree(d, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- DuckDB catalog
@@ -350,8 +650,20 @@ _schema_files_done: set[Path] = set()
 
 def ensure_schema_files() -> None:
     """One empty Parquet file per table so every view has a fixed schema even before data exists."""
-    root = tables_dir()
+    root = data_location("tables")
     if root in _schema_files_done:
+        return
+    if is_remote():
+        fs, base = _remote()
+        for table, schema in SCHEMAS.items():
+            key = f"{base}/{table_key(table, SCHEMA_PARTITION)}"
+            try:
+                same = pq.read_schema(key, filesystem=fs).equals(schema)
+            except (FileNotFoundError, OSError):
+                same = False
+            if not same:
+                pq.write_table(schema.empty_table(), key, filesystem=fs)
+        _schema_files_done.add(root)
         return
     for table, schema in SCHEMAS.items():
         path = table_path(table, SCHEMA_PARTITION)
@@ -389,6 +701,10 @@ def ensure_catalog() -> Path:
 
     ensure_schema_files()
     path = catalog_path()
+    if is_remote():
+        # DuckDB's httpfs extension is a download (not possible offline), so a catalog file cannot
+        # hold views over s3://; readers use connect(), which scans the tables through pyarrow.
+        return path
     marker = path.with_suffix(".version")
     if path.exists() and marker.exists() and marker.read_text() == CATALOG_VERSION:
         return path
@@ -417,6 +733,24 @@ def connect():
     ensure_schema_files()
     con = duckdb.connect(":memory:")
     for table in SCHEMAS:
-        con.execute(view_sql(table))
+        if is_remote():
+            con.register(f"_arrow_{table}", remote_dataset(table))
+            con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM _arrow_{table} "
+                        f"WHERE recording <> '{SCHEMA_PARTITION}'")
+        else:
+            con.execute(view_sql(table))
     con.execute(frames_view_sql())
     return con
+
+
+def remote_dataset(table: str):
+    """A pyarrow dataset over one table on the object store (Hive ``recording=`` partitions, the
+    table's schema, so older files lacking a newer column read as NULL). DuckDB scans it with filter
+    and projection pushdown; the file list is taken when it is built, i.e. per ``connect()``."""
+    import pyarrow.dataset as pads
+
+    fs, base = _remote()
+    part = pads.partitioning(pa.schema([("recording", pa.string())]), flavor="hive")
+    schema = SCHEMAS[table].append(pa.field("recording", pa.string()))
+    return pads.dataset(f"{base}/tables/{table}", filesystem=fs, format="parquet", partitioning=part,
+                        schema=schema)

@@ -122,7 +122,7 @@ class LibraryIndex:
         if refresh_interval is None:
             refresh_interval = float(os.environ.get("TALKTHROUGH_MCP_REFRESH_S") or 1.0)
         self.refresh_interval = refresh_interval
-        self.manifests = store.home() / "manifests"
+        self.manifests = store.home() / "manifests"  # a local data root's folder (scanned directly)
         self.con = duckdb.connect(":memory:")
         self._lock = threading.Lock()
         self._sigs: dict[str, tuple] = {}
@@ -147,6 +147,14 @@ class LibraryIndex:
 
     def _scan(self) -> dict[str, tuple]:
         out: dict[str, tuple] = {}
+        if store.is_remote():  # one LIST of the manifests prefix, then a HEAD per manifest
+            for name in store.list_names("manifests"):
+                rid = name[:-5] if name.endswith(".json") else ""
+                if store.ID_RE.fullmatch(rid):
+                    sig = snapshot.signature(rid)
+                    if sig is not None:
+                        out[rid] = sig
+            return out
         try:
             with os.scandir(self.manifests) as it:
                 for e in it:

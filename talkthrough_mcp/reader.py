@@ -205,7 +205,7 @@ class Reader:
     """All read tools over the data root current at construction (``$TALKTHROUGH_HOME``)."""
 
     def __init__(self, refresh_interval: float | None = None):
-        self.home = store.home()
+        self.home = store.data_location()  # the data root this reader serves (a folder or s3:// URL)
         self._refresh_interval = refresh_interval
         self._index: LibraryIndex | None = None
         self._index_lock = threading.Lock()
@@ -242,17 +242,16 @@ class Reader:
 
     def _frame_bytes(self, rid: str, rel: str) -> bytes | None:
         try:
-            p = store.resolve_under_home(rel)
+            key = store.check_key(rel)
         except PermissionError:
             return None
-        frames_root = store.frames_root(rid).resolve()
-        if frames_root not in p.parents or p.suffix.lower() not in (".jpg", ".jpeg") or not p.is_file():
+        if not key.startswith(store.frames_key(rid) + "/") or not key.lower().endswith((".jpg", ".jpeg")):
             return None
         try:
-            data = p.read_bytes()
-        except OSError:  # pruned between the check and the read
+            data = store.get_bytes(key)  # None when pruned between the index and the read
+        except OSError:
             return None
-        return data if media.is_jpeg(data) else None
+        return data if data is not None and media.is_jpeg(data) else None
 
     # ---------------------------------------------------------------- list_recordings
 
@@ -782,7 +781,7 @@ def default_reader() -> Reader:
     """The process-wide reader for the current ``$TALKTHROUGH_HOME`` (rebuilt if it changed)."""
     global _default
     with _default_lock:
-        if _default is None or _default.home != store.home():
+        if _default is None or _default.home != store.data_location():
             _default = Reader()
         return _default
 

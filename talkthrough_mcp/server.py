@@ -59,7 +59,8 @@ _ABS_PATH = re.compile(r"(?<![\w.])/(?:[^\s'\"/:]+/)+([^\s'\"/:]*)")
 def scrub(text: str) -> str:
     """No server paths in anything sent to a client: the data root becomes <data root>, any other
     absolute path its last component."""
-    text = text.replace(str(store.home()), "<data root>")
+    for root in {store.data_location(), str(store.home())}:
+        text = text.replace(root, "<data root>")
     return _ABS_PATH.sub(lambda m: m.group(1) or "<path>", text)
 
 

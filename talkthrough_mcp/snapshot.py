@@ -96,28 +96,31 @@ def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
 
 
 def read(rid: str) -> Snapshot | None:
-    """Parse the published manifest of ``rid`` (None when there is none). The signature comes from
-    ``fstat`` of the very file descriptor that was read, so it always describes these bytes."""
-    path = store.manifest_path(rid)
-    try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            data = f.read()
-    except FileNotFoundError:
-        return None
+    """Parse the published manifest of ``rid`` (None when there is none). Locally the signature
+    comes from ``fstat`` of the very file descriptor that was read, so it always describes these
+    bytes; on an object store it is taken just before the GET, so a newer object is re-read later."""
+    if store.is_remote():
+        sig = signature(rid)
+        data = store.get_bytes(store.manifest_key(rid)) if sig else None
+        if data is None:
+            return None
+    else:
+        try:
+            with open(store.manifest_path(rid), "rb") as f:
+                st = os.fstat(f.fileno())
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
     try:
         m = json.loads(data)
     except ValueError:
         raise DamagedManifest(f"manifest of {rid} is not valid JSON") from None
-    return build(rid, m, (st.st_ino, st.st_size, st.st_mtime_ns))
+    return build(rid, m, sig)
 
 
 def signature(rid: str) -> tuple | None:
-    try:
-        st = os.stat(store.manifest_path(rid))
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return store.stamp(store.manifest_key(rid))
 
 
 class SnapshotCache:

@@ -160,5 +160,14 @@ def test_deploy_compose_wiring():
     vol = launcher["container_kwargs"]["volumes"][0].split(":")[0]
     assert compose["volumes"][vol]["name"] == vol
     assert {"TALKTHROUGH_PG_URL", "TALKTHROUGH_HOME"} <= set(launcher["env_vars"])
+    # outputs go to the compose S3 service: every container names the same bucket and endpoint, and run
+    # containers are given the same settings (names only: values come from the daemon's environment)
+    env = services["user_code"]["environment"]
+    assert env["TALKTHROUGH_HOME"].startswith("s3://") and env["AWS_ENDPOINT_URL"] == "http://s3:9000"
+    bucket = env["TALKTHROUGH_HOME"][len("s3://"):].split("/")[0]
+    assert f"s3/{bucket}" in " ".join(services["s3_bucket"]["entrypoint"])
+    assert {k for k in env if k.startswith(("AWS_", "TALKTHROUGH_"))} <= set(launcher["env_vars"])
+    for name in ("webserver", "daemon"):
+        assert services[name]["environment"]["TALKTHROUGH_HOME"] == env["TALKTHROUGH_HOME"]
     assert services["user_code"]["environment"]["DAGSTER_CURRENT_IMAGE"] == services["user_code"]["image"]
     assert (ROOT / services["user_code"]["build"]["dockerfile"]).exists()
