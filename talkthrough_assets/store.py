@@ -550,6 +550,8 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
                 with _held_guard:
                     _held_locks.pop(recording_id, None)
         return
+    if is_remote() and not _warned_local_lock:
+        _warn_local_lock()
     path = lock_path(recording_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -575,6 +577,20 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
 
 
 PG_URL_ENV = "TALKTHROUGH_PG_URL"
+_warned_local_lock = False
+
+
+def _warn_local_lock() -> None:
+    global _warned_local_lock
+    _warned_local_lock = True
+    import logging
+
+    logging.getLogger("talkthrough").warning(
+        "TALKTHROUGH_HOME is %s but TALKTHROUGH_PG_URL is not set: the per-recording lock is this machine's "
+        "flock, so other machines writing the same data root are not kept out; set TALKTHROUGH_PG_URL "
+        "(shared Dagster storage and a Postgres advisory lock)", data_url())
+
+
 _LOCK_NAMESPACE = 0x7A1C  # high bits of the advisory-lock key: talkthrough's own key space
 
 
