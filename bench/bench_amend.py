@@ -49,7 +49,7 @@ def bench_file(path: str, rounds: int) -> dict:
     media_s = len(audio_stage.load_wav(wav)) / audio_stage.SAMPLE_RATE
 
     def diarize_alone():
-        out = diarize_stage.run_turns(wav, segments=segs, words=words, num_speakers=2, threshold=0.5, ocr_texts=[])
+        out = diarize_stage.run_turns(wav, segments=segs, words=words, num_speakers=2, threshold=0.5)
         d = out["diarization"]
         if not d.get("available"):
             raise SystemExit(f"diarization unavailable: {d.get('reason')} (set TALKTHROUGH_DIARIZATION_MODELS)")

@@ -162,14 +162,14 @@ def sherpa_defaults(wav: Path) -> tuple[list[tuple], float]:
     import sherpa_onnx as so
 
     from talkthrough_assets.stages import audio
-    from talkthrough_assets.stages import diarize as D
+    from talkthrough_assets.stages import diarize_engine, diarize_models
 
-    m = D.resolve_models()
+    m = diarize_models.resolve_models()
     cfg = so.OfflineSpeakerDiarizationConfig(
         segmentation=so.OfflineSpeakerSegmentationModelConfig(
             pyannote=so.OfflineSpeakerSegmentationPyannoteModelConfig(model=str(m.segmentation)),
-            num_threads=D.threads()),
-        embedding=so.SpeakerEmbeddingExtractorConfig(model=str(m.embedding), num_threads=D.threads()),
+            num_threads=diarize_engine.threads()),
+        embedding=so.SpeakerEmbeddingExtractorConfig(model=str(m.embedding), num_threads=diarize_engine.threads()),
         clustering=so.FastClusteringConfig(),
     )
     eng = so.OfflineSpeakerDiarization(cfg)
@@ -209,12 +209,13 @@ def main() -> int:
     os.environ.setdefault("TALKTHROUGH_HOME", tempfile.mkdtemp(prefix="tt-bench-der-"))
     from talkthrough_assets.stages import audio
     from talkthrough_assets.stages import diarize as D
+    from talkthrough_assets.stages.diarize_engine import WINDOW_SHIFT_RATIO
 
     cs = clips(args.media)
     tmp = Path(tempfile.mkdtemp(prefix="tt-der-"))
     print(f"DER with a {args.collar:g} s collar, speakers found/expected; wall s of the diarization call (engine warm)")
     print(f"talkthrough = run_turns(num_speakers=None, threshold=0.5 (settings' diarize_threshold)): window_shift "
-          f"{D.WINDOW_SHIFT_RATIO}, + same-voice merge")
+          f"{WINDOW_SHIFT_RATIO}, + same-voice merge")
     print(f"{'clip':18s} {'sherpa defaults':>22s} {'talkthrough':>22s}")
     worse = []
     for c in cs:

@@ -197,12 +197,11 @@ def _turns(rid: str, cfg: dict) -> dict:
         out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": []}
     else:
         p = _probe_row(rid)
-        # OCR name candidates are derived in the manifest stage (ocr runs on the other branch)
+        # no OCR name candidates here: ocr is not upstream of turns (the manifest stage derives them)
         out = diarize_stage.run_turns(
             _wav(rid) if p["has_audio"] else None,
             segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
             num_speakers=cfg.get("num_speakers"), threshold=cfg.get("diarize_threshold"),
-            ocr_texts=None,
         )
     store.write_table("diarization", rid, [out["diarization"]])
     store.write_table("turns", rid, out["turns"])
@@ -304,10 +303,7 @@ def build_manifest(rid: str, cfg: dict) -> dict:
     keyframes = store.read_rows("keyframes", rid)
     frames_rel = None
     turns, ocr = store.read_rows("turns", rid), store.read_rows("ocr", rid)
-    speakers = store.read_rows("speakers", rid)
-    if turns and ocr:  # hints only: never applied as names without `talkthrough name`
-        cands = diarize_stage.name_candidates(turns, ocr)
-        speakers = [dict(s, name_candidates=cands.get(s["label"]) or []) for s in speakers]
+    speakers = store.read_rows("speakers", rid)  # the manifest adds their OCR name candidates
     frames_reason = stage_reason(rid, "keyframes")
     return manifest_stage.build(
         frames_reason=frames_reason, recording_id=rid, probe=_probe_row(rid), wall_clock=store.read_one("wall_clock", rid),
@@ -572,11 +568,11 @@ def _diarization_models_appeared(rid: str) -> bool:
     row = store.read_one("diarization", rid)
     if not row or not row["requested"] or row["available"] or "diarization models" not in (row["reason"] or ""):
         return False
-    from .stages import diarize
+    from .stages import diarize_models
 
     try:
-        diarize.resolve_models(download=False)
-    except diarize.ModelsUnavailable:
+        diarize_models.resolve_models(download=False)
+    except diarize_models.ModelsUnavailable:
         return False
     return True
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from .speaker_names import name_candidates
+
 CODE_VERSION = "3"
 SCHEMA = "talkthrough-manifest/v1"
 
@@ -59,9 +61,11 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
         block = {k: diarization.get(k) for k in (
             "available", "reason", "engine", "engine_version", "segmentation_model", "embedding_model",
             "requested_num_speakers", "detected_num_speakers", "threshold")}
+        # OCR name candidates: hints only, never applied as names without `talkthrough name`
+        cands = name_candidates(turns, ocr)
         block["speakers"] = [
             {**{k: s[k] for k in ("label", "talk_time_ms", "turn_count", "first_ms", "last_ms")},
-             **({"name_candidates": s["name_candidates"]} if s.get("name_candidates") else {})}
+             **({"name_candidates": cands[s["label"]]} if cands.get(s["label"]) else {})}
             for s in speakers]
         block["turns"] = [[t["t0_ms"], t["t1_ms"], t["speaker"]] for t in turns]
         if speaker_names:

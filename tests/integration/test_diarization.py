@@ -21,6 +21,9 @@ from talkthrough_assets.cli import app
 from talkthrough_assets.models import sha256_file
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages import diarize as D
+from talkthrough_assets.stages import diarize_attribution as A
+from talkthrough_assets.stages import diarize_labels as L
+from talkthrough_assets.stages import diarize_models as M
 
 SR = 16000
 
@@ -40,7 +43,7 @@ class TestModelResolver:
     def test_finds_the_offline_copies_and_they_match_their_sha256sums(self):
         from conftest import DIARIZATION_MODELS
 
-        seg, emb = D.find_in_dir(DIARIZATION_MODELS)
+        seg, emb = M.find_in_dir(DIARIZATION_MODELS)
         assert "segmentation" in seg.name and "campplus" in emb.name
         sums = {name: sha for sha, name in (ln.split() for ln in (DIARIZATION_MODELS / "SHA256SUMS").read_text().splitlines())}
         assert sha256_file(seg) == sums[seg.name] and sha256_file(emb) == sums[emb.name]
@@ -82,11 +85,11 @@ class TestBadCases:
         assert out["turns"] == []
 
     def test_missing_models(self, tt_home, two_voices_wav, tmp_path, monkeypatch):
-        monkeypatch.setenv(D.ENV_MODELS_DIR, str(tmp_path))
+        monkeypatch.setenv(M.ENV_MODELS_DIR, str(tmp_path))
         segs = [{"seq": 0, "t0_ms": 500, "t1_ms": 7400, "text": "Welcome."}]
         out = _run(two_voices_wav, num_speakers=2, segments=segs)
         d = out["diarization"]
-        assert not d["available"] and D.ENV_MODELS_DIR in d["reason"] and d["requested_num_speakers"] == 2
+        assert not d["available"] and M.ENV_MODELS_DIR in d["reason"] and d["requested_num_speakers"] == 2
         assert out["speaker_segments"] == []  # the manifest then falls back to whisper's segments
 
     def test_one_speaker_and_more_speakers_requested_than_present(self, tt_home, two_voices_wav, tmp_path):
@@ -114,7 +117,7 @@ def _correct_share(items, key=lambda r: r["speaker"]):
     right = total = 0
     for r in items:
         for t0, t1, lab in _truth():
-            ov = D.overlap_ms(r["t0_ms"], r["t1_ms"], t0, t1)
+            ov = L.overlap_ms(r["t0_ms"], r["t1_ms"], t0, t1)
             total += ov
             right += ov if key(r) == lab else 0
     return right / total if total else 0.0
@@ -133,14 +136,14 @@ def test_two_voices_turns_labels_and_attribution(processed):
     for t, (t0, t1, _) in zip(turns, TWO_VOICE_TURNS):
         assert abs(t["t0_ms"] - t0) <= tol and abs(t["t1_ms"] - t1) <= tol, (t, t0, t1)
     truth_ms = sum(t1 - t0 for t0, t1, _ in TWO_VOICE_TURNS)
-    right = sum(D.overlap_ms(t["t0_ms"], t["t1_ms"], a, b) for t in turns for a, b, lab in _truth()
+    right = sum(L.overlap_ms(t["t0_ms"], t["t1_ms"], a, b) for t in turns for a, b, lab in _truth()
                 if t["speaker"] == lab)
     assert right / truth_ms >= 0.9
     # words/segments attributed to the right speaker for >= 90 % of speech time
     ss = store.read_rows("speaker_segments", rid)
     assert ss and _correct_share(ss) >= 0.9
     words = store.read_rows("words", rid)
-    labels = D.attribute_words(words, turns)
+    labels = A.attribute_words(words, turns)
     for voice, vocab in VOICE_WORDS.items():
         said = [lab for w, lab in zip(words, labels) if w["word"].strip(" .,").lower() in vocab]
         assert said and sum(lab == VOICE_LABELS[voice] for lab in said) / len(said) >= 0.9, (voice, said)
@@ -274,16 +277,16 @@ def test_names_apply_through_the_manifest_only(amended):
 def test_missing_models_through_the_job_is_a_recorded_reason(amended, tmp_path, monkeypatch):
     rid = amended["rid"]
     seg_state = _file_state("segments", rid)
-    monkeypatch.setenv(D.ENV_MODELS_DIR, str(tmp_path))  # an empty folder: no models anywhere
+    monkeypatch.setenv(M.ENV_MODELS_DIR, str(tmp_path))  # an empty folder: no models anywhere
     out = service.process(amended["path"], overrides={"num_speakers": 3})
     assert out["status"] == "processed" and out["stages_run"] == ["turns", "manifest"]
     d = store.read_one("diarization", rid)
-    assert d["requested"] and not d["available"] and D.ENV_MODELS_DIR in d["reason"]
+    assert d["requested"] and not d["available"] and M.ENV_MODELS_DIR in d["reason"]
     assert store.read_rows("turns", rid) == [] and store.read_rows("speaker_segments", rid) == []
     assert _file_state("segments", rid) == seg_state  # nothing else lost
     m = json.loads(store.manifest_path(rid).read_text())
     assert m["transcript"]["diarization"]["available"] is False
-    assert D.ENV_MODELS_DIR in m["transcript"]["diarization"]["reason"]
+    assert M.ENV_MODELS_DIR in m["transcript"]["diarization"]["reason"]
     assert m["transcript"]["segments"] and "speaker" not in m["transcript"]["segments"][0]
     assert not out["diarized"] and out["transcript"]["segments"] == amended["plain"]["transcript"]["segments"]
     monkeypatch.undo()  # the models are back: the next process retries diarization, nothing else

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import tarfile
 
 import pytest
 
 from talkthrough_assets import store
 from talkthrough_assets.models import sha256_file
-from talkthrough_assets.stages import diarize as D
+from talkthrough_assets.stages import diarize_attribution as A
+from talkthrough_assets.stages import diarize_labels as L
+from talkthrough_assets.stages import diarize_models as M
+from talkthrough_assets.stages import speaker_names as N
 
 
 def T(t0, t1, s):
@@ -29,51 +31,50 @@ def W(seq, idx, t0, t1, word):
 
 class TestLabels:
     def test_labels_follow_first_appearance_not_engine_ids(self):
-        turns = D.relabel([(5000, 6000, 0), (0, 1000, 3), (2000, 3000, 1), (7000, 8000, 3)])
+        turns = L.relabel([(5000, 6000, 0), (0, 1000, 3), (2000, 3000, 1), (7000, 8000, 3)])
         assert [t["speaker"] for t in turns] == ["S1", "S2", "S3", "S1"]
         assert [t["t0_ms"] for t in turns] == [0, 2000, 5000, 7000]
 
     def test_empty_and_zero_length_engine_segments_are_dropped(self):
-        assert D.relabel([]) == []
-        assert D.relabel([(100, 100, 0), (200, 900, 1)]) == [T(200, 900, "S1")]
+        assert L.relabel([]) == []
+        assert L.relabel([(100, 100, 0), (200, 900, 1)]) == [T(200, 900, "S1")]
 
     def test_merge_renames_joins_close_same_speaker_turns_and_relabels(self):
         turns = [T(0, 1000, "S1"), T(1200, 2000, "S2"), T(2100, 3000, "S3"), T(5000, 6000, "S2")]
-        merged = D.merge_labels(turns, {"S3": "S2"})
+        merged = L.merge_labels(turns, {"S3": "S2"})
         assert merged == [T(0, 1000, "S1"), T(1200, 3000, "S2"), T(5000, 6000, "S2")]
         # merging the first speaker away relabels by first appearance again
-        assert D.merge_labels([T(0, 900, "S1"), T(3000, 4000, "S2")], {"S1": "S2"}) == [
+        assert L.merge_labels([T(0, 900, "S1"), T(3000, 4000, "S2")], {"S1": "S2"}) == [
             T(0, 900, "S1"), T(3000, 4000, "S1")]
 
     def test_same_voice_and_tiny_labels_are_merged_with_notes(self):
         turns = [T(0, 5000, "S1"), T(6000, 11000, "S2"), T(12000, 17000, "S3"), T(17200, 17500, "S4")]
         sims = {("S1", "S2"): 0.55, ("S1", "S3"): 0.91, ("S2", "S3"): 0.52,
                 ("S1", "S4"): 0.40, ("S2", "S4"): 0.62, ("S3", "S4"): 0.41}
-        mapping, notes = D.plan_merges(turns, sims)
+        mapping, notes = L.plan_merges(turns, sims)
         assert mapping == {"S3": "S1", "S4": "S2"}
         assert any("S3 merged into S1" in n for n in notes) and any("S4 absorbed into S2" in n for n in notes)
 
     def test_distinct_voices_are_never_merged(self):
         turns = [T(0, 5000, "S1"), T(6000, 11000, "S2")]
-        assert D.plan_merges(turns, {("S1", "S2"): 0.55}) == ({}, [])
-        assert D.plan_merges(turns, {}) == ({}, [])  # no embedding: no evidence, no merge
+        assert L.plan_merges(turns, {("S1", "S2"): 0.55}) == ({}, [])
+        assert L.plan_merges(turns, {}) == ({}, [])  # no embedding: no evidence, no merge
 
 
 class TestRoster:
     def test_roster_counts_union_talk_time_turns_and_extent(self):
         turns = [T(1000, 3000, "S1"), T(2500, 4000, "S2"), T(5000, 6000, "S1"), T(5500, 5800, "S1")]
-        r = {x["label"]: x for x in D.roster(turns, {"S2": ["Bob Stone"]})}
+        r = {x["label"]: x for x in L.roster(turns)}
         assert list(r) == ["S1", "S2"]
         assert (r["S1"]["talk_time_ms"], r["S1"]["turn_count"], r["S1"]["first_ms"], r["S1"]["last_ms"]) == (
             3000, 3, 1000, 6000)
         assert (r["S2"]["talk_time_ms"], r["S2"]["turn_count"]) == (1500, 1)
-        assert json.loads(r["S1"]["name_candidates_json"]) == [] and json.loads(
-            r["S2"]["name_candidates_json"]) == ["Bob Stone"]
+        assert "name_candidates_json" not in r["S1"]  # candidates need OCR: the manifest stage makes them
 
     def test_roster_rows_fit_the_store_schema(self, tmp_path, monkeypatch):
         monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
         rid = "00000000000000d1"
-        store.write_table("speakers", rid, D.roster([T(0, 10, "S1")]))
+        store.write_table("speakers", rid, L.roster([T(0, 10, "S1")]))
         assert store.read_rows("speakers", rid)[0]["label"] == "S1"
         store.delete_partition("speakers", rid)
 
@@ -84,22 +85,22 @@ class TestAttribution:
     def test_word_goes_to_the_speaker_with_maximum_overlap(self):
         words = [W(0, 0, 100, 500, " a"), W(0, 1, 3700, 4500, " b"),  # 300 ms S1 vs 500 ms S2
                  W(0, 2, 3500, 4100, " c"), W(0, 3, 9100, 9400, " d")]  # gap word: no overlap
-        assert D.attribute_words(words, self.TURNS) == ["S1", "S2", "S1", None]
+        assert A.attribute_words(words, self.TURNS) == ["S1", "S2", "S1", None]
 
     def test_ties_go_to_the_lower_label_and_a_speakers_turns_add_up(self):
         turns = [T(0, 1000, "S2"), T(1000, 2000, "S1")]
-        assert D.attribute_words([W(0, 0, 500, 1500, " x")], turns) == ["S1"]  # 500 ms each: lower label
+        assert A.attribute_words([W(0, 0, 500, 1500, " x")], turns) == ["S1"]  # 500 ms each: lower label
         turns = [T(0, 1000, "S1"), T(1000, 1600, "S2"), T(1700, 2000, "S2")]
-        assert D.attribute_words([W(0, 0, 500, 2000, " y")], turns) == ["S2"]  # S1 500 < S2 600 + 300
+        assert A.attribute_words([W(0, 0, 500, 2000, " y")], turns) == ["S2"]  # S1 500 < S2 600 + 300
         # overlapping turns (two people at once): each overlap counts for its speaker
         turns = [T(0, 2000, "S1"), T(500, 1500, "S2"), T(1500, 1800, "S2")]
-        assert D.TurnIndex(turns).speaker(400, 1800) == "S1"  # S1 1400 vs S2 1000 + 300
+        assert A.TurnIndex(turns).speaker(400, 1800) == "S1"  # S1 1400 vs S2 1000 + 300
 
     def test_segment_split_where_words_change_speaker(self):
         seg = {"seq": 7, "t0_ms": 3000, "t1_ms": 6000, "text": "Right. Thanks for that update."}
         words = [W(7, 0, 3000, 3600, " Right."), W(7, 1, 4100, 4500, " Thanks"), W(7, 2, 4500, 4700, " for"),
                  W(7, 3, 4700, 5000, " that"), W(7, 4, 5000, 6000, " update.")]
-        rows = D.attribute_segments([seg], words, self.TURNS)
+        rows = A.attribute_segments([seg], words, self.TURNS)
         assert rows == [
             {"seq": 0, "source_seq": 7, "t0_ms": 3000, "t1_ms": 3600, "speaker": "S1", "text": "Right."},
             {"seq": 1, "source_seq": 7, "t0_ms": 4100, "t1_ms": 6000, "speaker": "S2",
@@ -108,7 +109,7 @@ class TestAttribution:
 
     def test_unsplit_segment_keeps_whisper_text_and_times_exactly(self):
         seg = {"seq": 0, "t0_ms": 100, "t1_ms": 3000, "text": "Hello there."}
-        rows = D.attribute_segments([seg], [W(0, 0, 100, 900, " Hello"), W(0, 1, 900, 3000, " there.")],
+        rows = A.attribute_segments([seg], [W(0, 0, 100, 900, " Hello"), W(0, 1, 900, 3000, " there.")],
                                     self.TURNS)
         assert rows == [{"seq": 0, "source_seq": 0, "t0_ms": 100, "t1_ms": 3000, "speaker": "S1",
                          "text": "Hello there."}]
@@ -117,7 +118,7 @@ class TestAttribution:
         segs = [{"seq": 0, "t0_ms": 3500, "t1_ms": 8000, "text": "mostly S2"},
                 {"seq": 1, "t0_ms": 9350, "t1_ms": 9450, "text": "in the gap"},
                 {"seq": 2, "t0_ms": 30000, "t1_ms": 31000, "text": "far away"}]
-        rows = D.attribute_segments(segs, [], self.TURNS)
+        rows = A.attribute_segments(segs, [], self.TURNS)
         assert [r["speaker"] for r in rows] == ["S2", "S1", None]
         assert [r["source_seq"] for r in rows] == [0, 1, 2] and [r["seq"] for r in rows] == [0, 1, 2]
 
@@ -126,12 +127,12 @@ class TestAttribution:
         turns = [T(4000, 6000, "S2"), T(6000, 6200, "S1"), T(6200, 9000, "S2")]
         words = [W(3, 0, 4200, 5000, " one"), W(3, 1, 6000, 6200, " two"),  # lone 200 ms S1 word
                  W(3, 2, 6300, 7000, " three"), W(3, 3, 7000, 9000, " four")]
-        rows = D.attribute_segments([seg], words, turns)
+        rows = A.attribute_segments([seg], words, turns)
         assert len(rows) == 1 and rows[0]["speaker"] == "S2" and rows[0]["text"] == "one two three four"
         # a word overlapping no turn takes the previous word's speaker
         turns2 = [T(0, 1000, "S1"), T(2000, 3000, "S2")]
         seg2 = {"seq": 0, "t0_ms": 0, "t1_ms": 3000, "text": "a b c"}
-        rows2 = D.attribute_segments([seg2], [W(0, 0, 0, 900, " a"), W(0, 1, 1200, 1700, " b"),
+        rows2 = A.attribute_segments([seg2], [W(0, 0, 0, 900, " a"), W(0, 1, 1200, 1700, " b"),
                                               W(0, 2, 2000, 3000, " c")], turns2)
         assert [(r["speaker"], r["text"]) for r in rows2] == [("S1", "a b"), ("S2", "c")]
 
@@ -139,7 +140,7 @@ class TestAttribution:
         segs = [{"seq": 0, "t0_ms": 3000, "t1_ms": 6000, "text": "x y"},
                 {"seq": 1, "t0_ms": 9600, "t1_ms": 11000, "text": "z"}]
         words = [W(0, 0, 3000, 3900, " x"), W(0, 1, 4100, 6000, " y"), W(1, 0, 9600, 11000, " z")]
-        rows = D.attribute_segments(segs, words, self.TURNS)
+        rows = A.attribute_segments(segs, words, self.TURNS)
         assert [(r["seq"], r["source_seq"], r["speaker"]) for r in rows] == [(0, 0, "S1"), (1, 0, "S2"),
                                                                              (2, 1, "S1")]
 
@@ -159,56 +160,56 @@ class TestNameCandidates:
         ("Bank of America", None), ("A" * 81, None), ("", None), ("x", None),
     ])
     def test_filter(self, line, expect):
-        assert D.clean_name_candidate(line) == expect
+        assert N.clean_name_candidate(line) == expect
 
     def test_candidates_follow_the_frames_shown_during_each_speakers_turns(self):
         turns = [T(0, 10000, "S1"), T(10000, 20000, "S2"), T(20000, 30000, "S1")]
         ocr = [(0, "Alice Chen\nMute\nops-console - Talkthrough demo"), (10000, "Bob Stone\nShare Screen"),
                (20000, "Alice Chen"), (25000, "Carol White\nhttps://example.com")]
-        c = D.name_candidates(turns, ocr)
+        c = N.name_candidates(turns, ocr)
         assert c["S1"][0] == "Alice Chen" and "Carol White" in c["S1"] and c["S2"] == ["Bob Stone"]
         assert all(len(v) <= 3 and all(len(n) <= 80 for n in v) for v in c.values())
 
     def test_at_most_three_and_ambient_names_are_no_evidence(self):
         turns = [T(0, 10000, "S1"), T(10000, 20000, "S2")]
         many = "\n".join(["Ann Lee", "Ben Ode", "Cat Poe", "Dan Roe", "Eve Sun"])
-        c = D.name_candidates(turns, [{"ms": 0, "text": many}, {"ms": 10000, "text": "Zed Quinn\n" + many}])
+        c = N.name_candidates(turns, [{"ms": 0, "text": many}, {"ms": 10000, "text": "Zed Quinn\n" + many}])
         assert c["S2"][0] == "Zed Quinn" and len(c["S2"]) == 1  # the five are on screen throughout
         assert "S1" not in c
-        assert D.name_candidates(turns, []) == {} and D.name_candidates([], [(0, "Ann Lee")]) == {}
+        assert N.name_candidates(turns, []) == {} and N.name_candidates([], [(0, "Ann Lee")]) == {}
 
 
 class TestNameAssignments:
     def test_parse_and_merge(self):
-        ch = D.parse_name_assignments(["S1=Alice Chen", "s2=", "S3= Bob  Stone "])
+        ch = N.parse_name_assignments(["S1=Alice Chen", "s2=", "S3= Bob  Stone "])
         assert ch == {"S1": "Alice Chen", "S2": None, "S3": "Bob Stone"}
-        assert D.merge_names({"S2": "Old", "S10": "Zed"}, ch) == {"S1": "Alice Chen", "S3": "Bob Stone",
+        assert N.merge_names({"S2": "Old", "S10": "Zed"}, ch) == {"S1": "Alice Chen", "S3": "Bob Stone",
                                                                    "S10": "Zed"}
 
     @pytest.mark.parametrize("bad", ["Alice", "X1=Alice", "S0=Alice", "S1=" + "a" * 81])
     def test_bad_assignments_are_clear_errors(self, bad):
         with pytest.raises(ValueError):
-            D.parse_name_assignments([bad])
+            N.parse_name_assignments([bad])
 
 
 # =========================================================================== model resolver
 
 class TestModelResolver:
     def test_pinned_upstream_files(self):
-        assert D.SEGMENTATION.url.startswith("https://github.com/k2-fsa/sherpa-onnx/releases/download/")
-        assert D.EMBEDDING.url.endswith("3dspeaker_speech_campplus_sv_zh_en_16k-common_advanced.onnx")
-        for s in (D.SEGMENTATION.sha256, D.SEGMENTATION.member_sha256, D.EMBEDDING.sha256):
+        assert M.SEGMENTATION.url.startswith("https://github.com/k2-fsa/sherpa-onnx/releases/download/")
+        assert M.EMBEDDING.url.endswith("3dspeaker_speech_campplus_sv_zh_en_16k-common_advanced.onnx")
+        for s in (M.SEGMENTATION.sha256, M.SEGMENTATION.member_sha256, M.EMBEDDING.sha256):
             assert len(s) == 64 and int(s, 16) >= 0
 
 
     def test_env_folder_without_models_is_a_clear_reason_and_no_download(self, tmp_path, monkeypatch):
         empty = tmp_path / "empty"
         empty.mkdir()
-        monkeypatch.setenv(D.ENV_MODELS_DIR, str(empty))
+        monkeypatch.setenv(M.ENV_MODELS_DIR, str(empty))
         monkeypatch.setenv("TALKTHROUGH_MODELS_DIR", str(tmp_path / "cache"))
-        assert D.find_in_dir(empty) is None
-        with pytest.raises(D.ModelsUnavailable, match="TALKTHROUGH_DIARIZATION_MODELS"):
-            D.resolve_models()
+        assert M.find_in_dir(empty) is None
+        with pytest.raises(M.ModelsUnavailable, match="TALKTHROUGH_DIARIZATION_MODELS"):
+            M.resolve_models()
         assert not (tmp_path / "cache").exists()  # nothing was downloaded or created
 
     def test_download_verifies_unpacks_and_caches(self, tmp_path, monkeypatch):
@@ -223,22 +224,22 @@ class TestModelResolver:
             tar.addfile(info, io.BytesIO(model))
         (src / "pkg.tar.bz2").write_bytes(buf.getvalue())
         (src / "emb.onnx").write_bytes(b"embedding" * 100)
-        seg = D.ModelSpec("segmentation", "seg.onnx", (src / "pkg.tar.bz2").as_uri(),
+        seg = M.ModelSpec("segmentation", "seg.onnx", (src / "pkg.tar.bz2").as_uri(),
                           sha256_file(src / "pkg.tar.bz2"), member="pkg/model.onnx",
                           member_sha256=hashlib.sha256(model).hexdigest())
-        emb = D.ModelSpec("embedding", "emb.onnx", (src / "emb.onnx").as_uri(), sha256_file(src / "emb.onnx"))
+        emb = M.ModelSpec("embedding", "emb.onnx", (src / "emb.onnx").as_uri(), sha256_file(src / "emb.onnx"))
         cache = tmp_path / "cache"
-        assert D.ensure_cached(seg, cache).read_bytes() == model
-        assert D.ensure_cached(emb, cache).read_bytes() == b"embedding" * 100
+        assert M.ensure_cached(seg, cache).read_bytes() == model
+        assert M.ensure_cached(emb, cache).read_bytes() == b"embedding" * 100
         assert sorted(p.name for p in cache.iterdir()) == ["emb.onnx", "seg.onnx"]  # archive removed
         (src / "emb.onnx").write_bytes(b"tampered")
         (cache / "emb.onnx").unlink()
-        with pytest.raises(D.ModelsUnavailable, match="sha256"):
-            D.ensure_cached(emb, cache)
-        bad_member = D.ModelSpec("segmentation", "seg2.onnx", seg.url, seg.sha256, member="pkg/model.onnx",
+        with pytest.raises(M.ModelsUnavailable, match="sha256"):
+            M.ensure_cached(emb, cache)
+        bad_member = M.ModelSpec("segmentation", "seg2.onnx", seg.url, seg.sha256, member="pkg/model.onnx",
                                  member_sha256="0" * 64)
-        with pytest.raises(D.ModelsUnavailable, match="expected"):
-            D.ensure_cached(bad_member, cache)
+        with pytest.raises(M.ModelsUnavailable, match="expected"):
+            M.ensure_cached(bad_member, cache)
         assert sorted(p.name for p in cache.iterdir()) == ["seg.onnx"]  # no partial/unverified files
-        with pytest.raises(D.ModelsUnavailable, match="failed"):
-            D.ensure_cached(D.ModelSpec("embedding", "x.onnx", (src / "missing.onnx").as_uri(), "0" * 64), cache)
+        with pytest.raises(M.ModelsUnavailable, match="failed"):
+            M.ensure_cached(M.ModelSpec("embedding", "x.onnx", (src / "missing.onnx").as_uri(), "0" * 64), cache)

@@ -1,0 +1,170 @@
+"""Speaker labels and turns, pure: S1, S2 ... by first appearance, merging labels that are one voice,
+per-label talk time and the roster. Turns are ``{"t0_ms", "t1_ms", "speaker"}`` dicts. No I/O."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+SAME_VOICE_SIMILARITY = 0.75  # centroid cosine >= this: two labels are one voice (measured: same flite voice
+#                              across turns 0.91, two different voices 0.53-0.56)
+MIN_SPEAKER_MS = 1000        # a label with less talk time than this in the whole recording is absorbed
+MERGE_GAP_MS = 500           # same-speaker turns closer than this are one turn (= min_duration_off)
+
+
+def overlap_ms(a0: int, a1: int, b0: int, b1: int) -> int:
+    return max(0, min(a1, b1) - max(a0, b0))
+
+
+def label_num(label: str) -> int:
+    m = re.fullmatch(r"S(\d+)", label or "")
+    return int(m.group(1)) if m else 1 << 30
+
+
+def labels_in_order(turns: Iterable[dict]) -> list[str]:
+    return sorted({t["speaker"] for t in turns}, key=label_num)
+
+
+def relabel(raw: Iterable[tuple]) -> list[dict]:
+    """Engine output [(t0_ms, t1_ms, speaker_key)] -> turns labelled S1, S2 ... by first appearance."""
+    raw = sorted(raw, key=lambda r: (r[0], r[1]))
+    names: dict[Any, str] = {}
+    turns = []
+    for t0, t1, key in raw:
+        if t1 <= t0:
+            continue
+        if key not in names:
+            names[key] = f"S{len(names) + 1}"
+        turns.append({"t0_ms": int(t0), "t1_ms": int(t1), "speaker": names[key]})
+    return turns
+
+
+def merge_labels(turns: list[dict], mapping: dict[str, str], *, gap_ms: int = MERGE_GAP_MS) -> list[dict]:
+    """Rename labels by ``mapping``, join same-speaker turns closer than ``gap_ms``, relabel S1.. by
+    first appearance again."""
+    renamed = sorted(({**t, "speaker": mapping.get(t["speaker"], t["speaker"])} for t in turns),
+                     key=lambda t: (t["t0_ms"], t["t1_ms"]))
+    out: list[dict] = []
+    last: dict[str, dict] = {}
+    for t in renamed:
+        prev = last.get(t["speaker"])
+        if prev is not None and t["t0_ms"] - prev["t1_ms"] <= gap_ms and _is_latest(out, prev, t):
+            prev["t1_ms"] = max(prev["t1_ms"], t["t1_ms"])
+            continue
+        cur = dict(t)
+        out.append(cur)
+        last[t["speaker"]] = cur
+    return relabel((t["t0_ms"], t["t1_ms"], t["speaker"]) for t in out)
+
+
+def _is_latest(out: list[dict], prev: dict, t: dict) -> bool:
+    """Join only when no other speaker's turn starts between ``prev`` and ``t``."""
+    for o in reversed(out):
+        if o is prev:
+            return True
+        if o["speaker"] != t["speaker"] and o["t0_ms"] >= prev["t0_ms"]:
+            return False
+    return True
+
+
+def exclusive_spans(turns: list[dict], label: str) -> list[tuple[int, int]]:
+    """Parts of ``label``'s turns where no other label's turn overlaps."""
+    others = sorted((t["t0_ms"], t["t1_ms"]) for t in turns if t["speaker"] != label)
+    spans = []
+    for t in turns:
+        if t["speaker"] != label:
+            continue
+        pieces = [(t["t0_ms"], t["t1_ms"])]
+        for a, b in others:
+            nxt = []
+            for x, y in pieces:
+                if b <= x or a >= y:
+                    nxt.append((x, y))
+                else:
+                    if a > x:
+                        nxt.append((x, a))
+                    if b < y:
+                        nxt.append((b, y))
+            pieces = nxt
+        spans.extend(p for p in pieces if p[1] > p[0])
+    return sorted(spans)
+
+
+def union_ms(spans: Iterable[tuple[int, int]]) -> int:
+    total, end = 0, None
+    for a, b in sorted(spans):
+        if end is None or a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total
+
+
+def roster(turns: list[dict]) -> list[dict]:
+    """One row per label (S1, S2 ... order): talk time (union of its turns), turn count, first/last ms."""
+    out = []
+    for label in labels_in_order(turns):
+        mine = [t for t in turns if t["speaker"] == label]
+        out.append({
+            "label": label,
+            "talk_time_ms": union_ms((t["t0_ms"], t["t1_ms"]) for t in mine),
+            "turn_count": len(mine),
+            "first_ms": min(t["t0_ms"] for t in mine),
+            "last_ms": max(t["t1_ms"] for t in mine),
+        })
+    return out
+
+
+def plan_merges(turns: list[dict], similarity: dict[tuple[str, str], float], *,
+                same_voice: float = SAME_VOICE_SIMILARITY, min_speaker_ms: int = MIN_SPEAKER_MS
+                ) -> tuple[dict[str, str], list[str]]:
+    """Which labels are really another label's voice: (mapping later->earlier label, notes).
+
+    * two labels whose centroid cosine similarity is >= ``same_voice`` are one speaker;
+    * a label with under ``min_speaker_ms`` of talk in the whole recording is absorbed into the
+      most similar remaining label (too little audio to call it a separate speaker).
+    ``similarity`` maps (a, b) label pairs (either order) to cosine similarity; pairs without a
+    value (no usable audio) never merge by voice."""
+    labels = labels_in_order(turns)
+
+    def sim(a: str, b: str) -> float | None:
+        return similarity.get((a, b), similarity.get((b, a)))
+
+    parent = {lab: lab for lab in labels}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    notes = []
+    pairs = sorted(((s, a, b) for i, a in enumerate(labels) for b in labels[i + 1:]
+                    if (s := sim(a, b)) is not None and s >= same_voice), reverse=True)
+    for s, a, b in pairs:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            keep, drop = sorted((ra, rb), key=label_num)
+            parent[drop] = keep
+            notes.append(f"{drop} merged into {keep} (same voice, similarity {s:.2f})")
+    talk = {lab: union_ms((t["t0_ms"], t["t1_ms"]) for t in turns if t["speaker"] == lab) for lab in labels}
+    for lab in labels:
+        groups = {root(x) for x in labels}
+        if len(groups) < 2 or root(lab) != lab:
+            continue
+        group_talk = sum(talk[x] for x in labels if root(x) == lab)
+        if group_talk >= min_speaker_ms:
+            continue
+        others = [g for g in groups if g != lab]
+        best = max(others, key=lambda g: (sim(lab, g) if sim(lab, g) is not None else -2.0,
+                                          talk.get(g, 0), -label_num(g)))
+        parent[lab] = best
+        notes.append(f"{lab} absorbed into {best} (only {group_talk / 1000:.1f} s of speech)")
+    mapping = {lab: root(lab) for lab in labels if root(lab) != lab}
+    return mapping, notes
+
+
+
+__all__ = ["overlap_ms", "label_num", "labels_in_order", "relabel", "merge_labels", "exclusive_spans", "union_ms",
+           "roster", "plan_merges"]

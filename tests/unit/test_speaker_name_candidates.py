@@ -1,0 +1,85 @@
+"""OCR name candidates for diarized speakers (#13 item 5): a meeting recorded in speaker view, where the
+active speaker's name label is on screen while they talk. No fixture has on-screen names (the committed
+screencast shows deploy dashboards, the two-voice fixture is audio only), so the OCR rows below are what
+RapidOCR returns for such frames: one line per text box, toolbar buttons and the window title included.
+
+Where the candidates are made is a graph question: they need ``turns`` and ``ocr``, which sit on
+different branches. The manifest stage is the one stage downstream of both, so a re-OCR re-runs only
+``ocr`` and ``manifest``, a diarize amend only ``turns`` and ``manifest``, and neither re-runs Whisper."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from talkthrough_assets import settings as S
+from talkthrough_assets.stages import diarize, manifest
+from talkthrough_assets.stages.diarize_labels import roster
+from talkthrough_assets.stages.speaker_names import name_candidates
+
+pytestmark = pytest.mark.unit
+
+
+def T(t0, t1, s):
+    return {"t0_ms": t0, "t1_ms": t1, "speaker": s}
+
+
+# Zoom, speaker view, 42 s: Alice (S1) and Bob (S2) take turns; the recorder's own self-view tile
+# ("Carol Diaz") is on screen throughout. The big tile switches about a second after a turn starts.
+TURNS = [T(0, 8_000, "S1"), T(8_600, 20_000, "S2"), T(20_500, 30_000, "S1"), T(31_000, 42_000, "S2")]
+CHROME = "Zoom Meeting\nSpeaker View\nRecording...\nMute\nStart Video\nParticipants 3\nChat\nShare Screen\nLeave"
+OCR = [  # rows of the ocr table: one per unique keyframe (dedup drops the unchanged ones)
+    {"ms": 0, "text": f"{CHROME}\nAlice Chen\nCarol Diaz"},
+    {"ms": 9_500, "text": f"{CHROME}\nBob Stone (Host)\nCarol Diaz"},
+    {"ms": 21_500, "text": f"{CHROME}\nAlice Chen\nCarol Diaz"},
+    {"ms": 32_000, "text": f"{CHROME}\nBob Stone (Host)\nCarol Diaz"},
+]
+
+
+def test_each_speaker_gets_the_name_shown_while_they_talk():
+    c = name_candidates(TURNS, OCR)
+    assert c["S1"][0] == "Alice Chen" and c["S2"][0] == "Bob Stone"  # "(Host)" dropped
+    shown = {n for names in c.values() for n in names}
+    assert "Carol Diaz" not in shown  # the self-view tile is on screen through everyone's speech
+    assert not shown & {"Zoom Meeting", "Speaker View", "Mute", "Start Video", "Chat", "Share Screen", "Leave"}
+
+
+def test_the_manifest_carries_them_as_hints_next_to_the_roster():
+    speakers = roster(TURNS)
+    m = manifest.build(
+        recording_id="0123456789abcdef",
+        probe={"path": "/x/call.mp4", "filename": "call.mp4", "kind": "video", "duration_ms": 42_000,
+               "size_bytes": 10, "has_audio": True, "has_video": True},
+        wall_clock=None, transcript={"available": True, "language": "en", "model": "tiny.en"},
+        segments=[], words=[], diarization={"requested": True, "available": True, "detected_num_speakers": 2},
+        turns=TURNS, speakers=speakers, speaker_segments=[],
+        keyframes=[{"ms": o["ms"], "file": f"frames/x/g/t{o['ms']:08d}.jpg"} for o in OCR],
+        dedup=[{"ms": o["ms"], "duplicate_of": None} for o in OCR], ocr=OCR, settings=dict(S.DEFAULTS, ocr=True),
+        frames_dir_rel=None, speaker_names={"S2": "Bob"})
+    assert manifest.validate(m) == []
+    block = m["transcript"]["diarization"]
+    by_label = {s["label"]: s for s in block["speakers"]}
+    assert by_label["S1"]["name_candidates"][0] == "Alice Chen"
+    assert by_label["S2"]["name_candidates"][0] == "Bob Stone"
+    assert block["speaker_names"] == {"S2": "Bob"}  # names are only what `talkthrough name` set
+
+
+def test_without_ocr_a_speaker_has_no_candidates_key():
+    m = manifest.build(
+        recording_id="0123456789abcdef",
+        probe={"path": "/x/call.m4a", "filename": "call.m4a", "kind": "audio", "duration_ms": 42_000,
+               "size_bytes": 10, "has_audio": True, "has_video": False},
+        wall_clock=None, transcript=None, segments=[], words=[],
+        diarization={"requested": True, "available": True}, turns=TURNS, speakers=roster(TURNS),
+        speaker_segments=[], keyframes=[], dedup=[], ocr=[], settings=dict(S.DEFAULTS), frames_dir_rel=None)
+    assert all("name_candidates" not in s for s in m["transcript"]["diarization"]["speakers"])
+
+
+def test_candidates_are_made_where_turns_and_ocr_meet_not_in_turns():
+    """The graph facts the placement rests on, and no dead candidate input on the turns stage."""
+    assert S.ordered(S.downstream({"ocr"})) == ["ocr", "manifest"]  # a re-OCR never re-diarizes
+    assert S.ordered(S.downstream({"turns"})) == ["turns", "manifest"]  # a diarize amend never re-OCRs
+    assert {"turns", "ocr"} <= set(S.DEPS["manifest"])
+    assert "ocr_texts" not in inspect.signature(diarize.run_turns).parameters
+    assert all("name_candidates_json" not in r for r in roster(TURNS))
