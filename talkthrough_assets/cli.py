@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from .stagespec import SETTINGS
 
 INTERNAL = "internal error"  # prefix of reasons that come from a bug or a broken install, not the input
 
@@ -54,22 +57,7 @@ def _print_summary(s: dict) -> None:
     out.print(f"  manifest: {s['manifest']}")
 
 
-@app.command()
-def process(
-    paths: List[Path] = typer.Argument(..., help="Media files or folders (searched recursively)."),
-    force: bool = typer.Option(False, "--force", help="Re-run every stage even if outputs are current."),
-    recorded_at: Optional[str] = typer.Option(None, "--recorded-at",
-                                              help="ISO-8601 start time; re-anchors wall_clock only."),
-    diarize: Optional[bool] = typer.Option(None, "--diarize/--no-diarize", help="Speaker diarization (turns)."),
-    num_speakers: Optional[int] = typer.Option(None, "--num-speakers", help="Known speaker count."),
-    vocabulary: Optional[str] = typer.Option(None, "--vocabulary", help="Names/terms to bias Whisper."),
-    language: Optional[str] = typer.Option(None, "--language", help="Force a language code (e.g. en)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Whisper model name or CTranslate2 folder."),
-    max_frames: Optional[int] = typer.Option(None, "--max-frames", help="Keyframe budget per recording."),
-    beam_size: Optional[int] = typer.Option(None, "--beam-size",
-                                            help="Whisper beam width (default 1 = greedy; 5 = the old default)."),
-    as_json: bool = typer.Option(False, "--json", help="Print summaries as JSON."),
-) -> None:
+def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
     """Process recordings through the Dagster asset graph (in-process). Same bytes twice = no-op."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -82,9 +70,7 @@ def process(
     if not files:
         err.print("[red]no media files to process[/red]")
         raise typer.Exit(2)
-    overrides = {k: v for k, v in dict(recorded_at=recorded_at, diarize=diarize, num_speakers=num_speakers,
-                                       vocabulary=vocabulary, language=language, whisper_model=model,
-                                       max_frames=max_frames, beam_size=beam_size).items() if v is not None}
+    overrides = {k: v for k, v in settings.items() if v is not None}
     results = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
                   transient=True, disable=as_json or not err.is_terminal) as progress:
@@ -118,6 +104,28 @@ def process(
         raise typer.Exit(3)
     if any(r["status"] in ("failed", "refused") for r in results):
         raise typer.Exit(1)
+
+
+def _process_signature() -> inspect.Signature:
+    """`process`'s typer options: PATHS, --force, one option per setting that has a ``flag`` in
+    stagespec (its name, type and help come from there; unset = keep the persisted value), --json."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter("paths", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=List[Path],
+                          default=typer.Argument(..., help="Media files or folders (searched recursively).")),
+        inspect.Parameter("force", kw, annotation=bool, default=typer.Option(
+            False, "--force", help="Re-run every stage even if outputs are current.")),
+    ]
+    params += [inspect.Parameter(st.name, kw, annotation=Optional[st.type],
+                                 default=typer.Option(None, st.flag, help=st.help))
+               for st in SETTINGS if st.flag]
+    params.append(inspect.Parameter("as_json", kw, annotation=bool,
+                                    default=typer.Option(False, "--json", help="Print summaries as JSON.")))
+    return inspect.Signature(params, return_annotation=None)
+
+
+process.__signature__ = _process_signature()
+app.command()(process)
 
 
 @app.command()

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from . import store
-from .stagespec import SETTINGS, SPECS
+from .stagespec import SETTINGS, SPECS, downstream  # noqa: F401  (S.downstream: what a change re-runs)
 
 # Everything below is derived from stagespec (the one description of stages and settings).
 DEFAULTS: dict[str, Any] = {st.name: st.default for st in SETTINGS}
@@ -91,18 +91,6 @@ def stage_config(stage: str, settings: dict[str, Any]) -> dict[str, Any]:
 def config_hash(stage: str, settings: dict[str, Any]) -> str:
     blob = json.dumps(stage_config(stage, settings), sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def downstream(stages: set[str]) -> set[str]:
-    out = set(stages)
-    changed = True
-    while changed:
-        changed = False
-        for s, ups in DEPS.items():
-            if s not in out and out.intersection(ups):
-                out.add(s)
-                changed = True
-    return out
 
 
 def ordered(stages: set[str]) -> list[str]:

@@ -4,7 +4,10 @@
   hash covers, the asset graph, and so what ``plan()`` re-runs after a change;
 * ``pipeline``: the code version recorded per stage;
 * ``definitions``: the Dagster asset specs (deps, code versions, descriptions, kinds), the asset
-  checks, and the run-config class of the stages asset.
+  checks, and the run-config class of the stages asset;
+* ``cli``: `talkthrough process`'s setting options (a setting's ``flag`` and ``help``);
+* the README's amend table (:func:`amend_table`; ``python -m talkthrough_assets.stagespec README.md``
+  rewrites it, and a unit test fails while the README and this module disagree).
 
 Adding a stage: a module under ``stages/`` with its function and ``CODE_VERSION``, a ``StageSpec``
 here, and its runner in ``pipeline.RUNNERS`` (the glue that reads its inputs and writes its tables).
@@ -27,7 +30,9 @@ class Setting:
     type: type
     default: Any
     env: str | None = None  # environment variable that replaces the default
-    help: str = ""
+    help: str = ""  # one line; the --help of its `talkthrough process` option
+    flag: str | None = None  # its `talkthrough process` option ("--max-frames"; a bool: "--diarize/--no-diarize")
+    set_by: str | None = None  # the command that sets it, where that is not a `process` option
 
 
 @dataclass(frozen=True)
@@ -47,25 +52,28 @@ class StageSpec:
     description: str
     kinds: frozenset[str] = field(default_factory=lambda: frozenset({"python"}))
     checks: tuple[Check, ...] = ()
+    amend: str = ""  # README amend table: what changing this stage's options is called ("re-anchor")
+    amend_note: str = ""  # ... and what such a change leaves alone
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("max_seconds", int, 4 * 3600, "TALKTHROUGH_MAX_SECONDS", "process at most this many seconds"),
-    Setting("recorded_at", str, None, None, "ISO-8601 start time; re-anchors the wall clock"),
-    Setting("whisper_model", str, None, "TALKTHROUGH_WHISPER_MODEL",
-            "Whisper model name or CTranslate2 folder (unset: the embedded tiny.en)"),
-    Setting("language", str, None, "TALKTHROUGH_LANGUAGE", "force a language code"),
-    Setting("vocabulary", str, None, None, "names and terms to bias Whisper"),
-    Setting("beam_size", int, 1, None,
-            "Whisper beam width: 1 (greedy) has the WER of 5 on eval/media/asr at 0.6x the time"),
-    Setting("diarize", bool, False, None, "speaker diarization (turns)"),
-    Setting("num_speakers", int, None, None, "known speaker count"),
+    Setting("max_seconds", int, 4 * 3600, "TALKTHROUGH_MAX_SECONDS", "Process at most this many seconds."),
+    Setting("recorded_at", str, None, None, "ISO-8601 start time; re-anchors wall_clock only.", "--recorded-at"),
+    Setting("whisper_model", str, None, "TALKTHROUGH_WHISPER_MODEL",  # unset: the embedded tiny.en
+            "Whisper model name or CTranslate2 folder.", "--model"),
+    Setting("language", str, None, "TALKTHROUGH_LANGUAGE", "Force a language code (e.g. en).", "--language"),
+    Setting("vocabulary", str, None, None, "Names/terms to bias Whisper.", "--vocabulary"),
+    # 1 (greedy) has the WER of 5 on eval/media/asr at 0.6x the time
+    Setting("beam_size", int, 1, None, "Whisper beam width (default 1 = greedy; 5 = the old default).",
+            "--beam-size"),
+    Setting("diarize", bool, False, None, "Speaker diarization (turns).", "--diarize/--no-diarize"),
+    Setting("num_speakers", int, None, None, "Known speaker count.", "--num-speakers"),
     Setting("diarize_threshold", float, 0.45, None,
-            "clustering threshold: the middle of the range that finds every speaker (bench/bench_der.py)"),
-    Setting("max_frames", int, 120, "TALKTHROUGH_MAX_FRAMES", "keyframe budget per recording"),
-    Setting("scene_threshold", float, 0.04, None, "share of the screen changed at once that is a cut"),
-    Setting("ocr", bool, None, None, "OCR on unique keyframes (unset: TALKTHROUGH_OCR, on unless 'off')"),
-    Setting("speaker_names", dict, {}, None, "speaker label -> name (talkthrough name)"),
+            "Clustering threshold: the middle of the range that finds every speaker (bench/bench_der.py)."),
+    Setting("max_frames", int, 120, "TALKTHROUGH_MAX_FRAMES", "Keyframe budget per recording.", "--max-frames"),
+    Setting("scene_threshold", float, 0.04, None, "Share of the screen changed at once that is a cut."),
+    Setting("ocr", bool, None, None, "OCR on unique keyframes (unset: TALKTHROUGH_OCR, on unless 'off')."),
+    Setting("speaker_names", dict, {}, None, "Speaker label -> name.", set_by="talkthrough name ID S1=Alice"),
 )
 
 SPECS: tuple[StageSpec, ...] = (
@@ -73,7 +81,7 @@ SPECS: tuple[StageSpec, ...] = (
               "Streams, duration, container tags; caps and disk-space preflight."),
     StageSpec("wall_clock", ("probe",), ("recorded_at",), wallclock.CODE_VERSION, ("wall_clock",),
               "Wall-clock anchor: recorded_at > QuickTime creationdate > creation_time > date tags > "
-              "mtime-duration."),
+              "mtime-duration.", amend="re-anchor"),
     StageSpec("audio", ("probe",), (), audio.CODE_VERSION, ("audio/<id>.wav",),
               "16 kHz mono WAV cache of the first audio stream."),
     StageSpec("segments", ("audio",), ("whisper_model", "language", "vocabulary", "beam_size"),
@@ -85,7 +93,8 @@ SPECS: tuple[StageSpec, ...] = (
                             "language the model does not know."),)),
     StageSpec("turns", ("audio", "segments"), ("diarize", "num_speakers", "diarize_threshold"),
               diarize.CODE_VERSION, ("diarization", "turns", "speakers", "speaker_segments"),
-              "Speaker turns (sherpa-onnx), roster and per-word attribution; opt-in via `diarize`."),
+              "Speaker turns (sherpa-onnx), roster and per-word attribution; opt-in via `diarize`.",
+              amend="diarize amend", amend_note="whisper output untouched"),
     StageSpec("keyframes", ("probe",), ("max_frames", "scene_threshold"), keyframes.CODE_VERSION,
               ("keyframes", "frames/<id>/<generation>/"),
               "Scene-cut + interval keyframes from I-frames, GOPs decoded only where the picture changed; "
@@ -124,4 +133,56 @@ def _validate() -> None:
 
 _validate()
 
-__all__ = ["Setting", "Check", "StageSpec", "SETTINGS", "SPECS", "BY_NAME", "SETTING_BY_NAME"]
+
+def downstream(stages: set[str]) -> set[str]:
+    """``stages`` and every stage that depends on one of them (what re-runs when they change)."""
+    out = set(stages)
+    for s in SPECS:  # topological order: a stage's upstream is decided before it
+        if out.intersection(s.upstream):
+            out.add(s.name)
+    return out
+
+
+# --------------------------------------------------------------------------- the README's amend table
+
+AMEND_TABLE_HEADER = "| change | re-materializes |"
+
+
+def amend_table() -> str:
+    """The README's "| change | re-materializes |" table: per stage, the options that change its
+    settings and the stages that then re-run (its downstream), in graph order."""
+
+    def stages(names: set[str]) -> str:
+        return ", ".join(f"`{s.name}`" for s in SPECS if s.name in names)
+
+    rows = [AMEND_TABLE_HEADER, "|---|---|"]
+    for sp in SPECS:
+        flags = [SETTING_BY_NAME[k].flag.split("/")[0] for k in sp.settings if SETTING_BY_NAME[k].flag]
+        if flags:
+            change = ", ".join(f"`{f}`" for f in flags) + (f" ({sp.amend})" if sp.amend else "")
+            redo = stages(downstream({sp.name})) + (f" ({sp.amend_note})" if sp.amend_note else "")
+            rows.append(f"| {change} | {redo} |")
+    rows.append("| a stage's `CODE_VERSION` | that stage and its downstream |")
+    for st in SETTINGS:
+        if st.set_by:
+            rows.append(f"| `{st.set_by}` | {stages(downstream({s.name for s in SPECS if st.name in s.settings}))} |")
+    return "\n".join(rows) + "\n"
+
+
+def readme_with_amend_table(readme: str) -> str:
+    """``readme`` with its amend table (header line up to the first blank line) replaced by :func:`amend_table`."""
+    start = readme.index(AMEND_TABLE_HEADER + "\n")
+    end = readme.index("\n\n", start) + 1
+    return readme[:start] + amend_table() + readme[end:]
+
+
+if __name__ == "__main__":  # python -m talkthrough_assets.stagespec README.md: rewrite the table in place
+    import sys
+    from pathlib import Path
+
+    for arg in sys.argv[1:] or ["README.md"]:
+        Path(arg).write_text(readme_with_amend_table(Path(arg).read_text()))
+
+
+__all__ = ["Setting", "Check", "StageSpec", "SETTINGS", "SPECS", "BY_NAME", "SETTING_BY_NAME", "downstream",
+           "amend_table"]
