@@ -165,7 +165,7 @@ def bench_asr() -> None:
             totals[name][1] += n
             totals[name][2] += el
             row.append(f"{100 * e / n:6.1f}% {el:5.1f}s")
-        model = transcribe._model(ref_model, *transcribe.device_setting(), transcribe.cpu_threads())
+        model = transcribe.default_whisper().model(ref_model)  # the one the transcribe() calls above loaded
         t = time.perf_counter()
         segs, _ = BatchedInferencePipeline(model=model).transcribe(samples, language="en", beam_size=1,
                                                                    word_timestamps=True, batch_size=8)

@@ -4,6 +4,10 @@ Thin by design: one subsettable multi-asset calls :func:`talkthrough_assets.pipe
 and turns each stage's result into a ``MaterializeResult`` with its partitioned asset checks.
 A stage failure on bad input ends the step with its one-line reason and no Python stack
 (:class:`RecordingFailed`); an internal error keeps its stack (a ``dagster.Failure``).
+
+The models the stages run on (Whisper, RapidOCR, the sherpa-onnx diarizer) and the data store are
+Dagster resources (:data:`RESOURCES`), injected into the stages asset, which hands them to the
+pipeline as plain objects.
 """
 
 
@@ -21,17 +25,20 @@ from dagster import (
     AssetCheckSpec,
     AssetSelection,
     Config,
+    ConfigurableResource,
     DataVersion,
     DefaultSensorStatus,
     Definitions,
     GraphDefinition,
     OpExecutionContext,
+    ResourceParam,
     RunRequest,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
     DynamicPartitionsDefinition,
     Failure,
+    InitResourceContext,
     MaterializeResult,
     MetadataValue,
     multi_asset,
@@ -41,8 +48,10 @@ from dagster import (
     sensor,
 )
 
-from . import dropdir, pipeline, sqlite_tuning, store
+from . import dropdir, engines, pipeline, sqlite_tuning, store
 from .errors import StageError
+from .stages.ocr import OcrEngine
+from .stages.transcribe import Whisper
 from .settings import DEPS, STAGES
 from .stagespec import SETTINGS, SPECS
 
@@ -77,6 +86,43 @@ FILENAME_TAG = "talkthrough/filename"  # on every run: which recording (runs lis
 DURATION_TAG = "talkthrough/duration"  # added once probe has run
 FAILURE_TAG = "talkthrough/failure"  # a failed run's one-line reason (runs list)
 PREVIEW_MAX_PX = 480  # the contact-sheet thumbnail stored in each keyframes event (a few KB, not the sheet)
+
+
+class WhisperResource(ConfigurableResource):
+    """faster-whisper (the `segments` stage): each model loaded once per process and kept. The model,
+    device and threads are the recording's settings and the TALKTHROUGH_DEVICE/COMPUTE_TYPE/WHISPER_THREADS
+    environment, as before; the CLI's prewarm loads into this same object while Dagster starts."""
+
+    def create_resource(self, context: InitResourceContext) -> Whisper:
+        return engines.shared().whisper
+
+
+class OcrResource(ConfigurableResource):
+    """The RapidOCR engine (the `ocr` stage), loaded once per process and kept."""
+
+    def create_resource(self, context: InitResourceContext) -> OcrEngine:
+        return engines.shared().ocr
+
+
+class DiarizerResource(ConfigurableResource):
+    """sherpa-onnx speaker diarization (the `turns` stage): models verified once per process, an engine
+    kept per clustering setting (speaker count, threshold)."""
+
+    def create_resource(self, context: InitResourceContext) -> engines.Diarizer:
+        return engines.shared().diarizer
+
+
+class DataStoreResource(ConfigurableResource):
+    """The data root every stage reads and writes (``$TALKTHROUGH_HOME``: a folder or ``s3://...``), owned
+    by :mod:`talkthrough_assets.store`; this resource names it for Dagster code."""
+
+    def location(self, key: str = "") -> str:
+        """Where ``key`` (a path relative to the data root) lives, as a user would name it."""
+        return store.data_location(key)
+
+
+RESOURCES = {"whisper": WhisperResource(), "ocr_engine": OcrResource(), "diarizer": DiarizerResource(),
+             "data_store": DataStoreResource()}
 
 
 def _metadata(md: dict) -> dict:
@@ -162,15 +208,17 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
 
     @multi_asset(name="talkthrough_stages", specs=specs, check_specs=checks, partitions_def=recordings_partitions,
                  can_subset=True, description="The nine Talkthrough stages of one recording.")
-    def talkthrough_stages(context: AssetExecutionContext, config: StagesConfig):
+    def talkthrough_stages(context: AssetExecutionContext, config: StagesConfig, whisper: ResourceParam[Whisper],
+                           ocr_engine: ResourceParam[OcrEngine], diarizer: ResourceParam[engines.Diarizer]):
         rid = context.partition_key
+        loaded = engines.Engines(whisper=whisper, ocr=ocr_engine, diarizer=diarizer)
         selected = [k.path[-1] for k in context.selected_asset_keys]
         selected_checks = {k.name for k in context.selected_asset_check_keys}
         _tag_run(context, {FILENAME_TAG: pipeline.recording_filename(rid)})
         overrides = {k: v for k, v in config.model_dump().items() if v is not None}
         failures: list[tuple[str, str, Exception]] = []  # (stage, one-line reason, error)
         try:
-            for stage, res in pipeline.run_stages(rid, selected, overrides):
+            for stage, res in pipeline.run_stages(rid, selected, overrides, engines=loaded):
                 if res is pipeline.STARTED:
                     context.log.info(f'Started stage "{stage}"')
                     continue
@@ -264,7 +312,8 @@ class RegisterFolderConfig(Config):
 
 
 @op(description="Hash every media file under `folder` and add it as a `recordings` partition (no processing).")
-def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig) -> None:
+def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig,
+                       data_store: DataStoreResource) -> None:
     from . import service
 
     files, skipped = service.collect([config.folder] if config.recursive else
@@ -272,7 +321,8 @@ def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig
     for p, why in skipped:
         context.log.info(f"skip {p}: {why}")
     ids = service.register_many(files, context.instance)
-    context.log.info(f"registered {len(ids)} recordings from {config.folder}; process them from the UI: "
+    context.log.info(f"registered {len(ids)} recordings from {config.folder} in {data_store.location()}; "
+                     f"process them from the UI: "
                      f"Jobs > process_recording > Materialize all > pick the partitions (all, or missing/failed)")
 
 
@@ -281,4 +331,4 @@ register_folder = GraphDefinition(name="register_folder", node_defs=[register_fo
     description="Point at a folder: every recording appears as a partition, ready for a UI backfill.")
 
 defs = Definitions(assets=ASSETS, jobs=[process_recording, register_folder], sensors=[drop_dir_sensor],
-                   executor=in_process_executor)
+                   resources=RESOURCES, executor=in_process_executor)

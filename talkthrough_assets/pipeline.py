@@ -17,12 +17,13 @@ from typing import Any, Callable
 
 from . import settings as S
 from . import store
+from .engines import Engines
+from .engines import shared as shared_engines
 from .errors import BadMediaError, StageError
 from .ids import recording_id
 from .stagespec import SPECS
 from .stages import audio as audio_stage
 from .stages import dedup as dedup_stage
-from .stages import diarize as diarize_stage
 from .stages import keyframes as keyframes_stage
 from .stages import manifest as manifest_stage
 from .stages import ocr as ocr_stage
@@ -118,7 +119,7 @@ def _audio(rid: str, cfg: dict) -> dict:
     return {"metadata": md, "data_version": _digest([p["path"], p["size_bytes"], res]), "reason": reason}
 
 
-def _segments(rid: str, cfg: dict) -> dict:
+def _segments(rid: str, cfg: dict, engines: Engines) -> dict:
     from .models import resolve_whisper
 
     p = _probe_row(rid)
@@ -134,7 +135,8 @@ def _segments(rid: str, cfg: dict) -> dict:
         peak = audio_stage.peak(samples)
         out = transcribe_stage.transcribe(samples, model_ref=ref, model_label=label, language=cfg.get("language"),
                                           threads=transcribe_stage.cpu_threads(shared=_shares_cpu(rid)),
-                                          vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or 1))
+                                          vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or 1),
+                                          whisper=engines.whisper)
     store.write_table("segments", rid, out["segments"])
     store.write_table("words", rid, out["words"])
     docs = [(s["seq"], s["t0_ms"], s["text"]) for s in out["segments"]]
@@ -191,14 +193,14 @@ def recording_filename(rid: str) -> str | None:
     return sorted(rows, key=lambda r: r["seen_at"])[-1]["filename"]
 
 
-def _turns(rid: str, cfg: dict) -> dict:
+def _turns(rid: str, cfg: dict, engines: Engines) -> dict:
     if not cfg.get("diarize"):
         row = {"available": False, "requested": False, "reason": "diarization not requested"}
         out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": []}
     else:
         p = _probe_row(rid)
         # no OCR name candidates here: ocr is not upstream of turns (the manifest stage derives them)
-        out = diarize_stage.run_turns(
+        out = engines.diarizer.run_turns(
             _wav(rid) if p["has_audio"] else None,
             segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
             num_speakers=cfg.get("num_speakers"), threshold=cfg.get("diarize_threshold"),
@@ -279,10 +281,10 @@ def _dedup(rid: str, cfg: dict) -> dict:
     return {"metadata": {"frames": len(rows), "unique": unique}, "data_version": _digest(rows)}
 
 
-def _ocr(rid: str, cfg: dict) -> dict:
+def _ocr(rid: str, cfg: dict, engines: Engines) -> dict:
     frames = store.read_rows("keyframes", rid)
     dedup_by_ms = {d["ms"]: d for d in store.read_rows("dedup", rid)}
-    engine, status = ocr_stage.engine_status(bool(cfg.get("ocr")))
+    engine, status = engines.ocr.status(bool(cfg.get("ocr")))
     rows, partial = [], 0
     if engine is not None:
         unique = [{"ms": f["ms"], "path": store.local_file(f["file"]),
@@ -347,11 +349,13 @@ def _manifest(rid: str, cfg: dict) -> dict:
     return {"metadata": md, "data_version": _digest(stable), "manifest": m, "checks": checks}
 
 
-RUNNERS: dict[str, Callable[[str, dict], dict]] = {
+# (recording id, effective settings) -> result; the stages in ENGINE_STAGES also take the Engines
+RUNNERS: dict[str, Callable[..., dict]] = {
     "probe": _probe, "wall_clock": _wall_clock, "audio": _audio, "segments": _segments, "turns": _turns,
     "keyframes": _keyframes, "dedup": _dedup, "ocr": _ocr, "manifest": _manifest,
 }
 assert set(RUNNERS) == set(S.STAGES)
+ENGINE_STAGES = frozenset({"segments", "turns", "ocr"})  # the runners that take the Engines
 
 
 # A stage waits this long for another writer of the same recording before failing with a reason.
@@ -366,8 +370,10 @@ def _notify(stage: str, rid: str, state: str, info: dict) -> None:
         fn(stage, rid, state, info)
 
 
-def run_stage(stage: str, recording_id: str, overrides: dict | None = None) -> dict:
-    """Run one stage for one recording; persist ``overrides`` first; record success or failure."""
+def run_stage(stage: str, recording_id: str, overrides: dict | None = None,
+              engines: Engines | None = None) -> dict:
+    """Run one stage for one recording; persist ``overrides`` first; record success or failure.
+    ``engines``: the loaded models (default: this process's, :func:`engines.shared`)."""
     store.check_id(recording_id)
     _notify(stage, recording_id, "started", {})
     if overrides:
@@ -377,7 +383,8 @@ def run_stage(stage: str, recording_id: str, overrides: dict | None = None) -> d
     base = {"stage": stage, "config_hash": S.config_hash(stage, cfg), "code_version": CODE_VERSIONS[stage]}
     try:
         with store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S):
-            result = RUNNERS[stage](recording_id, cfg)
+            extra = (engines or shared_engines(),) if stage in ENGINE_STAGES else ()
+            result = RUNNERS[stage](recording_id, cfg, *extra)
     except store.PartitionBusy as e:
         _notify(stage, recording_id, "failed", {"reason": str(e)})
         raise StageError(str(e), stage=stage) from None
@@ -436,12 +443,13 @@ def _sharing(recording_id: str, stages: list[str], workers: int):
 
 
 def run_stages(recording_id: str, stages: list[str], overrides: dict | None = None,
-               workers: int | None = None):
+               workers: int | None = None, engines: Engines | None = None):
     """Run ``stages`` of one recording, each as soon as the selected stages it depends on are done,
     up to ``workers`` at a time (threads). Yields ``(stage, STARTED)`` when a stage starts and
     ``(stage, result)`` when it ends, in completion order, where a result is the runner's dict, a
     :class:`StageError`, or :class:`Skipped` for the downstream of a failure. The caller's thread
-    does all the yielding (Dagster writes its events from there)."""
+    does all the yielding (Dagster writes its events from there). ``engines``: the loaded models the
+    stages run on (Dagster passes its resources; default: this process's, :func:`engines.shared`)."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     selected = S.ordered(set(stages))
@@ -467,7 +475,7 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                     yield stage, Skipped(stage, failed[bad])
                 elif all(d in done for d in deps[stage]) and len(running) < workers:
                     pending.remove(stage)
-                    running[pool.submit(run_stage, stage, recording_id)] = stage
+                    running[pool.submit(run_stage, stage, recording_id, None, engines)] = stage
                     yield stage, STARTED
             if not running:
                 continue
@@ -507,20 +515,23 @@ def _overlaps(recording_id: str, stages: list[str], workers: int) -> bool:
     return _both_branches(stages, workers) and _has_video(recording_id)
 
 
-def prewarm(recording_id: str, stages: list[str]) -> None:
+def prewarm(recording_id: str, stages: list[str], engines: Engines | None = None) -> None:
     """Load the engines the planned stages will need in background threads (ONNX Runtime and
-    CTranslate2 release the GIL while loading), so loading overlaps whatever runs first."""
+    CTranslate2 release the GIL while loading), so loading overlaps whatever runs first (the
+    CLI: Dagster's import and startup). Loads into ``engines`` (default: this process's, the
+    ones Dagster's resources hand the run)."""
     import threading
 
+    engines = engines or shared_engines()
     cfg = S.effective(recording_id)
     jobs = []
     if "segments" in stages:
         from .models import resolve_whisper
 
         threads = transcribe_stage.cpu_threads(shared=_overlaps(recording_id, stages, stage_workers()))
-        jobs.append(lambda: transcribe_stage.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads))
+        jobs.append(lambda: engines.whisper.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads))
     if "ocr" in stages and cfg.get("ocr"):
-        jobs.append(lambda: ocr_stage.engine_status(True))
+        jobs.append(lambda: engines.ocr.status(True))
     for job in jobs:
         threading.Thread(target=_quietly, args=(job,), daemon=True, name="prewarm").start()
 

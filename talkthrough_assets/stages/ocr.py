@@ -1,6 +1,10 @@
 """ocr: RapidOCR over unique keyframes -> newline-joined box text (+ boxes and scores).
 
 ``TALKTHROUGH_OCR=off`` or an import failure turns OCR off; that is recorded, not a crash.
+
+The engine is loaded once, by an :class:`OcrEngine` the caller owns and passes on (the pipeline gets the
+process's one from ``talkthrough_assets.engines``, Dagster from its ``ocr_engine`` resource);
+:func:`engine_status` asks :func:`default_ocr`, the same process-wide object.
 """
 
 from __future__ import annotations
@@ -8,11 +12,9 @@ from __future__ import annotations
 import json
 import os
 import threading
-from functools import lru_cache
 
 CODE_VERSION = "4"
 _lock = threading.Lock()
-_engine_lock = threading.Lock()
 
 
 def enabled_setting() -> bool:
@@ -71,8 +73,7 @@ def _det_preprocess(det):
     return _Scaled(DET_MIN_SIDE, "min", det.mean, det.std)
 
 
-@lru_cache(maxsize=1)
-def _engine():
+def _load_engine():
     from rapidocr_onnxruntime import RapidOCR
 
     engine = RapidOCR()
@@ -86,15 +87,42 @@ def _engine():
     return engine
 
 
+class OcrEngine:
+    """The RapidOCR engine, loaded on first use and kept. A load that fails is tried again next time."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._engine = None
+
+    def status(self, enabled: bool) -> tuple[object | None, str]:
+        """(engine or None, status string recorded in outputs)."""
+        if not enabled:
+            return None, "off (TALKTHROUGH_OCR=off)"
+        try:
+            with self._lock:  # one engine, even when a warm-up thread asks at the same moment
+                if self._engine is None:
+                    self._engine = _load_engine()
+                return self._engine, "rapidocr"
+        except Exception as e:  # missing wheel, broken onnxruntime: OCR off, recorded
+            return None, f"off (rapidocr unavailable: {type(e).__name__}: {e})"
+
+
+_default: OcrEngine | None = None
+_default_lock = threading.Lock()
+
+
+def default_ocr() -> OcrEngine:
+    """This process's one :class:`OcrEngine` (created on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = OcrEngine()
+        return _default
+
+
 def engine_status(enabled: bool) -> tuple[object | None, str]:
-    """(engine or None, status string recorded in outputs)."""
-    if not enabled:
-        return None, "off (TALKTHROUGH_OCR=off)"
-    try:
-        with _engine_lock:  # one engine, even when a warm-up thread asks at the same moment
-            return _engine(), "rapidocr"
-    except Exception as e:  # missing wheel, broken onnxruntime: OCR off, recorded
-        return None, f"off (rapidocr unavailable: {type(e).__name__}: {e})"
+    """(engine or None, status string recorded in outputs), from :func:`default_ocr`."""
+    return default_ocr().status(enabled)
 
 
 def _box_order(item) -> tuple:

@@ -1,12 +1,16 @@
 """segments: faster-whisper on the 16 kHz WAV (CPU int8, VAD on, word timestamps; segments that fail
-the decoder's log-prob check are dropped, see MIN_AVG_LOGPROB)."""
+the decoder's log-prob check are dropped, see MIN_AVG_LOGPROB).
+
+The loaded models live in a :class:`Whisper` object that the caller owns and passes in (the pipeline gets
+the process's one from ``talkthrough_assets.engines``, Dagster from its ``whisper`` resource); a call
+without one uses :func:`default_whisper`, the same process-wide object."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
-from functools import lru_cache
+from collections import OrderedDict
 
 import numpy as np
 
@@ -21,9 +25,6 @@ CODE_VERSION = "2"
 CONDITION_ON_PREVIOUS_TEXT = False
 MIN_AVG_LOGPROB: float | None = -1.0
 
-_lock = threading.Lock()
-
-
 def cpu_threads(shared: bool = False) -> int:
     """Whisper's CPU threads: every core, or half of them when another stage runs beside it (the
     visual branch of a video): two CTranslate2 threads competing with OCR/decoding for 2 cores
@@ -34,17 +35,47 @@ def cpu_threads(shared: bool = False) -> int:
     return max(1, n // 2) if shared else n
 
 
-@lru_cache(maxsize=2)
-def _model(model_ref: str, device: str, compute_type: str, threads: int):
-    from faster_whisper import WhisperModel
+class Whisper:
+    """faster-whisper models, each loaded once per (model, device, compute type, CPU threads) and kept
+    (the newest ``max_models``). ``lock`` serializes loading and decoding: one model instance is not
+    safe to share across concurrent transcribe calls, and a warm-up thread loading a model makes the
+    stage that needs it wait for that load instead of starting a second one."""
 
-    return WhisperModel(model_ref, device=device, compute_type=compute_type, cpu_threads=threads)
+    def __init__(self, max_models: int = 2):
+        self.max_models = max_models
+        self.lock = threading.RLock()
+        self._models: OrderedDict[tuple, object] = OrderedDict()
+
+    def model(self, model_ref: str, threads: int | None = None):
+        """The loaded model (device and compute type from :func:`device_setting`)."""
+        key = (model_ref, *device_setting(), threads or cpu_threads())
+        with self.lock:
+            if key in self._models:
+                self._models.move_to_end(key)
+            else:
+                from faster_whisper import WhisperModel
+
+                while len(self._models) >= self.max_models:
+                    self._models.popitem(last=False)
+                self._models[key] = WhisperModel(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3])
+            return self._models[key]
+
+    def warm(self, model_ref: str, threads: int | None = None) -> None:
+        """Load the model now (a background thread may call this while other work runs)."""
+        self.model(model_ref, threads)
 
 
-def warm(model_ref: str, threads: int | None = None) -> None:
-    """Load the model now (a background thread may call this while other work runs)."""
-    with _lock:
-        _model(model_ref, *device_setting(), threads or cpu_threads())
+_default: Whisper | None = None
+_default_lock = threading.Lock()
+
+
+def default_whisper() -> Whisper:
+    """This process's one :class:`Whisper` (created on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Whisper()
+        return _default
 
 
 def device_setting() -> tuple[str, str]:
@@ -57,8 +88,10 @@ def device_setting() -> tuple[str, str]:
 def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
                vocabulary: str | None = None, beam_size: int = 5, vad: bool = True,
                condition_on_previous_text: bool = CONDITION_ON_PREVIOUS_TEXT,
-               min_avg_logprob: float | None = MIN_AVG_LOGPROB, threads: int | None = None) -> dict:
-    """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times."""
+               min_avg_logprob: float | None = MIN_AVG_LOGPROB, threads: int | None = None,
+               whisper: Whisper | None = None) -> dict:
+    """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times.
+    ``whisper``: where the model is loaded (default: :func:`default_whisper`)."""
     t_start = time.perf_counter()
     audio_ms = int(len(samples) * 1000 / 16000)
     meta = {"available": True, "reason": None, "language": None, "language_probability": None,
@@ -66,9 +99,9 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
     if len(samples) < 1600:  # < 0.1 s: nothing to transcribe
         meta.update(reason="no speech detected (audio shorter than 0.1 s)")
         return {"meta": meta, "segments": [], "words": []}
-    device, compute = device_setting()
-    with _lock:  # one model instance is not safe to share across concurrent transcribe calls
-        model = _model(model_ref, device, compute, threads or cpu_threads())
+    whisper = whisper or default_whisper()
+    with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
+        model = whisper.model(model_ref, threads)
         seg_iter, info = model.transcribe(
             samples, language=language or None, beam_size=beam_size, vad_filter=vad,
             word_timestamps=True, initial_prompt=vocabulary or None, hotwords=vocabulary or None,

@@ -1,0 +1,53 @@
+"""The model-backed engines the stages run on, one set per process, handed to the pipeline.
+
+* :class:`~talkthrough_assets.stages.transcribe.Whisper`: faster-whisper models (``segments``);
+* :class:`~talkthrough_assets.stages.ocr.OcrEngine`: the RapidOCR engine (``ocr``);
+* :class:`Diarizer`: sherpa-onnx speaker diarization (``turns``).
+
+Each loads its model on first use and keeps it for the life of the process. The pipeline takes an
+:class:`Engines` as a plain argument (``pipeline.run_stages(..., engines=...)``); Dagster's resources
+(``definitions.py``) hand out :func:`shared`, and so does the CLI's prewarm, which starts loading
+them in background threads while Dagster imports: the run then finds them loaded (or waits for the
+load already under way, never starting a second one). No Dagster here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+from .stages import diarize as diarize_stage
+from .stages import ocr as ocr_stage
+from .stages import transcribe as transcribe_stage
+
+
+class Diarizer:
+    """sherpa-onnx speaker diarization: :func:`stages.diarize.run_turns` (its models are found and
+    verified on each call, a cached hash; its engines are built once per clustering setting and kept by
+    ``stages.diarize_engine``, since the speaker count and threshold are per-recording settings)."""
+
+    def run_turns(self, wav_path: str | os.PathLike | None, **kw) -> dict:
+        return diarize_stage.run_turns(wav_path, **kw)
+
+
+@dataclass(frozen=True)
+class Engines:
+    whisper: transcribe_stage.Whisper
+    ocr: ocr_stage.OcrEngine
+    diarizer: Diarizer
+
+
+_shared: Engines | None = None
+_lock = threading.Lock()
+
+
+def shared() -> Engines:
+    """This process's engines (the same objects every call; the stage modules' defaults, so a stage
+    function called on its own, e.g. from a benchmark, shares the loaded models too)."""
+    global _shared
+    with _lock:
+        if _shared is None:
+            _shared = Engines(whisper=transcribe_stage.default_whisper(), ocr=ocr_stage.default_ocr(),
+                              diarizer=Diarizer())
+        return _shared

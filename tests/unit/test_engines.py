@@ -1,0 +1,90 @@
+"""Engines as Dagster resources (#13): one set of loaded models per process, handed to the pipeline.
+
+No models are loaded here: faster-whisper's and RapidOCR's loaders are replaced by counters."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from dagster import build_init_resource_context
+
+from talkthrough_assets import definitions, engines
+from talkthrough_assets.stages import ocr, transcribe
+
+
+def test_the_resources_hand_out_this_process_one_set_of_engines():
+    shared = engines.shared()
+    assert engines.shared() is shared
+    got = {key: res.create_resource(build_init_resource_context()) for key, res in definitions.RESOURCES.items()}
+    assert got["whisper"] is shared.whisper is transcribe.default_whisper()
+    assert got["ocr_engine"] is shared.ocr is ocr.default_ocr()
+    assert got["diarizer"] is shared.diarizer
+    assert got["data_store"].location()  # the store resource names the data root
+
+
+def test_every_job_has_the_resources_bound():
+    for name in ("process_recording", "register_folder"):
+        job = definitions.defs.resolve_job_def(name)
+        assert {"whisper", "ocr_engine", "diarizer", "data_store"} <= set(job.resource_defs), name
+
+
+def test_whisper_loads_each_model_once_and_a_warmup_load_is_waited_for_not_repeated(monkeypatch):
+    import faster_whisper
+
+    loads = []
+    gate = threading.Event()
+
+    class FakeModel:
+        def __init__(self, ref, device, compute_type, cpu_threads):
+            loads.append((ref, device, compute_type, cpu_threads))
+            gate.wait(5)
+
+    monkeypatch.setattr(faster_whisper, "WhisperModel", FakeModel)
+    monkeypatch.delenv("TALKTHROUGH_DEVICE", raising=False)
+    monkeypatch.delenv("TALKTHROUGH_COMPUTE_TYPE", raising=False)
+    w = transcribe.Whisper(max_models=2)
+    warm = threading.Thread(target=w.warm, args=("tiny", 2))  # the CLI's prewarm, in the background
+    warm.start()
+    while not loads:
+        time.sleep(0.001)
+    got = []
+    stage = threading.Thread(target=lambda: got.append(w.model("tiny", 2)))  # the stage asks meanwhile
+    stage.start()
+    gate.set()
+    warm.join(5)
+    stage.join(5)
+    assert loads == [("tiny", "cpu", "int8", 2)] and isinstance(got[0], FakeModel)
+    assert w.model("tiny", 2) is got[0]
+    w.model("tiny", 1)
+    w.model("base", 1)  # a third key evicts the oldest
+    assert len(loads) == 3
+    w.model("tiny", 2)
+    assert len(loads) == 4
+
+
+def test_ocr_engine_loads_once_and_a_failed_load_is_tried_again(monkeypatch):
+    calls = []
+
+    def load():
+        calls.append(1)
+        if len(calls) == 1:
+            raise ImportError("no wheel")
+        return "engine"
+
+    monkeypatch.setattr(ocr, "_load_engine", load)
+    e = ocr.OcrEngine()
+    assert e.status(False) == (None, "off (TALKTHROUGH_OCR=off)") and calls == []
+    engine, status = e.status(True)
+    assert engine is None and status.startswith("off (rapidocr unavailable: ImportError")
+    assert e.status(True) == ("engine", "rapidocr") and e.status(True) == ("engine", "rapidocr")
+    assert len(calls) == 2
+
+
+def test_the_engine_stages_are_the_runners_that_take_engines():
+    import inspect
+
+    from talkthrough_assets import pipeline
+
+    takes = {s for s, fn in pipeline.RUNNERS.items() if "engines" in inspect.signature(fn).parameters}
+    assert takes == pipeline.ENGINE_STAGES == {"segments", "turns", "ocr"}
