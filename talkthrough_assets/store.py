@@ -602,7 +602,8 @@ def _pg_advisory_lock(pg_url: str, recording_id: str, deadline: float, busy: Exc
     import psycopg2
 
     key = (_LOCK_NAMESPACE << 48) | (int(recording_id[:12], 16))  # fits a signed bigint
-    con = psycopg2.connect(pg_url, connect_timeout=10, application_name=f"talkthrough-lock-{recording_id}")
+    dsn = re.sub(r"^postgres(ql)?\+\w+://", "postgresql://", pg_url)  # a SQLAlchemy URL names its driver
+    con = psycopg2.connect(dsn, connect_timeout=10, application_name=f"talkthrough-lock-{recording_id}")
     try:
         con.autocommit = True
         with con.cursor() as cur:

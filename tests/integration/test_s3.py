@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import anyio
@@ -24,46 +22,21 @@ import pytest
 
 import fixture_facts as F
 from pg_cluster import PgUnavailable, start_cluster
+from s3_server import S3Server, S3Unavailable
 
 CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
 TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))
 BUCKET = "talkthrough-test"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def s3_endpoint():
+def s3():
     try:
-        import moto.server  # noqa: F401
-    except ImportError:
-        pytest.skip("moto[server] is not installed (pip install -c constraints.txt -e '.[test]')")
-    port = _free_port()
-    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"moto-{port}.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                pytest.fail(f"moto server did not start (rc {proc.poll()}); see {log.name}")
-            time.sleep(0.3)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        server = S3Server()
+    except S3Unavailable as e:
+        pytest.skip(f"no S3 endpoint here: {e}")
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -80,24 +53,17 @@ def pg():
     cluster.stop()
 
 
-def _s3fs(endpoint: str):
-    import pyarrow.fs as pafs
-
-    return pafs.S3FileSystem(endpoint_override=endpoint.split("://")[1], scheme="http", region="us-east-1",
-                             access_key="test", secret_key="test", allow_bucket_creation=True)
-
-
 @pytest.fixture(scope="module")
-def cluster_env(s3_endpoint, pg, tmp_path_factory):
+def cluster_env(s3, pg, tmp_path_factory):
     """Environment shared by every "machine": the s3:// data root, the endpoint and credentials, and
     TALKTHROUGH_PG_URL; each machine adds its own TALKTHROUGH_LOCAL_HOME."""
-    _s3fs(s3_endpoint).create_dir(BUCKET)
+    s3.bucket(BUCKET)
     env = dict(os.environ)
     for k in ("TALKTHROUGH_HOME", "DAGSTER_HOME", "TALKTHROUGH_LOCAL_HOME"):
         env.pop(k, None)
     env.update(TALKTHROUGH_HOME=f"s3://{BUCKET}/library", TALKTHROUGH_PG_URL=pg.create_db("tt_s3"),
-               AWS_ENDPOINT_URL=s3_endpoint, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
-               AWS_REGION="us-east-1", TALKTHROUGH_LOG_LEVEL="DEBUG", COLUMNS="200")
+               TALKTHROUGH_LOG_LEVEL="DEBUG", COLUMNS="200", **s3.env())
+    env.setdefault("TALKTHROUGH_DIARIZATION_MODELS", str(F.FIXTURES_DIR.parent.parent / "shared/models/diarization"))
     return env, tmp_path_factory.mktemp("machines")
 
 
@@ -119,9 +85,11 @@ def _finish(proc: subprocess.Popen, timeout: float = 420, rc: int = 0) -> list[d
 
 @pytest.fixture(scope="module")
 def two_workers(cluster_env) -> dict[str, dict]:
-    """Machine A processes the screencast while machine B processes the meeting, at the same time."""
-    a = _cli(_machine(cluster_env, "a"), ["process", "--json", str(F.SCREENCAST_PATH)])
-    b = _cli(_machine(cluster_env, "b"), ["process", "--json", str(F.MEETING_PATH)])
+    """The fixtures folder split over two machines working at the same time: A takes the videos, B the
+    audio files (the two-voice meeting diarized)."""
+    a = _cli(_machine(cluster_env, "a"), ["process", "--json", str(F.SCREENCAST_PATH), str(F.SILENT_PATH)])
+    b = _cli(_machine(cluster_env, "b"), ["process", "--json", "--diarize", "--num-speakers", "2",
+                                          str(F.MEETING_PATH), str(F.FIXTURES_DIR / F.TWO_VOICES_NAME)])
     out = {}
     for proc in (a, b):
         for summary in _finish(proc):
@@ -130,24 +98,22 @@ def two_workers(cluster_env) -> dict[str, dict]:
     return out
 
 
-def test_two_machines_write_one_library_on_s3(cluster_env, two_workers, s3_endpoint):
-    import pyarrow.fs as pafs
-
+def test_two_machines_write_one_library_on_s3(cluster_env, two_workers, s3):
     env, machines = cluster_env
     sc, mt = two_workers[F.SCREENCAST_NAME], two_workers[F.MEETING_NAME]
     assert sc["manifest"] == f"s3://{BUCKET}/library/manifests/{sc['recording_id']}.json"
     assert sc["frames"]["count"] >= len(F.SCREENCAST_SCENE_STARTS_MS)
     assert mt["transcript"]["segments"] >= 3
 
-    keys = {i.path for i in _s3fs(s3_endpoint).get_file_info(pafs.FileSelector(f"{BUCKET}/library", recursive=True))
-            if i.type == pafs.FileType.File}
-    for rid in (sc["recording_id"], mt["recording_id"]):
-        for key in (f"manifests/{rid}.json", f"settings/{rid}.json", f"audio/{rid}.wav",
-                    f"tables/segments/recording={rid}/part-0.parquet",
+    keys = s3.keys(f"{BUCKET}/library")
+    for summary in two_workers.values():
+        rid = summary["recording_id"]
+        for key in (f"manifests/{rid}.json", f"audio/{rid}.wav", f"tables/segments/recording={rid}/part-0.parquet",
                     f"tables/recordings/recording={rid}/part-0.parquet"):
-            if key.startswith("settings/"):
-                continue  # written only when a setting was given
             assert f"{BUCKET}/library/{key}" in keys, key
+    tv = two_workers[F.TWO_VOICES_NAME]
+    assert f"{BUCKET}/library/settings/{tv['recording_id']}.json" in keys  # --diarize persisted, in S3
+    assert tv["diarized"] and tv["speakers"] == 2
     frames = sorted(k for k in keys if f"/frames/{sc['recording_id']}/" in k)
     assert len(frames) == sc["frames"]["count"] and all(k.endswith(".jpg") for k in frames)
     # every object was published whole: no temp names, nothing machine-local in the bucket
@@ -160,10 +126,11 @@ def test_two_machines_write_one_library_on_s3(cluster_env, two_workers, s3_endpo
 
 
 def test_processing_again_from_the_other_machine_runs_nothing(cluster_env, two_workers):
-    # machine B sees A's outputs (S3) and A's stage records: the same bytes are a no-op there
-    again = _finish(_cli(_machine(cluster_env, "b"), ["process", "--json", str(F.SCREENCAST_PATH)]))
-    assert again[0]["status"] == "cached" and again[0]["stages_run"] == []
-    assert again[0]["recording_id"] == two_workers[F.SCREENCAST_NAME]["recording_id"]
+    # machine B runs the README's `talkthrough process fixtures/`: it sees A's outputs and stage records
+    # (S3) and the two-voice meeting's persisted --diarize, so every recording is a no-op there
+    again = _finish(_cli(_machine(cluster_env, "b"), ["process", "--json", str(F.FIXTURES_DIR)]))
+    assert {s["recording_id"]: (s["status"], s["stages_run"]) for s in again} == \
+        {s["recording_id"]: ("cached", []) for s in two_workers.values()}
 
 
 def test_one_writer_per_recording_across_machines(cluster_env, two_workers):
@@ -195,7 +162,7 @@ def test_duckdb_reads_the_s3_tables(cluster_env, two_workers, monkeypatch):
     con = store.connect()
     try:
         rows = dict(con.execute("SELECT filename, segment_count FROM recordings").fetchall())
-        assert set(rows) == {F.SCREENCAST_NAME, F.MEETING_NAME}
+        assert set(rows) == set(two_workers)
         n_frames = con.execute("SELECT count(*) FROM frames WHERE recording = ?",
                                [two_workers[F.SCREENCAST_NAME]["recording_id"]]).fetchone()[0]
         assert n_frames == two_workers[F.SCREENCAST_NAME]["frames"]["count"]
@@ -232,12 +199,12 @@ def test_mcp_reads_the_library_from_a_third_machine(cluster_env, two_workers):
         return json.loads(res.content[0].text)
 
     listed = {r["id"] for r in payload(out["list"])["recordings"]}
-    assert listed == {sc, mt}
+    assert listed == {s["recording_id"] for s in two_workers.values()}
     text = " ".join(s["text"] for s in payload(out["tr_mt"])["segments"]).lower()
     assert "budget" in text and "migration" in text
     images = [c for c in out["fr_sc"].content if c.type == "image"]
     assert len(images) >= len(F.SCREENCAST_SCENE_STARTS_MS)  # JPEG bytes fetched from S3
-    assert {h["recording"] for h in payload(out["se_budget"])["hits"]} == {mt}
+    assert mt in {h["recording"] for h in payload(out["se_budget"])["hits"]}
     assert any(h["source"] == "ocr" for h in payload(out["se_ocr"])["hits"])
     # the reader only read: machine C holds no data and no Dagster state
     c = Path(env["TALKTHROUGH_LOCAL_HOME"])
