@@ -25,7 +25,7 @@ SHARED = ROOT.parent / "shared"
 DIARIZATION_MODELS = SHARED / "models" / "diarization"
 
 # tier folder -> per-test timeout in seconds (pytest-timeout; a test's own @pytest.mark.timeout wins)
-TIERS = {"unit": 60, "integration": 600, "e2e": 600}
+TIERS = {"unit": 60, "integration": 600, "e2e": 900}
 # session fixtures that need models/../shared or a Dagster instance: never in the unit tier
 HEAVY_FIXTURES = {"tt_home", "processed", "pristine_home"}
 

@@ -9,7 +9,7 @@ import wave
 
 import numpy as np
 import pytest
-from dagster import AssetKey, AssetRecordsFilter, DagsterEventType
+from dagster_records import latest_materialization_id, materialized_in_run, new_run, run_ids
 from fixture_facts import (
     EXPECTED_SPEAKER_LABELS, FIXTURES_DIR, TWO_VOICE_TURNS, TWO_VOICES_BOUNDARY_TOLERANCE_S, TWO_VOICES_NAME,
     VOICE_LABELS, VOICE_WORDS,
@@ -185,21 +185,12 @@ def test_undiarized_recordings_record_not_requested(processed):
 
 # ---------------------------------------------------------------- amend / names / missing models
 
-def _materialized_in_run(run_id: str) -> set[str]:
-    recs = service.instance().get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records
-    return {r.event_log_entry.dagster_event.asset_key.path[-1] for r in recs}
-
-
-def _latest_run_id(rid: str) -> str:
-    runs = service.instance().get_runs(limit=1)
-    assert runs and runs[0].tags.get("dagster/partition") == rid
-    return runs[0].run_id
+def _materialized_in_run(run_id: str, rid: str) -> set[str]:
+    return materialized_in_run(service.instance(), run_id, rid, settings.STAGES)
 
 
 def _latest_materialization_id(asset: str, rid: str) -> int | None:
-    recs = service.instance().fetch_materializations(
-        AssetRecordsFilter(asset_key=AssetKey(asset), asset_partitions=[rid]), limit=1).records
-    return recs[0].storage_id if recs else None
+    return latest_materialization_id(service.instance(), asset, rid)
 
 
 def _file_state(table: str, rid: str) -> tuple[int, str]:
@@ -219,15 +210,16 @@ def amended(processed, tmp_path_factory):
     before = {"segments": _file_state("segments", rid), "words": _file_state("words", rid),
               "segments_event": _latest_materialization_id("segments", rid),
               "turns_event": _latest_materialization_id("turns", rid)}
+    runs_before = run_ids(service.instance(), rid)
     out = service.process(copy, overrides={"diarize": True, "num_speakers": 2})
     return {"path": copy, "rid": rid, "plain": plain, "out": out, "before": before,
-            "run_id": _latest_run_id(rid)}
+            "run_id": new_run(service.instance(), rid, runs_before).run_id}
 
 
 def test_amend_materializes_exactly_turns_and_manifest(amended, processed):
     rid, out = amended["rid"], amended["out"]
     assert out["status"] == "processed" and out["stages_run"] == ["turns", "manifest"]
-    assert _materialized_in_run(amended["run_id"]) == {"turns", "manifest"}  # from the Dagster event log
+    assert _materialized_in_run(amended["run_id"], rid) == {"turns", "manifest"}  # from the Dagster event log
     # segments untouched: same parquet bytes and mtime, and no new segments materialization event
     assert _file_state("segments", rid) == amended["before"]["segments"]
     assert _file_state("words", rid) == amended["before"]["words"]
@@ -249,9 +241,10 @@ def test_names_apply_through_the_manifest_only(amended):
     turns_event = _latest_materialization_id("turns", rid)
     turns_file = _file_state("turns", rid)
     runner = CliRunner()
+    runs_before = run_ids(service.instance(), rid)
     res = runner.invoke(app, ["name", rid, "S1=Alice Chen", "S2=Bob Stone"])
     assert res.exit_code == 0, res.output
-    assert _materialized_in_run(_latest_run_id(rid)) == {"manifest"}
+    assert _materialized_in_run(new_run(service.instance(), rid, runs_before).run_id, rid) == {"manifest"}
     di = json.loads(store.manifest_path(rid).read_text())["transcript"]["diarization"]
     assert di["speaker_names"] == {"S1": "Alice Chen", "S2": "Bob Stone"}
     assert settings.load_overrides(rid)["speaker_names"] == {"S1": "Alice Chen", "S2": "Bob Stone"}
@@ -263,12 +256,12 @@ def test_names_apply_through_the_manifest_only(amended):
     # diarization was not re-run by naming
     assert _latest_materialization_id("turns", rid) == turns_event and _file_state("turns", rid) == turns_file
     # bad input: clear errors, nothing run
-    n_runs = len(service.instance().get_runs())
+    n_runs = len(service.instance().get_run_records())
     for args in (["name", rid, "S9=Zed"], ["name", rid, "Alice"], ["name", "nothex", "S1=A"],
                  ["name", "0123456789abcdef", "S1=A"]):
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)
-    assert len(service.instance().get_runs()) == n_runs
+    assert len(service.instance().get_run_records()) == n_runs  # no run of any recording
     # the names persist: processing again runs nothing and keeps them
     assert service.process(amended["path"])["stages_run"] == []
     assert pipeline.plan(rid) == []

@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
+from dagster_records import new_run, run_ids
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SCREENCAST_NAME, SILENT_NAME, unique_copy
 
 from talkthrough_assets import pipeline, service, store
@@ -49,15 +50,16 @@ def test_bad_files_fail_with_a_one_line_reason_and_change_nothing_else(processed
         Image.new("RGB", (64, 48), (200, 30, 30)).save(bad, format="PNG")
     else:
         bad.write_bytes(payload)
+    rid = service.recording_id_for(bad)
+    runs_before = run_ids(service.instance(), rid)
     out = service.process(bad)
     assert out["status"] == "failed" and reason in out["reason"], out
     assert "\n" not in out["reason"] and "Traceback" not in out["reason"]
-    rid = out["recording_id"]
+    assert out["recording_id"] == rid
     assert pipeline.stage_state(rid)["probe"]["status"] == "failed"  # the reason is recorded
     assert snapshot() == before
-    # the Dagster run failed with the same human reason
-    run = service.instance().get_runs(limit=1)[0]
-    assert run.tags["dagster/partition"] == rid and run.is_failure
+    # the Dagster run this test started failed
+    assert new_run(service.instance(), rid, runs_before).is_failure
 
 
 def test_truncated_mp4_keeps_what_decodes(processed, tmp_path):

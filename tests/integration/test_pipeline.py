@@ -7,13 +7,15 @@ import shutil
 from datetime import timedelta
 
 import pytest
-from dagster import AssetKey, DagsterEventType, EventRecordsFilter
+from dagster import DagsterEventType
+from dagster_records import materialized_in_run, new_run, run_ids
 from fixture_facts import (
     CREATION_TIMES, FIXTURES_DIR, MEETING, MEETING_NAME, SCREENCAST, SCREENCAST_NAME, SCREENCAST_SCENES,
     SILENT_NAME, SILENT_SCENES, ocr_normalize,
 )
 
 from talkthrough_assets import pipeline, service, store
+from talkthrough_assets.settings import STAGES
 from talkthrough_assets.stages import manifest as manifest_stage
 from talkthrough_assets.stages.wallclock import parse_iso
 
@@ -22,17 +24,8 @@ def _words(rid: str) -> str:
     return " ".join(s["text"] for s in store.read_rows("segments", rid)).lower()
 
 
-def _materialized_in_run(run_id: str) -> set[str]:
-    inst = service.instance()
-    recs = inst.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records
-    return {r.event_log_entry.dagster_event.asset_key.path[-1] for r in recs}
-
-
-def _latest_run_id(rid: str) -> str:
-    inst = service.instance()
-    runs = inst.get_runs(limit=1)
-    assert runs and runs[0].tags.get("dagster/partition") == rid
-    return runs[0].run_id
+def _materialized_in_run(run_id: str, rid: str) -> set[str]:
+    return materialized_in_run(service.instance(), run_id, rid, STAGES)
 
 
 def test_keywords_survive_transcription(processed):
@@ -96,22 +89,23 @@ def test_outputs_are_queryable_in_duckdb_across_recordings(processed):
 
 def test_reprocessing_the_same_bytes_runs_nothing(processed, tmp_path):
     inst = service.instance()
-    before = len(inst.get_runs())
+    before = run_ids(inst, processed[SCREENCAST_NAME]["recording_id"])
     copy = tmp_path / "same bytes, new name.mp4"
     shutil.copy(FIXTURES_DIR / SCREENCAST_NAME, copy)
     again = service.process(copy)
     assert again["status"] == "cached" and again["stages_run"] == []
     assert again["recording_id"] == processed[SCREENCAST_NAME]["recording_id"]
-    assert len(inst.get_runs()) == before  # no Dagster run at all
+    assert run_ids(inst, again["recording_id"]) == before  # no Dagster run at all
     assert again["preview"] == processed[SCREENCAST_NAME]["preview"]
 
 
 def test_forced_re_anchor_rematerializes_only_wall_clock_and_manifest(processed):
     rid = processed[SILENT_NAME]["recording_id"]
     seg_file = store.table_path("segments", rid).stat().st_mtime_ns
+    before = run_ids(service.instance(), rid)
     out = service.process(FIXTURES_DIR / SILENT_NAME, overrides={"recorded_at": "2026-03-15T12:00:00+02:00"})
     assert out["stages_run"] == ["wall_clock", "manifest"]
-    assert _materialized_in_run(_latest_run_id(rid)) == {"wall_clock", "manifest"}
+    assert _materialized_in_run(new_run(service.instance(), rid, before).run_id, rid) == {"wall_clock", "manifest"}
     assert out["wall_clock"] == {"start_utc": "2026-03-15T10:00:00.000+00:00", "tz_offset_min": 120,
                                  "source": "recorded_at", "confidence": "exact"}
     assert store.table_path("segments", rid).stat().st_mtime_ns == seg_file
@@ -121,17 +115,19 @@ def test_forced_re_anchor_rematerializes_only_wall_clock_and_manifest(processed)
 
 def test_max_frames_change_reruns_only_the_visual_branch(processed):
     rid = processed[SILENT_NAME]["recording_id"]
+    inst = service.instance()
+    before = run_ids(inst, rid)
     out = service.process(FIXTURES_DIR / SILENT_NAME, overrides={"max_frames": 3})
     assert out["stages_run"] == ["keyframes", "dedup", "ocr", "manifest"]
-    assert _materialized_in_run(_latest_run_id(rid)) == {"keyframes", "dedup", "ocr", "manifest"}
+    run_id = new_run(inst, rid, before).run_id
+    assert _materialized_in_run(run_id, rid) == {"keyframes", "dedup", "ocr", "manifest"}
     assert 1 <= out["frames"]["count"] <= 3
     m = json.loads(store.manifest_path(rid).read_text())
     assert m["caps"]["max_frames"] == 3 and m["frames"]["count"] == out["frames"]["count"]
     # only the live frame generations remain on disk and every indexed file exists
     assert pipeline.frame_index_check(rid)["passed"]
     # the asset checks ran in that run, and passed
-    inst = service.instance()
-    checks = inst.get_records_for_run(_latest_run_id(rid), of_type=DagsterEventType.ASSET_CHECK_EVALUATION).records
+    checks = inst.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION).records
     results = {r.event_log_entry.dagster_event.event_specific_data.check_name:
                r.event_log_entry.dagster_event.event_specific_data.passed for r in checks}
     assert results == {"frame_index_matches_disk": True, "manifest_schema_valid": True}
