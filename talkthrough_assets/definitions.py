@@ -281,11 +281,15 @@ def _env_float(name: str, default: float) -> float:
         else DefaultSensorStatus.STOPPED,
         description="Watches $TALKTHROUGH_DROP_DIR: one run per new, stable recording (same bytes = alias).")
 def drop_dir_sensor(context: SensorEvaluationContext):
+    """The folder's state (files handled, files seen once) is named by the cursor and changes only
+    with it: a file is done once the run request it earned is returned with the new cursor, so a
+    tick that raises, or a file gone before it was registered, leaves it to be looked at again."""
     drop = os.environ.get("TALKTHROUGH_DROP_DIR")
     if not drop:
         return SkipReason("TALKTHROUGH_DROP_DIR is not set")
     known = set(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
-    res = dropdir.tick(drop, known_ids=known, exts=dropdir.parse_exts(os.environ.get("TALKTHROUGH_DROP_EXTS")),
+    res = dropdir.tick(drop, known_ids=known, state=dropdir.load(drop, context.cursor),
+                       exts=dropdir.parse_exts(os.environ.get("TALKTHROUGH_DROP_EXTS")),
                        zero_wait_s=_env_float("TALKTHROUGH_DROP_ZERO_WAIT_S", dropdir.ZERO_WAIT_S))
     new = dropdir.register(drop, res, dropdir.settings_from_env())
     # The tick's message (counts + the files it waits on, and why) is its skip reason, shown in the
@@ -295,14 +299,16 @@ def drop_dir_sensor(context: SensorEvaluationContext):
         for path, why in res.skipped:
             context.log.info(f"skip {path}: {why}")
         context.log.info(res.message)
+    cursor = dropdir.commit(drop, res.state, context.cursor)  # last: in force only once returned
     if not new:
-        return SkipReason(f"no new stable recordings: {res.message}")
+        return SensorResult(skip_reason=f"no new stable recordings: {res.message}", cursor=cursor)
     ids = list(dict.fromkeys(rid for rid, _ in new))
     names = {rid: Path(path).name for rid, path in reversed(new)}
     return SensorResult(
         run_requests=[RunRequest(partition_key=rid, run_key=f"drop:{rid}", tags={FILENAME_TAG: names[rid]})
                       for rid in ids],
         dynamic_partitions_requests=[recordings_partitions.build_add_request(ids)],
+        cursor=cursor,
     )
 
 

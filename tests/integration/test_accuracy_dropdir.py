@@ -1,6 +1,6 @@
 """Drop folder (issue #14 item 8): a zero-byte file gets a bounded wait, then is released so its run
 fails at the real probe stage with ``empty file (0 bytes)``; every tick's message names the files it
-is waiting on. Real files, real state file under the test data root, real probe."""
+is waiting on. Real files, real probe; each tick starts from the state the previous one proposed."""
 
 from __future__ import annotations
 
@@ -25,46 +25,49 @@ def drop(tmp_path, tt_home):
 
 
 def test_zero_byte_file_waits_a_bounded_time_then_fails_at_probe(drop):
+    folder = dropdir.Folder(drop)
     empty = drop / "empty.mp4"
     empty.write_bytes(b"")
     for _ in range(3):  # within the default wait (60 s): waiting, named with its reason
-        r = dropdir.tick(drop, known_ids=set())
+        r = folder.tick(known_ids=set())
         assert (r.new, r.waiting) == ([], [str(empty)])
         assert "empty.mp4 (empty, 0 bytes; run in" in r.message, r.message
     assert dropdir.ZERO_WAIT_S <= 120  # bounded
 
     # the wait is over (same state, zero wait): released like any stable file
-    r = dropdir.tick(drop, known_ids=set(), zero_wait_s=0)
+    r = folder.tick(known_ids=set(), zero_wait_s=0)
     assert r.new == [(EMPTY_ID, str(empty))] and r.waiting == [] and r.empty == [str(empty)]
     assert "empty.mp4" in r.message and "empty file (0 bytes)" in r.message
     with pytest.raises(BadMediaError, match=r"empty file \(0 bytes\)"):  # what its run records
         probe.probe_file(r.new[0][1])
-    r = dropdir.tick(drop, known_ids={EMPTY_ID}, zero_wait_s=0)  # handled once, never re-requested
+    r = folder.tick(known_ids={EMPTY_ID}, zero_wait_s=0)  # handled once, never re-requested
     assert (r.new, r.waiting, r.hashed) == ([], [], 0)
 
 
 def test_zero_byte_file_that_starts_filling_is_a_normal_copy(drop):
+    folder = dropdir.Folder(drop)
     f = drop / "rec.mp4"
     f.write_bytes(b"")
-    assert dropdir.tick(drop, known_ids=set(), zero_wait_s=0).waiting == [str(f)]  # first sight: waits
+    assert folder.tick(known_ids=set(), zero_wait_s=0).waiting == [str(f)]  # first sight: waits
     f.write_bytes((FIXTURES_DIR / "silent_video.mp4").read_bytes())
     os.utime(f, (1_700_000_000, 1_700_000_000))
-    r = dropdir.tick(drop, known_ids=set(), zero_wait_s=0)
+    r = folder.tick(known_ids=set(), zero_wait_s=0)
     assert r.new == [] and r.why_waiting[str(f)] == "new or still being written"
-    r = dropdir.tick(drop, known_ids=set(), zero_wait_s=0)
+    r = folder.tick(known_ids=set(), zero_wait_s=0)
     assert [p for _, p in r.new] == [str(f)] and r.empty == []
 
 
 def test_message_names_every_waiting_file_up_to_a_limit(drop):
+    folder = dropdir.Folder(drop)
     names = [f"clip{i:02d}.wav" for i in range(dropdir.MESSAGE_MAX_FILES + 2)]
     for n in names:
         (drop / n).write_bytes(os.urandom(100))
-    r = dropdir.tick(drop, known_ids=set())
+    r = folder.tick(known_ids=set())
     assert r.message.startswith(f"seen {len(names)}, hashed 0, new 0, aliases 0, waiting {len(names)}: ")
     assert sum(n in r.message for n in names) == dropdir.MESSAGE_MAX_FILES and r.message.endswith("and 2 more")
     assert "(new or still being written)" in r.message
-    r = dropdir.tick(drop, known_ids=set(), max_hash_files=3)
+    r = folder.tick(known_ids=set(), max_hash_files=3)
     assert r.hashed == 3 and "(over this tick's hashing budget)" in r.message
-    r = dropdir.tick(drop, known_ids=set(), max_hash_files=100)
+    r = folder.tick(known_ids=set(), max_hash_files=100)
     assert r.waiting == [] and r.message == f"seen {len(names)}, hashed {len(names) - 3}, new {len(names) - 3}, " \
                                             f"aliases 0, waiting 0"
