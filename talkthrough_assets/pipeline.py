@@ -274,7 +274,7 @@ def _live_generations(rid: str) -> set[str]:
 
 def _dedup(rid: str, cfg: dict) -> dict:
     frames = store.read_rows("keyframes", rid)
-    sigs = [dedup_stage.signature(store.local_file(f["file"])) for f in frames]
+    sigs = [dedup_stage.signature(store.local_file(f["file"], immutable=True)) for f in frames]
     rows = dedup_stage.mark(frames, sigs)
     store.write_table("dedup", rid, rows)
     unique = sum(1 for r in rows if r["duplicate_of"] is None)
@@ -287,7 +287,7 @@ def _ocr(rid: str, cfg: dict, engines: Engines) -> dict:
     engine, status = engines.ocr.status(bool(cfg.get("ocr")))
     rows, partial = [], 0
     if engine is not None:
-        unique = [{"ms": f["ms"], "path": store.local_file(f["file"]),
+        unique = [{"ms": f["ms"], "path": store.local_file(f["file"], immutable=True),
                    "bands": json.loads(d["changed_json"]) if d.get("changed_json") else None}
                   for f in frames for d in [dedup_by_ms.get(f["ms"]) or {}] if d.get("duplicate_of") is None]
         for r in ocr_stage.read_frames(engine, unique):

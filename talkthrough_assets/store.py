@@ -276,17 +276,23 @@ def publish_file(local: Path, key: str) -> str:
         fs, base = _remote()
         with open(local, "rb") as src, fs.open_output_stream(f"{base}/{check_key(key)}") as out:
             shutil.copyfileobj(src, out, 1 << 20)
+        remote = stamp(key)  # the local copy is this object now: date it so local_file keeps using it
+        if remote and remote[2] > local.stat().st_mtime_ns:
+            os.utime(local, ns=(remote[2], remote[2]))
     return data_location(key)
 
 
-def local_file(key: str) -> Path:
+def local_file(key: str, *, immutable: bool = False) -> Path:
     """A local path holding the bytes at ``key``: the file itself for a local data root; for an
-    object store, this machine's cached copy, downloaded when missing or older than the object.
-    Raises FileNotFoundError when there is no such file."""
+    object store, this machine's cached copy, downloaded when missing or older than the object
+    (``immutable``: a key whose bytes never change, e.g. a frame in its generation folder, is used
+    from the cache without asking the store). Raises FileNotFoundError when there is no such file."""
     path = _local(key)
     if not is_remote():
         if not path.is_file():
             raise FileNotFoundError(str(path))
+        return path
+    if immutable and path.is_file():
         return path
     remote = stamp(key)
     if remote is None:

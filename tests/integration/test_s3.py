@@ -209,3 +209,27 @@ def test_mcp_reads_the_library_from_a_third_machine(cluster_env, two_workers):
     # the reader only read: machine C holds no data and no Dagster state
     c = Path(env["TALKTHROUGH_LOCAL_HOME"])
     assert not c.exists() or not [p for p in c.rglob("*") if p.is_file()]
+
+
+def test_local_copies_are_reused_and_fetched_once(cluster_env, two_workers, monkeypatch):
+    """The machine that made a WAV or a frame uses its own copy (no download); another machine fetches
+    it once into its cache and then reuses it."""
+    from talkthrough_assets import store
+
+    sc = two_workers[F.SCREENCAST_NAME]["recording_id"]
+    env_a = _machine(cluster_env, "a")
+    for k in ("TALKTHROUGH_HOME", "TALKTHROUGH_LOCAL_HOME", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
+              "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        monkeypatch.setenv(k, env_a[k])
+    wav = Path(env_a["TALKTHROUGH_LOCAL_HOME"]) / "audio" / f"{sc}.wav"
+    before = wav.stat()
+    assert store.local_file(store.audio_key(sc)) == wav
+    assert wav.stat().st_ino == before.st_ino  # not replaced by a download
+    frame = store.read_rows("keyframes", sc)[0]["file"]
+    assert store.local_file(frame, immutable=True) == Path(env_a["TALKTHROUGH_LOCAL_HOME"]) / frame
+
+    monkeypatch.setenv("TALKTHROUGH_LOCAL_HOME", _machine(cluster_env, "d")["TALKTHROUGH_LOCAL_HOME"])
+    fetched = store.local_file(store.audio_key(sc))
+    assert fetched.read_bytes() == store.get_bytes(store.audio_key(sc))
+    ino = fetched.stat().st_ino
+    assert store.local_file(store.audio_key(sc)).stat().st_ino == ino  # second call: the cached copy
