@@ -48,7 +48,7 @@ from dagster import (
     sensor,
 )
 
-from . import dropdir, engines, pipeline, sqlite_tuning, store
+from . import dropdir, engines, pipeline, registry, sqlite_tuning, store
 from .errors import StageError
 from .stages.ocr import OcrEngine
 from .stages.transcribe import Whisper
@@ -57,7 +57,7 @@ from .stagespec import SETTINGS, SPECS
 
 sqlite_tuning.install()
 
-PARTITIONS_NAME = "recordings"
+PARTITIONS_NAME = registry.PARTITIONS_NAME
 recordings_partitions = DynamicPartitionsDefinition(name=PARTITIONS_NAME)
 
 KINDS = {sp.name: set(sp.kinds) for sp in SPECS}
@@ -320,13 +320,11 @@ class RegisterFolderConfig(Config):
 @op(description="Hash every media file under `folder` and add it as a `recordings` partition (no processing).")
 def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig,
                        data_store: DataStoreResource) -> None:
-    from . import service
-
-    files, skipped = service.collect([config.folder] if config.recursive else
+    files, skipped = registry.collect([config.folder] if config.recursive else
                                      [p for p in Path(config.folder).iterdir() if p.is_file()])
     for p, why in skipped:
         context.log.info(f"skip {p}: {why}")
-    ids = service.register_many(files, context.instance)
+    ids = registry.register_many(files, context.instance)
     context.log.info(f"registered {len(ids)} recordings from {config.folder} in {data_store.location()}; "
                      f"process them from the UI: "
                      f"Jobs > process_recording > Materialize all > pick the partitions (all, or missing/failed)")

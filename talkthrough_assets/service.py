@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import pipeline, store
+from . import pipeline, registry, store
 from . import settings as S
 from .ids import recording_id
-from .stages.probe import MEDIA_EXTS
 from .stages.wallclock import t_wall
 
 PREVIEW_SEGMENTS = 15
@@ -83,56 +82,20 @@ def instance():
     return DagsterInstance.get()
 
 
-def collect(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[tuple[Path, str]]]:
-    """Expand folders (recursively) into media files; return (files, [(path, skip reason)])."""
-    files, skipped = [], []
-    for raw in paths:
-        p = Path(raw).expanduser()
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if f.is_file() and not f.name.startswith("."):
-                    (files.append(f) if f.suffix.lower() in MEDIA_EXTS
-                     else skipped.append((f, f"not a media file extension ({f.suffix or 'none'})")))
-        elif p.is_file():
-            files.append(p)  # an explicitly named file is tried whatever its extension
-        else:
-            skipped.append((p, "no such file or folder"))
-    return files, skipped
-
-
 def recording_id_for(path: str | os.PathLike) -> str:
     return recording_id(path)
 
 
+collect = registry.collect  # the CLI's file search, shared with the register_folder job
+
+
 def register(path: str | os.PathLike, inst=None) -> str:
-    rid = recording_id_for(path)
-    pipeline.register_source(path, rid)
-    _ensure_partition(inst or instance(), rid)
-    return rid
-
-
-def _ensure_partition(inst, rid: str) -> None:
-    from .definitions import PARTITIONS_NAME
-
-    if not inst.has_dynamic_partition(PARTITIONS_NAME, rid):
-        inst.add_dynamic_partitions(PARTITIONS_NAME, [rid])
+    return registry.register(path, inst or instance())
 
 
 def register_many(paths: Iterable[str | os.PathLike], inst=None) -> list[str]:
     """Hash + register many files; add all new partitions in one call."""
-    from .definitions import PARTITIONS_NAME
-
-    inst = inst or instance()
-    ids = []
-    for p in paths:
-        rid = recording_id_for(p)
-        pipeline.register_source(p, rid)
-        ids.append(rid)
-    existing = set(inst.get_dynamic_partitions(PARTITIONS_NAME))
-    new = [i for i in dict.fromkeys(ids) if i not in existing]
-    if new:
-        inst.add_dynamic_partitions(PARTITIONS_NAME, new)
-    return ids
+    return registry.register_many(paths, inst or instance())
 
 
 ORPHAN_TAG = "talkthrough/process"
@@ -200,7 +163,7 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
             if stages:
                 pipeline.prewarm(rid, stages)  # model loads overlap Dagster's import and startup
                 inst = instance()
-                _ensure_partition(inst, rid)
+                registry.ensure_partition(inst, rid)
                 result = run_stages(rid, stages, inst)
                 status = "processed" if result.success else "failed"
     except store.PartitionBusy as e:

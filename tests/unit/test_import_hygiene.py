@@ -1,0 +1,130 @@
+"""Import hygiene (#13 item 4): no import circles among Talkthrough's modules, and the MCP server and the
+Dagster-free core never pull in Dagster.
+
+The circle check is static: every ``import`` in every module, function-local ones included (a circle
+hidden in a function still couples the two modules), read with ``ast``."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("talkthrough_assets", "talkthrough_mcp")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every module ``path`` names in an import (absolute, or relative resolved against ``name``)."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            out.add(target)
+            out.update(f"{target}.{a.name}" for a in node.names)  # `from . import store` names a module
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _modules()
+    return {name: {m for m in _imports(name, path) if m in mods and m != name} for name, path in mods.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_circle_hidden_in_a_function(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def f():\n    from .a import x\n")
+    (pkg / "c.py").write_text("import pkg.a\n")
+    graph = {f"pkg.{p.stem}": {m for m in _imports(f"pkg.{p.stem}", p) if m.startswith("pkg.")}
+             for p in pkg.glob("*.py")}
+    assert graph["pkg.b"] == {"pkg.a", "pkg.a.x"}
+    assert cycles({k: {m for m in v if m in graph} for k, v in graph.items()}) == [["pkg.a", "pkg.b"]]
+
+
+def test_no_import_circles_among_talkthrough_modules():
+    graph = import_graph()
+    assert "talkthrough_assets.definitions" in graph and "talkthrough_mcp.server" in graph
+    assert cycles(graph) == []
+
+
+def _dagster_modules_after_import(modules: list[str]) -> list[str]:
+    code = ("import importlib, json, sys\n"
+            f"for m in {modules!r}:\n"
+            "    importlib.import_module(m)\n"
+            "print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0].startswith('dagster'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_importing_talkthrough_mcp_does_not_import_dagster():
+    assert _dagster_modules_after_import(["talkthrough_mcp"]) == []
+
+
+def test_the_mcp_server_and_all_its_modules_do_not_import_dagster():
+    mods = sorted(m for m in _modules() if m.startswith("talkthrough_mcp") and m != "talkthrough_mcp.__main__")
+    assert "talkthrough_mcp.server" in mods
+    assert _dagster_modules_after_import(mods) == []
+
+
+@pytest.mark.parametrize("module", ["talkthrough_assets.pipeline", "talkthrough_assets.engines",
+                                    "talkthrough_assets.dropdir", "talkthrough_assets.registry"])
+def test_the_dagster_free_core_does_not_import_dagster(module):
+    """pipeline (the stage runners), the engines, the drop-folder logic and registration take plain objects."""
+    assert _dagster_modules_after_import([module]) == []
