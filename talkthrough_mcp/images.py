@@ -1,0 +1,109 @@
+"""Frames as images: the image result types, which screen a keyframe stands for (:func:`screen_spans`,
+:func:`on_screen`), per-frame metadata with capped OCR text, and the stored keyframe JPEGs read from
+the data root (a frame pruned or damaged since the manifest was published is reported missing)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from talkthrough_assets import store
+from talkthrough_assets.stages.wallclock import t_wall
+
+from . import media, snapshot
+from .args import clip
+from .errors import AudioOnly
+
+OCR_MAX_CHARS = 1_500          # per frame, in meta and captions
+
+
+@dataclass
+class Image:
+    caption: str
+    data: bytes
+    mime_type: str = "image/jpeg"
+
+
+@dataclass
+class ImageResult:
+    """A JSON-able ``meta`` dict plus images; surfaces render captions next to image blocks."""
+
+    meta: dict
+    images: list[Image] = field(default_factory=list)
+
+
+def screen_spans(frames: list[dict], duration_ms: int) -> dict[int, tuple[int, int]]:
+    """keyframe ms -> (valid_from_ms, valid_to_ms): from the frame until the screen next changes
+    (the next keyframe that is not a duplicate of the same original), else the recording's end."""
+    out: dict[int, tuple[int, int]] = {}
+    uniq = [f["ms"] if f["duplicate_of"] is None else f["duplicate_of"] for f in frames]
+    nxt = None  # ms of the next keyframe showing a different screen, scanning backwards
+    for i in range(len(frames) - 1, -1, -1):
+        if i + 1 < len(frames) and uniq[i + 1] != uniq[i]:
+            nxt = frames[i + 1]["ms"]
+        end = nxt if nxt is not None else max(duration_ms, frames[i]["ms"])
+        out[frames[i]["ms"]] = (frames[i]["ms"], end)
+    return out
+
+
+def on_screen(frames: list[dict], t: int) -> int | None:
+    """ms of the unique frame on screen at ``t`` (the keyframe at/before t; a duplicate stands
+    for its original)."""
+    on = None
+    for f in frames:
+        if f["ms"] > t:
+            break
+        on = f["duplicate_of"] if f["duplicate_of"] is not None else f["ms"]
+    return on
+
+
+def require_video(snap: snapshot.Snapshot) -> None:
+    if not snap.rec["has_video"]:
+        raise AudioOnly(f"recording {snap.rid} ({snap.rec['filename']}) is audio-only: it has no frames",
+                        hint="use get_transcript or search for audio-only recordings")
+
+
+def frame_meta(f: dict, wc: dict | None, spans: dict[int, tuple[int, int]]) -> dict:
+    text, cut = clip(f["ocr_text"], OCR_MAX_CHARS)
+    lo, hi = spans.get(f["ms"], (f["ms"], f["ms"]))
+    m = {"ms": f["ms"], "t_wall": t_wall(wc, f["ms"]), "valid_from_ms": lo, "valid_to_ms": hi, "ocr_text": text}
+    if cut:
+        m["ocr_truncated"] = True
+    if f["duplicate_of"] is not None:
+        m["duplicate_of"] = f["duplicate_of"]
+    return m
+
+
+def frame_bytes(rid: str, rel: str) -> bytes | None:
+    try:
+        key = store.check_key(rel)
+    except PermissionError:
+        return None
+    if not key.startswith(store.frames_key(rid) + "/") or not key.lower().endswith((".jpg", ".jpeg")):
+        return None
+    try:
+        data = store.get_bytes(key)  # None when pruned between the index and the read
+    except OSError:
+        return None
+    return data if data is not None and media.is_jpeg(data) else None
+
+
+def image_result(rid: str, frames: list[dict], wc: dict | None, meta: dict) -> ImageResult:
+    """``meta`` plus the stored JPEGs of ``frames``, captioned (time, duplicate, OCR text)."""
+    images, missing = [], []
+    for f in frames:
+        data = frame_bytes(rid, f["file"])
+        if data is None:
+            missing.append(f["ms"])
+            continue
+        ocr = " | ".join(line for line in (f["ocr_text"] or "").splitlines() if line.strip())
+        ocr, _ = clip(ocr, OCR_MAX_CHARS)
+        cap = f"frame {f['ms']} ms" + (f" ({t_wall(wc, f['ms'])})" if wc else "")
+        if f["duplicate_of"] is not None:
+            cap += f", duplicate of {f['duplicate_of']} ms"
+        cap += f"; OCR: {ocr}" if ocr else "; OCR: (none)"
+        images.append(Image(cap, data))
+    if missing:
+        meta["missing_frame_ms"] = missing
+        meta["integrity_note"] = (f"{len(missing)} frame file(s) of this recording are missing or "
+                                  "unreadable on disk; reprocess the recording to restore them")
+    return ImageResult(meta, images)

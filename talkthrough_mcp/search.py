@@ -1,0 +1,228 @@
+"""The search tool: BM25 over the library index (:mod:`.index`), AND of the query's words first and
+OR-ranked when no document has them all, OCR terms that merely contain a word at half weight, typo
+suggestions, and hits as pointers (recording, source, t_ms, t_wall, on-screen frame, a short snippet),
+trimmed to a character budget. One SQL statement per search, so ranking and hit context come from one
+snapshot of the index."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from talkthrough_assets.stages import terms as terms_stage
+from talkthrough_assets.stages.wallclock import t_wall
+
+from . import snapshot
+from .args import SPEAKER_MAX_CHARS, clip, dumps, limit_arg, text_arg
+from .errors import InvalidArgument
+from .index import LibraryIndex
+from .transcript import speaker_match
+
+# BM25 parameters (Robertson/Lucene defaults); IDF per source over all recordings.
+K1 = 1.2
+B = 0.75
+SUBSTRING_WEIGHT = 0.5   # an OCR term that merely contains the query word counts half
+
+SEARCH_MAX_HITS = 50
+SEARCH_MAX_TERMS = 16
+SEARCH_MAX_QUERY_CHARS = 500
+SEARCH_MAX_CHARS = 24_000      # the whole search response
+SUBSTRING_MIN_CHARS = 4
+SNIPPET_CHARS = 160
+
+
+def _matches(tok: str, terms: set[str]) -> bool:
+    if tok in terms:
+        return True
+    return any(len(t) >= SUBSTRING_MIN_CHARS and t in tok for t in terms)
+
+
+def snippet(text: str, terms: set[str], width: int = SNIPPET_CHARS) -> str:
+    """At most ``width`` characters of ``text`` around its first word matching ``terms``
+    (search terms as :func:`terms.index_terms` makes them)."""
+    flat = " ".join((text or "").replace("\n", " | ").split())
+    if len(flat) <= width:
+        return flat
+    pos = end = 0
+    for m in re.finditer(r"\S+", flat):
+        if any(_matches(t, terms) for t in terms_stage.index_terms(m.group())):
+            pos, end = m.start(), m.end()
+            break
+    budget = width - 2  # room for the two ellipses
+    start = max(0, min(pos - (budget - (end - pos)) // 3, len(flat) - budget))
+    if start > 0:  # begin on a word boundary when one is near
+        sp = flat.find(" ", start, pos)
+        if sp != -1 and sp - start < 20:
+            start = sp + 1
+    cut = flat[start:start + budget]
+    if start + budget < len(flat):
+        sp = cut.rfind(" ")
+        if sp > len(cut) - 20 and sp > end - start:
+            cut = cut[:sp]
+    out = ("…" if start > 0 else "") + cut + ("…" if start + len(cut) < len(flat) else "")
+    return out[:width]
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def expand(index: LibraryIndex,
+           words: list[str]) -> tuple[list[tuple[str, str | None, str, float]], dict[str, list[str]]]:
+    """(query word, source or None, index term, weight) pairs: every word matches itself in any
+    source, and OCR terms that contain it (glued screen text like ERROR503GATEWAYTIMEOUT) at half weight."""
+    pairs: list[tuple[str, str | None, str, float]] = [(w, None, w, 1.0) for w in words]
+    inside: dict[str, list[str]] = {}
+    for w in words:
+        if len(w) < SUBSTRING_MIN_CHARS:
+            continue
+        rows = index.query(
+            "SELECT DISTINCT term FROM m_df WHERE source = 'ocr' AND length(term) >= ? AND contains(term, ?) "
+            "AND term <> ? ORDER BY term LIMIT 20", [len(w) + 3, w, w], refresh=False)
+        for r in rows:
+            pairs.append((w, "ocr", r["term"], SUBSTRING_WEIGHT))
+            inside.setdefault(w, []).append(r["term"])
+    return pairs, inside
+
+
+def suggest(index: LibraryIndex, word: str) -> list[str]:
+    k = 1 if len(word) <= 5 else 2
+    rows = index.query(
+        "SELECT term FROM (SELECT term, sum(df) AS df, damerau_levenshtein(term, ?) AS dist FROM m_df "
+        "WHERE length(term) BETWEEN ? AND ? GROUP BY term) WHERE dist <= ? AND dist > 0 "
+        "ORDER BY dist, df DESC, term LIMIT 3", [word, len(word) - k, len(word) + k, k], refresh=False)
+    return [r["term"] for r in rows]
+
+
+def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], snapshot.Snapshot],
+           query: str, recording_id: str | None = None, limit: int = 10, speaker: str | None = None) -> dict:
+    """The search tool's answer. ``get_index`` gives the library index (asked for only once the
+    arguments are checked); ``get_snapshot`` a recording's snapshot (for a scoped search)."""
+    query = text_arg("query", query, SEARCH_MAX_QUERY_CHARS)
+    if not query.strip():
+        raise InvalidArgument("query must be a non-empty string")
+    words = list(dict.fromkeys(terms_stage.index_terms(query)))
+    if not words:
+        shown, _ = clip(query, 60)
+        raise InvalidArgument(f"query {shown!r} has no searchable words (letters or digits; one-letter words "
+                              "are not indexed)")
+    if len(words) > SEARCH_MAX_TERMS:
+        raise InvalidArgument(f"query has {len(words)} distinct words; use at most {SEARCH_MAX_TERMS}")
+    limit = limit_arg("limit", limit, 1, SEARCH_MAX_HITS)
+    speaker = text_arg("speaker", speaker, SPEAKER_MAX_CHARS, required=False)
+    rid = None
+    if recording_id is not None:
+        snap = get_snapshot(recording_id)
+        rid = snap.rid
+        if speaker is not None:
+            if not snap.diarized:
+                raise InvalidArgument(f"recording {rid} is not diarized, so it has no speaker labels",
+                                      hint="drop `speaker`, or reprocess with `talkthrough process --diarize`")
+            speaker_match(snap, speaker)
+    index = get_index()
+    index.refresh()
+    pairs, inside = expand(index, words)
+    literal = ", ".join(_sql_str(t) for t in dict.fromkeys(p[2] for p in pairs))  # [^\W_]+ terms: safe to inline
+    scope = f"AND recording = '{rid}'" if rid else ""  # rid is validated hex: safe to inline
+    who = speaker.strip().casefold() if speaker is not None else None
+    speaker_join = ("JOIN m_docs sd ON sd.recording = t.recording AND sd.source = t.source AND sd.ref = t.ref "
+                    "AND (lower(sd.speaker) = $who OR lower(sd.speaker_name) = $who)") if who is not None else ""
+    # one statement, so ranking and hit context come from one snapshot of the index
+    rows = index.query(f"""
+    WITH map AS (SELECT unnest($q::VARCHAR[]) AS qword, unnest($src::VARCHAR[]) AS msource,
+                        unnest($term::VARCHAR[]) AS term, unnest($weight::DOUBLE[]) AS weight),
+    hits AS MATERIALIZED (
+        SELECT t.recording, t.source, t.ref, t.t_ms, m.qword, t.tf * m.weight AS tf, t.doc_len
+        FROM (SELECT * FROM m_terms WHERE term IN ({literal}) {scope}) t
+        JOIN map m ON m.term = t.term AND (m.msource IS NULL OR m.msource = t.source)
+        {speaker_join}
+    ), per_doc AS MATERIALIZED (
+        SELECT recording, source, ref, qword, sum(tf) AS tf, max(doc_len) AS doc_len, min(t_ms) AS t_ms
+        FROM hits GROUP BY recording, source, ref, qword
+    ), qdf AS (
+        SELECT m.qword, d.source, sum(d.df) AS df FROM map m
+        JOIN m_df d ON d.term = m.term AND (m.msource IS NULL OR m.msource = d.source) GROUP BY m.qword, d.source
+    ), scored AS MATERIALIZED (
+        SELECT p.recording, p.source, p.ref, min(p.t_ms) AS t_ms, count(*) AS matched, list(p.qword) AS terms,
+               sum(ln(1 + (s.n - q.df + 0.5) / (q.df + 0.5))
+                   * p.tf * ({K1} + 1) / (p.tf + {K1} * (1 - {B} + {B} * p.doc_len / s.avgdl))) AS score
+        FROM per_doc p
+        JOIN qdf q ON q.qword = p.qword AND q.source = p.source    -- document frequency: all recordings
+        JOIN m_stats s ON s.source = p.source                      -- N and avgdl: all recordings
+        GROUP BY p.recording, p.source, p.ref
+    ), counts AS (
+        SELECT count(*) FILTER (WHERE matched = $nwords) AS n_all, count(*) AS n_any FROM scored
+    ), top AS (
+        SELECT s.*, c.n_all, c.n_any FROM scored s, counts c
+        WHERE c.n_all = 0 OR s.matched = $nwords
+        ORDER BY s.score DESC, s.recording, s.t_ms, s.source LIMIT $limit
+    )
+    SELECT top.*, r.filename, r.generation, r.recorded_at, r.tz_offset_min, d.text, d.speaker, d.speaker_name,
+           f.unique_ms AS frame_ms,
+           (SELECT list({{'term': qword, 'docs': docs}}) FROM (
+                SELECT qword, count(*) AS docs FROM per_doc GROUP BY qword)) AS per_word
+    FROM top
+    JOIN m_recordings r ON r.recording = top.recording
+    LEFT JOIN m_docs d ON d.recording = top.recording AND d.source = top.source AND d.ref = top.ref
+    ASOF LEFT JOIN m_frames f ON f.recording = top.recording AND top.t_ms >= f.ms
+    ORDER BY top.score DESC, top.recording, top.t_ms, top.source
+    """, {"q": [p[0] for p in pairs], "src": [p[1] for p in pairs], "term": [p[2] for p in pairs],
+          "weight": [p[3] for p in pairs], "nwords": len(words), "limit": limit,
+          **({"who": who} if who is not None else {})}, refresh=False)
+    per_word = {w["term"]: int(w["docs"]) for w in (rows[0]["per_word"] or [])} if rows else {}
+    n_all = int(rows[0]["n_all"]) if rows else 0
+    n_any = int(rows[0]["n_any"]) if rows else 0
+    mode = "and" if len(words) == 1 or n_all else "or"
+    shown_query, query_cut = clip(query, 200)
+    out = {"query": shown_query, "terms": words, "mode": mode, "scope": rid or "all recordings",
+           "total_matches": n_all if mode == "and" else n_any, "returned": 0, "hits": []}
+    if query_cut:
+        out["query_truncated"] = True
+    if speaker is not None:
+        out["speaker"] = speaker
+    wanted = set(words)
+    used = len(dumps(out)) + 900  # room for the notes added below
+    for r in rows:
+        wc = {"start_utc": r["recorded_at"], "tz_offset_min": r["tz_offset_min"]} if r["recorded_at"] else None
+        hit = {"recording": r["recording"], "filename": r["filename"], "generation": r["generation"],
+               "source": r["source"],
+               "t_ms": int(r["t_ms"]), "t_wall": t_wall(wc, r["t_ms"]), "frame_ms": r["frame_ms"],
+               "score": round(float(r["score"]), 3), "snippet": snippet(r["text"] or "", wanted)}
+        if r["speaker"]:
+            hit["speaker"] = r["speaker"]
+            if r["speaker_name"]:
+                hit["speaker_name"] = r["speaker_name"]
+        if mode == "or":
+            hit["matched"] = sorted(r["terms"], key=words.index)
+        size = len(dumps(hit)) + 1
+        if out["hits"] and used + size > SEARCH_MAX_CHARS:
+            break
+        out["hits"].append(hit)
+        used += size
+    hits = out["hits"]
+    out["returned"] = len(hits)
+    matched = [w for w in words if per_word.get(w)]
+    missing = [w for w in words if not per_word.get(w)]
+    if not rows:
+        out["note"] = f"no transcript segment or OCR frame contains {', '.join(repr(w) for w in words)}" + (
+            f" said by {speaker!r}" if speaker is not None else "")
+    elif mode == "or":
+        counts = ", ".join(f"{w!r} ({per_word[w]} docs)" for w in matched)
+        out["note"] = (f"no single segment or frame contains all of {', '.join(repr(w) for w in words)}; "
+                       f"showing OR-ranked matches. Matched words: {counts}"
+                       + (f"; not found {'in this recording' if rid else 'anywhere'}: "
+                          f"{', '.join(repr(w) for w in missing)}" if missing else ""))
+        out["matched_terms"] = matched
+        out["unmatched_terms"] = missing
+    if inside:
+        out["ocr_substring_matches"] = {w: ts[:5] for w, ts in inside.items()}
+    if missing:
+        sugg = {w: s for w in missing if (s := suggest(index, w))}
+        if sugg:
+            out["did_you_mean"] = sugg
+            fixed = " ".join(sugg.get(w, [w])[0] for w in words)
+            out["note"] = (out.get("note", "") + f"; did you mean: search(query={fixed!r})?").lstrip("; ")
+    if len(hits) < out["total_matches"]:
+        out["more"] = f"{out['total_matches'] - len(hits)} more matches; raise limit (max {SEARCH_MAX_HITS}) " \
+                      "or narrow with id / speaker / more words"
+    return out

@@ -1,0 +1,104 @@
+"""get_transcript's answer: one page of a recording's transcript from its snapshot, as JSON segments or
+SRT cues, cut at a character budget with ``truncated``, ``next_start_ms`` and ``continue_with`` for the
+next page, optionally one speaker's segments only."""
+
+from __future__ import annotations
+
+from talkthrough_assets.stages.wallclock import t_wall
+
+from . import snapshot
+from .args import SPEAKER_MAX_CHARS, clip, dumps, limit_arg, range_arg, text_arg
+from .errors import InvalidArgument
+
+TRANSCRIPT_MAX_CHARS = 30_000
+TRANSCRIPT_MIN_CHARS = 1000
+
+
+def srt_time(ms: int) -> str:
+    ms = max(0, int(ms))
+    h, rem = divmod(ms, 3_600_000)
+    m, rem = divmod(rem, 60_000)
+    s, ms = divmod(rem, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d},{ms:03d}"
+
+
+def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
+    want = speaker.strip().casefold()
+    labels = sorted({s["speaker"] for s in snap.segments if s.get("speaker")})
+    match = {lab for lab in labels if lab.casefold() == want or snap.names.get(lab, "").casefold() == want}
+    if not match:
+        known = ", ".join(f"{lab} ({snap.names[lab]})" if lab in snap.names else lab for lab in labels) or "none"
+        shown, _ = clip(speaker, 60)
+        raise InvalidArgument(f"no speaker {shown!r} in recording {snap.rid}; speakers: {known}")
+    return match
+
+
+def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | None = None,
+         format: str = "json", max_chars: int = TRANSCRIPT_MAX_CHARS) -> dict:
+    rec, rid = snap.rec, snap.rid
+    start, end = range_arg(rec, start_ms, end_ms)
+    if format not in ("json", "srt"):
+        shown = format[:20] if isinstance(format, str) else type(format).__name__
+        raise InvalidArgument(f"format must be 'json' or 'srt', got {shown!r}")
+    max_chars = limit_arg("max_chars", max_chars, TRANSCRIPT_MIN_CHARS, TRANSCRIPT_MAX_CHARS)
+    speaker = text_arg("speaker", speaker, SPEAKER_MAX_CHARS, required=False)
+    wc = snap.wall_clock
+    segs = snap.segments
+    attributed = any(s.get("speaker") for s in segs)
+    names = snap.names if attributed else {}
+    if speaker is not None:
+        if not attributed:
+            raise InvalidArgument(f"recording {rid} is not diarized, so it has no speaker labels",
+                                  hint="drop `speaker`, or reprocess with `talkthrough process --diarize`")
+        match = speaker_match(snap, speaker)
+        segs = [s for s in segs if s.get("speaker") in match]
+    # SRT cue numbers count the cues of this (possibly speaker-filtered) transcript: 1, 2, 3 …
+    cue = {id(s): i + 1 for i, s in enumerate(segs)}
+    window = [s for s in segs if s["t1_ms"] > start and s["t0_ms"] <= end] if (start_ms or end_ms is not None) \
+        else segs
+    out: dict = {"recording": rid, "filename": rec["filename"], "generation": snap.generation, "format": format,
+                 "diarized": attributed, "wall_clock": wc, "start_ms": start, "end_ms": end}
+    if not rec["transcript_available"]:
+        out["transcript_available"] = False
+        out["reason"] = snap.transcript_reason or "no transcript"
+    if wc is None:
+        out["note"] = "wall_clock unknown: t_wall is null; t_ms counts from the recording start"
+    if names:
+        out["speaker_names"] = names
+    items: list = []
+    next_start = None
+    base = len(dumps(dict(out, segments=[], srt="", returned=10 ** 6, truncated=True, next_start_ms=10 ** 12,
+                           continue_with={"id": rid, "start_ms": 10 ** 12, "end_ms": 10 ** 12,
+                                          "speaker": speaker or "", "format": "json", "max_chars": 30000})))
+    used = base
+    for s in window:
+        if format == "srt":
+            who = s.get("speaker")
+            label = f"[{who}{' ' + names[who] if who in names else ''}] " if who else ""
+            item = f"{cue[id(s)]}\n{srt_time(s['t0_ms'])} --> {srt_time(s['t1_ms'])}\n{label}{s['text']}\n\n"
+            size = len(dumps(item)) - 2
+        else:
+            item = {"seq": s["seq"], "t_ms": s["t0_ms"], "t1_ms": s["t1_ms"], "t_wall": t_wall(wc, s["t0_ms"])}
+            if s.get("speaker"):
+                item["speaker"] = s["speaker"]
+                if s["speaker"] in names:
+                    item["speaker_name"] = names[s["speaker"]]
+            item["text"] = s["text"]
+            size = len(dumps(item)) + 1
+        if items and used + size > max_chars:
+            next_start = s["t0_ms"]
+            break
+        items.append(item)
+        used += size
+    if format == "srt":
+        out["srt"] = "".join(items)
+    else:
+        out["segments"] = items
+    out["returned"] = len(items)
+    out["truncated"] = next_start is not None
+    out["next_start_ms"] = next_start
+    if next_start is not None:
+        same = {"end_ms": end_ms, "speaker": speaker, "format": format if format != "json" else None,
+                "max_chars": max_chars if max_chars != TRANSCRIPT_MAX_CHARS else None}
+        out["continue_with"] = {"id": rid, "start_ms": next_start, **{k: v for k, v in same.items() if v is not None}}
+    return out
