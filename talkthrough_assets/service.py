@@ -182,10 +182,10 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
     """Apply ``S1=Alice``-style assignments (``S1=`` removes); rebuild only the manifest.
 
     Returns (names now in force, roster labels). ValueError: bad input; RuntimeError: rebuild failed."""
-    from .stages import diarize
+    from .stages import speaker_names
 
     store.check_id(rid)
-    changes = diarize.parse_name_assignments(assignments)
+    changes = speaker_names.parse_name_assignments(assignments)
     if not store.has_partition("sources", rid):
         raise ValueError(f"unknown recording {rid} (process it first)")
     roster = [s["label"] for s in store.read_rows("speakers", rid)]
@@ -193,7 +193,7 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
     if unknown:
         have = ", ".join(roster) if roster else "none: run `talkthrough process FILE --diarize` first"
         raise ValueError(f"unknown speaker label(s) {', '.join(unknown)} (speakers: {have})")
-    merged = diarize.merge_names(S.load_overrides(rid).get("speaker_names"), changes)
+    merged = speaker_names.merge_names(S.load_overrides(rid).get("speaker_names"), changes)
     S.save_overrides(rid, {"speaker_names": merged or None})
     with store.partition_lock(rid, timeout_s=60):
         result = run_stages(rid, ["manifest"])

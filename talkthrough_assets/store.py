@@ -122,8 +122,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     ]),
     "turns": pa.schema([("t0_ms", _I), ("t1_ms", _I), ("speaker", _S)]),
     "speakers": pa.schema([
+        # OCR name candidates need the ocr branch too: the manifest stage adds them (speaker hints)
         ("label", _S), ("talk_time_ms", _I), ("turn_count", _I), ("first_ms", _I), ("last_ms", _I),
-        ("name_candidates_json", _S),
     ]),
     # attributed (possibly split) segments; joined at read time, whisper output untouched
     "speaker_segments": pa.schema([

@@ -27,7 +27,6 @@ from .diarize_attribution import attribute_segments
 from .diarize_engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, centroids, engine_version, run_engine
 from .diarize_labels import labels_in_order, merge_labels, plan_merges, relabel, roster
 from .diarize_models import ModelsUnavailable, resolve_models
-from .speaker_names import merge_names, parse_name_assignments
 
 CODE_VERSION = "2"
 ENGINE = "sherpa-onnx"
@@ -103,6 +102,6 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
 
 __all__ = [
     "CODE_VERSION", "ENGINE", "run_turns",
-    # re-exported for callers of the stage: its failure mode, and the name helpers `service` uses
-    "ModelsUnavailable", "resolve_models", "parse_name_assignments", "merge_names",
+    # re-exported for callers of the stage: its failure mode
+    "ModelsUnavailable", "resolve_models",
 ]

@@ -37,7 +37,7 @@ def _versions() -> dict:
 def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript: dict | None,
           segments: list[dict], words: list[dict], diarization: dict | None, turns: list[dict],
           speakers: list[dict], speaker_segments: list[dict], keyframes: list[dict], dedup: list[dict],
-          ocr: list[dict], settings: dict, frames_dir_rel: str | None, speaker_names: dict | None = None,
+          ocr: list[dict], settings: dict, speaker_names: dict | None = None,
           frames_reason: str | None = None) -> dict:
     wc = None
     if wall_clock and wall_clock.get("available"):
@@ -75,7 +75,7 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
     oo = {o["ms"]: o for o in ocr}
     items = []
     for k in keyframes:
-        item = {"ms": k["ms"], "file": f"{frames_dir_rel}/{k['file']}" if frames_dir_rel else k["file"]}
+        item = {"ms": k["ms"], "file": k["file"]}  # relative to the data root
         dup = dd.get(k["ms"], {}).get("duplicate_of")
         if dup is not None:
             item["duplicate_of"] = dup

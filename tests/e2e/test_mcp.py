@@ -528,7 +528,7 @@ def _write_recording(rid: str, transcript: list[tuple[int, str]], ocr: list[tupl
     store.write_table("segments", rid, segs)
     ocr_rows = [{"ms": ms, "text": text} for ms, text in ocr]
     store.write_table("ocr", rid, ocr_rows)
-    frames = [{"ms": ms, "file": f"t{ms:08d}.jpg"} for ms, _ in keyframes]
+    frames = [{"ms": ms, "file": f"frames/{rid}/g/t{ms:08d}.jpg"} for ms, _ in keyframes]
     dedup = [{"ms": ms, "duplicate_of": dup} for ms, dup in keyframes]
     store.write_table("keyframes", rid, frames)
     store.write_table("dedup", rid, dedup)
@@ -538,8 +538,8 @@ def _write_recording(rid: str, transcript: list[tuple[int, str]], ocr: list[tupl
         recording_id=rid, probe=probe, wall_clock=wc,
         transcript={"available": True, "reason": None, "language": "en", "model": "test"}, segments=segs,
         words=[], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=frames, dedup=dedup,
-        ocr=ocr_rows, settings={"max_frames": 1000, "ocr": True}, frames_dir_rel=f"frames/{rid}/g")
-    store.atomic_write_json(store.manifest_path(rid), m)
+        ocr=ocr_rows, settings={"max_frames": 1000, "ocr": True})
+    store.put_json(store.manifest_key(rid), m)
 
 
 A, B, C = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "cccccccccccccccc"

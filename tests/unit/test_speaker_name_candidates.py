@@ -56,7 +56,7 @@ def test_the_manifest_carries_them_as_hints_next_to_the_roster():
         turns=TURNS, speakers=speakers, speaker_segments=[],
         keyframes=[{"ms": o["ms"], "file": f"frames/x/g/t{o['ms']:08d}.jpg"} for o in OCR],
         dedup=[{"ms": o["ms"], "duplicate_of": None} for o in OCR], ocr=OCR, settings=dict(S.DEFAULTS, ocr=True),
-        frames_dir_rel=None, speaker_names={"S2": "Bob"})
+        speaker_names={"S2": "Bob"})
     assert manifest.validate(m) == []
     block = m["transcript"]["diarization"]
     by_label = {s["label"]: s for s in block["speakers"]}
@@ -72,7 +72,7 @@ def test_without_ocr_a_speaker_has_no_candidates_key():
                "size_bytes": 10, "has_audio": True, "has_video": False},
         wall_clock=None, transcript=None, segments=[], words=[],
         diarization={"requested": True, "available": True}, turns=TURNS, speakers=roster(TURNS),
-        speaker_segments=[], keyframes=[], dedup=[], ocr=[], settings=dict(S.DEFAULTS), frames_dir_rel=None)
+        speaker_segments=[], keyframes=[], dedup=[], ocr=[], settings=dict(S.DEFAULTS))
     assert all("name_candidates" not in s for s in m["transcript"]["diarization"]["speakers"])
 
 

@@ -149,7 +149,7 @@ def _manifest_inputs():
         diarization={"requested": False}, turns=[], speakers=[], speaker_segments=[],
         keyframes=[{"ms": 0, "file": "frames/x/g/t00000000.jpg"}, {"ms": 1000, "file": "frames/x/g/t00001000.jpg"}],
         dedup=[{"ms": 0, "duplicate_of": None}, {"ms": 1000, "duplicate_of": 0}],
-        ocr=[{"ms": 0, "text": "DEPLOY"}], settings=dict(S.DEFAULTS, ocr=True), frames_dir_rel=None,
+        ocr=[{"ms": 0, "text": "DEPLOY"}], settings=dict(S.DEFAULTS, ocr=True),
     )
 
 
