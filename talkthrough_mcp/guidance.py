@@ -121,7 +121,8 @@ Report: a 3-line summary, a timeline (t_ms and t_wall when known), errors with e
         "template": """\
 Extract the decisions and action items of meeting recording {recording_id}.
 1. get_transcript(id="{recording_id}") (continue with next_start_ms while truncated=true).
-   When diarized, use speaker_name if present, else the S1/S2 labels; never guess real names.
+   When diarized, use speaker_name if present, else the S1/S2 labels; never guess real names
+   (name_hints are unconfirmed on-screen names: write "S2 (possibly Bob Stone)" at most).
 2. search(query="send review deadline by friday", id="{recording_id}") to find commitments you missed.
 Output a table: action | owner | due | t_ms | quote (<= 20 words). Then decisions, then open questions.
 Mark anything uncertain (e.g. unclear owner) instead of inventing it.""",

@@ -53,7 +53,8 @@ GET_TRANSCRIPT = _obj({
     "wall_clock": WALL_CLOCK, "start_ms": _INT, "end_ms": _INT, "segments": {"type": "array", "items": SEGMENT},
     "srt": _STR, "returned": _INT, "truncated": _BOOL, "next_start_ms": _NINT,
     "continue_with": {"type": "object"}, "speaker_names": {"type": "object", "additionalProperties": _STR},
-    "transcript_available": _BOOL, "reason": _STR, "note": _STR,
+    "name_hints": {"type": "object", "additionalProperties": {"type": "array", "items": _STR}},
+    "name_hints_note": _STR, "transcript_available": _BOOL, "reason": _STR, "note": _STR,
 }, ["recording", "filename", "generation", "format", "diarized", "wall_clock", "start_ms", "end_ms", "returned", "truncated",
     "next_start_ms"])
 

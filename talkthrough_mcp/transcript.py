@@ -4,6 +4,7 @@ next page, optionally one speaker's segments only."""
 
 from __future__ import annotations
 
+from talkthrough_assets.stages import speaker_names
 from talkthrough_assets.stages.wallclock import t_wall
 
 from . import snapshot
@@ -13,6 +14,17 @@ from .errors import InvalidArgument
 TRANSCRIPT_MAX_CHARS = 30_000
 TRANSCRIPT_MIN_CHARS = 1000
 
+
+NAME_HINTS_NOTE = ("unconfirmed: names read on screen while each label was talking (e.g. a meeting tile); "
+                   "say 'S2 (possibly Bob Stone)', never present one as fact; a person confirms with "
+                   "`talkthrough name ID 'S2=Bob Stone'`")
+
+
+def name_hints(snap) -> dict[str, list[str]]:
+    """On-screen name candidates (the manifest's) of the speakers that have no confirmed name."""
+    cands = {str(sp["label"]): [str(c) for c in sp.get("name_candidates") or []]
+             for sp in snap.speakers if sp.get("label")}
+    return speaker_names.hints(cands, snap.names)
 
 def srt_time(ms: int) -> str:
     ms = max(0, int(ms))
@@ -65,6 +77,10 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
         out["note"] = "wall_clock unknown: t_wall is null; t_ms counts from the recording start"
     if names:
         out["speaker_names"] = names
+    hints = name_hints(snap) if attributed else {}
+    if hints:
+        out["name_hints"] = hints
+        out["name_hints_note"] = NAME_HINTS_NOTE
     items: list = []
     next_start = None
     base = len(dumps(dict(out, segments=[], srt="", returned=10 ** 6, truncated=True, next_start_ms=10 ** 12,

@@ -83,3 +83,33 @@ def test_candidates_are_made_where_turns_and_ocr_meet_not_in_turns():
     assert {"turns", "ocr"} <= set(S.DEPS["manifest"])
     assert "ocr_texts" not in inspect.signature(diarize.run_turns).parameters
     assert all("name_candidates_json" not in r for r in roster(TURNS))
+
+
+def test_agents_get_unconfirmed_hints_only_for_unnamed_speakers(tmp_path, monkeypatch):
+    """get_transcript over MCP's reader: S1 has no confirmed name, so its on-screen candidates come as
+    `name_hints` with the note that they are unconfirmed; S2 was named, so it gets no hint."""
+    import json
+
+    from talkthrough_assets import store
+    from talkthrough_mcp.reader import Reader
+
+    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
+    rid = "0123456789abcdef"
+    segs = [{"seq": 0, "t0_ms": 500, "t1_ms": 7_000, "text": "Morning, let's start."},
+            {"seq": 1, "t0_ms": 9_000, "t1_ms": 19_000, "text": "The build is green."}]
+    spk = [dict(s, source_seq=s["seq"], speaker=w) for s, w in zip(segs, ("S1", "S2"))]
+    m = manifest.build(
+        recording_id=rid,
+        probe={"path": "/x/call.mp4", "filename": "call.mp4", "kind": "video", "duration_ms": 42_000,
+               "size_bytes": 10, "has_audio": True, "has_video": True},
+        wall_clock=None, transcript={"available": True, "language": "en", "model": "tiny.en"},
+        segments=segs, words=[], diarization={"requested": True, "available": True, "detected_num_speakers": 2},
+        turns=TURNS, speakers=roster(TURNS), speaker_segments=spk,
+        keyframes=[{"ms": o["ms"], "file": f"frames/{rid}/g/t{o['ms']:08d}.jpg"} for o in OCR],
+        dedup=[{"ms": o["ms"], "duplicate_of": None} for o in OCR], ocr=OCR, settings=dict(S.DEFAULTS, ocr=True),
+        speaker_names={"S2": "Bob"})
+    store.put_json(store.manifest_key(rid), m)
+    out = json.loads(json.dumps(Reader().get_transcript(rid)))
+    assert out["diarized"] and out["speaker_names"] == {"S2": "Bob"}
+    assert out["name_hints"] == {"S1": ["Alice Chen"]}
+    assert "unconfirmed" in out["name_hints_note"]
