@@ -8,6 +8,8 @@ wrappers over :func:`run_stage`.
 from __future__ import annotations
 
 import hashlib
+import importlib
+import inspect
 import json
 import time
 from contextlib import contextmanager
@@ -350,12 +352,17 @@ def _manifest(rid: str, cfg: dict) -> dict:
 
 
 # (recording id, effective settings) -> result; the stages in ENGINE_STAGES also take the Engines
-RUNNERS: dict[str, Callable[..., dict]] = {
-    "probe": _probe, "wall_clock": _wall_clock, "audio": _audio, "segments": _segments, "turns": _turns,
-    "keyframes": _keyframes, "dedup": _dedup, "ocr": _ocr, "manifest": _manifest,
-}
-assert set(RUNNERS) == set(S.STAGES)
-ENGINE_STAGES = frozenset({"segments", "turns", "ocr"})  # the runners that take the Engines
+def _runner(spec) -> Callable[..., dict]:
+    """A stage's runner as its StageSpec names it ("stages.<module>:<function>"), else ``_<name>`` here."""
+    if not spec.runner:
+        return globals()[f"_{spec.name}"]
+    module, _, attr = spec.runner.partition(":")
+    return getattr(importlib.import_module(f"talkthrough_assets.{module}"), attr)
+
+
+RUNNERS: dict[str, Callable[..., dict]] = {spec.name: _runner(spec) for spec in SPECS}
+# the runners that take the Engines (an ``engines`` parameter)
+ENGINE_STAGES = frozenset(s for s, fn in RUNNERS.items() if "engines" in inspect.signature(fn).parameters)
 
 
 # A stage waits this long for another writer of the same recording before failing with a reason.

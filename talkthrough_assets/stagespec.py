@@ -9,8 +9,11 @@
 * the README's amend table (:func:`amend_table`; ``python -m talkthrough_assets.stagespec README.md``
   rewrites it, and a unit test fails while the README and this module disagree).
 
-Adding a stage: a module under ``stages/`` with its function and ``CODE_VERSION``, a ``StageSpec``
-here, and its runner in ``pipeline.RUNNERS`` (the glue that reads its inputs and writes its tables).
+Adding a stage: a module under ``stages/`` with its function, its ``CODE_VERSION`` and a runner (the
+glue that reads its inputs from the store and writes its tables: ``run(rid, cfg)``, plus an
+``engines`` parameter if it needs Whisper/OCR/the diarizer), and one ``StageSpec`` here naming that
+runner. The Dagster asset, its config, code version, checks, the CLI options, ``plan()`` and the
+README table all follow. The nine built-in stages keep their runners in ``pipeline`` (``_<name>``).
 No Dagster import here.
 """
 
@@ -54,6 +57,7 @@ class StageSpec:
     checks: tuple[Check, ...] = ()
     amend: str = ""  # README amend table: what changing this stage's options is called ("re-anchor")
     amend_note: str = ""  # ... and what such a change leaves alone
+    runner: str = ""  # "stages.<module>:<function>" under talkthrough_assets; "" = pipeline._<name>
 
 
 SETTINGS: tuple[Setting, ...] = (
