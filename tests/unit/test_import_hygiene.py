@@ -128,3 +128,39 @@ def test_the_mcp_server_and_all_its_modules_do_not_import_dagster():
 def test_the_dagster_free_core_does_not_import_dagster(module):
     """pipeline (the stage runners), the engines, the drop-folder logic and registration take plain objects."""
     assert _dagster_modules_after_import([module]) == []
+
+
+# The layers, bottom up (README "Architecture"): a module imports only from its own layer or below, and
+# the MCP read server only from the core and the stages (it reads published data, runs nothing).
+LAYERS = {
+    "core": {"talkthrough_assets", "talkthrough_assets.ids", "talkthrough_assets.store", "talkthrough_assets.errors",
+             "talkthrough_assets.mediaio", "talkthrough_assets.models", "talkthrough_assets.sqlite_tuning"},
+    "stages": {"talkthrough_assets.stages"},  # and every talkthrough_assets.stages.* module
+    "pipeline": {"talkthrough_assets.stagespec", "talkthrough_assets.settings", "talkthrough_assets.engines",
+                 "talkthrough_assets.pipeline", "talkthrough_assets.registry", "talkthrough_assets.dropdir",
+                 "talkthrough_assets.selfcheck"},
+    "orchestration": {"talkthrough_assets.definitions"},
+    "surfaces": {"talkthrough_assets.service", "talkthrough_assets.cli"},  # and every talkthrough_mcp module
+}
+RANK = {name: i for i, name in enumerate(LAYERS)}
+
+
+def layer_of(module: str) -> str:
+    if module.startswith("talkthrough_assets.stages."):
+        return "stages"
+    if module == "talkthrough_mcp" or module.startswith("talkthrough_mcp."):
+        return "surfaces"
+    found = [name for name, mods in LAYERS.items() if module in mods]
+    assert found, f"{module} is in no layer: add it to LAYERS (and to the README's Architecture table)"
+    return found[0]
+
+
+def test_modules_import_only_from_their_layer_or_below():
+    bad = []
+    for mod, deps in import_graph().items():
+        for dep in deps:
+            if RANK[layer_of(dep)] > RANK[layer_of(mod)]:
+                bad.append(f"{mod} ({layer_of(mod)}) imports {dep} ({layer_of(dep)})")
+            if mod.startswith("talkthrough_mcp") and layer_of(dep) in ("pipeline", "orchestration"):
+                bad.append(f"{mod} (MCP: core and stages only) imports {dep}")
+    assert bad == []
