@@ -286,12 +286,15 @@ def _dedup(rid: str, cfg: dict) -> dict:
 def _ocr(rid: str, cfg: dict, engines: Engines) -> dict:
     frames = store.read_rows("keyframes", rid)
     dedup_by_ms = {d["ms"]: d for d in store.read_rows("dedup", rid)}
-    engine, status = engines.ocr.status(bool(cfg.get("ocr")))
+    unique = [(f, d) for f in frames for d in [dedup_by_ms.get(f["ms"]) or {}] if d.get("duplicate_of") is None]
+    if unique or not cfg.get("ocr"):
+        engine, status = engines.ocr.status(bool(cfg.get("ocr")))
+    else:  # nothing to read (an audio file, no frames): the engine is not even loaded
+        engine, status = None, "not run: no keyframes"
     rows, partial = [], 0
     if engine is not None:
         unique = [{"ms": f["ms"], "path": store.local_file(f["file"], immutable=True),
-                   "bands": json.loads(d["changed_json"]) if d.get("changed_json") else None}
-                  for f in frames for d in [dedup_by_ms.get(f["ms"]) or {}] if d.get("duplicate_of") is None]
+                   "bands": json.loads(d["changed_json"]) if d.get("changed_json") else None} for f, d in unique]
         for r in ocr_stage.read_frames(engine, unique):
             partial += r.pop("read") == "bands"
             rows.append({"engine": status, **r})
@@ -537,10 +540,20 @@ def prewarm(recording_id: str, stages: list[str], engines: Engines | None = None
 
         threads = transcribe_stage.cpu_threads(shared=_overlaps(recording_id, stages, stage_workers()))
         jobs.append(lambda: engines.whisper.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads))
-    if "ocr" in stages and cfg.get("ocr"):
+    if "ocr" in stages and cfg.get("ocr") and _may_have_video(recording_id):
         jobs.append(lambda: engines.ocr.status(True))
     for job in jobs:
         threading.Thread(target=_quietly, args=(job,), daemon=True, name="prewarm").start()
+
+
+def _may_have_video(rid: str) -> bool:
+    """From the probe row when there is one, else the source's extension (no media is opened here)."""
+    row = store.read_one("probe", rid)
+    if row is not None:
+        return bool(row["has_video"])
+    rows = store.read_rows("sources", rid)
+    audio_only = probe_stage.AUDIO_EXTS - {".webm"}  # webm is as often video
+    return not rows or Path(rows[-1]["path"]).suffix.lower() not in audio_only
 
 
 def _quietly(fn) -> None:

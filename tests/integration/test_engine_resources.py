@@ -59,3 +59,24 @@ def test_the_stages_asset_runs_on_the_engines_its_resources_give(private_root):
     assert all(any(k in seen for k in sc["ocr_keywords"]) for sc in SCREENCAST_SCENES)
     assert {r["engine"] for r in store.read_rows("ocr", rid)} == {"rapidocr"}
     assert store.read_one("diarization", rid)["requested"]
+
+
+def test_an_audio_file_never_loads_the_ocr_engine(private_root):
+    """Neither the prewarm nor the ocr stage loads RapidOCR for a recording with no picture."""
+    import threading
+
+    src = FIXTURES_DIR / "meeting_audio.m4a"
+    rid = recording_id(src)
+    pipeline.register_source(src, rid)
+    mine = engines.Engines(whisper=Whisper(), ocr=OcrEngine(), diarizer=engines.Diarizer())
+    pipeline.prewarm(rid, list(pipeline.S.STAGES), engines=mine)  # before probe: judged by the extension
+    for t in threading.enumerate():
+        if t.name == "prewarm":
+            t.join(120)
+    assert len(mine.whisper._models) == 1 and mine.ocr._engine is None
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(definitions.PARTITIONS_NAME, [rid])
+    result = materialize(definitions.ASSETS, instance=instance, partition_key=rid,
+                         resources={"whisper": mine.whisper, "ocr_engine": mine.ocr, "diarizer": mine.diarizer})
+    assert result.success and mine.ocr._engine is None
+    assert store.read_rows("ocr", rid) == [] and store.read_rows("segments", rid)
