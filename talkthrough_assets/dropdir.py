@@ -141,7 +141,7 @@ def folder_key(drop_dir: str | os.PathLike) -> str:
 
 
 def _states_dir(drop_dir: str | os.PathLike) -> Path:
-    return store.home() / "state" / f"dropdir-{folder_key(drop_dir)}"
+    return store.dropdir_state_dir(folder_key(drop_dir))
 
 
 def load(drop_dir: str | os.PathLike, cursor: str | None) -> DropState:

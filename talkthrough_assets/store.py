@@ -11,6 +11,8 @@ Layout under ``$TALKTHROUGH_HOME`` (default ``~/.talkthrough``)::
     talkthrough.duckdb                              views over read_parquet (no data)
     dagster/                                        DAGSTER_HOME (SQLite run storage)
     models/                                         downloaded model cache
+    locks/<id>.lock                                 per-recording flock (no TALKTHROUGH_PG_URL)
+    state/dropdir-<folder key>/                     drop-folder sensor state (the cursor names one)
 
 Every write is temp-file + ``os.replace`` in the same directory, so a reader sees the
 previous complete file or the new complete file, never a partial one.
@@ -20,7 +22,7 @@ previous complete file or the new complete file, never a partial one.
 (S3 credentials, region and endpoint from the standard ``AWS_*`` variables, ``AWS_ENDPOINT_URL`` for
 an S3-compatible server), and each write is one PUT (an object appears whole or not at all). What is
 machine-local stays on this machine under ``TALKTHROUGH_LOCAL_HOME`` (default
-``~/.talkthrough-local/<url hash>``): ``dagster/``, ``models/``, ``locks/``, the DuckDB catalog file,
+``~/.talkthrough-local/<url hash>``): ``dagster/``, ``models/``, ``locks/``, ``state/``, the DuckDB catalog file,
 and a cache of frames and WAVs laid out like the data root (the stages decode and OCR local files).
 ``home()`` is always that local directory; ``data_location()`` names the data root.
 """
@@ -378,6 +380,13 @@ def manifest_path(recording_id: str) -> Path:
 
 def settings_path(recording_id: str) -> Path:
     return home() / "settings" / f"{check_id(recording_id)}.json"
+
+
+def dropdir_state_dir(folder_key: str) -> Path:
+    """This machine's drop-folder sensor state for one watched folder (digest-named state files)."""
+    if not re.fullmatch(r"[0-9a-f]{12}", folder_key):
+        raise ValueError(f"invalid drop-folder key {folder_key!r}")
+    return home() / "state" / f"dropdir-{folder_key}"
 
 
 def catalog_path() -> Path:
