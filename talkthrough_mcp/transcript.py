@@ -26,7 +26,11 @@ def name_hints(snap) -> dict[str, list[str]]:
              for sp in snap.speakers if sp.get("label")}
     return speaker_names.hints(cands, snap.names)
 
+
 def srt_time(ms: int) -> str:
+    """SRT's HH:MM:SS,mmm. The same as faster_whisper.utils.format_timestamp(ms / 1000, True, ","),
+    which a unit test checks; not imported from there because faster_whisper's package import pulls
+    CTranslate2 and PyAV (0.3 s, ~100 MB) into a read server that transcribes nothing."""
     ms = max(0, int(ms))
     h, rem = divmod(ms, 3_600_000)
     m, rem = divmod(rem, 60_000)

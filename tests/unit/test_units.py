@@ -251,3 +251,12 @@ def test_every_stage_fact_comes_from_its_stage_spec():
         checks = {c.name for c in asset.check_specs if c.asset_key == key}
         assert checks == {c.name for c in sp.checks}
     assert set(definitions.StagesConfig.model_fields) == {st.name for st in SETTINGS}
+
+
+def test_srt_time_matches_faster_whispers_formatter():
+    from faster_whisper.utils import format_timestamp
+
+    from talkthrough_mcp.transcript import srt_time
+
+    for ms in (0, 1, 999, 1000, 59_999, 61_004, 3_723_004, 36_000_000 + 123):
+        assert srt_time(ms) == format_timestamp(ms / 1000, always_include_hours=True, decimal_marker=",")
