@@ -537,10 +537,10 @@ def lock_path(recording_id: str) -> Path:
 
 @contextmanager
 def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
-    """Exclusive writer lock for one recording across processes (flock; released by the kernel
-    if the holder is killed, so a ``kill -9`` never leaves a stale lock). Re-entrant in-process."""
-    import fcntl
-
+    """Exclusive writer lock for one recording across processes, re-entrant in-process: a Postgres
+    advisory lock when ``TALKTHROUGH_PG_URL`` is set (every machine sharing the database sees it),
+    else ``flock`` on this machine. Either is released if the holder dies (the kernel closes the file,
+    Postgres the connection), so a ``kill -9`` never leaves a stale lock."""
     with _held_guard:  # stage threads of one run re-enter the lock their run already holds
         reentered = bool(_held_locks.get(recording_id))
         if reentered:
@@ -555,18 +555,24 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
     busy = PartitionBusy(f"recording {recording_id} is being processed by another run; try again when it finishes")
     deadline = time.monotonic() + timeout_s
     pg_url = os.environ.get(PG_URL_ENV)
-    if pg_url:  # shared Dagster storage: machines share the data root, so the lock must be shared too
-        with _pg_advisory_lock(pg_url, recording_id, deadline, busy):
-            with _held_guard:
-                _held_locks[recording_id] = 1
-            try:
-                yield
-            finally:
-                with _held_guard:
-                    _held_locks.pop(recording_id, None)
-        return
-    if is_remote() and not _warned_local_lock:
+    if not pg_url and is_remote() and not _warned_local_lock:
         _warn_local_lock()
+    acquire = _pg_advisory_lock(pg_url, recording_id, deadline, busy) if pg_url else \
+        _flock(recording_id, deadline, busy)
+    with acquire:
+        with _held_guard:
+            _held_locks[recording_id] = 1
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held_locks.pop(recording_id, None)
+
+
+@contextmanager
+def _flock(recording_id: str, deadline: float, busy: Exception) -> Iterator[None]:
+    import fcntl
+
     path = lock_path(recording_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -579,13 +585,9 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
                 if time.monotonic() >= deadline:
                     raise busy from None
                 time.sleep(0.2)
-        with _held_guard:
-            _held_locks[recording_id] = 1
         try:
             yield
         finally:
-            with _held_guard:
-                _held_locks.pop(recording_id, None)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

@@ -87,3 +87,35 @@ def processed(tt_home) -> dict[str, dict]:
 def pristine_home(processed, tt_home) -> Path:
     """A data root with only the four processed fixtures (other modules add recordings to tt_home)."""
     return tt_home.parent / "pristine"
+
+
+@pytest.fixture(scope="session")
+def pg():
+    """One throwaway Postgres cluster (Debian's `postgresql`, which .ci/run installs) for the session;
+    each test module makes its own database. Skipped, with the reason, where it cannot run."""
+    from pg_cluster import PgUnavailable, start_cluster
+
+    try:
+        import dagster_postgres  # noqa: F401
+    except ImportError:
+        pytest.skip("dagster-postgres is not installed (pip install -c constraints.txt -e '.[test]')")
+    try:
+        cluster = start_cluster()
+    except PgUnavailable as e:
+        pytest.skip(f"Postgres cannot be started here: {e}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """One S3-compatible endpoint (a moto server on loopback) for the session; each test module makes
+    its own bucket. Skipped, with the reason, where moto cannot run."""
+    from s3_server import S3Server, S3Unavailable
+
+    try:
+        server = S3Server()
+    except S3Unavailable as e:
+        pytest.skip(f"no S3 endpoint here: {e}")
+    yield server
+    server.stop()

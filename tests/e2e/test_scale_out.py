@@ -4,7 +4,8 @@ daemon's run queue starts each in its own run-worker process (Dagster's default 
 every worker writes to the bucket. Two runs of one recording queued at once never overlap (the
 queue's per-partition limit in dagster.yaml), while runs of different recordings may.
 
-Skipped, with the reason, when Postgres, dagster-postgres or moto is unavailable.
+The `pg` and `s3` fixtures (tests/conftest.py) skip, with the reason, when Postgres, dagster-postgres
+or moto is unavailable.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import time
 
 import pytest
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
-from pg_cluster import PgUnavailable, start_cluster
-from s3_server import S3Server, S3Unavailable
 from test_webserver import LAUNCH_RUN, REPO, RUNS_BY_TAG, _free_port, gql, start_ui, wait_until_up
 
 BUCKET = "talkthrough-ui"
@@ -27,20 +26,7 @@ query($id: ID!) { runOrError(runId: $id) { ... on Run { status startTime endTime
 
 
 @pytest.fixture(scope="module")
-def ui_on_pg_s3(tmp_path_factory):
-    try:
-        import dagster_postgres  # noqa: F401
-    except ImportError:
-        pytest.skip("dagster-postgres is not installed (pip install -c constraints.txt -e '.[test]')")
-    try:
-        s3 = S3Server()
-    except S3Unavailable as e:
-        pytest.skip(f"no S3 endpoint here: {e}")
-    try:
-        pg = start_cluster()
-    except PgUnavailable as e:
-        s3.stop()
-        pytest.skip(f"Postgres cannot be started here: {e}")
+def ui_on_pg_s3(pg, s3, tmp_path_factory):
     base = tmp_path_factory.mktemp("scale_out")
     drop = base / "drop"
     drop.mkdir()
@@ -62,8 +48,6 @@ def ui_on_pg_s3(tmp_path_factory):
             proc.wait(timeout=90)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-        pg.stop()
-        s3.stop()
 
 
 def _run(url: str, run_id: str) -> dict:

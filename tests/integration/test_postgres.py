@@ -16,24 +16,9 @@ import pytest
 import yaml
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
 
-from pg_cluster import PgUnavailable, start_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
-
-
-@pytest.fixture(scope="module")
-def pg():
-    try:
-        import dagster_postgres  # noqa: F401
-    except ImportError:
-        pytest.skip("dagster-postgres is not installed (pip install -c constraints.txt -e '.[test,postgres]')")
-    try:
-        cluster = start_cluster()
-    except PgUnavailable as e:
-        pytest.skip(f"Postgres cannot be started here: {e}")
-    yield cluster
-    cluster.stop()
 
 
 @pytest.fixture()

@@ -4,7 +4,8 @@ S3-compatible HTTP endpoint) as ``TALKTHROUGH_HOME=s3://bucket/prefix``, a throw
 with separate local directories, i.e. two machines sharing only Postgres and S3. A third "machine"
 then reads everything back through a real MCP stdio client session and through DuckDB.
 
-Skipped, with the reason, when moto, Postgres or dagster-postgres is unavailable (never silently passing).
+The `pg` and `s3` fixtures (tests/conftest.py) skip, with the reason, when moto, Postgres or
+dagster-postgres is unavailable (never silently passing).
 """
 
 from __future__ import annotations
@@ -21,36 +22,10 @@ import anyio
 import pytest
 
 import fixture_facts as F
-from pg_cluster import PgUnavailable, start_cluster
-from s3_server import S3Server, S3Unavailable
 
 CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
 TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))
 BUCKET = "talkthrough-test"
-
-
-@pytest.fixture(scope="module")
-def s3():
-    try:
-        server = S3Server()
-    except S3Unavailable as e:
-        pytest.skip(f"no S3 endpoint here: {e}")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def pg():
-    try:
-        import dagster_postgres  # noqa: F401
-    except ImportError:
-        pytest.skip("dagster-postgres is not installed (pip install -c constraints.txt -e '.[test]')")
-    try:
-        cluster = start_cluster()
-    except PgUnavailable as e:
-        pytest.skip(f"Postgres cannot be started here: {e}")
-    yield cluster
-    cluster.stop()
 
 
 @pytest.fixture(scope="module")
