@@ -89,6 +89,15 @@ def pristine_home(processed, tt_home) -> Path:
     return tt_home.parent / "pristine"
 
 
+@pytest.fixture()
+def drop(tmp_path, tt_home, monkeypatch) -> Path:
+    """An empty drop folder that the drop-folder sensor watches (TALKTHROUGH_DROP_DIR)."""
+    d = tmp_path / "drop"
+    d.mkdir()
+    monkeypatch.setenv("TALKTHROUGH_DROP_DIR", str(d))
+    return d
+
+
 @pytest.fixture(scope="session")
 def pg():
     """One throwaway Postgres cluster (Debian's `postgresql`, which .ci/run installs) for the session;

@@ -5,37 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from types import SimpleNamespace
 import time
 
-import pytest
-from dagster import build_sensor_context
 from fixture_facts import FIXTURES_DIR
+from sensor_ticks import Sensor
 
 from talkthrough_assets import dropdir, service, store
-from talkthrough_assets.definitions import PARTITIONS_NAME, drop_dir_sensor
-
-
-@pytest.fixture()
-def drop(tmp_path, tt_home, monkeypatch):
-    d = tmp_path / "drop"
-    d.mkdir()
-    monkeypatch.setenv("TALKTHROUGH_DROP_DIR", str(d))
-    return d
-
-
-class Sensor:
-    """Ticks of the drop sensor, each from the cursor the previous one returned (as the daemon stores it)."""
-
-    def __init__(self, instance, cursor: str | None = None):
-        self.instance, self.cursor = instance, cursor
-
-    def __call__(self):
-        res = drop_dir_sensor(build_sensor_context(instance=self.instance, cursor=self.cursor))
-        self.cursor = res.cursor
-        skip = res.skip_reason.skip_message if res.skip_reason else None
-        return SimpleNamespace(run_requests=res.run_requests, skip_message=skip, cursor=res.cursor,
-                               dynamic_partitions_requests=res.dynamic_partitions_requests)
+from talkthrough_assets.definitions import PARTITIONS_NAME
 
 
 def test_sensor_waits_for_stability_then_requests_one_run_and_dedupes(drop):

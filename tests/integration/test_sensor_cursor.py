@@ -7,36 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from types import SimpleNamespace
 
 import pytest
-from dagster import build_sensor_context
 from fixture_facts import FIXTURES_DIR
+from sensor_ticks import Sensor
 
 from talkthrough_assets import definitions, dropdir, pipeline, service, store
-from talkthrough_assets.definitions import drop_dir_sensor
-
-
-@pytest.fixture()
-def drop(tmp_path, tt_home, monkeypatch):
-    d = tmp_path / "drop"
-    d.mkdir()
-    monkeypatch.setenv("TALKTHROUGH_DROP_DIR", str(d))
-    return d
-
-
-class Sensor:
-    """Ticks of the drop sensor; the cursor a tick returns is the next tick's (a raising tick returns none)."""
-
-    def __init__(self, instance):
-        self.instance, self.cursor = instance, None
-
-    def __call__(self):
-        res = drop_dir_sensor(build_sensor_context(instance=self.instance, cursor=self.cursor))
-        self.cursor = res.cursor
-        skip = res.skip_reason.skip_message if res.skip_reason else None
-        return SimpleNamespace(run_requests=res.run_requests, skip_message=skip, cursor=res.cursor,
-                               dynamic_partitions_requests=res.dynamic_partitions_requests)
 
 
 def _unique_copy(drop, name: str, tag: bytes):
