@@ -14,16 +14,25 @@ from collections import OrderedDict
 
 import numpy as np
 
-CODE_VERSION = "2"
+CODE_VERSION = "3"
 # Measured with bench/bench_asr.py (tiny.en, all eval asr/ clips + the 10-min screencast and 30-min meeting;
 # greedy / beam 5): conditioning on previous text (faster-whisper's default) drops repeated sentences on the
 # 10-min screencast (WER 29 % vs 7 % / 20-24 % vs 7 %) and is not better on the 30-min meeting (17 % vs 18 % /
 # 11 % vs 14 %); without it, tiny.en invents English over non-English speech (17 / 19 words on the German
-# half of multilingual.mp3). Keep it off, and drop segments whose avg_logprob stays under -1.0:
-# faster-whisper's own log_prob_threshold, i.e. segments that failed the decoder's quality check at every
-# temperature. That removes those words and changes the WER of no clip.
+# half of multilingual.mp3). Keep it off, and drop the segments that failed the decoder's quality checks:
+# an avg_logprob under faster-whisper's log_prob_threshold (-1.0) or a compression ratio over its
+# compression_ratio_threshold (2.4: "the rest of the rest of the rest ..."). That removes those words and
+# changes the WER of no clip.
+# No temperature fallback: faster-whisper's ladder (0.0 ... 1.0) re-decodes a failed segment by sampling,
+# which is random per call (CTranslate2's sampler runs in its worker threads, which
+# ctranslate2.set_random_seed does not reach): in 3 of 52 consecutive runs in one process it turned the German half into English that
+# passed both checks. Greedy/beam only is deterministic (same audio, same transcript), has the same WER on
+# every eval asr clip (3.01 %), the 10-min screencast (7.4 %) and the 30-min meeting (18.2 %), and skips the
+# re-decodes (the asr clips at beam 1: 4.8 s vs 9.8 s).
 CONDITION_ON_PREVIOUS_TEXT = False
 MIN_AVG_LOGPROB: float | None = -1.0
+MAX_COMPRESSION_RATIO: float | None = 2.4
+TEMPERATURE = (0.0,)  # no sampling fallback, see above
 
 def cpu_threads(shared: bool = False) -> int:
     """Whisper's CPU threads: every core, or half of them when another stage runs beside it (the
@@ -88,8 +97,9 @@ def device_setting() -> tuple[str, str]:
 def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
                vocabulary: str | None = None, beam_size: int = 5, vad: bool = True,
                condition_on_previous_text: bool = CONDITION_ON_PREVIOUS_TEXT,
-               min_avg_logprob: float | None = MIN_AVG_LOGPROB, threads: int | None = None,
-               whisper: Whisper | None = None) -> dict:
+               min_avg_logprob: float | None = MIN_AVG_LOGPROB,
+               max_compression_ratio: float | None = MAX_COMPRESSION_RATIO, temperature=TEMPERATURE,
+               threads: int | None = None, whisper: Whisper | None = None) -> dict:
     """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times.
     ``whisper``: where the model is loaded (default: :func:`default_whisper`)."""
     t_start = time.perf_counter()
@@ -105,13 +115,15 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
         seg_iter, info = model.transcribe(
             samples, language=language or None, beam_size=beam_size, vad_filter=vad,
             word_timestamps=True, initial_prompt=vocabulary or None, hotwords=vocabulary or None,
-            condition_on_previous_text=condition_on_previous_text,
+            condition_on_previous_text=condition_on_previous_text, temperature=temperature,
         )
         segments, words = [], []
         seq = -1
         for s in seg_iter:
             if min_avg_logprob is not None and s.avg_logprob < min_avg_logprob:
-                continue
+                continue  # failed the decoder's log-prob check at every temperature
+            if max_compression_ratio is not None and s.compression_ratio > max_compression_ratio:
+                continue  # ... or its repetition check
             seq += 1
             text = s.text.strip()
             segments.append({"seq": seq, "t0_ms": int(round(s.start * 1000)), "t1_ms": int(round(s.end * 1000)),
