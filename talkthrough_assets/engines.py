@@ -18,17 +18,22 @@ import threading
 from dataclasses import dataclass
 
 from .stages import diarize as diarize_stage
+from .stages import diarize_engine
 from .stages import ocr as ocr_stage
 from .stages import transcribe as transcribe_stage
 
 
 class Diarizer:
-    """sherpa-onnx speaker diarization: :func:`stages.diarize.run_turns` (its models are found and
-    verified on each call, a cached hash; its engines are built once per clustering setting and kept by
-    ``stages.diarize_engine``, since the speaker count and threshold are per-recording settings)."""
+    """sherpa-onnx speaker diarization: :func:`stages.diarize.run_turns` on this diarizer's engines (built
+    once per clustering setting and kept in ``cache``, since the speaker count and threshold are
+    per-recording settings; default: the process-wide cache). Its models are found and verified on each
+    call (a cached hash)."""
+
+    def __init__(self, cache: diarize_engine.EngineCache | None = None):
+        self.cache = cache or diarize_engine.default_cache()
 
     def run_turns(self, wav_path: str | os.PathLike | None, **kw) -> dict:
-        return diarize_stage.run_turns(wav_path, **kw)
+        return diarize_stage.run_turns(wav_path, cache=self.cache, **kw)
 
 
 @dataclass(frozen=True)

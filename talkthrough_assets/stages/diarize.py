@@ -24,7 +24,7 @@ import time
 from typing import Sequence
 
 from .diarize_attribution import attribute_segments
-from .diarize_engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, centroids, engine_version, run_engine
+from .diarize_engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, engine_version, run_engine
 from .diarize_labels import labels_in_order, merge_labels, plan_merges, relabel, roster
 from .diarize_models import ModelsUnavailable, resolve_models
 
@@ -44,7 +44,8 @@ def _row(**kw) -> dict:
 
 
 def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], words: Sequence[dict],
-              num_speakers: int | None, threshold: float | None, window_shift: float = WINDOW_SHIFT_RATIO) -> dict:
+              num_speakers: int | None, threshold: float | None, window_shift: float = WINDOW_SHIFT_RATIO,
+              cache: EngineCache | None = None) -> dict:
     """Diarize ``wav_path`` (16 kHz mono WAV; None = no audio stream) and attribute the transcript.
 
     Returns {"diarization": row, "turns", "speakers", "speaker_segments"}; every bad case
@@ -74,7 +75,7 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     try:
         models = resolve_models()
         row.update(segmentation_model=models.label("segmentation"), embedding_model=models.label("embedding"))
-        raw = run_engine(samples, models, n_req, thr, window_shift)
+        raw = run_engine(samples, models, n_req, thr, window_shift, cache=cache)
     except ModelsUnavailable as e:
         return done(empty, reason=str(e))
     turns = relabel(raw)
@@ -82,7 +83,7 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
         return done(empty, reason="no speech detected")
     notes = []
     if len(labels_in_order(turns)) > 1:
-        cents = centroids(samples, turns, models)
+        cents = centroids(samples, turns, models, cache=cache)
         labs = labels_in_order(turns)
         sims = {(a, b): float(cents[a] @ cents[b]) for i, a in enumerate(labs) for b in labs[i + 1:]
                 if a in cents and b in cents}

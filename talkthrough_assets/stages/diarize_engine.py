@@ -25,10 +25,26 @@ CENTROID_MAX_S = 20.0        # audio per label (its longest clean spans) used fo
 
 ENV_THREADS = "TALKTHROUGH_DIARIZATION_THREADS"
 
-_engine_lock = threading.Lock()
-_engines: dict[tuple, Any] = {}  # (models, clustering, threads) -> OfflineSpeakerDiarization, oldest first
 MAX_ENGINES = 4
-_extractors: dict[tuple, Any] = {}
+
+
+class EngineCache:
+    """sherpa-onnx engines, each built once per (models, clustering, threads) and kept (the newest
+    MAX_ENGINES), and the embedding extractors; ``lock`` serializes building and running them. The
+    diarizer resource (``talkthrough_assets.engines.Diarizer``) owns one; a call without one uses
+    :func:`default_cache`, the same process-wide object the shared diarizer holds."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.engines: dict[tuple, Any] = {}  # (models, clustering, threads) -> OfflineSpeakerDiarization
+        self.extractors: dict[tuple, Any] = {}
+
+
+_default_cache = EngineCache()
+
+
+def default_cache() -> EngineCache:
+    return _default_cache
 
 
 def threads() -> int:
@@ -50,13 +66,14 @@ def engine_version() -> str | None:
     return None
 
 
-def _engine(models: DiarizationModels, num_clusters: int, threshold: float, n_threads: int,
+def _engine(cache: EngineCache, models: DiarizationModels, num_clusters: int, threshold: float, n_threads: int,
             window_shift: float = WINDOW_SHIFT_RATIO):
     import sherpa_onnx as so
 
     key = (str(models.segmentation), str(models.embedding), num_clusters, round(threshold, 6), n_threads,
            round(window_shift, 6))
-    if key not in _engines:
+    engines = cache.engines
+    if key not in engines:
         cfg = so.OfflineSpeakerDiarizationConfig(
             segmentation=so.OfflineSpeakerSegmentationModelConfig(
                 pyannote=so.OfflineSpeakerSegmentationPyannoteModelConfig(
@@ -69,41 +86,44 @@ def _engine(models: DiarizationModels, num_clusters: int, threshold: float, n_th
         if not cfg.validate():
             raise ModelsUnavailable(f"sherpa-onnx rejected the diarization config ({models.segmentation.name}, "
                                     f"{models.embedding.name})")
-        while len(_engines) >= MAX_ENGINES:  # a long-lived process trying many speaker counts
-            _engines.pop(next(iter(_engines)))
-        _engines[key] = so.OfflineSpeakerDiarization(cfg)
-    return _engines[key]
+        while len(engines) >= MAX_ENGINES:  # a long-lived process trying many speaker counts
+            engines.pop(next(iter(engines)))
+        engines[key] = so.OfflineSpeakerDiarization(cfg)
+    return engines[key]
 
 
-def _extractor(models: DiarizationModels, n_threads: int):
+def _extractor(cache: EngineCache, models: DiarizationModels, n_threads: int):
     import sherpa_onnx as so
 
     key = (str(models.embedding), n_threads)
-    if key not in _extractors:
-        _extractors[key] = so.SpeakerEmbeddingExtractor(
+    if key not in cache.extractors:
+        cache.extractors[key] = so.SpeakerEmbeddingExtractor(
             so.SpeakerEmbeddingExtractorConfig(model=str(models.embedding), num_threads=n_threads))
-    return _extractors[key]
+    return cache.extractors[key]
 
 
 def run_engine(samples, models: DiarizationModels, num_speakers: int | None, threshold: float,
-             window_shift: float = WINDOW_SHIFT_RATIO) -> list[tuple]:
+               window_shift: float = WINDOW_SHIFT_RATIO, cache: EngineCache | None = None) -> list[tuple]:
     """Raw engine output: [(t0_ms, t1_ms, engine_speaker_index)] sorted by start."""
     import numpy as np
 
-    with _engine_lock:
-        eng = _engine(models, int(num_speakers) if num_speakers else -1, float(threshold), threads(),
+    cache = cache or default_cache()
+    with cache.lock:
+        eng = _engine(cache, models, int(num_speakers) if num_speakers else -1, float(threshold), threads(),
                       window_shift)
         result = eng.process(np.ascontiguousarray(samples, dtype=np.float32)).sort_by_start_time()
     return [(int(round(s.start * 1000)), int(round(s.end * 1000)), int(s.speaker)) for s in result]
 
 
-def centroids(samples, turns: list[dict], models: DiarizationModels) -> dict[str, Any]:
+def centroids(samples, turns: list[dict], models: DiarizationModels,
+              cache: EngineCache | None = None) -> dict[str, Any]:
     """Unit-norm embedding per label from (up to CENTROID_MAX_S of) its non-overlapped turn audio."""
     import numpy as np
 
+    cache = cache or default_cache()
     out = {}
-    with _engine_lock:
-        ex = _extractor(models, threads())
+    with cache.lock:
+        ex = _extractor(cache, models, threads())
         for label in labels_in_order(turns):
             spans = exclusive_spans(turns, label) or [(t["t0_ms"], t["t1_ms"]) for t in turns if t["speaker"] == label]
             pieces, total = [], 0
@@ -128,5 +148,5 @@ def centroids(samples, turns: list[dict], models: DiarizationModels) -> dict[str
 
 
 
-__all__ = ["SAMPLE_RATE", "WINDOW_SHIFT_RATIO", "ENV_THREADS", "threads", "engine_version", "run_engine",
-           "centroids"]
+__all__ = ["SAMPLE_RATE", "WINDOW_SHIFT_RATIO", "ENV_THREADS", "EngineCache", "default_cache", "threads",
+           "engine_version", "run_engine", "centroids"]

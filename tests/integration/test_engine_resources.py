@@ -15,6 +15,7 @@ from fixture_facts import FIXTURES_DIR, SCREENCAST_KEYWORDS, SCREENCAST_SCENES, 
 
 from talkthrough_assets import definitions, engines, pipeline, store
 from talkthrough_assets.ids import recording_id
+from talkthrough_assets.stages import diarize_engine
 from talkthrough_assets.stages.ocr import OcrEngine
 from talkthrough_assets.stages.transcribe import Whisper
 
@@ -23,6 +24,7 @@ class CountingDiarizer(engines.Diarizer):
     """The real diarizer, counting the calls it gets."""
 
     def __init__(self):
+        super().__init__(cache=diarize_engine.EngineCache())  # engines of its own, not the process's
         self.calls = 0
 
     def run_turns(self, wav_path, **kw):
@@ -53,6 +55,7 @@ def test_the_stages_asset_runs_on_the_engines_its_resources_give(private_root):
     assert result.success
     # the injected objects did the work: each loaded its model, and the diarizer was asked once
     assert len(whisper._models) == 1 and ocr._engine is not None and diarizer.calls == 1
+    assert diarizer.cache is not diarize_engine.default_cache() and len(diarizer.cache.engines) == 1
     words = " ".join(s["text"] for s in store.read_rows("segments", rid)).lower()
     assert sum(k in words for k in SCREENCAST_KEYWORDS) >= len(SCREENCAST_KEYWORDS) // 2
     seen = ocr_normalize(" ".join(r["text"] for r in store.read_rows("ocr", rid)))
