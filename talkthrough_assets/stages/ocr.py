@@ -107,17 +107,12 @@ class OcrEngine:
             return None, f"off (rapidocr unavailable: {type(e).__name__}: {e})"
 
 
-_default: OcrEngine | None = None
-_default_lock = threading.Lock()
+_default = OcrEngine()  # loads nothing until first asked
 
 
 def default_ocr() -> OcrEngine:
-    """This process's one :class:`OcrEngine` (created on first use)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = OcrEngine()
-        return _default
+    """This process's one :class:`OcrEngine`."""
+    return _default
 
 
 def engine_status(enabled: bool) -> tuple[object | None, str]:

@@ -74,17 +74,12 @@ class Whisper:
         self.model(model_ref, threads)
 
 
-_default: Whisper | None = None
-_default_lock = threading.Lock()
+_default = Whisper()  # loads nothing until a model is asked for
 
 
 def default_whisper() -> Whisper:
-    """This process's one :class:`Whisper` (created on first use)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = Whisper()
-        return _default
+    """This process's one :class:`Whisper`."""
+    return _default
 
 
 def device_setting() -> tuple[str, str]:

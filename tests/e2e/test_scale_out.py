@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import time
 
 import pytest
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
-from test_webserver import LAUNCH_RUN, REPO, RUNS_BY_TAG, _free_port, gql, start_ui, wait_until_up
+from test_webserver import LAUNCH_RUN, REPO, RUNS_BY_TAG, _free_port, gql, running_ui
 
 BUCKET = "talkthrough-ui"
 RUN_TIMES = """
@@ -38,16 +36,8 @@ def ui_on_pg_s3(pg, s3, tmp_path_factory):
                TALKTHROUGH_PG_URL=pg.create_db("tt_ui"), TALKTHROUGH_DROP_DIR=str(drop),
                TALKTHROUGH_DROP_INTERVAL_S="2", **s3.env())
     port = _free_port()
-    proc = start_ui(env, port)
-    try:
-        wait_until_up(proc, port)
+    with running_ui(env, port):
         yield {"url": f"http://127.0.0.1:{port}/graphql", "s3": s3, "pg": pg, "env": env}
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _run(url: str, run_id: str) -> dict:

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -145,6 +146,21 @@ def start_ui(env: dict, port: int) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
+@contextmanager
+def running_ui(env: dict, port: int):
+    """`talkthrough ui` up on ``port`` for the block, then stopped as a terminal would (SIGTERM)."""
+    proc = start_ui(env, port)
+    try:
+        wait_until_up(proc, port)
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 def wait_until_up(proc: subprocess.Popen, port: int, timeout: float = 150) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -173,17 +189,9 @@ def dagster_ui(tmp_path_factory):
     env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"),
                TALKTHROUGH_DROP_DIR=str(drop), TALKTHROUGH_DROP_INTERVAL_S="2", TALKTHROUGH_DROP_ZERO_WAIT_S="6")
     port = _free_port()
-    proc = start_ui(env, port)
-    try:
-        wait_until_up(proc, port)
+    with running_ui(env, port):
         yield {"url": f"http://127.0.0.1:{port}/graphql", "base": f"http://127.0.0.1:{port}", "env": env,
                "home": home, "drop": drop, "tmp": base}
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def wait_run(url: str, run_id: str, timeout: float = 240) -> str:
