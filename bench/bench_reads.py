@@ -131,7 +131,7 @@ def generate(home: Path, n_recordings: int = 1000, n_segments: int = 200, n_fram
             transcript={"available": True, "reason": None, "language": "en", "model": "synthetic"}, segments=segs,
             words=[], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=frames, dedup=dedup,
             ocr=ocr, settings={"max_frames": n_frames, "ocr": True})
-        store.atomic_write_json(store.manifest_path(rid), m)
+        store.put_json(store.manifest_key(rid), m)
     return {"recordings": ids, "marker_recording": marker_rid, "generate_s": round(time.perf_counter() - t0, 1),
             "segments_per_recording": n_segments, "frames_per_recording": n_frames}
 

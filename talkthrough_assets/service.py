@@ -20,7 +20,7 @@ PREVIEW_SEGMENTS = 15
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-PG_URL_ENV = "TALKTHROUGH_PG_URL"
+PG_URL_ENV = store.PG_URL_ENV
 # Appended to the repo's dagster.yaml when TALKTHROUGH_PG_URL is set. The URL is read from the environment
 # when an instance loads (webserver, daemon and CLI alike), so a password never lands in DAGSTER_HOME.
 POSTGRES_STORAGE_YAML = f"""

@@ -378,10 +378,6 @@ def manifest_path(recording_id: str) -> Path:
     return home() / "manifests" / f"{check_id(recording_id)}.json"
 
 
-def settings_path(recording_id: str) -> Path:
-    return home() / "settings" / f"{check_id(recording_id)}.json"
-
-
 def dropdir_state_dir(folder_key: str) -> Path:
     """This machine's drop-folder sensor state for one watched folder (digest-named state files)."""
     if not re.fullmatch(r"[0-9a-f]{12}", folder_key):
@@ -399,15 +395,6 @@ def dagster_home() -> Path:
 
 def models_dir() -> Path:
     return Path(os.environ.get("TALKTHROUGH_MODELS_DIR") or home() / "models")
-
-
-def resolve_under_home(relative: str) -> Path:
-    """Resolve a stored relative path, refusing anything that escapes the data root."""
-    root = home()
-    p = (root / relative).resolve()
-    if root != p and root not in p.parents:
-        raise PermissionError(f"path {relative!r} escapes the data root")
-    return p
 
 
 # --------------------------------------------------------------------------- atomic writes
@@ -445,10 +432,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
     with atomic_path(path, fsync=True) as tmp:
         tmp.write_bytes(data)
     return path
-
-
-def atomic_write_json(path: Path, obj: Any) -> Path:
-    return atomic_write_bytes(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False).encode())
 
 
 def _table(table: str, rows: Iterable[dict]) -> pa.Table:
@@ -512,13 +495,6 @@ def has_partition(table: str, recording_id: str) -> bool:
 
 def delete_partition(table: str, recording_id: str) -> None:
     delete_tree(partition_key(table, recording_id))
-
-
-def read_json(path: Path, default: Any = None) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return default
 
 
 # --------------------------------------------------------------------------- per-recording lock

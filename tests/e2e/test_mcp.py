@@ -340,7 +340,7 @@ def test_extract_frame_exact_instant(session, pristine_home, ids):
     from talkthrough_assets import store
 
     def diff(ms: int) -> float:  # mean absolute grey difference to the stored keyframe at ms
-        with Image.open(store.resolve_under_home(_keyframe_file(ids[F.SCREENCAST_NAME], ms))) as k:
+        with Image.open(store.local_file(_keyframe_file(ids[F.SCREENCAST_NAME], ms))) as k:
             kk = k.convert("L").resize((196, 110))
         return ImageStat.Stat(ImageChops.difference(extracted, kk)).mean[0]
 

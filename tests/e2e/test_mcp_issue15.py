@@ -239,7 +239,7 @@ def test_item4_same_size_bytes_with_a_reset_mtime_are_not_served_as_the_recordin
                                            "mtime": st.st_mtime, "seen_at": "2026-01-01T00:00:00.000+00:00"}])
         m = json.loads(store.manifest_path(sc).read_text())
         m["media"]["path"] = str(src)
-        store.atomic_write_json(store.manifest_path(sc), m)
+        store.put_json(store.manifest_key(sc), m)
     finally:
         os.environ["TALKTHROUGH_HOME"] = old
 

@@ -87,7 +87,7 @@ def test_over_max_seconds_is_processed_up_to_the_cap(processed, tmp_path):
     src = unique_copy(FIXTURES_DIR / SILENT_NAME, tmp_path / "long.mp4", "cap")
     out = service.process(src, overrides={"max_seconds": 3})
     assert out["status"] == "processed"
-    m = store.read_json(store.manifest_path(out["recording_id"]))
+    m = store.get_json(store.manifest_key(out["recording_id"]))
     assert m["frames"]["cap_hit"] is True and m["caps"]["max_seconds"] == 3
     assert all(f["ms"] <= 3000 for f in store.read_rows("keyframes", out["recording_id"]))
 
@@ -213,6 +213,6 @@ def test_ocr_off_is_recorded_not_a_crash(processed, tmp_path, monkeypatch):
     src = unique_copy(FIXTURES_DIR / SILENT_NAME, tmp_path / "no ocr.mp4", "ocr-off")
     out = service.process(src)
     assert out["status"] == "processed" and out["frames"]["count"] > 0
-    m = store.read_json(store.manifest_path(out["recording_id"]))
+    m = store.get_json(store.manifest_key(out["recording_id"]))
     assert m["caps"]["ocr"] == "off" and not any("ocr_text" in f for f in m["frames"]["items"])
     assert store.read_rows("ocr", out["recording_id"]) == []

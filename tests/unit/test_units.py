@@ -173,7 +173,7 @@ class TestStore:
             with pytest.raises(store.InvalidRecordingId):
                 store.table_path("segments", bad)
         with pytest.raises(PermissionError):
-            store.resolve_under_home("../outside.jpg")
+            store.check_key("../outside.jpg")
 
     def test_atomic_write_keeps_previous_file_on_failure(self, tmp_path, monkeypatch):
         monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
