@@ -444,15 +444,27 @@ def _table(table: str, rows: Iterable[dict]) -> pa.Table:
 def write_table(table: str, recording_id: str, rows: Iterable[dict], part: str = "part-0") -> Path:
     """Atomically replace one partition file of ``table`` with ``rows`` (validated against the schema)."""
     ensure_schema_files()
-    path = table_path(table, recording_id, part)
-    t = _table(table, rows)
-    if is_remote():  # one object PUT (multipart when large): appears whole or not at all
+    _write_parquet(table_key(table, recording_id, part), _table(table, rows), compression="zstd")
+    return table_path(table, recording_id, part)
+
+
+def _parquet_source(key: str) -> tuple[str, Any]:
+    """(path, filesystem) for pyarrow: the local file, or the object on the store."""
+    if is_remote():
         fs, base = _remote()
-        pq.write_table(t, f"{base}/{table_key(table, recording_id, part)}", filesystem=fs, compression="zstd")
-        return path
-    with atomic_path(path) as tmp:
-        pq.write_table(t, tmp, compression="zstd")
-    return path
+        return f"{base}/{check_key(key)}", fs
+    return str(_local(key)), None
+
+
+def _write_parquet(key: str, t: pa.Table, **kw) -> None:
+    """Publish ``t`` at ``key``: temp file + rename locally, one object PUT (multipart when large) on an
+    object store; either way it appears whole or not at all."""
+    if is_remote():
+        path, fs = _parquet_source(key)
+        pq.write_table(t, path, filesystem=fs, **kw)
+        return
+    with atomic_path(_local(key)) as tmp:
+        pq.write_table(t, tmp, **kw)
 
 
 def _partition_files(table: str, recording_id: str) -> list[str]:
@@ -462,22 +474,14 @@ def _partition_files(table: str, recording_id: str) -> list[str]:
 
 def read_rows(table: str, recording_id: str, part: str | None = "part-0") -> list[dict]:
     """Rows of one partition (all parts when ``part`` is None); [] when nothing is stored."""
-    if is_remote():
-        fs, base = _remote()
-        keys = [table_key(table, recording_id, part)] if part else _partition_files(table, recording_id)
-        out = []
-        for key in keys:
-            try:
-                out.extend(pq.read_table(f"{base}/{key}", filesystem=fs, schema=SCHEMAS[table]).to_pylist())
-            except FileNotFoundError:
-                pass
-        return out
-    d = partition_dir(table, recording_id)
-    files = [d / f"{part}.parquet"] if part else sorted(d.glob("*.parquet"))
+    keys = [table_key(table, recording_id, part)] if part else _partition_files(table, recording_id)
     out: list[dict] = []
-    for f in files:
-        if f.exists():
-            out.extend(pq.read_table(f, schema=SCHEMAS[table]).to_pylist())
+    for key in keys:
+        path, fs = _parquet_source(key)
+        try:
+            out.extend(pq.read_table(path, filesystem=fs, schema=SCHEMAS[table]).to_pylist())
+        except FileNotFoundError:
+            pass
     return out
 
 
@@ -487,10 +491,7 @@ def read_one(table: str, recording_id: str, part: str = "part-0") -> dict | None
 
 
 def has_partition(table: str, recording_id: str) -> bool:
-    if is_remote():
-        return bool(_partition_files(table, recording_id))
-    d = partition_dir(table, recording_id)
-    return d.exists() and any(d.glob("*.parquet"))
+    return bool(_partition_files(table, recording_id))
 
 
 def delete_partition(table: str, recording_id: str) -> None:
@@ -663,23 +664,15 @@ def ensure_schema_files() -> None:
     root = data_location("tables")
     if root in _schema_files_done:
         return
-    if is_remote():
-        fs, base = _remote()
-        for table, schema in SCHEMAS.items():
-            key = f"{base}/{table_key(table, SCHEMA_PARTITION)}"
-            try:
-                same = pq.read_schema(key, filesystem=fs).equals(schema)
-            except (FileNotFoundError, OSError):
-                same = False
-            if not same:
-                pq.write_table(schema.empty_table(), key, filesystem=fs)
-        _schema_files_done.add(root)
-        return
     for table, schema in SCHEMAS.items():
-        path = table_path(table, SCHEMA_PARTITION)
-        if not path.exists() or not pq.read_schema(path).equals(schema):  # new or changed schema
-            with atomic_path(path) as tmp:
-                pq.write_table(schema.empty_table(), tmp)
+        key = table_key(table, SCHEMA_PARTITION)
+        path, fs = _parquet_source(key)
+        try:
+            same = pq.read_schema(path, filesystem=fs).equals(schema)
+        except FileNotFoundError:
+            same = False
+        if not same:  # new or changed schema
+            _write_parquet(key, schema.empty_table())
     _schema_files_done.add(root)
 
 
