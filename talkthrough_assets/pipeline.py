@@ -259,7 +259,15 @@ def _keyframes(rid: str, cfg: dict) -> dict:
 def frame_index_check(rid: str, rows: list[dict] | None = None) -> dict:
     """Every indexed keyframe exists on disk."""
     rows = store.read_rows("keyframes", rid) if rows is None else rows
-    missing = [r["file"] for r in rows if not store.exists(r["file"])]
+    listed: dict[str, set[str]] = {}  # one listing per generation folder, not a stat (a HEAD on S3) per frame
+
+    def stored(key: str) -> bool:
+        folder, _, name = key.rpartition("/")
+        if folder not in listed:
+            listed[folder] = set(store.list_names(folder))
+        return name in listed[folder]
+
+    missing = [r["file"] for r in rows if not stored(r["file"])]
     return {"name": "frame_index_matches_disk", "passed": not missing,
             "description": f"{len(rows) - len(missing)}/{len(rows)} indexed keyframes on disk"
             + (f"; missing e.g. {missing[0]}" if missing else "")}
