@@ -260,6 +260,31 @@ def list_names(prefix: str) -> list[str]:
         return []
 
 
+def file_stamps(prefix: str) -> dict[str, tuple]:
+    """Name -> :func:`stamp` of every file directly under the folder ``prefix``, from one listing
+    (``os.scandir`` locally, one LIST request on an object store); {} when it does not exist."""
+    if is_remote():
+        import pyarrow.fs as pafs
+
+        fs, base = _remote()
+        sel = pafs.FileSelector(f"{base}/{check_key(prefix)}", allow_not_found=True, recursive=False)
+        return {i.base_name: (0, i.size, i.mtime_ns or 0) for i in fs.get_file_info(sel)
+                if i.type == pafs.FileType.File}
+    out = {}
+    try:
+        with os.scandir(_local(prefix)) as it:
+            for e in it:
+                try:
+                    if e.is_file():
+                        st = e.stat()
+                        out[e.name] = (st.st_ino, st.st_size, st.st_mtime_ns)
+                except FileNotFoundError:  # removed while listing
+                    continue
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return out
+
+
 def delete_tree(prefix: str) -> None:
     """Remove the folder ``prefix`` from the data root (and from this machine's cache)."""
     if is_remote():

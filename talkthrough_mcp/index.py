@@ -122,7 +122,6 @@ class LibraryIndex:
         if refresh_interval is None:
             refresh_interval = float(os.environ.get("TALKTHROUGH_MCP_REFRESH_S") or 1.0)
         self.refresh_interval = refresh_interval
-        self.manifests = store.home() / "manifests"  # a local data root's folder (scanned directly)
         self.con = duckdb.connect(":memory:")
         self._lock = threading.Lock()
         self._sigs: dict[str, tuple] = {}
@@ -146,27 +145,13 @@ class LibraryIndex:
     # ------------------------------------------------------------------ refresh
 
     def _scan(self) -> dict[str, tuple]:
+        """Recording id -> signature of its published manifest (the same as ``snapshot.signature``), from
+        one listing of ``manifests/`` (a LIST request on an object store)."""
         out: dict[str, tuple] = {}
-        if store.is_remote():  # one LIST of the manifests prefix, then a HEAD per manifest
-            for name in store.list_names("manifests"):
-                rid = name[:-5] if name.endswith(".json") else ""
-                if store.ID_RE.fullmatch(rid):
-                    sig = snapshot.signature(rid)
-                    if sig is not None:
-                        out[rid] = sig
-            return out
-        try:
-            with os.scandir(self.manifests) as it:
-                for e in it:
-                    rid = e.name[:-5] if e.name.endswith(".json") else ""
-                    if store.ID_RE.fullmatch(rid):
-                        try:
-                            st = e.stat()
-                        except FileNotFoundError:
-                            continue
-                        out[rid] = (st.st_ino, st.st_size, st.st_mtime_ns)
-        except FileNotFoundError:
-            pass
+        for name, sig in store.file_stamps("manifests").items():
+            rid = name[:-5] if name.endswith(".json") else ""
+            if store.ID_RE.fullmatch(rid):
+                out[rid] = sig
         return out
 
     def _apply(self, w: duckdb.DuckDBPyConnection, remove: list[str], snaps: list[snapshot.Snapshot]) -> None:
@@ -235,7 +220,7 @@ class LibraryIndex:
                     batch, snaps = stale[i:i + BATCH], []
                     for rid in batch:
                         try:
-                            snap = snapshot.read(rid)
+                            snap = snapshot.read(rid, seen[rid])
                         except snapshot.DamagedManifest as e:
                             self.damaged[rid] = str(e)
                             snap = None

@@ -95,12 +95,13 @@ def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
                     source_path=media.get("path"))
 
 
-def read(rid: str) -> Snapshot | None:
+def read(rid: str, sig: tuple | None = None) -> Snapshot | None:
     """Parse the published manifest of ``rid`` (None when there is none). Locally the signature
     comes from ``fstat`` of the very file descriptor that was read, so it always describes these
-    bytes; on an object store it is taken just before the GET, so a newer object is re-read later."""
+    bytes; on an object store it is taken before the GET (``sig``: the caller's, just taken from a
+    listing or a HEAD; else one HEAD here), so a newer object is re-read later."""
     if store.is_remote():
-        sig = signature(rid)
+        sig = sig or signature(rid)
         data = store.get_bytes(store.manifest_key(rid)) if sig else None
         if data is None:
             return None
@@ -142,7 +143,7 @@ class SnapshotCache:
             if snap is not None and snap.sig == sig:
                 self._items.move_to_end(rid)
                 return snap
-        snap = read(rid)
+        snap = read(rid, sig)
         if snap is None:
             return None
         with self._lock:
