@@ -14,7 +14,6 @@ load already under way, never starting a second one). No Dagster here.
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass
 
 from .stages import diarize as diarize_stage
@@ -43,16 +42,11 @@ class Engines:
     diarizer: Diarizer
 
 
-_shared: Engines | None = None
-_lock = threading.Lock()
+# the stage modules' defaults (nothing is loaded until first use), so a stage function called on its
+# own, e.g. from a benchmark, shares the loaded models too
+_shared = Engines(whisper=transcribe_stage.default_whisper(), ocr=ocr_stage.default_ocr(), diarizer=Diarizer())
 
 
 def shared() -> Engines:
-    """This process's engines (the same objects every call; the stage modules' defaults, so a stage
-    function called on its own, e.g. from a benchmark, shares the loaded models too)."""
-    global _shared
-    with _lock:
-        if _shared is None:
-            _shared = Engines(whisper=transcribe_stage.default_whisper(), ocr=ocr_stage.default_ocr(),
-                              diarizer=Diarizer())
-        return _shared
+    """This process's engines (the same objects every call)."""
+    return _shared
