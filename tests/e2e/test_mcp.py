@@ -143,26 +143,25 @@ async def _drive(home: Path, ids: dict[str, str]) -> dict:
             for key, (tool, args) in calls.items():
                 out[key] = await s.call_tool(tool, args)
             # continuation after truncation: follow next_start_ms until the transcript is complete
-            pages, args = [], {"id": tv, "max_chars": 1000}
-            for _ in range(50):
-                res = await s.call_tool("get_transcript", args)
-                pages.append(res)
-                p = _payload(res)
-                if not p["truncated"]:
-                    break
-                args = {**args, "start_ms": p["next_start_ms"]}
-            out["tr_pages"] = pages
+            out["tr_pages"] = await _follow(s, "get_transcript", {"id": tv, "max_chars": 1000}, most=50)
             # frames pagination over duplicates
-            fpages, args = [], {"id": sc, "include_duplicates": True, "limit": 6}
-            for _ in range(20):
-                res = await s.call_tool("get_frames", args)
-                fpages.append(res)
-                p = _payload(res)
-                if not p["truncated"]:
-                    break
-                args = {**args, "start_ms": p["next_start_ms"]}
-            out["fr_pages"] = fpages
+            out["fr_pages"] = await _follow(s, "get_frames", {"id": sc, "include_duplicates": True, "limit": 6},
+                                            most=20)
     return out
+
+
+async def _follow(s, tool: str, args: dict, most: int) -> list:
+    """The pages of ``tool`` from ``args`` on, each asked from the previous page's next_start_ms, until
+    one is not truncated (at most ``most`` pages)."""
+    pages = []
+    for _ in range(most):
+        res = await s.call_tool(tool, args)
+        pages.append(res)
+        p = _payload(res)
+        if not p["truncated"]:
+            break
+        args = {**args, "start_ms": p["next_start_ms"]}
+    return pages
 
 
 @pytest.fixture(scope="module")
