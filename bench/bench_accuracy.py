@@ -2,7 +2,7 @@
 """Accuracy guard for the speed work: the new keyframe/dedup/Whisper defaults against the previous
 ones, both measured in this run, on the same files.
 
-    python bench/bench_accuracy.py [--skip-long] [--skip-ocr] [--skip-asr]
+    python bench/bench_accuracy.py [--skip-long] [--skip-ocr]
 
 1. Scene cuts. Baseline = keyframes v1 (bench/baseline/keyframes_v1.py: every frame decoded through
    FFmpeg's select filter). For every cut v1 found (a frame kept for its scene score) and every
@@ -11,9 +11,7 @@ ones, both measured in this run, on the same files.
 2. OCR words. The set of OCR words (3+ letters, upper-cased) read on the frames each version's dedup
    calls unique (v1: dHash; new: pixel diff + changed bands), per file. Reported: words v1 read that
    the new path did not, and the reverse.
-3. WER on ../shared/eval/media/asr (clips with an English reference): beam 5 (the old default)
-   against beam 1 (the new default) and beam 1 through faster-whisper's BatchedInferencePipeline,
-   Whisper tiny.en int8 on CPU, with seconds per setting.
+Transcription accuracy is bench/bench_asr.py (against bare faster-whisper).
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import re
 import sys
 import tempfile
 import time
@@ -110,87 +107,10 @@ def ocr_words(frames: list[dict], incremental: bool) -> tuple[set[str], float, i
     return words, el, sum(r.get("read") == "bands" for r in results)
 
 
-def wer(ref: str, hyp: str) -> tuple[int, int]:
-    norm = lambda s: re.sub(r"[^a-z0-9' ]+", " ", s.lower()).split()
-    r, h = norm(ref), norm(hyp)
-    d = list(range(len(h) + 1))
-    for i in range(1, len(r) + 1):
-        prev, d[0] = d[0], i
-        for j in range(1, len(h) + 1):
-            cur = min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
-            prev, d[j] = d[j], cur
-    return d[len(h)], len(r)
-
-
-def asr_refs() -> list[tuple[Path, str]]:
-    manifest = json.loads((EVAL / "manifest.json").read_text())
-    out = []
-    for it in manifest["files"]:
-        rel = it.get("file") or ""
-        facts = it.get("ref") or {}
-        ref = facts.get("transcript") if isinstance(facts, dict) else None
-        lang = facts.get("language") if isinstance(facts, dict) else None
-        if rel.startswith("asr/") and ref and (lang in (None, "en")):
-            out.append((EVAL / rel, ref))
-    return out
-
-
-def bench_asr() -> None:
-    from faster_whisper import BatchedInferencePipeline
-
-    from talkthrough_assets.models import resolve_whisper
-    from talkthrough_assets.stages import audio, transcribe
-
-    ref_model, label = resolve_whisper(None)
-    clips = asr_refs()
-    if not clips:
-        print("no ASR clips with references found")
-        return
-    settings = [("beam 5 (old default)", dict(beam_size=5)), ("beam 1 (new default)", dict(beam_size=1))]
-    totals = {name: [0, 0, 0.0] for name, _ in settings}
-    totals["beam 1 batched"] = [0, 0, 0.0]
-    print(f"\n== WER on {len(clips)} English clips, {label} ==")
-    print(f"{'clip':<46}" + "".join(f"{n:>22}" for n in totals))
-    for path, ref in clips:
-        with tempfile.TemporaryDirectory() as tmp:
-            audio.extract_wav(path, Path(tmp) / "a.wav")
-            samples = audio.load_wav(Path(tmp) / "a.wav")
-        row = []
-        for name, kw in settings:
-            t = time.perf_counter()
-            out = transcribe.transcribe(samples, model_ref=ref_model, model_label=label, language="en", **kw)
-            el = time.perf_counter() - t
-            e, n = wer(ref, " ".join(s["text"] for s in out["segments"]))
-            totals[name][0] += e
-            totals[name][1] += n
-            totals[name][2] += el
-            row.append(f"{100 * e / n:6.1f}% {el:5.1f}s")
-        model = transcribe.default_whisper().model(ref_model)  # the one the transcribe() calls above loaded
-        t = time.perf_counter()
-        segs, _ = BatchedInferencePipeline(model=model).transcribe(samples, language="en", beam_size=1,
-                                                                   word_timestamps=True, batch_size=8)
-        text = " ".join(s.text for s in segs)
-        el = time.perf_counter() - t
-        e, n = wer(ref, text)
-        totals["beam 1 batched"][0] += e
-        totals["beam 1 batched"][1] += n
-        totals["beam 1 batched"][2] += el
-        row.append(f"{100 * e / n:6.1f}% {el:5.1f}s")
-        print(f"{path.name[:45]:<46}" + "".join(f"{c:>22}" for c in row))
-    print(f"{'ALL (word-weighted)':<46}" + "".join(
-        f"{100 * e / max(1, n):6.1f}% {s:5.1f}s".rjust(22) for e, n, s in totals.values()))
-    base = totals["beam 5 (old default)"]
-    new = totals["beam 1 (new default)"]
-    delta = 100 * (new[0] / new[1] - base[0] / base[1])
-    print(f"beam 1 vs beam 5: WER {delta:+.2f} points (bound: within +1.0) -> "
-          f"{'met' if delta <= 1.0 else 'MISSED'}; time ratio {new[2] / base[2]:.2f}")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-long", action="store_true", help="leave out the 10-min bench screencast")
     ap.add_argument("--skip-ocr", action="store_true")
-    ap.add_argument("--skip-asr", action="store_true")
     a = ap.parse_args()
     truth = known_cuts()
     files = list(truth) + sorted(str(p) for p in (EVAL / "video").glob("*") if p.suffix in (".mp4", ".webm"))
@@ -220,8 +140,6 @@ def main() -> int:
             (w1, s1, _), (w2, s2, nb) = ocr_words(res["v1"]["unique"], False), ocr_words(res["new"]["unique"], True)
             print(f"{Path(f).name[:39]:<40}{len(w1):>9}{len(w2):>10}{s1:>7.1f}{s2:>7.1f}{nb:>8}"
                   f"  {sorted(w1 - w2)[:12]} / {sorted(w2 - w1)[:12]}")
-    if not a.skip_asr:
-        bench_asr()
     return 0
 
 

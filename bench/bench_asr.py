@@ -1,38 +1,36 @@
 #!/usr/bin/env python3
-"""Whisper decoding settings on real speech: WER and hallucinated words for
-``condition_on_previous_text`` True vs False, each with and without dropping segments whose
-``avg_logprob`` is below a floor, all measured in the same run with the bundled tiny.en
-(``stages.transcribe.transcribe``, CPU int8, VAD on, the pipeline's beam size unless --beam).
+"""Transcription accuracy on real speech: the pipeline's segments stage vs **bare faster-whisper with its
+defaults** (``WhisperModel(model).transcribe(audio)``: beam 5, no VAD, conditioning on previous text, the
+temperature fallback ladder), same model, same audio, same run.
 
-    python bench/bench_asr.py [--media DIR] [--beam N] [--floor -1.0] [--no-long] [--only NAME] [--show-oov]
+    python bench/bench_asr.py [--configs bare,pipeline,greedy] [--only SUBSTR] [--long] [--load N --repeat R]
 
-Clips: every file in ../shared/eval/media/asr (references from its manifest.json / SOURCES.md) and,
-unless --no-long, the 10-min narrated screencast and the 30-min meeting from
-bench/make_long_media.py (generated when missing, cached in /tmp/talkthrough-bench-media).
+Clips:
+  * the eval set in bench/eval (``bench/fetch_eval.py`` materialises it; see bench/eval/SOURCES.md) when
+    it is present, else ../shared/eval/media (asr/ and the diarization clips with a transcript);
+  * ``--long``: the 10-min narrated screencast and the 30-min meeting of bench/make_long_media.py.
 
-Hallucinated words:
-  * faster_whisper_multilingual.mp3: every word after 30.0 s (the German half; tiny.en is
-    English-only and the reference English ends at 29.9 s);
-  * other clips with a reference: insertions in the WER alignment;
-  * long synthetic media: words outside the vocabulary of the text that was synthesized
-    (make_long_media's narration / meeting lines), a proxy with no timing reference.
-WER: lower-cased, punctuation removed, hyphens split; for the multilingual clip against the English
-half only (the MIT-licence paragraph) and only over words before 30 s.
+Figures per clip and pooled: WER (lower-cased, punctuation removed; the reference words only), words
+invented over non-English speech (every word of an English-only model's output on a non-English clip, and
+on faster_whisper_multilingual.mp3 every word after 30.0 s, where its German half starts), clips left empty
+where bare faster-whisper gives text, and seconds. ``--load N --repeat R`` runs the pipeline's decoding R
+times on the non-English clips while N CPU-burning processes occupy the machine (determinism target).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-DEFAULT_MEDIA = ROOT.parent / "shared" / "eval" / "media"
+SHARED = ROOT.parent / "shared" / "eval" / "media"
 MULTI = "faster_whisper_multilingual.mp3"
 MULTI_EN_END_S = 30.0
 MIT_EN = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software and "
@@ -41,51 +39,39 @@ MIT_EN = ("Permission is hereby granted, free of charge, to any person obtaining
           "sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is "
           "furnished to do so, subject to the following conditions: The above copyright notice and this "
           "permission notice shall be included in all copies or substantial portions of the Software.")
+_NUM = {"0": "zero", "1": "one", "2": "two", "3": "three", "4": "four", "5": "five", "6": "six", "7": "seven",
+        "8": "eight", "9": "nine", "10": "ten", "mr": "mister", "mrs": "missus", "dr": "doctor", "ok": "okay"}
 
 
 def norm(text: str) -> list[str]:
     text = text.lower().replace("-", " ").replace("/", " ")
-    text = re.sub(r"[^\w\s%']", " ", text)
-    return [w.strip("'") for w in text.split() if w.strip("'")]
+    text = re.sub(r"[^\w\s']", " ", text)
+    out = []
+    for w in text.split():
+        w = w.strip("'")
+        if w:
+            out.append(_NUM.get(w, w))
+    return out
 
 
-def align(ref: list[str], hyp: list[str]) -> dict:
-    """Levenshtein alignment counts: substitutions, deletions, insertions."""
-    n, m = len(ref), len(hyp)
-    d = [[(0, 0, 0, 0)] * (m + 1) for _ in range(n + 1)]  # (cost, sub, del, ins)
-    for i in range(1, n + 1):
-        d[i][0] = (i, 0, i, 0)
-    for j in range(1, m + 1):
-        d[0][j] = (j, 0, 0, j)
-    for i in range(1, n + 1):
-        for j in range(1, m + 1):
-            c, s, de, ins = d[i - 1][j - 1]
-            best = (c, s, de, ins) if ref[i - 1] == hyp[j - 1] else (c + 1, s + 1, de, ins)
-            c, s, de, ins = d[i - 1][j]
-            best = min(best, (c + 1, s, de + 1, ins))
-            c, s, de, ins = d[i][j - 1]
-            best = min(best, (c + 1, s, de, ins + 1))
-            d[i][j] = best
-    c, s, de, ins = d[n][m]
-    return {"wer": c / max(n, 1), "sub": s, "del": de, "ins": ins}
-
-
-def wer_fast(ref: list[str], hyp: list[str]) -> float:
-    """Word edit distance / len(ref), numpy rows (long texts; no breakdown)."""
+def edits(ref: list[str], hyp: list[str]) -> int:
+    """Word-level Levenshtein distance (numpy rows)."""
     import numpy as np
 
     ids: dict[str, int] = {}
-    r = np.array([ids.setdefault(w, len(ids)) for w in ref])
-    h = np.array([ids.setdefault(w, len(ids)) for w in hyp])
-    ar = np.arange(len(h) + 1)
-    row = ar.astype(np.int64)
+    r = np.array([ids.setdefault(w, len(ids)) for w in ref], dtype=np.int64)
+    h = np.array([ids.setdefault(w, len(ids)) for w in hyp], dtype=np.int64)
+    prev = np.arange(len(h) + 1)
     for i in range(1, len(r) + 1):
-        nxt = np.empty_like(row)
-        nxt[0] = i
-        nxt[1:] = np.minimum(row[1:] + 1, row[:-1] + (h != r[i - 1]))  # deletion / match-substitution
-        nxt = np.minimum.accumulate(nxt - ar) + ar  # insertions along the row
-        row = nxt
-    return float(row[-1]) / max(len(r), 1)
+        cur = np.empty_like(prev)
+        cur[0] = i
+        sub = prev[:-1] + (h != r[i - 1])
+        dele = prev[1:] + 1
+        best = np.minimum(sub, dele)
+        for j in range(1, len(h) + 1):  # insertions depend on cur[j-1]
+            cur[j] = min(best[j - 1], cur[j - 1] + 1)
+        prev = cur
+    return int(prev[-1])
 
 
 def spoken_script(kind: str) -> str:
@@ -125,125 +111,181 @@ def spoken_script(kind: str) -> str:
     return " ".join(out)
 
 
-def asr_clips(media: Path) -> list[dict]:
-    man = json.loads((media / "manifest.json").read_text())
-    entries = man if isinstance(man, list) else man.get("files", man)
+def _decode(path: Path):
+    import av
+    import numpy as np
+
     out = []
-    for e in entries:
-        if e.get("cat") != "asr":
-            continue
-        ref = e["ref"].get("transcript") or e["ref"].get("transcript_en_segment")
-        if e["file"].endswith(MULTI):
-            ref = MIT_EN
-        out.append({"name": Path(e["file"]).name, "file": media / e["file"], "ref": ref, "vocab": None})
-    return sorted(out, key=lambda c: c["name"])
+    with av.open(str(path)) as c:
+        r = av.AudioResampler(format="s16", layout="mono", rate=16000)
+        for f in c.decode(audio=0):
+            out += [g.to_ndarray().reshape(-1) for g in r.resample(f)]
+        out += [g.to_ndarray().reshape(-1) for g in r.resample(None)]
+    return np.concatenate(out).astype(np.float32) / 32768.0
 
 
-def long_clips() -> list[dict]:
-    import make_long_media as ml
+def clips(only: str | None, long: bool) -> list[dict]:
+    """[{name, path, kind: asr|non_english|speech, ref (text or None), cut_s (score words before)}]"""
+    out: list[dict] = []
+    try:
+        import evalset  # bench/evalset.py (the eval set); clips missing from the cache are skipped
 
-    paths = ml.ensure_media(quiet=True)
-    scenes = ml._scenes()
-    narration = " ".join([f"Scene {i + 1}. Now we look at the {s['title'].lower()}. {s['subtitle']}."
-                          for i, s in enumerate(scenes)] + ml.FILLER)
-    meeting = " ".join(t for _, t in ml.MEETING_LINES)
-    return [{"name": Path(paths["screencast"]).name, "file": paths["screencast"], "ref": None,
-             "script": spoken_script("screencast"), "vocab": set(norm(narration)) | set(NUMBER_WORDS)},
-            {"name": Path(paths["meeting"]).name, "file": paths["meeting"], "ref": None,
-             "script": spoken_script("meeting"), "vocab": set(norm(meeting)) | set(NUMBER_WORDS)}]
+        for c in evalset.load_manifest():
+            p = Path(c.audio)
+            if not p.exists():
+                continue
+            kind = c.kind if c.kind in ("asr", "non_english") else "speech"
+            out.append({"name": c.id if hasattr(c, "id") else p.name, "path": p, "kind": kind,
+                        "ref": getattr(c, "text", None) or None, "cut_s": None})
+    except Exception as e:  # noqa: BLE001 - no eval set here: the shared media
+        print(f"(eval set not available: {e}; using {SHARED})", file=sys.stderr)
+    if not out:
+        man = json.loads((SHARED / "manifest.json").read_text())
+        for f in man["files"]:
+            if f["cat"] not in ("asr", "diarization") or not f["file"].endswith((".wav", ".flac", ".mp3")):
+                continue
+            ref = f.get("ref", {})
+            text = ref.get("transcript")
+            name = Path(f["file"]).name
+            cut = None
+            if name == MULTI:
+                text, cut = MIT_EN, MULTI_EN_END_S
+            kind = "asr" if text else "speech"
+            out.append({"name": name, "path": SHARED / f["file"], "kind": kind, "ref": text, "cut_s": cut})
+    if long:
+        import make_long_media as ml
+
+        paths = ml.ensure_media(quiet=True)  # generated when missing (espeak-ng, flite, sox)
+        for kind, name in (("screencast", ml.SCREENCAST), ("meeting", ml.MEETING)):
+            out.append({"name": name, "path": paths[kind],
+                        "kind": "asr", "ref": spoken_script(kind), "cut_s": None})
+    if only:
+        out = [c for c in out if only in c["name"]]
+    return out
 
 
-NUMBER_WORDS = [str(i) for i in range(0, 1000)] + ["one", "two", "three", "four", "five", "six", "seven", "eight",
-                                                   "nine", "ten", "twelve", "thirty", "forty", "hundred", "ok", "okay"]
+def run_bare(model, samples) -> tuple[list[tuple[float, str]], float]:
+    t = time.perf_counter()
+    segs, _ = model.transcribe(samples)
+    res = [(s.start, s.text) for s in segs]
+    return res, time.perf_counter() - t
 
 
-def run(samples, cond: bool, beam: int = 5) -> tuple[list[dict], list[dict], float]:
-    from talkthrough_assets import models
+def run_pipeline(samples, ref_model: str, label: str, **kw) -> tuple[list[tuple[float, str]], float]:
     from talkthrough_assets.stages import transcribe as T
 
-    ref, label = models.resolve_whisper()
     t = time.perf_counter()
-    out = T.transcribe(samples, model_ref=ref, model_label=label, condition_on_previous_text=cond,
-                       min_avg_logprob=None, beam_size=beam)
-    return out["segments"], out["words"], time.perf_counter() - t
+    out = T.transcribe(samples, model_ref=ref_model, model_label=label, **kw)
+    return [(s["t0_ms"] / 1000, s["text"]) for s in out["segments"]], time.perf_counter() - t
 
 
-def score(clip: dict, segments: list[dict], words: list[dict], floor: float | None) -> dict:
-    keep = {s["seq"] for s in segments if floor is None or s["avg_logprob"] >= floor}
-    ws = [w for w in words if w["seq"] in keep]
-    res = {"words": len(ws), "segments": len(keep)}
-    if clip["name"] == MULTI:
-        en = [w for w in ws if w["t0_ms"] < MULTI_EN_END_S * 1000]
-        res["halluc"] = len(ws) - len(en)
-        res.update(align(norm(clip["ref"]), norm(" ".join(w["word"] for w in en))))
-    elif clip["ref"] is not None:
-        a = align(norm(clip["ref"]), norm(" ".join(w["word"] for w in ws)))
-        res.update(a, halluc=a["ins"])
-    else:
-        hyp = norm(" ".join(w["word"] for w in ws))
-        oov = [w for w in hyp if w not in clip["vocab"]]
-        res["halluc"] = len(oov)
-        res["oov"] = oov
-        res["wer"] = wer_fast(norm(clip["script"]), hyp)
+def score(clip: dict, segs: list[tuple[float, str]]) -> dict:
+    hyp_all = [w for _, text in segs for w in norm(text)]
+    if clip["kind"] == "non_english":
+        return {"words": len(hyp_all), "invented": len(hyp_all)}
+    invented = 0
+    if clip["cut_s"] is not None:
+        keep = [w for t, text in segs if t < clip["cut_s"] for w in norm(text)]
+        invented = len(hyp_all) - len(keep)
+        hyp_all = keep
+    res = {"words": len(hyp_all), "invented": invented}
+    if clip["ref"]:
+        ref = norm(clip["ref"])
+        res.update(ref_words=len(ref), errors=edits(ref, hyp_all))
     return res
 
 
+def _burn(stop):
+    x = 0
+    while not stop.is_set():
+        x = (x * 31 + 7) % 1000003
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--media", type=Path, default=DEFAULT_MEDIA)
-    ap.add_argument("--floor", type=float, default=-1.0, help="avg_logprob floor for the filtered variants")
-    ap.add_argument("--no-long", action="store_true")
-    ap.add_argument("--beam", type=int, default=None,
-                    help="beam size (default: the pipeline's, settings.DEFAULTS['beam_size'])")
-    ap.add_argument("--only", default="", help="run only clips whose name contains this")
-    ap.add_argument("--show-oov", action="store_true", help="print the out-of-vocabulary words of long clips")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", default="bare,pipeline", help="bare, pipeline, greedy (pipeline with beam 1)")
+    ap.add_argument("--only")
+    ap.add_argument("--long", action="store_true")
+    ap.add_argument("--load", type=int, default=0, help="CPU burners during the --repeat runs")
+    ap.add_argument("--repeat", type=int, default=0, help="runs of the pipeline on the non-English clips")
+    ap.add_argument("--json", help="write per-clip results here")
     args = ap.parse_args()
-    from talkthrough_assets.stages import audio
+
+    from faster_whisper import WhisperModel
+
+    from talkthrough_assets import models
     from talkthrough_assets.stages import transcribe as T
 
-    from talkthrough_assets import settings
+    ref_model, label = models.resolve_whisper()
+    configs = args.configs.split(",")
+    bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads()) \
+        if "bare" in configs else None
+    kw = {"pipeline": {}, "greedy": {"beam_size": 1}}
+    rows = []
+    cl = clips(args.only, args.long)
+    print(f"model {label}; {len(cl)} clips; configs {configs}")
+    print(f"{'clip':44} {'kind':11} " + " ".join(f"{c + ' WER/inv':>18} {'s':>5}" for c in configs))
+    for clip in cl:
+        samples = _decode(clip["path"])
+        row = {"clip": clip["name"], "kind": clip["kind"]}
+        for c in configs:
+            segs, secs = run_bare(bare, samples) if c == "bare" else run_pipeline(samples, ref_model, label, **kw[c])
+            row[c] = {**score(clip, segs), "s": round(secs, 2)}
+        rows.append(row)
+        cells = []
+        for c in configs:
+            r = row[c]
+            wer = f"{100 * r['errors'] / r['ref_words']:.1f}%" if "errors" in r else f"{r['words']}w"
+            cells.append(f"{wer + '/' + str(r['invented']):>18} {r['s']:>5.1f}")
+        print(f"{clip['name'][:44]:44} {clip['kind']:11} " + " ".join(cells), flush=True)
 
-    beam = args.beam or int(settings.DEFAULTS.get("beam_size") or 5)
-    clips = asr_clips(args.media) + ([] if args.no_long else long_clips())
-    clips = [c for c in clips if args.only in c["name"]]
-    tmp = Path(tempfile.mkdtemp(prefix="tt-asr-"))
-    variants = [("True", True, None), ("False", False, None),
-                (f"True,lp>={args.floor:g}", True, args.floor), (f"False,lp>={args.floor:g}", False, args.floor)]
-    print(f"tiny.en, beam {beam}, VAD; stage defaults now: condition_on_previous_text={T.CONDITION_ON_PREVIOUS_TEXT}, "
-          f"min_avg_logprob={T.MIN_AVG_LOGPROB}")
-    print("per clip: WER % / hallucinated words; unfiltered runs: decode seconds. Long clips: WER against the "
-          "exact script make_long_media synthesized")
-    print(f"{'clip':48s} " + " ".join(f"{v[0]:>16s}" for v in variants))
-    tot = {v[0]: {"halluc": 0, "err": 0.0, "n": 0, "s": 0.0} for v in variants}
-    for c in clips:
-        wav = tmp / (Path(c["file"]).stem + ".wav")
-        audio.extract_wav(c["file"], wav)
-        x = audio.load_wav(wav)
-        runs = {cond: run(x, cond, beam) for cond in (True, False)}
-        cells, extra = [], []
-        for name, cond, floor in variants:
-            segs, words, el = runs[cond]
-            r = score(c, segs, words, floor)
-            t = tot[name]
-            t["halluc"] += r["halluc"]
-            if floor is None:
-                t["s"] += el
-            if r["wer"] is not None:
-                t["err"] += r["wer"]
-                t["n"] += 1
-            w = f"{r['wer'] * 100:5.1f}"
-            cells.append(f"{w}/{r['halluc']:<3d}" + (f"{el:5.0f}s" if floor is None else "      "))
-            if args.show_oov and "oov" in r:
-                from collections import Counter
-                extra.append(f"  {name}: " + ", ".join(f"{k}x{v}" for k, v in Counter(r["oov"]).most_common(25)))
-        print(f"{c['name'][:48]:48s} " + " ".join(f"{x:>16s}" for x in cells), flush=True)
-        for line in extra:
-            print(line)
-    print(f"{'mean WER (clips with a reference) / total hallucinated':48s} " + " ".join(
-        f"{t['err'] / max(t['n'], 1) * 100:5.1f}/{t['halluc']:<3d}" + (f"{t['s']:5.0f}s" if t['s'] else "      ")
-        for t in tot.values()))
+    print("\n== pooled")
+    for c in configs:
+        scored = [r[c] for r in rows if "errors" in r[c]]
+        err = sum(r["errors"] for r in scored)
+        n = sum(r["ref_words"] for r in scored)
+        inv = sum(r[c]["invented"] for r in rows if r["kind"] == "non_english" or r["clip"] == MULTI)
+        secs = sum(r[c]["s"] for r in rows)
+        print(f"{c:10} WER {100 * err / max(n, 1):5.2f}% ({err}/{n} words, {len(scored)} clips)  "
+              f"invented over non-English {inv:4d}  {secs:7.1f} s")
+    if "bare" in configs:
+        for c in configs:
+            if c == "bare":
+                continue
+            worse = [r["clip"] for r in rows if "errors" in r[c] and r[c]["errors"] > r["bare"]["errors"]]
+            empty = [r["clip"] for r in rows if r["kind"] != "non_english" and r["clip"] != MULTI
+                     and r[c]["words"] == 0 and r["bare"]["words"] > 0]
+            ratio = sum(r[c]["s"] for r in rows) / max(sum(r["bare"]["s"] for r in rows), 1e-9)
+            print(f"{c} vs bare: worse on {len(worse)} clip(s) {worse}; empty where bare has text: {empty}; "
+                  f"time ratio {ratio:.2f}x")
+
+    if args.repeat:
+        targets = [c for c in cl if c["kind"] == "non_english" or c["name"] == MULTI]
+        stop = mp.Event()
+        burners = [mp.Process(target=_burn, args=(stop,), daemon=True) for _ in range(args.load)]
+        for b in burners:
+            b.start()
+        try:
+            print(f"\n== {args.repeat} runs under {args.load} CPU burners, {len(targets)} non-English clips")
+            total, variants = 0, 0
+            for clip in targets:
+                samples = _decode(clip["path"])
+                seen = set()
+                for _ in range(args.repeat):
+                    segs, _ = run_pipeline(samples, ref_model, label)
+                    total += score(clip, segs)["invented"]
+                    seen.add(json.dumps(segs))
+                variants += len(seen) - 1
+                print(f"{clip['name'][:44]:44} distinct outputs {len(seen)}", flush=True)
+            print(f"invented words in {args.repeat} runs: {total}; clips with run-to-run differences: {variants}")
+        finally:
+            stop.set()
+            for b in burners:
+                b.join()
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

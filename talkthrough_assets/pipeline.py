@@ -137,7 +137,7 @@ def _segments(rid: str, cfg: dict, engines: Engines) -> dict:
         peak = audio_stage.peak(samples)
         out = transcribe_stage.transcribe(samples, model_ref=ref, model_label=label, language=cfg.get("language"),
                                           threads=transcribe_stage.cpu_threads(shared=_shares_cpu(rid)),
-                                          vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or 1),
+                                          vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or transcribe_stage.BEAM_SIZE),
                                           whisper=engines.whisper)
     store.write_table("segments", rid, out["segments"])
     store.write_table("words", rid, out["words"])
@@ -148,7 +148,7 @@ def _segments(rid: str, cfg: dict, engines: Engines) -> dict:
     head = " ".join(s["text"] for s in out["segments"][:5])[:400]
     md = {"available": m["available"], "reason": m["reason"] or "", "language": m["language"] or "",
           "segments": m["segment_count"], "words": m["word_count"], "transcript_head": head,
-          "elapsed_s": m["elapsed_s"]}
+          "elapsed_s": m["elapsed_s"], "dropped_segments": m.get("dropped_count") or 0}
     checks = [transcript_check(p["has_audio"] and peak > 1000, m["segment_count"])]
     return {"metadata": md, "data_version": _digest(out["segments"]), "checks": checks}
 

@@ -67,8 +67,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Whisper model name or CTranslate2 folder.", "--model"),
     Setting("language", str, None, "TALKTHROUGH_LANGUAGE", "Force a language code (e.g. en).", "--language"),
     Setting("vocabulary", str, None, None, "Names/terms to bias Whisper.", "--vocabulary"),
-    # 1 (greedy) has the WER of 5 on eval/media/asr at 0.6x the time
-    Setting("beam_size", int, 1, None, "Whisper beam width (default 1 = greedy; 5 = the old default).",
+    # 5, faster-whisper's default: greedy (1) lost words on real speech (bench/bench_asr.py)
+    Setting("beam_size", int, 5, None, "Whisper beam width (5; 1 = greedy: faster, loses words).",
             "--beam-size"),
     Setting("diarize", bool, False, None, "Speaker diarization (turns).", "--diarize/--no-diarize"),
     Setting("num_speakers", int, None, None, "Known speaker count.", "--num-speakers"),

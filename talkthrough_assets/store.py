@@ -112,6 +112,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     "transcripts": pa.schema([
         ("available", _B), ("reason", _S), ("language", _S), ("language_probability", _F), ("model", _S),
         ("segment_count", _I), ("word_count", _I), ("audio_ms", _I), ("elapsed_s", _F),
+        # segments the drop rules removed (stages.transcribe): their count, and a JSON list of
+        # {t0_ms, t1_ms, reason, text}
+        ("dropped_count", _I), ("dropped", _S),
     ]),
     "segments": pa.schema([
         ("seq", _I), ("t0_ms", _I), ("t1_ms", _I), ("text", _S), ("avg_logprob", _F), ("no_speech_prob", _F),

@@ -1,5 +1,5 @@
-"""segments: faster-whisper on the 16 kHz WAV (CPU int8, VAD on, word timestamps; segments that fail
-the decoder's log-prob check are dropped, see MIN_AVG_LOGPROB).
+"""segments: faster-whisper on the 16 kHz WAV (CPU int8, beam 5, VAD on, word timestamps; repetition loops
+and, for an English-only model, segments whose audio is another language are dropped with a recorded reason).
 
 The loaded models live in a :class:`Whisper` object that the caller owns and passes in (the pipeline gets
 the process's one from ``talkthrough_assets.engines``, Dagster from its ``whisper`` resource); a call
@@ -7,6 +7,7 @@ without one uses :func:`default_whisper`, the same process-wide object."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -14,25 +15,30 @@ from collections import OrderedDict
 
 import numpy as np
 
-CODE_VERSION = "3"
-# Measured with bench/bench_asr.py (tiny.en, all eval asr/ clips + the 10-min screencast and 30-min meeting;
-# greedy / beam 5): conditioning on previous text (faster-whisper's default) drops repeated sentences on the
-# 10-min screencast (WER 29 % vs 7 % / 20-24 % vs 7 %) and is not better on the 30-min meeting (17 % vs 18 % /
-# 11 % vs 14 %); without it, tiny.en invents English over non-English speech (17 / 19 words on the German
-# half of multilingual.mp3). Keep it off, and drop the segments that failed the decoder's quality checks:
-# an avg_logprob under faster-whisper's log_prob_threshold (-1.0) or a compression ratio over its
-# compression_ratio_threshold (2.4: "the rest of the rest of the rest ..."). That removes those words and
-# changes the WER of no clip.
-# No temperature fallback: faster-whisper's ladder (0.0 ... 1.0) re-decodes a failed segment by sampling,
-# which is random per call (CTranslate2's sampler runs in its worker threads, which
-# ctranslate2.set_random_seed does not reach): in 3 of 52 consecutive runs in one process it turned the German half into English that
-# passed both checks. Greedy/beam only is deterministic (same audio, same transcript), has the same WER on
-# every eval asr clip (3.01 %), the 10-min screencast (7.4 %) and the 30-min meeting (18.2 %), and skips the
-# re-decodes (the asr clips at beam 1: 4.8 s vs 9.8 s).
+CODE_VERSION = "4"
+# Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults on the eval set
+# (bench/eval) in the same run:
+# * beam 5 (faster-whisper's default): greedy decoding lost words (pooled WER 9.5 % vs 6.6 % on read speech);
+# * no conditioning on previous text: with it, repeated sentences of a screencast are dropped (WER 29 % vs 7 %
+#   on the 10-min screencast) and tiny.en continues English over other languages;
+# * no temperature fallback: faster-whisper's ladder re-decodes a failed window by sampling, random per call
+#   (CTranslate2's sampler runs in its worker threads, which ctranslate2.set_random_seed does not reach);
+#   greedy/beam search alone gives the same words every run (tests/integration/test_determinism.py);
+# * drop rules with margin: a segment whose compression ratio is over 2.4 (faster-whisper's own repetition
+#   threshold: "the rest of the rest of the rest ...", ratios 5-17 when it happens) is dropped; and an
+#   English-only model's doubtful segments (see LANGUAGE_CHECK_*) get a language check by the multilingual
+#   base model: a segment whose audio is confidently not English (P(en) < 0.2; English speech measured
+#   P(en) >= 0.73, German under tiny.en's invented English 0.004) is dropped with its reason recorded.
+#   The earlier per-window log-prob cut (-1.0) removed whole 30-s windows of real far-field speech.
 CONDITION_ON_PREVIOUS_TEXT = False
-MIN_AVG_LOGPROB: float | None = -1.0
+BEAM_SIZE = 5
 MAX_COMPRESSION_RATIO: float | None = 2.4
 TEMPERATURE = (0.0,)  # no sampling fallback, see above
+LANGUAGE_CHECK_WORD_PROB = 0.85  # a segment whose mean word probability is under this is checked ...
+LANGUAGE_CHECK_LOGPROB = -0.5  # ... and one whose window avg_logprob is under this
+LANGUAGE_CHECK_MIN_P = 0.2  # dropped when P(expected language) is under this and another language leads
+LANGUAGE_CHECK_PAD_S = 0.3
+
 
 def cpu_threads(shared: bool = False) -> int:
     """Whisper's CPU threads: every core, or half of them when another stage runs beside it (the
@@ -89,22 +95,47 @@ def device_setting() -> tuple[str, str]:
     return device, compute
 
 
+def language_checker(whisper: "Whisper", threads: int | None = None):
+    """A function (samples) -> (language, probability, P(en)) using the multilingual base model, or None when
+    that model is not installed."""
+    from ..models import base_model_dir
+
+    path = base_model_dir()
+    if path is None:
+        return None
+
+    def check(samples: np.ndarray) -> tuple[str, float, float]:
+        model = whisper.model(str(path), threads)
+        lang, prob, all_probs = model.detect_language(samples)
+        return lang, float(prob), float(dict(all_probs).get("en", 0.0))
+
+    return check
+
+
+def _doubtful(seg) -> bool:
+    probs = [w.probability for w in (seg.words or [])]
+    mean_p = sum(probs) / len(probs) if probs else 0.0
+    return mean_p < LANGUAGE_CHECK_WORD_PROB or seg.avg_logprob < LANGUAGE_CHECK_LOGPROB
+
+
 def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
-               vocabulary: str | None = None, beam_size: int = 5, vad: bool = True,
+               vocabulary: str | None = None, beam_size: int = BEAM_SIZE, vad: bool = True,
                condition_on_previous_text: bool = CONDITION_ON_PREVIOUS_TEXT,
-               min_avg_logprob: float | None = MIN_AVG_LOGPROB,
                max_compression_ratio: float | None = MAX_COMPRESSION_RATIO, temperature=TEMPERATURE,
-               threads: int | None = None, whisper: Whisper | None = None) -> dict:
+               language_check: bool = True, threads: int | None = None, whisper: Whisper | None = None) -> dict:
     """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times.
-    ``whisper``: where the model is loaded (default: :func:`default_whisper`)."""
+    ``whisper``: where the model is loaded (default: :func:`default_whisper`). ``language_check``: check the
+    doubtful segments of an English-only model with the multilingual model's language detection."""
     t_start = time.perf_counter()
     audio_ms = int(len(samples) * 1000 / 16000)
     meta = {"available": True, "reason": None, "language": None, "language_probability": None,
-            "model": model_label, "segment_count": 0, "word_count": 0, "audio_ms": audio_ms, "elapsed_s": 0.0}
+            "model": model_label, "segment_count": 0, "word_count": 0, "audio_ms": audio_ms, "elapsed_s": 0.0,
+            "dropped_count": 0, "dropped": "[]"}
     if len(samples) < 1600:  # < 0.1 s: nothing to transcribe
         meta.update(reason="no speech detected (audio shorter than 0.1 s)")
         return {"meta": meta, "segments": [], "words": []}
     whisper = whisper or default_whisper()
+    dropped: list[dict] = []
     with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
         model = whisper.model(model_ref, threads)
         seg_iter, info = model.transcribe(
@@ -112,13 +143,25 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
             word_timestamps=True, initial_prompt=vocabulary or None, hotwords=vocabulary or None,
             condition_on_previous_text=condition_on_previous_text, temperature=temperature,
         )
+        english_only = not model.model.is_multilingual
+        check = language_checker(whisper, threads) if (language_check and english_only) else None
         segments, words = [], []
         seq = -1
         for s in seg_iter:
-            if min_avg_logprob is not None and s.avg_logprob < min_avg_logprob:
-                continue  # failed the decoder's log-prob check at every temperature
+            reason = None
             if max_compression_ratio is not None and s.compression_ratio > max_compression_ratio:
-                continue  # ... or its repetition check
+                reason = f"repetition (compression ratio {s.compression_ratio:.1f} > {max_compression_ratio})"
+            elif check is not None and _doubtful(s):
+                a = max(0, int((s.start - LANGUAGE_CHECK_PAD_S) * 16000))
+                b = min(len(samples), int((s.end + LANGUAGE_CHECK_PAD_S) * 16000), a + 30 * 16000)
+                lang, p, p_en = check(samples[a:b])
+                if lang != "en" and p_en < LANGUAGE_CHECK_MIN_P:
+                    reason = (f"spoken language is {lang} (p={p:.2f}, P(en)={p_en:.3f}); "
+                              f"the English-only model {model_label} cannot transcribe it")
+            if reason:
+                dropped.append({"t0_ms": int(round(s.start * 1000)), "t1_ms": int(round(s.end * 1000)),
+                                "reason": reason, "text": s.text.strip()})
+                continue
             seq += 1
             text = s.text.strip()
             segments.append({"seq": seq, "t0_ms": int(round(s.start * 1000)), "t1_ms": int(round(s.end * 1000)),
@@ -128,14 +171,20 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
                 words.append({"seq": seq, "idx": i, "t0_ms": int(round(w.start * 1000)),
                               "t1_ms": int(round(w.end * 1000)), "word": w.word, "prob": float(w.probability)})
     meta.update(language=info.language, language_probability=float(info.language_probability),
-                segment_count=len(segments), word_count=len(words),
-                elapsed_s=round(time.perf_counter() - t_start, 3))
+                segment_count=len(segments), word_count=len(words), dropped_count=len(dropped),
+                dropped=json.dumps(dropped, ensure_ascii=False), elapsed_s=round(time.perf_counter() - t_start, 3))
     if not segments:
-        meta["reason"] = "no speech detected"
+        if dropped:
+            langs = sorted({d["reason"].split()[3] for d in dropped if d["reason"].startswith("spoken language")})
+            meta["reason"] = (f"no English speech: {len(dropped)} segment(s) dropped"
+                              + (f" (spoken language {', '.join(langs)}; use --model base or --language)" if langs else ""))
+        else:
+            meta["reason"] = "no speech detected"
     return {"meta": meta, "segments": segments, "words": words}
 
 
 def unavailable(reason: str, model_label: str | None = None) -> dict:
     return {"meta": {"available": False, "reason": reason, "language": None, "language_probability": None,
-                     "model": model_label, "segment_count": 0, "word_count": 0, "audio_ms": 0, "elapsed_s": 0.0},
+                     "model": model_label, "segment_count": 0, "word_count": 0, "audio_ms": 0, "elapsed_s": 0.0,
+                     "dropped_count": 0, "dropped": "[]"},
             "segments": [], "words": []}
