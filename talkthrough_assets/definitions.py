@@ -320,8 +320,7 @@ class RegisterFolderConfig(Config):
 @op(description="Hash every media file under `folder` and add it as a `recordings` partition (no processing).")
 def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig,
                        data_store: DataStoreResource) -> None:
-    files, skipped = registry.collect([config.folder] if config.recursive else
-                                     [p for p in Path(config.folder).iterdir() if p.is_file()])
+    files, skipped = registry.collect([config.folder], recursive=config.recursive)
     for p, why in skipped:
         context.log.info(f"skip {p}: {why}")
     ids = registry.register_many(files, context.instance)

@@ -18,13 +18,15 @@ from .stages.probe import MEDIA_EXTS
 PARTITIONS_NAME = "recordings"  # the dynamic partitions: one per recording id (sha256[:16])
 
 
-def collect(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[tuple[Path, str]]]:
-    """Expand folders (recursively) into media files; return (files, [(path, skip reason)])."""
+def collect(paths: Iterable[str | os.PathLike], *, recursive: bool = True
+            ) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Expand folders (recursively unless told not to) into media files (``MEDIA_EXTS``, the one list
+    the drop folder also uses); return (files, [(path, skip reason)])."""
     files, skipped = [], []
     for raw in paths:
         p = Path(raw).expanduser()
         if p.is_dir():
-            for f in sorted(p.rglob("*")):
+            for f in sorted(p.rglob("*") if recursive else p.iterdir()):
                 if f.is_file() and not f.name.startswith("."):
                     (files.append(f) if f.suffix.lower() in MEDIA_EXTS
                      else skipped.append((f, f"not a media file extension ({f.suffix or 'none'})")))

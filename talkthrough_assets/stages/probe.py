@@ -13,7 +13,9 @@ from ..mediaio import clean_text, open_input
 CODE_VERSION = "2"
 
 AUDIO_EXTS = {".wav", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".opus", ".wma", ".webm"}
-VIDEO_EXTS = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v", ".mpg", ".mpeg", ".ts", ".wmv", ".flv"}
+# .gif: terminal recorders (VHS, agg) write screen recordings as animated GIFs
+VIDEO_EXTS = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v", ".mpg", ".mpeg", ".ts", ".wmv", ".flv", ".gif"}
+# The one extension list: the CLI's folder scan, register_folder and the drop folder all use it
 MEDIA_EXTS = AUDIO_EXTS | VIDEO_EXTS
 
 # Bytes a keyframe JPEG (≤1568 px) takes on average, for the preflight estimate.
