@@ -79,7 +79,12 @@ def instance():
                                "pip install -c constraints.txt -e '.[postgres]'") from None
     sqlite_tuning.install()  # a no-op on Postgres connections
     ensure_dagster_home()
-    return DagsterInstance.get()
+    # opening the instance creates and stamps its storage on a new data root: one process at a time
+    with store.instance_lock():
+        inst = DagsterInstance.get()
+        inst.get_runs(limit=1)  # run storage (and its indexes) in place before the lock is let go
+        inst.get_dynamic_partitions(registry.PARTITIONS_NAME)  # event log / partition storage too
+    return inst
 
 
 def recording_id_for(path: str | os.PathLike) -> str:

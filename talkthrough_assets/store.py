@@ -12,6 +12,7 @@ Layout under ``$TALKTHROUGH_HOME`` (default ``~/.talkthrough``)::
     dagster/                                        DAGSTER_HOME (SQLite run storage)
     models/                                         downloaded model cache
     locks/<id>.lock                                 per-recording flock (no TALKTHROUGH_PG_URL)
+    locks/dagster-instance.lock                     held while the Dagster instance is opened (first-start race)
     state/dropdir-<folder key>/                     drop-folder sensor state (the cursor names one)
 
 Every write is temp-file + ``os.replace`` in the same directory, so a reader sees the
@@ -574,11 +575,27 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
                 _held_locks.pop(recording_id, None)
 
 
+def _flock(recording_id: str, deadline: float, busy: Exception):
+    return _flock_file(lock_path(recording_id), deadline, busy)
+
+
+def instance_lock_path() -> Path:
+    return home() / "locks" / "dagster-instance.lock"
+
+
+def instance_lock(timeout_s: float = 300.0):
+    """Held while a process opens the Dagster instance: its SQLite storage is created and stamped
+    (alembic) on the first open of a new data root, which concurrent first starts would otherwise race
+    (``table ... already exists``, a second alembic head). Opening an existing instance takes it only briefly."""
+    busy = TimeoutError(f"the Dagster instance under {dagster_home()} is being created by another process "
+                        f"and was not ready within {timeout_s:.0f} s (lock: {instance_lock_path()})")
+    return _flock_file(instance_lock_path(), time.monotonic() + timeout_s, busy)
+
+
 @contextmanager
-def _flock(recording_id: str, deadline: float, busy: Exception) -> Iterator[None]:
+def _flock_file(path: Path, deadline: float, busy: Exception) -> Iterator[None]:
     import fcntl
 
-    path = lock_path(recording_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
