@@ -11,50 +11,80 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from typer.core import TyperArgument, TyperCommand
 
 from .stagespec import SETTINGS
 
 INTERNAL = "internal error"  # prefix of reasons that come from a bug or a broken install, not the input
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# rich_markup_mode=None: help texts are plain text (a "[...]" in them is never read as markup)
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Turn screen and meeting recordings into agent-readable data, locally.")
 
 
-def _console():
+class _Command(TyperCommand):
+    """A command whose `--help` names arguments the classic way (``PATH...``), not by typer's Python
+    type labels (``{paths}...``, ``<list[Path]>``), which read as syntax to type."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for p in self.params:
+            if isinstance(p, TyperArgument):
+                shown = p.metavar or p.name.upper() + ("..." if p.nargs != 1 else "")
+                p.display_type_rich = lambda ctx: None
+                p._rich_display_name = p._usage_display_name = lambda shown=shown: shown
+
+
+def _console(stderr: bool = True):
+    """A rich console; when the output is not a terminal (a pipe, a log) lines are never hard-wrapped."""
     from rich.console import Console
 
-    return Console(stderr=True)
+    con = Console(stderr=stderr)
+    if not con.is_terminal:
+        con.soft_wrap = True
+    return con
+
+
+def _e(value) -> str:
+    """User-controlled text (file names, reasons, transcript text, languages) for a markup string:
+    escaped, so `notes [final].txt` prints as itself and `odd[/x].txt` cannot break the markup."""
+    from rich.markup import escape
+
+    return escape(str(value))
 
 
 def _print_summary(s: dict) -> None:
-    from rich.console import Console
-
-    out = Console()
+    out = _console(stderr=False)
     status = s.get("status", "")
     color = {"processed": "green", "cached": "cyan", "failed": "red", "refused": "yellow"}.get(status, "white")
-    out.print(f"[bold]{s.get('filename') or s.get('source')}[/bold]  [{color}]{status}[/{color}]  "
+    out.print(f"[bold]{_e(s.get('filename') or s.get('source'))}[/bold]  [{color}]{status}[/{color}]  "
               f"id={s['recording_id']}  {s.get('elapsed_s', 0):.1f}s"
-              + (f"  stages: {', '.join(s['stages_run'])}" if s.get("stages_run") else ""))
+              + (f"  stages: {', '.join(s['stages_run'])}" if s.get("stages_run") else ""), highlight=False)
     if status in ("failed", "refused"):
-        out.print(f"  [red]reason:[/red] {s.get('reason')}")
+        out.print(f"  [red]reason:[/red] {_e(s.get('reason'))}", highlight=False)
     if not s.get("manifest"):
         return
     wc = s.get("wall_clock")
     out.print(f"  {s['kind']}, {s['duration_s']:.1f}s; wall clock: "
-              + (f"{wc['start_utc']} ({wc['source']}, {wc['confidence']})" if wc else "unknown"))
+              + (_e(f"{wc['start_utc']} ({wc['source']}, {wc['confidence']})") if wc else "unknown"))
     tr = s["transcript"]
+    fr = s["frames"]
     out.print(f"  transcript: {tr['segments']} segments"
-              + (f" [{tr['language']}]" if tr.get("language") else "")
-              + (f" ({tr['reason']})" if tr.get("reason") else "")
-              + f"; frames: {s['frames']['count']} ({s['frames']['unique']} unique)"
-              + (f" ({s['frames']['reason']})" if s["frames"].get("reason") and s["kind"] == "video" else "")
-              + (f"; speakers: {s['speakers']}" if s.get("diarized") else ""))
+              + (f" {_e('[' + tr['language'] + ']')}" if tr.get("language") else "")
+              + (f" ({_e(tr['reason'])})" if tr.get("reason") else "")
+              + f"; frames: {fr['count']} ({fr['unique']} unique)"
+              + (f" ({_e(fr['reason'])})" if fr.get("reason") and s["kind"] == "video" else "")
+              + (f"; speakers: {s['speakers']}" if s.get("diarized") else ""), highlight=False)
+    if s.get("diarization_reason"):
+        out.print(f"  [yellow]diarization:[/yellow] {_e(s['diarization_reason'])}", highlight=False)
     for seg in s.get("preview", []):
-        who = f"{seg['speaker']}: " if seg.get("speaker") else ""
-        out.print(f"    [dim]{seg['t_ms'] / 1000:7.1f}s[/dim] {who}{seg['text']}", highlight=False)
+        who = f"{_e(seg['speaker'])}: " if seg.get("speaker") else ""
+        out.print(f"    [dim]{seg['t_ms'] / 1000:7.1f}s[/dim] {who}{_e(seg['text'])}", highlight=False)
     if s.get("more_segments"):
         out.print(f"    [dim]... {s['more_segments']} more segments[/dim]")
-    out.print(f"  manifest: {s['manifest']}")
+    out.print(f"  manifest: {_e(s['manifest'])}", highlight=False)
+    if fr.get("contact_sheet"):
+        out.print(f"  contact sheet: {_e(fr['contact_sheet'])}", highlight=False)
 
 
 def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
@@ -65,8 +95,12 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
 
     files, skipped = service.collect(paths)
     err = _console()
+    missing = [(p, why) for p, why in skipped if not p.exists()]  # a mistyped path: an error, not a skip
     for p, why in skipped:
-        err.print(f"[yellow]skip[/yellow] {p}: {why}")
+        if (p, why) not in missing:
+            err.print(f"[yellow]skip[/yellow] {_e(p)}: {_e(why)}", highlight=False)
+    for p, why in missing:
+        err.print(f"[red]error[/red] {_e(p)}: {_e(why)}", highlight=False)
     if not files:
         err.print("[red]no media files to process[/red]")
         raise typer.Exit(2)
@@ -102,8 +136,29 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
         err.print(f"[bold red]{len(internal)} of {len(results)} file(s) hit an internal error, not bad input.[/bold red] "
                   "Run `talkthrough doctor`: it checks the installed media stack on a clip it writes itself.")
         raise typer.Exit(3)
+    if missing:
+        err.print(f"[red]{len(missing)} path(s) not found[/red] (the others were processed)")
+        raise typer.Exit(2)
     if any(r["status"] in ("failed", "refused") for r in results):
         raise typer.Exit(1)
+
+
+# what `--help` shows after an option that takes a value (typer's default is the Python type, `<int>`)
+_METAVARS = {int: "N", str: "TEXT", float: "X"}
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"talkthrough {version('talkthrough')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", metavar="", is_eager=True, callback=_version,
+                                       help="Print the version and exit.")) -> None:
+    """Turn screen and meeting recordings into agent-readable data, locally."""
 
 
 def _process_signature() -> inspect.Signature:
@@ -112,20 +167,21 @@ def _process_signature() -> inspect.Signature:
     kw = inspect.Parameter.KEYWORD_ONLY
     params = [
         inspect.Parameter("paths", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=List[Path],
-                          default=typer.Argument(..., help="Media files or folders (searched recursively).")),
+                          default=typer.Argument(..., metavar="PATH...",
+                                                 help="Media files or folders (searched recursively).")),
         inspect.Parameter("force", kw, annotation=bool, default=typer.Option(
-            False, "--force", help="Re-run every stage even if outputs are current.")),
+            False, "--force", metavar="", help="Re-run every stage even if outputs are current.")),
     ]
     params += [inspect.Parameter(st.name, kw, annotation=Optional[st.type],
-                                 default=typer.Option(None, st.flag, help=st.help))
+                                 default=typer.Option(None, st.flag, help=st.help, metavar=_METAVARS.get(st.type, "")))
                for st in SETTINGS if st.flag]
-    params.append(inspect.Parameter("as_json", kw, annotation=bool,
-                                    default=typer.Option(False, "--json", help="Print summaries as JSON.")))
+    params.append(inspect.Parameter("as_json", kw, annotation=bool, default=typer.Option(
+        False, "--json", metavar="", help="Print summaries as JSON.")))
     return inspect.Signature(params, return_annotation=None)
 
 
 process.__signature__ = _process_signature()
-app.command()(process)
+app.command(cls=_Command)(process)
 
 
 @app.command()
@@ -150,28 +206,31 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
 
 
 @app.command()
-def recordings(as_json: bool = typer.Option(False, "--json")) -> None:
-    """List processed recordings."""
+def recordings(as_json: bool = typer.Option(False, "--json", help="Print the list as JSON.")) -> None:
+    """List processed recordings (the id column is never shortened: `talkthrough name` needs it whole)."""
     from . import service
 
     rows = service.list_recordings()
     if as_json:
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
-    from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
+    from rich.text import Text
 
-    t = Table("id", "file", "kind", "duration", "recorded at", "segments", "frames", "speakers?")
+    # the id is 16 characters and is never cut (`talkthrough name` needs it whole); the file name wraps
+    t = Table(Column("id", no_wrap=True, min_width=16),
+              *(Column(h, overflow="fold") for h in ("file", "kind", "duration", "recorded at", "segments",
+                                                     "frames", "speakers?")))
     for r in rows:
-        t.add_row(r["recording"], r["filename"], r["kind"], f"{r['duration_ms'] / 1000:.1f}s",
+        t.add_row(r["recording"], Text(r["filename"] or ""), r["kind"], f"{r['duration_ms'] / 1000:.1f}s",
                   r["recorded_at"] or "-", str(r["segment_count"]), str(r["frame_count"]), "yes" if r["diarized"] else "")
-    Console().print(t)
+    _console(stderr=False).print(t)
 
 
-@app.command()
+@app.command(cls=_Command)
 def name(
-    recording_id: str = typer.Argument(..., help="Recording id (16 hex characters)."),
-    assignments: List[str] = typer.Argument(..., help="LABEL=NAME pairs, e.g. S1=Alice S2=Bob; S1= removes."),
+    recording_id: str = typer.Argument(..., metavar="ID", help="Recording id (16 hex characters)."),
+    assignments: List[str] = typer.Argument(..., metavar="LABEL=NAME...", help="LABEL=NAME pairs, e.g. S1=Alice S2=Bob; S1= removes."),
     as_json: bool = typer.Option(False, "--json", help="Print the resulting names as JSON."),
 ) -> None:
     """Name diarized speakers. Persisted per recording; only the manifest is rebuilt (no re-diarization)."""
@@ -181,20 +240,18 @@ def name(
     try:
         merged, roster = service.set_speaker_names(recording_id, assignments)
     except ValueError as e:
-        err.print(f"[red]{e}[/red]")
+        err.print(f"[red]{_e(e)}[/red]")
         raise typer.Exit(2)
     except RuntimeError as e:
-        err.print(f"[red]manifest rebuild failed:[/red] {e}")
+        err.print(f"[red]manifest rebuild failed:[/red] {_e(e)}")
         raise typer.Exit(1)
     if as_json:
         typer.echo(json.dumps({"recording_id": recording_id, "speaker_names": merged}, indent=2))
     else:
-        from rich.console import Console
-
-        out = Console()
+        out = _console(stderr=False)
         for label in roster or sorted(merged):
-            out.print(f"  {label}: {merged.get(label, '[dim](unnamed)[/dim]')}")
-        out.print(f"  manifest: {service.store.data_location(service.store.manifest_key(recording_id))}")
+            out.print(f"  {_e(label)}: {_e(merged[label]) if label in merged else '[dim](unnamed)[/dim]'}")
+        out.print(f"  manifest: {_e(service.store.data_location(service.store.manifest_key(recording_id)))}")
 
 
 @app.command()

@@ -164,23 +164,52 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
             stages = pipeline.plan(rid, force=force)
             if on_stages:
                 on_stages(rid, stages)
-            status = "cached"
-            if stages:
+            status, ran = "cached", []
+            if stages and "probe" in stages and rejected_by_probe(path, rid):
+                status, ran = "failed", ["probe"]  # recorded like a run's probe failure, without a run
+            elif stages:
                 pipeline.prewarm(rid, stages)  # model loads overlap Dagster's import and startup
                 inst = instance()
                 registry.ensure_partition(inst, rid)
-                result = run_stages(rid, stages, inst)
+
+                def seen(stage, r, state, info):
+                    if r == rid and state in ("ok", "failed") and stage not in ran:
+                        ran.append(stage)
+
+                pipeline.listeners.append(seen)
+                try:
+                    result = run_stages(rid, stages, inst)
+                finally:
+                    pipeline.listeners.remove(seen)
                 status = "processed" if result.success else "failed"
+                ran = [s for s in stages if s in ran]  # graph order; a stage a failure upstream stopped is not listed
     except store.PartitionBusy as e:
         out = summary(rid)
         out.update(status="refused", reason=str(e), stages_run=[], source=str(path),
                    elapsed_s=round(time.perf_counter() - t0, 3))
         return out
     out = summary(rid)
-    out.update(status=status, stages_run=stages, elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
+    out.update(status=status, stages_run=ran, elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
     if status == "failed":
         out["reason"] = pipeline.failure_reason(rid) or "run failed (see the Dagster run log)"
     return out
+
+
+def rejected_by_probe(path: str | os.PathLike, rid: str) -> bool:
+    """A file the probe rejects in milliseconds (text renamed .mp4, 0 bytes, no streams) fails here,
+    before a Dagster run is started (seconds of start-up for nothing): the probe stage runs in-process
+    and records its failure and reason in ``stage_runs`` exactly as in a run. False: probe it in the run."""
+    from .errors import BadMediaError, StageError
+    from .stages import probe as probe_stage
+
+    try:
+        probe_stage.probe_file(path)
+    except BadMediaError:
+        try:
+            pipeline.run_stage("probe", rid)
+        except StageError:
+            return True
+    return False
 
 
 def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]]:
@@ -216,6 +245,7 @@ def summary(rid: str) -> dict:
     wc = store.read_one("wall_clock", rid)
     segs = store.read_rows("speaker_segments", rid) or store.read_rows("segments", rid)
     tr = store.read_one("transcripts", rid) or {}
+    di = store.read_one("diarization", rid) or {}
     out.update({
         "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
         "wall_clock": ({k: wc[k] for k in ("start_utc", "tz_offset_min", "source", "confidence")}
@@ -224,8 +254,11 @@ def summary(rid: str) -> dict:
                        "language": rec["language"], "segments": rec["segment_count"]},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
                    "dir": store.data_location(store.frames_key(rid)),
-                   "reason": pipeline.stage_reason(rid, "keyframes")},
+                   "reason": pipeline.stage_reason(rid, "keyframes"), "contact_sheet": _contact_sheet(rid)},
         "diarized": rec["diarized"], "speakers": rec["speaker_count"],
+        # --diarize asked for and not done (models missing, no speech ...): why, here and not only in the manifest
+        "diarization_reason": (di.get("reason") or "diarization failed") if di.get("requested")
+        and not di.get("available") else None,
         "preview": [
             {"t_ms": s["t0_ms"], "t_wall": t_wall(wc, s["t0_ms"]), "text": s["text"],
              **({"speaker": s["speaker"]} if s.get("speaker") else {})}
@@ -234,6 +267,16 @@ def summary(rid: str) -> dict:
         "more_segments": max(0, len(segs) - PREVIEW_SEGMENTS),
     })
     return out
+
+
+def _contact_sheet(rid: str) -> str | None:
+    """The keyframes' contact sheet (a grid of up to 16 of them), where the keyframes stage wrote one."""
+    rows = store.read_rows("keyframes", rid)
+    if not rows:
+        return None
+    folder = rows[0]["file"].rpartition("/")[0]
+    return store.data_location(f"{folder}/contact_sheet.jpg") if "contact_sheet.jpg" in store.list_names(folder) \
+        else None
 
 
 def list_recordings() -> list[dict]:

@@ -1,0 +1,46 @@
+"""The `process` summary a user reads (issue #25), through the real CLI and a real Dagster run:
+the language shows as `[en]` (not eaten as markup), only the stages that ran are listed, and a
+`--diarize` that could not run says why in the summary and in `--json` (not only in the manifest)."""
+
+from __future__ import annotations
+
+import json
+
+import av
+from fixture_facts import TWO_VOICES_PATH
+from typer.testing import CliRunner
+
+from talkthrough_assets import cli
+from talkthrough_assets.stages import diarize_models
+
+
+def _remux(src, dst) -> None:
+    """The fixture's audio packets in another container: same speech, other bytes (its own recording)."""
+    with av.open(str(src)) as i, av.open(str(dst), "w", format="matroska") as o:
+        s = o.add_stream_from_template(i.streams.audio[0])
+        for p in i.demux(i.streams.audio[0]):
+            if p.dts is not None:
+                p.stream = s
+                o.mux(p)
+
+
+def test_summary_says_language_stages_and_why_diarization_did_not_run(tt_home, tmp_path, monkeypatch):
+    media = tmp_path / "call [draft].mka"
+    _remux(TWO_VOICES_PATH, media)
+    empty = tmp_path / "no-models"
+    empty.mkdir()
+    monkeypatch.setenv(diarize_models.ENV_MODELS_DIR, str(empty))  # no models, no download: a reason
+    monkeypatch.setenv("TALKTHROUGH_MODELS_DIR", str(tmp_path / "model-cache"))
+    r = CliRunner().invoke(cli.app, ["process", str(media), "--diarize"])
+    assert r.exit_code == 0, r.output
+    head = r.output.splitlines()[0]
+    assert head.startswith("call [draft].mka  processed") or head.startswith(f"{media}  processed"), r.output
+    assert "stages: probe, wall_clock, audio, segments, turns" in head
+    assert " [en]" in r.output
+    diar = [ln for ln in r.output.splitlines() if ln.strip().startswith("diarization:")]
+    assert len(diar) == 1 and "diarization models not found" in diar[0], r.output
+    j = CliRunner().invoke(cli.app, ["process", str(media), "--json"])
+    assert j.exit_code == 0, j.output
+    (s,) = json.loads(j.output)
+    assert s["status"] == "cached" and s["stages_run"] == []
+    assert "diarization models not found" in s["diarization_reason"] and s["transcript"]["language"] == "en"
