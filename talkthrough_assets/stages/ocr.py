@@ -13,7 +13,7 @@ import json
 import os
 import threading
 
-CODE_VERSION = "4"
+CODE_VERSION = "5"
 _lock = threading.Lock()
 
 
@@ -150,27 +150,64 @@ def read_image(engine, path: str | os.PathLike) -> dict:
     return _result(_run(engine, str(path)))
 
 
+def _touches(box, band) -> bool:
+    xs, ys = [p[0] for p in box], [p[1] for p in box]
+    return min(xs) < band[2] and max(xs) > band[0] and min(ys) < band[3] and max(ys) > band[1]
+
+
+def whole_line_bands(bands: list[list[int]], boxes: list[dict], size: tuple[int, int] | None = None,
+                     pad: int = 4) -> list[list[int]]:
+    """``bands`` ([x0, y0, x1, y1] px) grown until no box of ``boxes`` crosses their edge: a band that
+    touches a box takes in all of it (+ ``pad`` px), repeated because a grown band can touch more lines;
+    bands that come to overlap are merged. ``size`` (w, h) clips them to the frame. A re-read of the
+    result never cuts through a line that was on screen before."""
+    out = [list(map(float, b)) for b in bands]
+    changed = True
+    while changed:
+        changed = False
+        for band in out:
+            for b in boxes:
+                if not _touches(b["box"], band):
+                    continue
+                xs, ys = [p[0] for p in b["box"]], [p[1] for p in b["box"]]
+                grown = [min(band[0], min(xs) - pad), min(band[1], min(ys) - pad),
+                         max(band[2], max(xs) + pad), max(band[3], max(ys) + pad)]
+                if size:
+                    grown = [max(0.0, grown[0]), max(0.0, grown[1]), min(float(size[0]), grown[2]),
+                             min(float(size[1]), grown[3])]
+                if grown != band:
+                    band[:] = grown
+                    changed = True
+        merged: list[list[float]] = []
+        for band in sorted(out, key=lambda b: (b[1], b[0])):
+            m = next((m for m in merged if _touches([[band[0], band[1]], [band[2], band[3]]], m)), None)
+            if m is None:
+                merged.append(band)
+            else:
+                m[:] = [min(m[0], band[0]), min(m[1], band[1]), max(m[2], band[2]), max(m[3], band[3])]
+                changed = True
+        out = merged
+    return [[int(b[0]), int(b[1]), int(-(-b[2] // 1)), int(-(-b[3] // 1))] for b in out]
+
+
 def changed_boxes(engine, path: str | os.PathLike, bands: list[list[int]], previous: list[dict]) -> list[dict]:
     """Boxes of a frame whose pixels outside ``bands`` ([x0, y0, x1, y1] px) equal the frame
-    ``previous`` (its boxes) was read from: boxes outside the bands are carried over, boxes inside
-    are replaced by what the bands read now (nothing is opened when no band changed)."""
+    ``previous`` (its boxes) was read from. Each band is first grown to the whole lines it touches
+    (:func:`whole_line_bands`), so a line across a band's edge is re-read whole, never cut; boxes
+    outside the grown bands are carried over, boxes touching them are replaced by what the bands read
+    now (nothing is opened when no band changed)."""
     from PIL import Image
 
-    def inside(box) -> bool:
-        ys = [p[1] for p in box]
-        cy = (min(ys) + max(ys)) / 2
-        return any(b[1] <= cy < b[3] for b in bands)
-
-    boxes = [b for b in previous if not inside(b["box"])]
     if not bands:
-        return boxes
+        return list(previous)
     with Image.open(path) as im:
         im = im.convert("RGB")
+        bands = whole_line_bands(bands, previous, im.size)
+        boxes = [b for b in previous if not any(_touches(b["box"], band) for band in bands)]
         for x0, y0, x1, y1 in bands:
             for b in _run(engine, im.crop((x0, y0, x1, y1)), band=True):
                 b["box"] = [[round(x + x0, 1), round(y + y0, 1)] for x, y in b["box"]]
-                if inside(b["box"]):  # a box cut by the band edge is kept from the previous read
-                    boxes.append(b)
+                boxes.append(b)
     return boxes
 
 

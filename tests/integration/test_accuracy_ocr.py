@@ -45,3 +45,52 @@ def test_small_frame_title_words_are_not_glued(small_frames):
     lines = [ocr.read_image(engine, p)["text"].splitlines() for p in small_frames]
     title = [next((ln for ln in ls if "JPEG" in ln.upper()), None) for ls in lines]
     assert title == [TITLE] * len(small_frames), title  # before the fix: '1024x76825fpsPhotoJPEG75%'
+
+
+def _terminal(lines: list[str], spacing: int, size=(1280, 360)):
+    from PIL import Image, ImageDraw
+
+    im = Image.new("RGB", size, (250, 250, 250))
+    d = ImageDraw.Draw(im)
+    for i, line in enumerate(lines):
+        d.text((24, 40 + spacing * i), line, fill=(20, 20, 20), font_size=28)
+    return im
+
+
+def _box_of(result: dict, text: str) -> list:
+    import json
+
+    return next(b["box"] for b in json.loads(result["boxes_json"]) if text in b["text"])
+
+
+def _squeezed(text: str) -> list[str]:  # RapidOCR may or may not read a space between words
+    return ["".join(line.split()) for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("spacing", [36, 34])
+def test_a_band_re_read_keeps_a_line_across_the_band_edge(tmp_path, spacing):
+    """Issue #23: a re-read band is grown to the whole lines it touches, so a line that straddles
+    the band's edge (here the line above the changed one) is re-read whole, not cut or dropped.
+    Before the fix, line spacing 36 px lost "echo $password" and 34 px read it "ecro$passwora"."""
+    from talkthrough_assets.stages import dedup
+
+    before = ["deploy --target staging", "cat config.yaml", "echo $password", "export user=admin"]
+    after = before[:3] + ["export user=root"]
+    a, b = tmp_path / "a.jpg", tmp_path / "b.jpg"
+    _terminal(before, spacing).save(a, quality=90)
+    _terminal(after, spacing).save(b, quality=90)
+    bands = dedup.changed_bands(dedup.signature(a), dedup.signature(b))
+    assert bands and len(bands) == 1, bands
+
+    engine, status = ocr.engine_status(True)
+    assert status == "rapidocr"
+    full_a, full_b = ocr.read_image(engine, a), ocr.read_image(engine, b)
+    want = _squeezed("\n".join(after))
+    assert _squeezed(full_b["text"]) == want, full_b["text"]  # what a full read of the new frame gives
+    # the setup is the case in question: dedup's band edge cuts through the "echo $password" line
+    ys = [p[1] for p in _box_of(full_a, "echo")]
+    assert min(ys) < bands[0][1] < max(ys), (bands, ys)
+
+    out = ocr.read_frames(engine, [{"ms": 0, "path": a, "bands": None}, {"ms": 1000, "path": b, "bands": bands}])
+    assert [r["read"] for r in out] == ["full", "bands"]
+    assert _squeezed(out[1]["text"]) == want, out[1]["text"]

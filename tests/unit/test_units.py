@@ -12,7 +12,7 @@ from PIL import Image, ImageDraw
 
 from talkthrough_assets import settings as S
 from talkthrough_assets import store
-from talkthrough_assets.stages import dedup, manifest, terms, wallclock
+from talkthrough_assets.stages import dedup, manifest, ocr, terms, wallclock
 from talkthrough_assets.stages.probe import frame_floor_s
 
 # Tags captured from real files (PyAV container.metadata).
@@ -164,6 +164,27 @@ def test_manifest_round_trip_and_validation():
     broken = dict(m, schema="other/v9")
     with pytest.raises(ValueError, match="schema"):
         manifest.loads(json.dumps(broken))
+
+
+class TestOcrBands:
+    @staticmethod
+    def _line(y0, y1, x0=20, x1=600):
+        return {"box": [[x0, y0], [x1, y0], [x1, y1], [x0, y1]], "text": "t", "score": 1.0}
+
+    def test_a_band_grows_to_the_whole_lines_it_touches(self):
+        lines = [self._line(10, 40), self._line(50, 80), self._line(90, 120), self._line(200, 230)]
+        # the band's top edge cuts the second line: it takes all of it (+4 px), not the first or the last
+        assert ocr.whole_line_bands([[0, 60, 1280, 100]], lines, (1280, 720)) == [[0, 46, 1280, 124]]
+
+    def test_growing_bands_chain_and_merge_and_stay_in_the_frame(self):
+        lines = [self._line(0, 30), self._line(28, 60), self._line(100, 130), self._line(126, 150)]
+        # band 1 touches line 2, which overlaps line 1; band 2 touches lines 3 and 4: two bands,
+        # clipped at the frame's top; a third band inside the grown second one merges into it
+        got = ocr.whole_line_bands([[0, 50, 1280, 55], [0, 110, 1280, 112], [0, 140, 1280, 145]], lines, (1280, 720))
+        assert got == [[0, 0, 1280, 64], [0, 96, 1280, 154]]
+
+    def test_a_band_touching_no_line_is_unchanged(self):
+        assert ocr.whole_line_bands([[0, 300, 1280, 340]], [self._line(10, 40)], (1280, 720)) == [[0, 300, 1280, 340]]
 
 
 class TestStore:
