@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""Maintainer tool: (re)write bench/eval/manifest.json from the clip list below and local bare git mirrors
+of the source repositories (``--git-root``, layout ``owner+name/repo``). It pins each source file to the
+mirror's HEAD commit, records its git blob id, size and sha256, builds each clip with the same code as
+bench/fetch_eval.py and records the built file's sha256. Reference texts and turns are read from the
+sources' own reference files (test data JSON, RTTM, STM, transcription lists) where they exist.
+
+    python bench/eval/build_manifest.py --git-root /work/.mirror
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import fetch_eval as F  # noqa: E402
+
+LICENCES = {
+    "Picovoice/leopard": "Apache-2.0",
+    "Picovoice/cheetah": "Apache-2.0",
+    "Picovoice/falcon": "Apache-2.0",
+    "pyannote/pyannote-audio": "MIT",
+    "coqui-ai/TTS": "MPL-2.0",
+    "cmusphinx/pocketsphinx": "BSD-style (CMU licence)",
+    "speechbrain/speechbrain": "Apache-2.0",
+}
+AUDIO_NOTES = {
+    "Picovoice/leopard": "test clips of Picovoice's multilingual STT tests; the English one is LibriSpeech "
+                         "dev-clean 1272-128104-0000 (CC BY 4.0)",
+    "Picovoice/cheetah": "test clips of Picovoice's streaming STT tests",
+    "Picovoice/falcon": "three speakers one after another (Picovoice's diarization test)",
+    "pyannote/pyannote-audio": "speaker ids of tests/data are AMI Meeting Corpus ids (AMI: CC BY 4.0)",
+    "coqui-ai/TTS": "LJ Speech dataset utterances (public domain)",
+    "cmusphinx/pocketsphinx": "librivox/: LibriVox 'Sense and Sensibility' (public domain); cards/, "
+                              "goforward.raw: CMU test recordings",
+    "speechbrain/speechbrain": "tests/samples/ASR: TIMIT-prompt sentences, two speakers; audio origin not "
+                               "stated in the repo",
+}
+
+
+# speechbrain's annotation spells these TIMIT prompts wrongly ("drop the tue", "one wore", "tear thin sheep
+# from the other pat", "ken pairs"): not a reference to score against, so left out
+SB_MISSPELT = {"spk1_snt2", "spk2_snt1", "spk2_snt3", "spk2_snt5"}
+SHORT_S = 4.0
+
+
+class Mirror:
+    def __init__(self, root: Path):
+        self.root = root
+        self.heads: dict[str, str] = {}
+
+    def gd(self, repo: str) -> str:
+        g = F._git_dir(self.root, repo)
+        if g is None:
+            raise SystemExit(f"no mirror of {repo} under {self.root}")
+        return str(g)
+
+    def head(self, repo: str) -> str:
+        if repo not in self.heads:
+            self.heads[repo] = subprocess.run(["git", "--git-dir", self.gd(repo), "rev-parse", "HEAD"],
+                                              capture_output=True, text=True, check=True).stdout.strip()
+        return self.heads[repo]
+
+    def show(self, repo: str, path: str) -> bytes:
+        return subprocess.run(["git", "--git-dir", self.gd(repo), "show", f"{self.head(repo)}:{path}"],
+                              capture_output=True, check=True).stdout
+
+    def source(self, repo: str, path: str, **extra) -> dict:
+        data = self.show(repo, path)
+        return {"repo": repo, "commit": self.head(repo), "path": path, "blob": F.git_blob_id(data),
+                "size": len(data), "sha256": F.sha256(data), **extra}
+
+
+def spec(m: Mirror) -> list[dict]:
+    clips: list[dict] = []
+
+    def add(cid, kind, sources, text=None, text_source=None, tags=(), language="en", edit=None, turns=None,
+            turns_source=None, ext=None):
+        ext = ext or ("." + sources[0]["path"].rsplit(".", 1)[-1] if not edit or edit["op"] == "copy" else ".wav")
+        clips.append({"id": cid, "kind": kind, "language": language, "file": cid + ext, "sources": sources,
+                      "edit": edit, "text": text, "text_source": text_source, "turns": turns,
+                      "turns_source": turns_source, "tags": sorted(set(tags))})
+
+    # --- Picovoice leopard: multilingual test clips with reference transcripts (test_data.json)
+    R = "Picovoice/leopard"
+    td = json.loads(m.show(R, "resources/.test/test_data.json"))
+    for t in td["tests"]["language_tests"]:
+        lang = t["language"]
+        name = t["audio_file"]
+        cid = "leopard_" + ("en_librispeech_1272-128104-0000" if lang == "en" else lang)
+        add(cid, "asr" if lang == "en" else "non_english",
+            [m.source(R, f"resources/audio_samples/{name}")],
+            text=t.get("transcript_with_punctuation") or t["transcript"],
+            text_source=f"{R} resources/.test/test_data.json tests.language_tests[language={lang}]",
+            tags=["read"], language=lang)
+    d = td["tests"]["diarization_tests"][0]
+    add("leopard_diarization_3spk", "asr", [m.source(R, "resources/audio_samples/diarization_test.wav")],
+        text=" ".join(w["word"] for w in d["words"]),
+        text_source=f"{R} resources/.test/test_data.json tests.diarization_tests[0].words",
+        tags=["multi_speaker", "3_speakers"])
+
+    # --- Picovoice cheetah: further, different clips (plain and number-heavy) per language
+    R = "Picovoice/cheetah"
+    td = json.loads(m.show(R, "resources/.test/test_data.json"))
+    for t in td["tests"]["language_tests"]:
+        lang, name = t["language"], t["audio_file"]
+        stem = name[:-4].replace("test_", "")
+        add(f"cheetah_{stem}", "asr" if lang == "en" else "non_english",
+            [m.source(R, f"resources/audio_samples/{name}")], text=t["transcript"],
+            text_source=f"{R} resources/.test/test_data.json tests.language_tests[audio_file={name}]",
+            tags=["read"] + (["numbers"] if t.get("normalization") else []), language=lang)
+
+    # --- Picovoice falcon: three speakers in turn, reference segments
+    R = "Picovoice/falcon"
+    td = json.loads(m.show(R, "resources/.test/test_data.json"))
+    seg = td["tests"]["diarization_tests"][0]["segments"]
+    add("falcon_3spk_sequential", "diarization", [m.source(R, "resources/audio_samples/test.wav")],
+        turns=[[s["start_sec"], s["end_sec"], f"speaker{s['speaker_tag']}"] for s in seg],
+        turns_source=f"{R} resources/.test/test_data.json tests.diarization_tests[0].segments",
+        tags=["sequential", "3_speakers"])
+
+    # --- pyannote: telephone-style conversation (RTTM + STM), AMI meeting excerpts (RTTM, UEM 0-30 s)
+    R = "pyannote/pyannote-audio"
+    rttm = m.show(R, "src/pyannote/audio/sample/sample.rttm").decode()
+    stm = m.show(R, "src/pyannote/audio/sample/sample.stm").decode()
+    stm_lines = [ln.split(None, 5) for ln in stm.splitlines() if ln.strip()]
+    add("pyannote_sample_2spk_phone", "diarization",
+        [m.source(R, "src/pyannote/audio/sample/sample.wav")],
+        text=" ".join(x[5] for x in stm_lines),
+        text_source=f"{R} src/pyannote/audio/sample/sample.stm",
+        turns=read_rttm(rttm), turns_source=f"{R} src/pyannote/audio/sample/sample.rttm",
+        tags=["spontaneous", "conversation", "overlap", "2_speakers"])
+    ami_rttm = "".join(m.show(R, f"tests/data/debug.{s}.rttm").decode() for s in ("development", "test", "train"))
+    for uri in ("dev00", "dev01", "trn00", "trn03", "trn04", "trn05", "trn06", "trn07", "trn08", "trn09",
+                "tst00"):
+        path = "tests/data/" + ("tr\u00f100.wav" if uri == "trn00" else f"{uri}.wav")
+        turns = [[a, min(b, 30.0), s] for a, b, s in read_rttm(ami_rttm, uri) if a < 30.0]
+        nspk = len({s for _, _, s in turns})
+        ov = any(t2[0] < t1[1] - 1e-6 for i, t1 in enumerate(turns) for t2 in turns[i + 1:]
+                 if t2[2] != t1[2] and t2[0] >= t1[0])
+        add(f"ami_{uri}_30s", "diarization", [m.source(R, path)],
+            turns=turns, turns_source=f"{R} tests/data/debug.*.rttm (uri {uri}), scored region "
+                                      "tests/data/debug.*.uem (0-30 s)",
+            tags=["meeting", "ami", "spontaneous", f"{nspk}_speakers"] + (["overlap"] if ov else []))
+
+    # --- LJ Speech (coqui-ai/TTS test data): read speech, one speaker, 22.05 kHz
+    R = "coqui-ai/TTS"
+    meta = m.show(R, "tests/data/ljspeech/metadata.csv").decode()
+    for line in meta.splitlines():
+        uid, raw, normed = line.split("|")[:3]
+        add(f"ljspeech_{uid}", "asr", [m.source(R, f"tests/data/ljspeech/wavs/{uid}.wav")], text=normed,
+            text_source=f"{R} tests/data/ljspeech/metadata.csv ({uid}, normalised column)",
+            tags=["read", "audiobook"])
+
+    # --- pocketsphinx: LibriVox audiobook sentences, card names, a command
+    R = "cmusphinx/pocketsphinx"
+    for line in m.show(R, "test/data/librivox/transcription").decode().splitlines():
+        mm = re.match(r"<s>\s*(.*?)\s*</s>\s*\((.*)\)", line)
+        if not mm:
+            continue
+        text, uid = mm.groups()
+        add(f"librivox_{uid.replace('sense_and_sensibility_01_austen_64kb', 'sense_sensibility')}", "asr",
+            [m.source(R, f"test/data/librivox/{uid}.wav")], text=text,
+            text_source=f"{R} test/data/librivox/transcription ({uid})", tags=["read", "audiobook"])
+    for line in m.show(R, "test/data/cards/cards.transcription").decode().splitlines():
+        mm = re.match(r"<s>\s*(.*?)\s*</s>\s*\((.*)\)", line)
+        if not mm:
+            continue
+        text, uid = mm.groups()
+        add(f"pocketsphinx_cards_{uid}", "asr", [m.source(R, f"test/data/cards/{uid}.wav")], text=text,
+            text_source=f"{R} test/data/cards/cards.transcription ({uid})", tags=["command"])
+    add("pocketsphinx_goforward", "asr", [m.source(R, "test/data/goforward.raw")],
+        edit={"op": "raw_to_wav", "rate": 16000, "channels": 1}, text="go forward ten meters",
+        text_source=f"{R} test/unit/test_fwdtree.c (expected hypothesis 'go forward ten meters'; "
+                    "test/data/goforward.gram)", tags=["command"])
+
+    # --- speechbrain ASR samples: two speakers, six sentences each
+    R = "speechbrain/speechbrain"
+    ann = json.loads(m.show(R, "tests/samples/annotation/ASR_train.json"))
+    ann.update(json.loads(m.show(R, "tests/samples/annotation/ASR_dev.json")))
+    sb_text = {}
+    for spk in (1, 2):
+        for n in range(1, 7):
+            uid = f"spk{spk}_snt{n}"
+            if uid not in ann:
+                continue
+            if uid in SB_MISSPELT:
+                continue
+            sb_text[uid] = ann[uid]["wrd"].lower()
+            add(f"speechbrain_{uid}", "asr", [m.source(R, f"tests/samples/ASR/{uid}.wav")], text=sb_text[uid],
+                text_source=f"{R} tests/samples/annotation/ASR_*.json ({uid}.wrd)", tags=["read"])
+
+    # --- composites: 4, 5 and 6 distinct real speakers talking one after another
+    texts = {c["sources"][0]["path"]: c["text"] for c in clips if c["text"] and not c["edit"]}
+    pool = {
+        "sb_spk1": [f"tests/samples/ASR/spk1_snt{n}.wav" for n in (1, 3, 4, 5)],
+        "sb_spk2": [f"tests/samples/ASR/spk2_snt{n}.wav" for n in (2, 4)],
+        "librivox": [f"test/data/librivox/sense_and_sensibility_01_austen_64kb-{n}.wav"
+                     for n in ("0870", "0880", "0890", "0920", "0930")],
+        "cards": ["test/data/cards/005.wav", "test/data/cards/002.wav", "test/data/cards/004.wav"],
+        "ls1272": ["resources/audio_samples/test.wav"],
+        "cheetah_en": ["resources/audio_samples/test_en.wav"],
+    }
+    repo_of = {"sb_spk1": "speechbrain/speechbrain", "sb_spk2": "speechbrain/speechbrain",
+               "librivox": "cmusphinx/pocketsphinx", "cards": "cmusphinx/pocketsphinx",
+               "ls1272": "Picovoice/leopard", "cheetah_en": "Picovoice/cheetah"}
+    orders = {
+        4: ["sb_spk1", "librivox", "sb_spk2", "cards"] * 2,
+        5: ["sb_spk1", "librivox", "sb_spk2", "cards", "ls1272", "sb_spk1", "librivox", "sb_spk2", "cards"],
+        6: ["sb_spk1", "librivox", "sb_spk2", "cards", "ls1272", "cheetah_en", "sb_spk1", "librivox",
+            "sb_spk2", "cards"],
+    }
+    for n, order in orders.items():
+        used = {k: 0 for k in pool}
+        srcs, words = [], []
+        for spk in order:
+            path = pool[spk][used[spk] % len(pool[spk])]
+            used[spk] += 1
+            srcs.append(m.source(repo_of[spk], path, speaker=spk))
+            words.append(texts[path])
+        edit = {"op": "concat", "gap_s": 0.6}
+        clip = {"id": f"composite_{n}spk_sequential", "sources": srcs, "edit": edit}
+        _, turns = F.build(clip, lambda s: m.show(s["repo"], s["path"]))
+        add(clip["id"], "diarization", srcs, edit=edit, text=" ".join(words),
+            text_source="the parts' own reference texts, in order",
+            turns=[list(t) for t in turns],
+            turns_source="computed by bench/fetch_eval.py concat(): each part trimmed to its speech "
+                         "(10-ms frames >= 5% of the loudest, 50 ms padding), 0.6 s silence between parts",
+            tags=["sequential", "composite", f"{n}_speakers", "read"])
+    return clips
+
+
+SOURCES_HEAD = """# Evaluation set: sources
+
+Real public speech taken from public GitHub repositories at pinned commits, with reference texts and
+speaker turns from those repositories' own reference files (not from any model's output). Nothing here was
+recorded or transcribed by us. The audio is not committed: `python bench/fetch_eval.py` materialises it
+into `~/.cache/talkthrough-eval` (or `$TALKTHROUGH_EVAL_CACHE`, `--cache DIR`) from
+`raw.githubusercontent.com/OWNER/NAME/COMMIT/PATH`, or from local bare git mirrors with `--git-root DIR`,
+and checks every source against its sha256 and git blob id and every clip against its own sha256.
+`bench/evalset.py` loads the manifest (`load_manifest()`, `Clip.audio/.text/.turns()/.tags/.kind`) and
+normalises text for WER (`words()`). `bench/eval/manifest.json` is written by `bench/eval/build_manifest.py`
+from the mirrors; this file's tables are written with it.
+
+Edits (deterministic, byte-exact, standard library only):
+- `copy`: the source file as it is.
+- `raw_to_wav`: headerless 16-bit PCM given a WAV header (pocketsphinx `goforward.raw`, 16 kHz mono).
+- `concat` (composites): real recordings of distinct speakers, each trimmed to its speech (10-ms frames
+  whose mean |x| reaches 5 % of the loudest frame's, plus 50 ms), played one after another with 0.6 s of
+  silence between them; the reference turns are exactly the parts' spans. Composite texts are the parts'
+  reference texts in order.
+
+Kinds: `asr` (English speech with a reference text: score WER), `non_english` (speech in another language
+with its reference text: an English-only model must not invent English words over it; a multilingual
+model can be scored on it), `diarization` (reference speaker turns; some also carry a text).
+Tags: `read`, `audiobook`, `spontaneous`, `conversation`, `meeting`, `ami`, `overlap`, `sequential`,
+`composite`, `command`, `numbers` (digits/symbols in the reference), `short` (<= 4 s), `N_speakers`.
+
+Caveats:
+- The AMI excerpts (pyannote-audio `tests/data`, 30 s each, 32-bit float WAV) carry the AMI speaker ids;
+  the repository does not say which AMI microphone they come from. Their RTTMs come with a UEM of 0-30 s.
+  `trn00` is stored as `tests/data/tr\u00f100.wav` (an n-tilde in the file name).
+- speechbrain's ASR samples are annotated with TIMIT prompt sentences; four of the twelve annotations are
+  misspelt ("drop the tue", "one wore", ...) and are left out (spk1_snt2, spk2_snt1, spk2_snt3, spk2_snt5);
+  spk*_snt6 have no annotation.
+- Picovoice `test_*_norm.wav` references contain digits and symbols (`6 × 10 = 60`, `12%`); `words()`
+  spells English numbers out, so compare them with care (tag `numbers`).
+- pocketsphinx `goforward.raw`'s reference is the hypothesis its decoder tests expect ("go forward ten
+  meters", matching its grammar), the only text the repository gives for it.
+"""
+
+
+def write_sources(man: dict, path: Path) -> None:
+    lines = [SOURCES_HEAD, "\n## Repositories\n", "| repository | commit | licence | audio origin |",
+             "| --- | --- | --- | --- |"]
+    for r, info in man["repos"].items():
+        lines.append(f"| {r} | `{info['commit']}` | {info['licence']} | {AUDIO_NOTES[r]} |")
+    counts = {}
+    for c in man["clips"]:
+        counts[c["kind"]] = counts.get(c["kind"], 0) + 1
+    lines += ["", f"## Clips ({len(man['clips'])}: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + ")",
+              "", "| id | kind | lang | s | tags | source path(s) | reference |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for c in man["clips"]:
+        paths = sorted({f"{s['repo']}:{s['path']}" for s in c["sources"]})
+        src = paths[0] if len(paths) == 1 else f"{len(c['sources'])} parts from {len(paths)} files"
+        ref = []
+        if c.get("text"):
+            ref.append("text: " + c["text_source"])
+        if c.get("turns"):
+            ref.append(f"{len(c['turns'])} turns: " + c["turns_source"])
+        lines.append(f"| {c['id']} | {c['kind']} | {c['language']} | {c.get('duration_s', '')} | "
+                     f"{' '.join(c['tags'])} | {src} | {'; '.join(ref)} |")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def read_rttm(text: str, uri: str | None = None) -> list[list]:
+    out = []
+    for ln in text.splitlines():
+        f = ln.split()
+        if len(f) >= 8 and f[0] == "SPEAKER" and (uri is None or f[1] == uri):
+            a, d = float(f[3]), float(f[4])
+            out.append([round(a, 3), round(a + d, 3), f[7]])
+    return sorted(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--git-root", type=Path, required=True)
+    ap.add_argument("--out", type=Path, default=HERE / "manifest.json")
+    a = ap.parse_args()
+    m = Mirror(a.git_root)
+    clips = spec(m)
+    seen = set()
+    for c in clips:
+        assert c["id"] not in seen, c["id"]
+        seen.add(c["id"])
+        data, _ = F.build(c, lambda s: m.show(s["repo"], s["path"]))
+        c["sha256"], c["size"] = F.sha256(data), len(data)
+        if data[:4] == b"RIFF":
+            _, p, pcm = F.parse_wav(data)
+            c["duration_s"] = round(len(pcm) / p["block_align"] / p["rate"], 3)
+            if c["duration_s"] <= SHORT_S:
+                c["tags"] = sorted(set(c["tags"]) | {"short"})
+        repos = sorted({s["repo"] for s in c["sources"]})
+        c["licence"] = "; ".join(f"{r}: {LICENCES[r]}" for r in repos)
+        c["audio_origin"] = "; ".join(AUDIO_NOTES[r] for r in repos)
+        if not c["edit"]:
+            c["edit"] = {"op": "copy"}
+        for k in ("text", "text_source", "turns", "turns_source"):
+            if c[k] is None:
+                del c[k]
+    man = {"schema": 1, "about": "Talkthrough evaluation set: see bench/eval/SOURCES.md; materialise with "
+                                 "python bench/fetch_eval.py",
+           "repos": {r: {"commit": m.head(r), "licence": LICENCES[r]} for r in sorted(m.heads)},
+           "clips": clips}
+    a.out.write_text(json.dumps(man, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_sources(man, HERE / "SOURCES.md")
+    kinds = {}
+    for c in clips:
+        kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
+    print(f"{a.out}: {len(clips)} clips {kinds}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
