@@ -249,11 +249,12 @@ def _keyframes(rid: str, cfg: dict) -> dict:
     md = {"frames": len(rows), "floor_s": round(res["floor_s"], 3), "decoded_frames": res["decoded"],
           "decode_path": res["path"], "gops": res["gops"], "gops_decoded": res["gops_decoded"],
           "max_gop_s": res["max_gop_s"], "rotation": res["rotation"], "cap_hit": res["cap_hit"],
-          "frames_dir": str(gen)}
+          "budget_skipped": res["budget_skipped"], "reason": res["reason"] or "", "frames_dir": str(gen)}
     if rows:
         md["contact_sheet"] = keyframes_stage.contact_sheet([gen / f["file"] for f in res["frames"]],
                                                             gen / "contact_sheet.jpg")
-    return {"metadata": md, "data_version": _digest(rows), "checks": [frame_index_check(rid, rows)]}
+    return {"metadata": md, "data_version": _digest(rows), "checks": [frame_index_check(rid, rows)],
+            "reason": res["reason"]}
 
 
 def frame_index_check(rid: str, rows: list[dict] | None = None) -> dict:

@@ -1,8 +1,19 @@
 """keyframes: scene-change and interval keyframes without decoding every frame (PyAV, no ffmpeg).
 
-Rule: a frame is kept when its scene score exceeds ``scene_threshold`` (a cut), or when at least
-``floor`` seconds passed since the last kept frame, with floor = max(1 s, duration / max_frames), so
-the budget covers the whole recording. The scene score is the share of 128x72 thumbnail cells that
+Rule: a frame is a candidate when its scene score exceeds ``scene_threshold`` (a cut), or when at
+least ``floor`` seconds passed since the last kept frame, with floor = max(1 s, duration / max_frames).
+The budget covers the whole recording, the head never wins (see :class:`_Keeper`):
+
+* paced: by time t at most ``max_frames * (HEAD_SHARE + (1 - HEAD_SHARE) * t / duration)`` frames are
+  kept (a burst allowance at the start, the rest earned with the clock), so the last screen of a long
+  recording still finds budget left;
+* spent on distinct screens: an interval frame that shows the same screen as the last kept one (no
+  thumbnail cell changed) is kept as a time anchor only while the frames kept are under
+  ``ANCHOR_SHARE`` of the clock's share (``max_frames * t / duration``), so a static stretch never
+  takes the budget that later changes need; a short recording, far from its budget, keeps its anchors
+  (dedup marks them, OCR skips them).
+
+Changes not kept for the budget set ``cap_hit`` and are counted in ``budget_skipped``. The scene score is the share of 128x72 thumbnail cells that
 changed since the previous frame, less the previous frame's own change (as FFmpeg's scene filter
 does), so steady motion (a webcam, scrolling) is not a cut but a new slide or window is: a
 title change on a screencast scores 0.06-0.09, a blinking cursor 0.0002, a film cut 0.4-0.9.
@@ -24,6 +35,7 @@ benchmarks compare against, and what ``mode="full"`` forces. Kept frames are rot
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -32,7 +44,7 @@ from ..mediaio import open_input
 from ..store import frame_file_name
 from .probe import frame_floor_s
 
-CODE_VERSION = "2"
+CODE_VERSION = "3"  # 3: the budget is paced over the whole recording and spent on distinct screens
 MAX_WIDTH = 1568
 JPEG_QUALITY = 85
 THUMB_W, THUMB_H = 128, 72
@@ -43,6 +55,11 @@ CELL_DELTA = 24
 MAX_GOP_S = 10.0
 # A GOP is decoded in full when its I-frames differ by more than this fraction of the threshold.
 REFINE_FRACTION = 0.5
+# Share of the frame budget that may be spent before the clock earns it (a busy start); the rest is
+# released in proportion to the time covered.
+HEAD_SHARE = 0.25
+# Unchanged screens (interval frames equal to the last kept one) get at most this share of the budget.
+ANCHOR_SHARE = 0.5
 
 
 def _thumb(frame):
@@ -74,14 +91,19 @@ class _Keeper:
     """Applies the keep rule to candidate frames in time order and writes the kept ones."""
 
     def __init__(self, out_dir: Path, *, floor_s: float, threshold: float, max_frames: int, max_width: int,
-                 max_seconds: float | None):
+                 max_seconds: float | None, span_s: float):
         self.out_dir, self.floor_s, self.threshold = out_dir, floor_s, threshold
         self.max_frames, self.max_width, self.max_seconds = max_frames, max_width, max_seconds
+        self.span_s = max(float(span_s), 1e-3)
         self.frames: list[dict] = []
         self.last_kept_t: float | None = None
+        self.last_kept_thumb = None
         self.prev_thumb = None
         self.prev_change = 0.0
         self.cap_hit = False
+        self.budget_skipped = 0  # screens left without a frame because the budget was spent
+        self._skipped_thumb = None
+        self.seconds_cap_hit = False
         self.rotation = 0
         # True while the last offered frame is the one right before the next candidate (a GOP
         # decoded in full up to the next I-frame): then that I-frame is scored as a neighbour.
@@ -102,13 +124,32 @@ class _Keeper:
         if not (is_scene or due):
             return
         if self.max_seconds and t > self.max_seconds:
-            self.cap_hit = True
+            self.cap_hit = self.seconds_cap_hit = True
             return
-        if len(self.frames) >= self.max_frames:
+        kept = len(self.frames)
+        same_screen = self.last_kept_thumb is not None and changed_fraction(self.last_kept_thumb, thumb) == 0.0
+        if same_screen and (is_scene or kept >= ANCHOR_SHARE * self.earned(t)):
+            return  # nothing new on screen, and anchors have had their share of the budget: spend nothing
+        if kept >= self.allowed(t):
             self.cap_hit = True
+            # one count per screen left out: a later frame of the same screen (a blinking cursor) is not another
+            if self._skipped_thumb is None or changed_fraction(self._skipped_thumb, thumb) > self.threshold:
+                self.budget_skipped += 1
+            self._skipped_thumb = thumb
             return
-        self.last_kept_t = t
+        if self._skipped_thumb is not None and changed_fraction(self._skipped_thumb, thumb) <= self.threshold:
+            self.budget_skipped -= 1  # the screen left out at its change gets a frame after all, later on
+        self.last_kept_t, self.last_kept_thumb, self._skipped_thumb = t, thumb, None
         self._write(frame, t, score, "scene" if is_scene else "interval")
+
+    def earned(self, t: float) -> float:
+        """Frames the clock has earned by time ``t``: the budget spread evenly over the recording."""
+        return self.max_frames * min(1.0, max(0.0, t) / self.span_s)
+
+    def allowed(self, t: float) -> int:
+        """Frames that may have been kept by ``t``: the head's burst allowance plus what the clock earned."""
+        share = HEAD_SHARE + (1.0 - HEAD_SHARE) * min(1.0, max(0.0, t) / self.span_s)
+        return min(self.max_frames, max(1, math.ceil(self.max_frames * share - 1e-9)))
 
     def _write(self, frame, t: float, score: float | None, reason: str) -> None:
         ms = int(round(t * 1000))
@@ -146,7 +187,7 @@ def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: f
     span = min(duration_s, max_seconds) if max_seconds else duration_s
     floor_s = frame_floor_s(span, max_frames)
     keeper = _Keeper(out_dir, floor_s=floor_s, threshold=scene_threshold, max_frames=max_frames,
-                     max_width=max_width, max_seconds=max_seconds)
+                     max_width=max_width, max_seconds=max_seconds, span_s=span)
     stats = {"decoded": 0, "gops": 0, "gops_decoded": 0, "max_gop_s": 0.0}
     try:
         container = open_input(src)
@@ -170,7 +211,23 @@ def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: f
         width, height = height, width
     return {"frames": keeper.frames, "floor_s": floor_s, "cap_hit": keeper.cap_hit, "path": mode if mode == "full"
             else "iframes", "rotation": keeper.rotation, "width": width, "height": height,
+            "budget_skipped": keeper.budget_skipped, "reason": cap_reason(keeper, span),
             **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in stats.items()}}
+
+
+CAP_REASON_PREFIX = "keyframe budget"
+
+
+def cap_reason(keeper: "_Keeper", span_s: float) -> str | None:
+    """Why frames are missing that the rule would have kept: the budget, or the max_seconds cap."""
+    parts = []
+    if keeper.budget_skipped:
+        parts.append(f"{CAP_REASON_PREFIX} of {keeper.max_frames} frames spread over {span_s:.0f} s: "
+                     f"{keeper.budget_skipped} screen change{'s' if keeper.budget_skipped != 1 else ''} not kept "
+                     "(raise --max-frames to keep more)")
+    if keeper.seconds_cap_hit:
+        parts.append(f"frames from the first {keeper.max_seconds:g} s only (max_seconds)")
+    return "; ".join(parts) or None
 
 
 def _video_stream(container):
@@ -203,7 +260,7 @@ def _full_pass(container, stream, keeper: _Keeper, stats: dict, max_seconds) -> 
             if t is None:
                 continue
             if max_seconds and t > max_seconds:
-                keeper.cap_hit = True
+                keeper.cap_hit = keeper.seconds_cap_hit = True
                 break
             keeper.offer(frame, t, _thumb(frame), adjacent=True)
     except (av.error.FFmpegError, ValueError) as e:
@@ -255,7 +312,7 @@ def _gop(a, b, keeper: _Keeper, fine: "_FineDecoder", stats: dict, threshold: fl
     """Offer the frames of the GOP that starts at I-frame ``a`` (``b``: the next I-frame or None)."""
     frame_a, ta, thumb_a = a
     if max_seconds and ta > max_seconds:
-        keeper.cap_hit = True
+        keeper.cap_hit = keeper.seconds_cap_hit = True
         return
     stats["gops"] += 1
     span = (b[1] - ta) if b is not None else None
@@ -272,7 +329,7 @@ def _gop(a, b, keeper: _Keeper, fine: "_FineDecoder", stats: dict, threshold: fl
     n = 0
     for frame, t in fine.frames(ta, b[1] if b is not None else None, stats):
         if max_seconds and t > max_seconds:
-            keeper.cap_hit = True
+            keeper.cap_hit = keeper.seconds_cap_hit = True
             break
         keeper.offer(frame, t, _thumb(frame), adjacent=adjacent or n > 0)
         n += 1

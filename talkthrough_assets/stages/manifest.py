@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from .keyframes import CAP_REASON_PREFIX
 from .speaker_names import name_candidates
 
-CODE_VERSION = "3"
+CODE_VERSION = "4"  # 4: frames.cap_hit only when a cap left frames out (with its reason)
 SCHEMA = "talkthrough-manifest/v1"
 
 REQUIRED_KEYS = ("schema", "job_id", "created_at", "media", "wall_clock", "transcript", "frames", "caps",
@@ -98,7 +99,8 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
         "transcript": transcript_block,
         "frames": {"count": len(items), "unique_count": unique, "reason": frames_reason or (
                        None if probe["has_video"] else "audio-only recording: no video stream"),
-                   "cap_hit": bool(probe.get("cap_hit")) or len(items) >= int(settings.get("max_frames") or 0),
+                   # a cap left frames out: max_seconds (probe), or the keyframe budget (its reason says so)
+                   "cap_hit": bool(probe.get("cap_hit")) or CAP_REASON_PREFIX in (frames_reason or ""),
                    "items": items},
         "caps": {"max_seconds": settings.get("max_seconds"), "max_frames": settings.get("max_frames"),
                  "scene_threshold": settings.get("scene_threshold"), "ocr": "on" if settings.get("ocr") else "off"},
