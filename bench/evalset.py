@@ -39,6 +39,7 @@ class Clip:
     sha256: str
     sources: tuple[dict, ...]
     duration_s: float | None = None
+    text_until_s: float | None = None  # the text covers only the speech before this time (mixed-language)
     _turns: tuple[tuple[float, float, str], ...] = field(default=(), repr=False)
 
     def turns(self) -> list[tuple[float, float, str]]:
@@ -77,6 +78,7 @@ def load_manifest(path: str | Path | None = None, cache: str | Path | None = Non
         clip = Clip(id=c["id"], kind=c["kind"], language=c.get("language", "en"), audio=root / c["file"],
                     text=c.get("text"), tags=tuple(c.get("tags", ())), licence=c.get("licence", ""),
                     sha256=c["sha256"], sources=tuple(c["sources"]), duration_s=c.get("duration_s"),
+                    text_until_s=c.get("text_until_s"),
                     _turns=turns)
         if (kind is None or clip.kind == kind) and (tag is None or clip.has(tag)):
             out.append(clip)

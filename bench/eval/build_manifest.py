@@ -29,6 +29,11 @@ LICENCES = {
     "coqui-ai/TTS": "MPL-2.0",
     "cmusphinx/pocketsphinx": "BSD-style (CMU licence)",
     "speechbrain/speechbrain": "Apache-2.0",
+    "openai/whisper": "MIT",
+    "SYSTRAN/faster-whisper": "MIT",
+    "lhotse-speech/lhotse": "Apache-2.0",
+    "mozilla/DeepSpeech": "MPL-2.0",
+    "googleapis/python-speech": "Apache-2.0",
 }
 AUDIO_NOTES = {
     "Picovoice/leopard": "test clips of Picovoice's multilingual STT tests; the English one is LibriSpeech "
@@ -41,6 +46,11 @@ AUDIO_NOTES = {
                               "goforward.raw: CMU test recordings",
     "speechbrain/speechbrain": "tests/samples/ASR: TIMIT-prompt sentences, two speakers; audio origin not "
                                "stated in the repo",
+    "openai/whisper": "JFK's 1961 inaugural address (US public domain)",
+    "SYSTRAN/faster-whisper": "the MIT licence read in English, then in German",
+    "lhotse-speech/lhotse": "LibriSpeech (CC BY 4.0) and LJ Speech (public domain) utterances",
+    "mozilla/DeepSpeech": "LDC93S1: LDC's freely distributed TIMIT sample; ru.wav: origin not stated",
+    "googleapis/python-speech": "Google Cloud Speech sample audio; origin not stated",
 }
 
 
@@ -67,13 +77,14 @@ class Mirror:
                                               capture_output=True, text=True, check=True).stdout.strip()
         return self.heads[repo]
 
-    def show(self, repo: str, path: str) -> bytes:
-        return subprocess.run(["git", "--git-dir", self.gd(repo), "show", f"{self.head(repo)}:{path}"],
+    def show(self, repo: str, path: str, commit: str | None = None) -> bytes:
+        return subprocess.run(["git", "--git-dir", self.gd(repo), "show", f"{commit or self.head(repo)}:{path}"],
                               capture_output=True, check=True).stdout
 
-    def source(self, repo: str, path: str, **extra) -> dict:
-        data = self.show(repo, path)
-        return {"repo": repo, "commit": self.head(repo), "path": path, "blob": F.git_blob_id(data),
+    def source(self, repo: str, path: str, commit: str | None = None, **extra) -> dict:
+        data = self.show(repo, path, commit)
+        self.head(repo)
+        return {"repo": repo, "commit": commit or self.head(repo), "path": path, "blob": F.git_blob_id(data),
                 "size": len(data), "sha256": F.sha256(data), **extra}
 
 
@@ -81,11 +92,11 @@ def spec(m: Mirror) -> list[dict]:
     clips: list[dict] = []
 
     def add(cid, kind, sources, text=None, text_source=None, tags=(), language="en", edit=None, turns=None,
-            turns_source=None, ext=None):
+            turns_source=None, ext=None, **extra):
         ext = ext or ("." + sources[0]["path"].rsplit(".", 1)[-1] if not edit or edit["op"] == "copy" else ".wav")
         clips.append({"id": cid, "kind": kind, "language": language, "file": cid + ext, "sources": sources,
                       "edit": edit, "text": text, "text_source": text_source, "turns": turns,
-                      "turns_source": turns_source, "tags": sorted(set(tags))})
+                      "turns_source": turns_source, "tags": sorted(set(tags)), **extra})
 
     # --- Picovoice leopard: multilingual test clips with reference transcripts (test_data.json)
     R = "Picovoice/leopard"
@@ -196,6 +207,50 @@ def spec(m: Mirror) -> list[dict]:
             add(f"speechbrain_{uid}", "asr", [m.source(R, f"tests/samples/ASR/{uid}.wav")], text=sb_text[uid],
                 text_source=f"{R} tests/samples/annotation/ASR_*.json ({uid}.wrd)", tags=["read"])
 
+    # --- Whisper's JFK clip; faster-whisper's English+German clip (reference for the English half only)
+    fw = "SYSTRAN/faster-whisper"
+    add("whisper_jfk", "asr", [m.source("openai/whisper", "tests/jfk.flac")],
+        text="And so my fellow Americans, ask not what your country can do for you, ask what you can do for "
+             "your country.",
+        text_source=f"{fw} tests/test_transcribe.py::test_transcribe (segment text asserted; JFK inaugural "
+                    "address, 1961)", tags=["speech", "historic"])
+    lic = m.show(fw, "LICENSE").decode()
+    mit = " ".join(lic[lic.index("Permission is hereby"):lic.index("portions of the Software.") + 25].split())
+    add("fw_multilingual_en_de", "non_english", [m.source(fw, "tests/data/multilingual.mp3")], text=mit,
+        text_source=f"{fw} LICENSE (the MIT permission paragraph read in English before 30 s; then a German "
+                    "rendering follows, see tests/test_transcribe.py::test_multilingual_transcription)",
+        text_until_s=30.0, language="de", tags=["read", "mixed_language"])
+
+    # --- lhotse fixtures: LibriSpeech and LJ Speech utterances with their supervision texts
+    R = "lhotse-speech/lhotse"
+    off = json.loads(m.show(R, "test/fixtures/mix_cut_test/offseted_audio_cut_manifest.json"))
+    sup = off[0]["tracks"][0]["cut"]["supervisions"][0]
+    add("librispeech_2412-153948-0000", "asr",
+        [m.source(R, "test/fixtures/mix_cut_test/audio/storage/2412-153948-0000.flac")], text=sup["text"].lower(),
+        text_source=f"{R} test/fixtures/mix_cut_test/offseted_audio_cut_manifest.json (supervision "
+                    "2412-153948-0000)", tags=["read", "audiobook"])
+    for cut in json.loads(m.show(R, "test/fixtures/ljspeech/cuts.json")):
+        s0 = cut["supervisions"][0]
+        add(f"ljspeech_{s0['id']}", "asr", [m.source(R, f"test/fixtures/ljspeech/storage/{s0['id']}.wav")],
+            text=s0["text"].lower(), text_source=f"{R} test/fixtures/ljspeech/cuts.json ({s0['id']})",
+            tags=["read", "audiobook"])
+
+    # --- DeepSpeech smoke-test clips: TIMIT's LDC93S1 sample, a Russian sentence
+    R = "mozilla/DeepSpeech"
+    ldc = m.show(R, "data/smoke_test/LDC93S1.txt").decode().split(None, 2)[2].strip()
+    add("deepspeech_LDC93S1", "asr", [m.source(R, "data/smoke_test/LDC93S1.wav")], text=ldc,
+        text_source=f"{R} data/smoke_test/LDC93S1.txt", tags=["read"])
+    ru = m.show(R, "data/smoke_test/russian_sample_data/ru.csv").decode().splitlines()[1].split(",", 2)[2]
+    add("deepspeech_ru", "non_english", [m.source(R, "data/smoke_test/russian_sample_data/ru.wav")], text=ru,
+        text_source=f"{R} data/smoke_test/russian_sample_data/ru.csv", language="ru", tags=["read"])
+
+    # --- Google Cloud Speech samples (archived repo; pinned at a commit that still has samples/)
+    R, C = "googleapis/python-speech", "f785ac7ed11340db893f6d43368a4bde1655c5c8"
+    add("google_brooklyn_bridge", "asr", [m.source(R, "samples/snippets/resources/audio.wav", C)],
+        text="how old is the Brooklyn Bridge",
+        text_source=f"{R} samples/snippets/multi_region_test.py ('Transcript: how old is the Brooklyn Bridge')",
+        tags=["command"])
+
     # --- composites: 4, 5 and 6 distinct real speakers talking one after another
     texts = {c["sources"][0]["path"]: c["text"] for c in clips if c["text"] and not c["edit"]}
     pool = {
@@ -226,7 +281,7 @@ def spec(m: Mirror) -> list[dict]:
             words.append(texts[path])
         edit = {"op": "concat", "gap_s": 0.6}
         clip = {"id": f"composite_{n}spk_sequential", "sources": srcs, "edit": edit}
-        _, turns = F.build(clip, lambda s: m.show(s["repo"], s["path"]))
+        _, turns = F.build(clip, lambda s: m.show(s["repo"], s["path"], s["commit"]))
         add(clip["id"], "diarization", srcs, edit=edit, text=" ".join(words),
             text_source="the parts' own reference texts, in order",
             turns=[list(t) for t in turns],
@@ -280,7 +335,7 @@ def write_sources(man: dict, path: Path) -> None:
     lines = [SOURCES_HEAD, "\n## Repositories\n", "| repository | commit | licence | audio origin |",
              "| --- | --- | --- | --- |"]
     for r, info in man["repos"].items():
-        lines.append(f"| {r} | `{info['commit']}` | {info['licence']} | {AUDIO_NOTES[r]} |")
+        lines.append(f"| {r} | {', '.join(f'`{x}`' for x in info['commits'])} | {info['licence']} | {AUDIO_NOTES[r]} |")
     counts = {}
     for c in man["clips"]:
         counts[c["kind"]] = counts.get(c["kind"], 0) + 1
@@ -297,6 +352,19 @@ def write_sources(man: dict, path: Path) -> None:
         lines.append(f"| {c['id']} | {c['kind']} | {c['language']} | {c.get('duration_s', '')} | "
                      f"{' '.join(c['tags'])} | {src} | {'; '.join(ref)} |")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _decoded_seconds(data: bytes) -> float | None:
+    """Duration of a compressed clip by decoding it with PyAV (when installed)."""
+    try:
+        import io
+
+        import av
+    except ImportError:
+        return None
+    with av.open(io.BytesIO(data)) as f:
+        st = f.streams.audio[0]
+        return round(sum(fr.samples for fr in f.decode(audio=0)) / st.rate, 3)
 
 
 def read_rttm(text: str, uri: str | None = None) -> list[list]:
@@ -320,11 +388,14 @@ def main() -> int:
     for c in clips:
         assert c["id"] not in seen, c["id"]
         seen.add(c["id"])
-        data, _ = F.build(c, lambda s: m.show(s["repo"], s["path"]))
+        data, _ = F.build(c, lambda s: m.show(s["repo"], s["path"], s["commit"]))
         c["sha256"], c["size"] = F.sha256(data), len(data)
         if data[:4] == b"RIFF":
             _, p, pcm = F.parse_wav(data)
             c["duration_s"] = round(len(pcm) / p["block_align"] / p["rate"], 3)
+        else:
+            c["duration_s"] = _decoded_seconds(data)
+        if c["duration_s"] is not None:
             if c["duration_s"] <= SHORT_S:
                 c["tags"] = sorted(set(c["tags"]) | {"short"})
         repos = sorted({s["repo"] for s in c["sources"]})
@@ -337,7 +408,8 @@ def main() -> int:
                 del c[k]
     man = {"schema": 1, "about": "Talkthrough evaluation set: see bench/eval/SOURCES.md; materialise with "
                                  "python bench/fetch_eval.py",
-           "repos": {r: {"commit": m.head(r), "licence": LICENCES[r]} for r in sorted(m.heads)},
+           "repos": {r: {"commits": sorted({s["commit"] for c in clips for s in c["sources"] if s["repo"] == r}),
+                         "licence": LICENCES[r]} for r in sorted(m.heads)},
            "clips": clips}
     a.out.write_text(json.dumps(man, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     write_sources(man, HERE / "SOURCES.md")
