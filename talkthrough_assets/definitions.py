@@ -12,6 +12,7 @@ pipeline as plain objects.
 
 
 import os
+import socket
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -214,7 +215,9 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
         loaded = engines.Engines(whisper=whisper, ocr=ocr_engine, diarizer=diarizer)
         selected = [k.path[-1] for k in context.selected_asset_keys]
         selected_checks = {k.name for k in context.selected_asset_check_keys}
-        _tag_run(context, {FILENAME_TAG: pipeline.recording_filename(rid)})
+        # which file this is, and which process runs it (a run whose process is gone is marked, not left running)
+        _tag_run(context, {FILENAME_TAG: pipeline.recording_filename(rid),
+                           registry.RUNNER_TAG: f"{socket.gethostname()}:{os.getpid()}"})
         overrides = {k: v for k, v in config.model_dump().items() if v is not None}
         failures: list[tuple[str, str, Exception]] = []  # (stage, one-line reason, error)
         try:

@@ -16,6 +16,7 @@ from .ids import recording_id
 from .stages.probe import MEDIA_EXTS
 
 PARTITIONS_NAME = "recordings"  # the dynamic partitions: one per recording id (sha256[:16])
+RUNNER_TAG = "talkthrough/process"  # host:pid of the process that executes a run (orphaned-run checks)
 
 
 def collect(paths: Iterable[str | os.PathLike], *, recursive: bool = True

@@ -103,19 +103,85 @@ def register_many(paths: Iterable[str | os.PathLike], inst=None) -> list[str]:
     return registry.register_many(paths, inst or instance())
 
 
-ORPHAN_TAG = "talkthrough/process"
+ORPHAN_TAG = registry.RUNNER_TAG  # host:pid of the process executing a run (set by the CLI and by the run itself)
+ACTIVE_STATUSES = ("STARTING", "STARTED", "CANCELING")
 
 
-def _fail_orphaned_runs(inst, rid: str) -> None:
-    """Mark runs of this recording whose in-process CLI runner died (e.g. kill -9) as failed,
-    so the UI does not show them running forever. Only runs started on this host are judged."""
+def _runner(inst, run) -> tuple[str, int] | None:
+    """(host, pid) of the process executing ``run``: its runner tag, else (local storage only: no other
+    machine shares it) the pid Dagster's run worker reported when it started."""
+    host, _, pid = (run.tags.get(ORPHAN_TAG) or "").rpartition(":")
+    if host and pid.isdigit():
+        return host, int(pid)
+    if os.environ.get(PG_URL_ENV):
+        return None
+    from dagster import DagsterEventType
+
+    for entry in inst.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT):
+        md = getattr(entry.dagster_event.event_specific_data, "metadata", None) or {}
+        value = getattr(md.get("pid"), "value", None)
+        if value is not None and str(value).isdigit():
+            return socket.gethostname(), int(value)
+    return None
+
+
+def active_runs_here(inst, rid: str | None = None) -> list[tuple[object, int, bool]]:
+    """Runs not finished (starting, started, canceling) whose process is on this host, as
+    ``(run, pid, alive)``. Runs of other machines, and runs whose process is not known yet, are left out."""
     from dagster import DagsterRunStatus, RunsFilter
 
-    runs = inst.get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED], tags={"dagster/partition": rid}))
+    statuses = [getattr(DagsterRunStatus, s) for s in ACTIVE_STATUSES]
+    runs = inst.get_runs(RunsFilter(statuses=statuses, tags={"dagster/partition": rid} if rid else {}))
+    out = []
     for run in runs:
-        host, _, pid = (run.tags.get(ORPHAN_TAG) or "").rpartition(":")
-        if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
-            inst.report_run_failed(run, f"runner process {pid} died (killed?) before the run finished")
+        runner = _runner(inst, run)
+        if runner and runner[0] == socket.gethostname():
+            out.append((run, runner[1], _alive(runner[1])))
+    return out
+
+
+def fail_orphaned_runs(inst, rid: str | None = None, canceled: Iterable[str] = (),
+                       why: str = "") -> list[tuple[str, str]]:
+    """Mark runs (of one recording, or all) whose process on this host is gone (killed, or a UI that
+    stopped) as failed, or canceled if their cancellation was asked for (``canceled``), so they do not
+    show as running forever nor hold their recording's slot in the run queue. Returns (run id, reason)."""
+    canceled = set(canceled)
+    done = []
+    for run, pid, alive in active_runs_here(inst, rid):
+        if alive:
+            continue
+        reason = why or f"its process ({pid}) died (killed?) before the run finished"
+        if run.run_id in canceled or run.status.value == "CANCELING":
+            inst.report_run_canceled(run, f"run canceled: {reason}")
+        else:
+            inst.report_run_failed(run, f"run failed: {reason}")
+        done.append((run.run_id, reason))
+    return done
+
+
+def cancel_runs_here(inst) -> list[str]:
+    """Ask every run a run launcher started on this host (a Dagster run worker, not a CLI process) to
+    stop, as the UI's *Terminate* does; returns their ids."""
+    asked = []
+    for run, _pid, alive in active_runs_here(inst):
+        if alive and launched(run):
+            try:
+                inst.run_launcher.terminate(run.run_id)
+            except Exception:  # the code server is already gone: the run is marked after its process ends
+                pass
+            asked.append(run.run_id)
+    return asked
+
+
+def launched(run) -> bool:
+    """Started by a run launcher (the UI's daemon or webserver), not executed in a CLI process."""
+    from dagster._core.storage.tags import GRPC_INFO_TAG
+
+    return GRPC_INFO_TAG in run.tags
+
+
+def runs_finished(inst, run_ids: Iterable[str]) -> bool:
+    return all((r := inst.get_run_by_id(i)) is None or r.is_finished for i in run_ids)
 
 
 def _alive(pid: int) -> bool:
@@ -125,7 +191,10 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # a killed process not reaped yet is dead too
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None):
@@ -135,7 +204,7 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None)
     from .definitions import defs
 
     inst = inst or instance()
-    _fail_orphaned_runs(inst, rid)
+    fail_orphaned_runs(inst, rid)
     job = defs.resolve_job_def("process_recording")
     run_tags = {ORPHAN_TAG: f"{socket.gethostname()}:{os.getpid()}", **(tags or {})}
     return job.execute_in_process(
