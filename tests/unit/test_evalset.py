@@ -9,6 +9,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,9 @@ def test_fetch_from_a_git_mirror(tmp_path):
     work.mkdir()
     (work / "a.wav").write_bytes(_wav([0] * 160 + [2000, -2000] * 400 + [0] * 160))
     (work / "b.raw").write_bytes(struct.pack("<4h", 1, 2, 3, 4))
+    with zipfile.ZipFile(work / "z.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("in/zip.wav", (work / "a.wav").read_bytes())
+        z.writestr("trans.txt", "zip.wav\tnot used\n")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
     subprocess.run(git + ["init", "-q", str(work)], check=True)
     subprocess.run(git + ["-C", str(work), "add", "."], check=True)
@@ -143,13 +147,15 @@ def test_fetch_from_a_git_mirror(tmp_path):
     raw_clip["sha256"] = fetch_eval.sha256(fetch_eval.raw_to_wav((work / "b.raw").read_bytes(), 8000))
     copy_clip = {"id": "c", "kind": "diarization", "file": "c.wav", "sources": [src("a.wav")], "edit": {"op": "copy"},
                  "sha256": src("a.wav")["sha256"], "turns": [[0.0, 0.05, "A"]]}
+    zip_clip = {"id": "z", "kind": "asr", "file": "z.wav", "sources": [src("z.zip")],
+                "edit": {"op": "unzip", "member": "in/zip.wav"}, "sha256": src("a.wav")["sha256"], "text": "x"}
     bad = dict(copy_clip, id="bad", file="bad.wav", sha256="0" * 64)
     man = tmp_path / "manifest.json"
-    man.write_text(json.dumps({"clips": [raw_clip, copy_clip, bad]}))
+    man.write_text(json.dumps({"clips": [raw_clip, copy_clip, zip_clip, bad]}))
     cache = tmp_path / "cache"
     st = fetch_eval.fetch(man, cache, mirror, log=lambda *a: None)
-    assert st["fetched"] == 2 and [f[0] for f in st["failed"]] == ["bad"] and not (cache / "bad.wav").exists()
-    assert (cache / "c.wav").read_bytes() == (work / "a.wav").read_bytes()
+    assert st["fetched"] == 3 and [f[0] for f in st["failed"]] == ["bad"] and not (cache / "bad.wav").exists()
+    assert (cache / "c.wav").read_bytes() == (work / "a.wav").read_bytes() == (cache / "z.wav").read_bytes()
     assert (cache / "r.txt").read_text() == "four samples\n"
     assert (cache / "c.rttm").read_text() == "SPEAKER c 1 0.000 0.050 <NA> <NA> A <NA> <NA>\n"
     again = fetch_eval.fetch(man, cache, mirror, only="c", check=True, log=lambda *a: None)
