@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Optional
 
 from dagster import (
+    AssetCheckEvaluation,
     AssetExecutionContext,
     AssetObservation,
     AssetSpec,
     AssetCheckResult,
+    AssetKey,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetSelection,
@@ -161,6 +163,11 @@ def _thumbnail_md(path: str) -> str | None:
     return f"![contact sheet]({'data:image/jpeg;base64,' + base64.b64encode(buf.getvalue()).decode()})"
 
 
+NO_PARTITION = ("no recording picked: Talkthrough's assets and checks run per recording (partition). Re-verify "
+                "checks with Jobs > check_recording > Launchpad (pick the partition), or select a partition "
+                "before launching")
+
+
 class RecordingFailed(Exception):
     """A recording that cannot be processed as it is (bad input, a busy recording): the step fails
     with this one-line reason and no Python stack. The frames Dagster would print are its own
@@ -195,6 +202,27 @@ def _tag_run(context: AssetExecutionContext, tags: dict) -> None:
         context.instance.add_run_tags(context.run.run_id, new)
 
 
+def _fail_run(context, reason: str):
+    """End the run at its start with a one-line reason (ERROR event, failure tag, no stack)."""
+    context.log.error(reason)
+    _tag_run(context, {FAILURE_TAG: reason[:200]})
+    raise RecordingFailed(reason)
+
+
+def _recording_of_run(context) -> str:
+    """The run's recording id (its partition key); a run without one, or with a key that is no recording
+    id (Dagster's "Add a partition" accepts any text), fails here with its reason."""
+    if not context.has_partition_key:  # e.g. the global asset graph's "Execute all" on the checks
+        _fail_run(context, NO_PARTITION)
+    rid = context.partition_key
+    if store.ID_RE.fullmatch(rid):
+        return rid
+    if context.instance.has_dynamic_partition(PARTITIONS_NAME, rid):
+        context.instance.delete_dynamic_partition(PARTITIONS_NAME, rid)
+    _fail_run(context, f"partition {rid!r} is not a recording id (16 hex characters) and was removed; "
+                       "add recordings as files: Jobs > register_folder, the drop folder or `talkthrough process`")
+
+
 def build_stages_asset(code_versions: dict[str, str] | None = None):
     """One multi-asset over the nine stage assets (one step, so independent stages of a recording
     run at once in threads, see pipeline.run_stages): each stage is still its own asset, with its own
@@ -211,7 +239,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                  can_subset=True, description="The nine Talkthrough stages of one recording.")
     def talkthrough_stages(context: AssetExecutionContext, config: StagesConfig, whisper: ResourceParam[Whisper],
                            ocr_engine: ResourceParam[OcrEngine], diarizer: ResourceParam[engines.Diarizer]):
-        rid = context.partition_key
+        rid = _recording_of_run(context)
         loaded = engines.Engines(whisper=whisper, ocr=ocr_engine, diarizer=diarizer)
         selected = [k.path[-1] for k in context.selected_asset_keys]
         selected_checks = {k.name for k in context.selected_asset_check_keys}
@@ -332,9 +360,27 @@ def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig
                      f"Jobs > process_recording > Materialize all > pick the partitions (all, or missing/failed)")
 
 
+@op(description="Re-verify every check of the picked recording against what is on disk now (no stage re-runs).")
+def check_recording_op(context: OpExecutionContext) -> None:
+    rid = _recording_of_run(context)
+    _tag_run(context, {FILENAME_TAG: pipeline.recording_filename(rid)})
+    for name in sorted(CHECK_STAGE):
+        c = pipeline.verify_check(name, rid)
+        context.log_event(AssetCheckEvaluation(
+            asset_key=AssetKey(CHECK_STAGE[name]), check_name=name, passed=c["passed"], partition=rid,
+            severity=CHECK_SEVERITY[name], description=c["description"], metadata={"detail": c["description"]}))
+        context.log.info(f"{name}: {'passed' if c['passed'] else 'FAILED'}: {c['description']}")
+
+
+check_recording = GraphDefinition(name="check_recording", node_defs=[check_recording_op]).to_job(
+    partitions_def=recordings_partitions, executor_def=in_process_executor,
+    description="Re-verify the checks of one recording (pick its partition in the Launchpad; a backfill from "
+                "this job's page checks many) against what is on disk now. Dagster's Checks tab cannot "
+                "execute partitioned checks itself.")
+
 register_folder = GraphDefinition(name="register_folder", node_defs=[register_folder_op]).to_job(
     executor_def=in_process_executor,
     description="Point at a folder: every recording appears as a partition, ready for a UI backfill.")
 
-defs = Definitions(assets=ASSETS, jobs=[process_recording, register_folder], sensors=[drop_dir_sensor],
+defs = Definitions(assets=ASSETS, jobs=[process_recording, check_recording, register_folder], sensors=[drop_dir_sensor],
                    resources=RESOURCES, executor=in_process_executor)

@@ -105,8 +105,8 @@ SPECS: tuple[StageSpec, ...] = (
               "upright, <=1568 px JPEGs.",
               checks=(Check("frame_index_matches_disk", "ERROR",
                             "Every keyframe listed in the keyframes table exists as a JPEG under frames/. Fails "
-                            "when a frame file was deleted or never written; execute the check alone to "
-                            "re-verify the disk."),)),
+                            "when a frame file was deleted or never written; the check_recording job re-verifies "
+                            "the disk."),)),
     StageSpec("dedup", ("keyframes",), (), dedup.CODE_VERSION, ("dedup",),
               "A keyframe is a duplicate only if no pixel or colour changed since its run's head; new frames "
               "record which bands changed."),
@@ -117,8 +117,8 @@ SPECS: tuple[StageSpec, ...] = (
               "talkthrough-manifest/v1 JSON + the recordings row.", kinds=frozenset({"json"}),
               checks=(Check("manifest_schema_valid", "ERROR",
                             "The published manifests/<id>.json parses and validates against "
-                            "talkthrough-manifest/v1. Fails when it is missing, unreadable or invalid; execute "
-                            "the check alone to re-verify it."),)),
+                            "talkthrough-manifest/v1. Fails when it is missing, unreadable or invalid; the "
+                            "check_recording job re-verifies it."),)),
 )
 
 BY_NAME: dict[str, StageSpec] = {s.name: s for s in SPECS}

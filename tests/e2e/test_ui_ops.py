@@ -1,0 +1,116 @@
+"""What a Dagster user does beside processing (#24 items 4-10), over the real webserver and daemon that
+`talkthrough ui` starts (one server for this module, one recording processed through the job):
+
+- checks re-verified per recording with the `check_recording` job; an unpartitioned check run (the
+  asset graph's "Execute all") fails with a one-line reason, not a crash;
+- a partition key that is no recording id ("Add a partition" accepts any text) fails its run at the start
+  with the reason and is removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from fixture_facts import FIXTURES_DIR, SILENT_NAME
+from test_webserver import (CHECKS, REPO, _events, _free_port, _launch, _tags, gql, running_ui, wait_run)
+
+from talkthrough_assets import service
+from talkthrough_assets.settings import STAGES
+
+RUN_TAGS = """
+query($id: ID!) { runOrError(runId: $id) { ... on Run { status tags { key value } } } }"""
+ADD_PARTITION = """
+mutation($repo: RepositorySelector!, $name: String!, $key: String!) {
+  addDynamicPartition(repositorySelector: $repo, partitionsDefName: $name, partitionKey: $key) { __typename }
+}"""
+PARTITION_KEYS = """
+query($repo: RepositorySelector!) {
+  repositoryOrError(repositorySelector: $repo) {
+    ... on Repository { partitionSets { name partitionsOrError { ... on Partitions { results { name } } } } }
+  }
+}"""
+CHECK_KEYS = (("segments", "transcript_present_when_audible"), ("keyframes", "frame_index_matches_disk"),
+              ("manifest", "manifest_schema_valid"))
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory):
+    base = tmp_path_factory.mktemp("uiops")
+    home, folder = base / "home", base / "recordings"
+    folder.mkdir()
+    shutil.copy(FIXTURES_DIR / SILENT_NAME, folder / SILENT_NAME)
+    env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"))
+    env.pop("TALKTHROUGH_DROP_DIR", None)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/graphql"
+    with running_ui(env, port):
+        reg = _launch(url, {"selector": dict(REPO, jobName="register_folder"),
+                            "runConfigData": {"ops": {"register_folder_op": {"config": {"folder": str(folder)}}}}})
+        assert wait_run(url, reg) == "SUCCESS"
+        rid = service.recording_id_for(folder / SILENT_NAME)
+        run = _launch(url, {"selector": dict(REPO, jobName="process_recording",
+                                             assetSelection=[{"path": [s]} for s in STAGES]),
+                            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": rid}]}})
+        assert wait_run(url, run, timeout=400) == "SUCCESS"
+        yield {"url": url, "base": f"http://127.0.0.1:{port}", "home": home, "rid": rid, "folder": folder,
+               "register_run": reg, "process_run": run}
+
+
+def _run(url: str, run_id: str) -> dict:
+    return gql(url, RUN_TAGS, {"id": run_id})["runOrError"]
+
+
+def _one_line_failure(url: str, run_id: str, reason_start: str) -> None:
+    """The run failed; its failure tag and first ERROR event carry the reason, the step failure no stack."""
+    run = _run(url, run_id)
+    assert run["status"] == "FAILURE"
+    assert _tags(run)["talkthrough/failure"].startswith(reason_start), _tags(run)
+    events = _events(url, run_id)
+    errors = [e["message"] for e in events if e["__typename"] == "LogMessageEvent" and e["level"] == "ERROR"]
+    assert errors and errors[0].startswith(reason_start), errors
+    failure = [e for e in events if e["__typename"] == "ExecutionStepFailureEvent"][0]
+    chain = failure["error"]["errorChain"]
+    assert len(chain) == 1 and chain[0]["error"]["stack"] == [], chain
+    assert "Traceback" not in str(failure) and "DagsterInvariantViolationError" not in str(events)
+
+
+def test_check_recording_job_reverifies_the_checks_of_one_recording(ui):
+    """Item 4: the Checks tab cannot execute a partitioned check; the check_recording job can."""
+    url, rid = ui["url"], ui["rid"]
+    run_id = _launch(url, {"selector": dict(REPO, jobName="check_recording"),
+                           "executionMetadata": {"tags": [{"key": "dagster/partition", "value": rid}]}})
+    assert wait_run(url, run_id) == "SUCCESS"
+    assert _tags(_run(url, run_id))["talkthrough/filename"] == SILENT_NAME
+    for stage, check in CHECK_KEYS:
+        execs = gql(url, CHECKS, {"key": {"path": [stage]}, "name": check})["assetCheckExecutions"]
+        mine = [e for e in execs if e["runId"] == run_id]
+        assert len(mine) == 1 and mine[0]["partition"] == rid, execs
+        assert mine[0]["status"] == "SUCCEEDED" and mine[0]["evaluation"]["description"], mine
+
+
+def test_unpartitioned_check_run_fails_with_a_one_line_reason(ui):
+    """Item 4: "Execute all" on the asset graph's checks launches __ASSET_JOB with no partition."""
+    url = ui["url"]
+    run_id = _launch(url, {"selector": dict(REPO, jobName="__ASSET_JOB", assetSelection=[], assetCheckSelection=[
+        {"assetKey": {"path": [stage]}, "name": check} for stage, check in CHECK_KEYS])})
+    assert wait_run(url, run_id) == "FAILURE"
+    _one_line_failure(url, run_id, "no recording picked")
+    assert "check_recording" in _tags(_run(url, run_id))["talkthrough/failure"]
+
+
+def test_a_partition_key_that_is_no_recording_id_fails_at_the_start_and_is_removed(ui):
+    """Item 8: "Add a partition" took a path; the run failed with InvalidRecordingId in a stack."""
+    url, bogus = ui["url"], str(ui["folder"] / SILENT_NAME)
+    res = gql(url, ADD_PARTITION, {"repo": REPO, "name": "recordings", "key": bogus})["addDynamicPartition"]
+    assert res["__typename"] == "AddDynamicPartitionSuccess", res
+    run_id = _launch(url, {"selector": dict(REPO, jobName="process_recording",
+                                            assetSelection=[{"path": [s]} for s in STAGES]),
+                           "executionMetadata": {"tags": [{"key": "dagster/partition", "value": bogus}]}})
+    assert wait_run(url, run_id) == "FAILURE"
+    _one_line_failure(url, run_id, f"partition {bogus!r} is not a recording id")
+    sets = gql(url, PARTITION_KEYS, {"repo": REPO})["repositoryOrError"]["partitionSets"]
+    keys = {p["name"] for s in sets if s["name"] == "process_recording_partition_set"
+            for p in s["partitionsOrError"]["results"]}
+    assert ui["rid"] in keys and bogus not in keys, keys
