@@ -45,6 +45,28 @@ def _console(stderr: bool = True):
     return con
 
 
+def _progress_stream():
+    """Where progress goes: a duplicate of the stderr file descriptor, taken before a Dagster run starts.
+    Dagster's step log capture points fd 2 at a log file for the length of the step (the whole
+    processing), so a display writing to fd 2 itself froze there; the duplicate still reaches the
+    terminal (or pipe). Falls back to ``sys.stderr`` where it has no descriptor (a test runner)."""
+    try:
+        fd = os.dup(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):
+        return sys.stderr
+    return os.fdopen(fd, "w", buffering=1, encoding=getattr(sys.stderr, "encoding", None) or "utf-8",
+                     errors="replace")
+
+
+def _console_on(stream):
+    from rich.console import Console
+
+    con = Console(file=stream)
+    if not con.is_terminal:
+        con.soft_wrap = True
+    return con
+
+
 def _e(value) -> str:
     """User-controlled text (file names, reasons, transcript text, languages) for a markup string:
     escaped, so `notes [final].txt` prints as itself and `odd[/x].txt` cannot break the markup."""
@@ -106,26 +128,54 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
         raise typer.Exit(2)
     overrides = {k: v for k, v in settings.items() if v is not None}
     results = []
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
-                  transient=True, disable=as_json or not err.is_terminal) as progress:
-        for f in files:
-            task = progress.add_task(f"{f.name}: hashing", total=None)
+    stream = _progress_stream()
+    shown = _console_on(stream)
+    live = shown.is_terminal and not as_json  # a spinner line on a terminal; plain lines in a pipe or log
+    lines = not shown.is_terminal and not as_json
 
-            def on_stage(stage, rid, state, info, _task=task, _name=f.name):
-                progress.update(_task, description=f"{_name}: {stage} {state}")
+    def say(text: str) -> None:
+        try:
+            stream.write(text + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
-            def on_stages(rid, stages, _task=task, _name=f.name):
-                progress.update(_task, description=f"{_name}: {'running ' + ', '.join(stages) if stages else 'up to date'}")
+    try:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=shown,
+                      transient=True, disable=not live) as progress:
+            for f in files:
+                task = progress.add_task(f"{_e(f.name)}: hashing", total=None)
+                planned: list[str] = []
+                done: list[str] = []
 
-            pipeline.listeners.append(on_stage)
-            try:
-                results.append(service.process(f, overrides=overrides, force=force, on_stages=on_stages))
-            except Exception as e:  # hashing/registration errors: report, continue with the next file
-                results.append({"source": str(f), "status": "failed", "recording_id": None,
-                                "reason": f"{type(e).__name__}: {e}"})
-            finally:
-                pipeline.listeners.remove(on_stage)
-                progress.remove_task(task)
+                def on_stage(stage, rid, state, info, _task=task, _name=f.name, _planned=planned, _done=done):
+                    if state in ("ok", "failed") and stage not in _done:
+                        _done.append(stage)
+                    count = f"{len(_done)}/{len(_planned)} stages, " if _planned else ""
+                    took = f" in {info['elapsed_s']:.1f} s" if state == "ok" and "elapsed_s" in info else ""
+                    progress.update(_task, description=f"{_e(_name)}: {count}{stage} {state}{_e(took)}")
+                    if lines and state != "started":
+                        say(f"{_name}: {count}{stage} {state}{took}")
+
+                def on_stages(rid, stages, _task=task, _name=f.name, _planned=planned):
+                    _planned[:] = stages
+                    what = f"running {', '.join(stages)}" if stages else "up to date"
+                    progress.update(_task, description=f"{_e(_name)}: {what}")
+                    if lines:
+                        say(f"{_name}: {what}")
+
+                pipeline.listeners.append(on_stage)
+                try:
+                    results.append(service.process(f, overrides=overrides, force=force, on_stages=on_stages))
+                except Exception as e:  # hashing/registration errors: report, continue with the next file
+                    results.append({"source": str(f), "status": "failed", "recording_id": None,
+                                    "reason": f"{type(e).__name__}: {e}"})
+                finally:
+                    pipeline.listeners.remove(on_stage)
+                    progress.remove_task(task)
+    finally:
+        if stream is not sys.stderr:
+            stream.close()
     if as_json:
         typer.echo(json.dumps(results, indent=2, default=str))
     else:

@@ -231,12 +231,12 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
             if overrides:
                 S.save_overrides(rid, overrides)
             stages = pipeline.plan(rid, force=force)
-            if on_stages:
-                on_stages(rid, stages)
             status, ran = "cached", []
             if stages and "probe" in stages and rejected_by_probe(path, rid):
                 status, ran = "failed", ["probe"]  # recorded like a run's probe failure, without a run
-            elif stages:
+            elif on_stages:
+                on_stages(rid, stages)
+            if stages and not ran:
                 pipeline.prewarm(rid, stages)  # model loads overlap Dagster's import and startup
                 inst = instance()
                 registry.ensure_partition(inst, rid)

@@ -33,8 +33,8 @@ def test_summary_says_language_stages_and_why_diarization_did_not_run(tt_home, t
     monkeypatch.setenv("TALKTHROUGH_MODELS_DIR", str(tmp_path / "model-cache"))
     r = CliRunner().invoke(cli.app, ["process", str(media), "--diarize"])
     assert r.exit_code == 0, r.output
-    head = r.output.splitlines()[0]
-    assert head.startswith("call [draft].mka  processed") or head.startswith(f"{media}  processed"), r.output
+    (head,) = [ln for ln in r.output.splitlines() if "  processed  id=" in ln]
+    assert head.startswith("call [draft].mka  processed"), r.output
     assert "stages: probe, wall_clock, audio, segments, turns" in head
     assert " [en]" in r.output
     diar = [ln for ln in r.output.splitlines() if ln.strip().startswith("diarization:")]

@@ -43,9 +43,10 @@ def test_bad_files_fail_at_probe_before_a_dagster_run_with_their_name_and_reason
     r = _run("process", text, empty)
     assert r.exit_code == 1, r.output
     lines = r.output.splitlines()
-    head = [ln for ln in lines if "failed" in ln]
+    head = [ln for ln in lines if "  failed  id=" in ln]
     assert len(head) == 2 and str(text) in head[0] and str(empty) in head[1], r.output
     assert all(ln.endswith("stages: probe") for ln in head), head  # not all nine stages
+    assert "notes [final].mp4: probe failed" in lines  # the progress line (a pipe: one line per stage)
     reasons = [ln for ln in lines if ln.strip().startswith("reason:")]
     assert "not a readable media file" in reasons[0] and "notes [final].mp4" in reasons[0]
     assert "empty file (0 bytes): empty [0].mov" in reasons[1]

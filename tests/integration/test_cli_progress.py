@@ -1,0 +1,63 @@
+"""Progress while a file is processed (issue #25 item 2), in a real subprocess: on a terminal (a real
+pseudo-terminal) the display keeps moving through the stages while the Dagster step runs (it froze
+when Dagster's step log capture took over stderr); in a pipe each stage prints one plain line."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+
+from fixture_facts import SILENT_PATH
+
+STAGES = ["probe", "wall_clock", "audio", "segments", "turns", "keyframes", "dedup", "ocr", "manifest"]
+CMD = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(SILENT_PATH)]
+
+
+def _env(tmp_path) -> dict:
+    home = tmp_path / "home"
+    return dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"), COLUMNS="120",
+                TERM="xterm-256color")
+
+
+def test_on_a_terminal_the_display_follows_every_stage_of_the_run(tmp_path):
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(CMD, stdin=slave, stdout=slave, stderr=slave, env=_env(tmp_path), close_fds=True)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + 500
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))
+    assert "silent_video.mp4  processed" in text, text[-2000:]
+    # what the spinner line showed while the run's step was capturing stderr: the stages, one by one
+    shown = re.findall(r"silent_video\.mp4: (\d)/9 stages, (\w+) (ok|started)", text)
+    finished = {stage for n, stage, state in shown if state == "ok"}
+    assert len(finished) >= 6 and {"ocr", "manifest"} & finished, shown
+    assert max(int(n) for n, _, _ in shown) >= 8, shown
+
+
+def test_in_a_pipe_each_stage_prints_a_line(tmp_path):
+    proc = subprocess.run(CMD, capture_output=True, text=True, env=_env(tmp_path), timeout=500)
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("silent_video.mp4: ")]
+    assert lines[0] == "silent_video.mp4: running " + ", ".join(STAGES)
+    done = [re.match(r"silent_video\.mp4: (\d)/9 stages, (\w+) ok in [\d.]+ s$", ln) for ln in lines[1:]]
+    assert all(done) and sorted(m.group(2) for m in done) == sorted(STAGES), lines
+    assert [int(m.group(1)) for m in done] == list(range(1, 10))
+    assert "\x1b[" not in proc.stderr and "silent_video.mp4  processed" in proc.stdout
