@@ -108,6 +108,14 @@ def number_words(n: int) -> list[str]:
     raise AssertionError(n)
 
 
+def year_words(n: int) -> list[str]:
+    """How a year is read: 1813 -> eighteen thirteen, 1900 -> nineteen hundred, 2015 -> twenty fifteen."""
+    hi, lo = divmod(n, 100)
+    if lo == 0:
+        return number_words(hi) + ["hundred"]
+    return number_words(hi) + (["oh"] + number_words(lo) if lo < 10 else number_words(lo))
+
+
 def _is_cjk(ch: str) -> bool:
     o = ord(ch)
     return (0x3040 <= o <= 0x30FF or 0x3400 <= o <= 0x9FFF or 0xF900 <= o <= 0xFAFF
@@ -117,7 +125,8 @@ def _is_cjk(ch: str) -> bool:
 def words(text: str | None, language: str = "en") -> list[str]:
     """Words to score WER on: Unicode NFKC, lower case, punctuation dropped (apostrophes inside words kept,
     hyphens and slashes split words), a few symbols spelt out; for English, numbers up to 10**9 spelt out
-    ("60" -> "sixty", "12%" -> "twelve percent"), digit groups joined ("600,000"), and mr/mrs/dr/ok
+    ("60" -> "sixty", "12%" -> "twelve percent"; four digits 1100-1999 and 2010-2099 read as years, "1813" ->
+    "eighteen thirteen"), digit groups joined ("600,000"), and mr/mrs/dr/ok
     expanded, filled pauses (um, uh, hmm, ...) and bracketed annotation marks (<noise>, [laughter]) dropped.
     Chinese, Japanese and Korean characters count one token each (a character error rate)."""
     if not text:
@@ -139,6 +148,8 @@ def words(text: str | None, language: str = "en") -> list[str]:
             continue
         if any(_is_cjk(ch) for ch in w):
             out += [ch for ch in w if not ch.isspace()]
+        elif en and w.isdigit() and len(w) == 4 and (1100 <= int(w) <= 1999 or 2010 <= int(w) <= 2099):
+            out += year_words(int(w))
         elif en and w.isdigit() and len(w) <= 9:
             out += number_words(int(w))
         elif en and re.fullmatch(r"\d+(st|nd|rd|th)", w):

