@@ -236,20 +236,28 @@ app.command(cls=_Command)(process)
 
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
-    """Check the installed media stack on a clip it writes itself; print the resolved versions."""
+    """Check the installed media stack on a clip it writes itself, the OCR engine on a line it renders and
+    the diarization models (found without downloading, run on a test signal); print the resolved versions."""
     from . import selfcheck
 
     vers, results = selfcheck.versions(), selfcheck.run()
-    ok = all(r[1] for r in results)
+    media_ok = all(r[1] for r in results)
+    checks = [(c, "ok" if k else "FAIL", d) for c, k, d in results]
+    if media_ok:
+        checks += selfcheck.engine_checks()
+    ok = all(state != "FAIL" for _, state, _ in checks)
     if as_json:
         typer.echo(json.dumps({"ok": ok, "versions": vers,
-                               "checks": [{"check": c, "ok": k, "detail": d} for c, k, d in results]}, indent=2))
+                               "checks": [{"check": c, "ok": state != "FAIL", "status": state, "detail": d}
+                                          for c, state, d in checks]}, indent=2))
     else:
         typer.echo("  ".join(f"{k} {v}" for k, v in vers.items()))
-        for c, k, d in results:
-            typer.echo(f"{'ok  ' if k else 'FAIL'} {c}: {d}")
+        for c, state, d in checks:
+            typer.echo(f"{state:<4} {c}: {d}")
         typer.echo("all checks passed" if ok else
                    "the media stack is broken on this install (not your recordings): reinstall with "
+                   "`pip install -c constraints.txt -e .` from the project folder" if not media_ok else
+                   "an engine is broken on this install (see FAIL above): reinstall with "
                    "`pip install -c constraints.txt -e .` from the project folder")
     if not ok:
         raise typer.Exit(3)

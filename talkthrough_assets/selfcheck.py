@@ -102,4 +102,58 @@ def run() -> list[tuple[str, bool, str]]:
     return results
 
 
-__all__ = ["run", "versions", "write_clip"]
+def engine_checks(engines=None) -> list[tuple[str, str, str]]:
+    """[(check, "ok" | "FAIL" | "warn", detail)]: the model-backed engines on inputs made here.
+
+    OCR (on by default) reads a line it rendered itself: FAIL when it cannot. Diarization is opt-in
+    (``--diarize``): its models are looked up without downloading and, when found, the sherpa-onnx
+    engine runs on a few seconds of test signal; a missing model is a "warn" that says what to do."""
+    import numpy as np
+    from PIL import Image, ImageDraw, ImageFont
+
+    from .engines import shared
+    from .stages import diarize_engine, diarize_models
+    from .stages import ocr as ocr_stage
+
+    engines = engines or shared()
+    out: list[tuple[str, str, str]] = []
+    word = "TALKTHROUGH 42"
+    with tempfile.TemporaryDirectory(prefix="talkthrough-doctor-") as tmp:
+        try:
+            img = Image.new("RGB", (640, 120), (24, 24, 24))
+            ImageDraw.Draw(img).text((30, 30), word, fill=(235, 235, 235), font=ImageFont.load_default(size=48))
+            img.save(Path(tmp) / "line.png")
+            engine, status = engines.ocr.status(True)
+            if engine is None:
+                out.append(("OCR engine (RapidOCR)", "FAIL", f"{status}: frames would not be read"))
+            else:
+                text = ocr_stage.read_image(engine, Path(tmp) / "line.png")["text"]
+                seen = "".join(ch for ch in text.upper() if ch.isalnum())
+                ok = "TALKTHROUGH" in seen
+                out.append(("OCR engine (RapidOCR)", "ok" if ok else "FAIL",
+                            f"read {text!r} from a rendered {word!r}"))
+        except Exception as e:  # report, never raise
+            out.append(("OCR engine (RapidOCR)", "FAIL", f"{type(e).__name__}: {e}"))
+    try:
+        models = diarize_models.resolve_models(download=False)
+    except diarize_models.ModelsUnavailable as e:
+        out.append(("diarization models (--diarize)", "warn",
+                    f"{e}; `--diarize` downloads them once from pinned URLs (network needed), or set "
+                    f"{diarize_models.ENV_MODELS_DIR} to a folder holding them"))
+        return out
+    try:
+        sr = 16000
+        t = np.arange(4 * sr) / sr
+        signal = (0.3 * np.sin(2 * np.pi * (180 + 60 * (t > 2)) * t) * (np.sin(2 * np.pi * 3 * t) > 0))
+        turns = diarize_engine.run_engine(signal.astype(np.float32), models, None, 0.5,
+                                          cache=engines.diarizer.cache)
+        out.append(("diarization models (--diarize)", "ok",
+                    f"{models.segmentation.name} + {models.embedding.name} ({models.source}); sherpa-onnx "
+                    f"{diarize_engine.engine_version()} ran on a 4-s test signal ({len(turns)} turns)"))
+    except Exception as e:
+        out.append(("diarization models (--diarize)", "warn",
+                    f"found ({models.source}) but sherpa-onnx failed on them: {type(e).__name__}: {e}"))
+    return out
+
+
+__all__ = ["run", "versions", "write_clip", "engine_checks"]
