@@ -171,11 +171,16 @@ def run_bare(model, samples) -> tuple[list[tuple[float, str]], float]:
     return res, time.perf_counter() - t
 
 
-def run_pipeline(samples, ref_model: str, label: str, **kw) -> tuple[list[tuple[float, str]], float]:
+DROPPED: dict[str, list] = {}  # config -> segments its drop rules removed on the current clip
+
+
+def run_pipeline(samples, ref_model: str, label: str, config: str = "pipeline",
+                 **kw) -> tuple[list[tuple[float, str]], float]:
     from talkthrough_assets.stages import transcribe as T
 
     t = time.perf_counter()
     out = T.transcribe(samples, model_ref=ref_model, model_label=label, **kw)
+    DROPPED[config] = json.loads(out["meta"]["dropped"])
     return [(s["t0_ms"] / 1000, s["text"]) for s in out["segments"]], time.perf_counter() - t
 
 
@@ -229,8 +234,11 @@ def main() -> int:
         samples = _decode(clip["path"])
         row = {"clip": clip["name"], "kind": clip["kind"]}
         for c in configs:
-            segs, secs = run_bare(bare, samples) if c == "bare" else run_pipeline(samples, ref_model, label, **kw[c])
+            segs, secs = (run_bare(bare, samples) if c == "bare"
+                          else run_pipeline(samples, ref_model, label, config=c, **kw[c]))
             row[c] = {**score(clip, segs), "s": round(secs, 2)}
+            if c != "bare":
+                row[c]["dropped"] = DROPPED[c]
         rows.append(row)
         cells = []
         for c in configs:
@@ -238,6 +246,10 @@ def main() -> int:
             wer = f"{100 * r['errors'] / r['ref_words']:.1f}%" if "errors" in r else f"{r['words']}w"
             cells.append(f"{wer + '/' + str(r['invented']):>18} {r['s']:>5.1f}")
         print(f"{clip['name'][:44]:44} {clip['kind']:11} " + " ".join(cells), flush=True)
+        for c in configs:
+            for d in row[c].get("dropped", []):
+                print(f"    {c} dropped {d['t0_ms'] / 1000:.1f}-{d['t1_ms'] / 1000:.1f} s: {d['reason'][:60]} "
+                      f"| {d['text'][:50]!r}")
 
     print("\n== pooled")
     for c in configs:
@@ -256,8 +268,9 @@ def main() -> int:
             empty = [r["clip"] for r in rows if r["kind"] != "non_english" and r["clip"] != MULTI
                      and r[c]["words"] == 0 and r["bare"]["words"] > 0]
             ratio = sum(r[c]["s"] for r in rows) / max(sum(r["bare"]["s"] for r in rows), 1e-9)
+            lost = sum(len(r[c].get("dropped", [])) for r in rows if r["kind"] != "non_english" and r["clip"] != MULTI)
             print(f"{c} vs bare: worse on {len(worse)} clip(s) {worse}; empty where bare has text: {empty}; "
-                  f"time ratio {ratio:.2f}x")
+                  f"segments dropped on English clips: {lost}; time ratio {ratio:.2f}x")
 
     if args.repeat:
         targets = [c for c in cl if c["kind"] == "non_english" or c["name"] == MULTI]

@@ -16,28 +16,34 @@ from collections import OrderedDict
 import numpy as np
 
 CODE_VERSION = "4"
-# Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults on the eval set
-# (bench/eval) in the same run:
+# Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults, same model, same run
+# (eval clips, the 10-min screencast and the 30-min meeting of bench/make_long_media.py):
 # * beam 5 (faster-whisper's default): greedy decoding lost words (pooled WER 9.5 % vs 6.6 % on read speech);
-# * no conditioning on previous text: with it, repeated sentences of a screencast are dropped (WER 29 % vs 7 %
-#   on the 10-min screencast) and tiny.en continues English over other languages;
+# * Whisper hears the whole recording with the text said before as context, as bare faster-whisper does. Cutting
+#   the audio to VAD speech and/or dropping the context cost 5 points of WER on the 30-min meeting (13.6 % vs
+#   8.1 % on its first 5 min; VAD filter alone 10.0 %). Voice activity is used as a gate instead: a segment whose
+#   time span has no speech (Silero VAD, threshold 0.35) is dropped, which is what the filter protected against;
 # * no temperature fallback: faster-whisper's ladder re-decodes a failed window by sampling, random per call
 #   (CTranslate2's sampler runs in its worker threads, which ctranslate2.set_random_seed does not reach);
-#   greedy/beam search alone gives the same words every run (tests/integration/test_determinism.py);
-# * drop rules with margin: a segment whose compression ratio is over 2.4 (faster-whisper's own repetition
-#   threshold: "the rest of the rest of the rest ...", ratios 5-17 when it happens) is dropped; and an
-#   English-only model's doubtful segments (see LANGUAGE_CHECK_*) get a language check by the multilingual
-#   base model: a segment whose audio is confidently not English (P(en) < 0.2; English speech measured
-#   P(en) >= 0.73, German under tiny.en's invented English 0.004) is dropped with its reason recorded.
+#   beam search alone gives the same words every run (tests/integration/test_determinism.py);
+# * a segment whose compression ratio is over 2.4 (faster-whisper's own repetition threshold: "the rest of the
+#   rest of the rest ...") is dropped;
+# * an English-only model's doubtful segments (see LANGUAGE_CHECK_*) get a language check by the multilingual
+#   base model over the segment and its surrounding seconds: a segment whose audio is confidently not English
+#   (P(en) < 0.2 and another language leads; English speech measured P(en) >= 0.50 on far-field meeting audio,
+#   German 0.004) is dropped. Every drop is recorded with its reason (transcripts.dropped).
 #   The earlier per-window log-prob cut (-1.0) removed whole 30-s windows of real far-field speech.
-CONDITION_ON_PREVIOUS_TEXT = False
+CONDITION_ON_PREVIOUS_TEXT = True
 BEAM_SIZE = 5
 MAX_COMPRESSION_RATIO: float | None = 2.4
 TEMPERATURE = (0.0,)  # no sampling fallback, see above
 LANGUAGE_CHECK_WORD_PROB = 0.85  # a segment whose mean word probability is under this is checked ...
 LANGUAGE_CHECK_LOGPROB = -0.5  # ... and one whose window avg_logprob is under this
 LANGUAGE_CHECK_MIN_P = 0.2  # dropped when P(expected language) is under this and another language leads
-LANGUAGE_CHECK_PAD_S = 0.3
+LANGUAGE_CHECK_MIN_S = 8  # seconds of audio around a segment that its language check hears
+LANGUAGE_CHECK_MAX_S = 10
+VAD_GATE_THRESHOLD = 0.35  # Silero speech probability for the gate (faster-whisper's own filter uses 0.5)
+VAD_GATE_PAD_MS = 400
 
 
 def cpu_threads(shared: bool = False) -> int:
@@ -105,17 +111,48 @@ def language_checker(whisper: "Whisper", threads: int | None = None):
         return None
 
     def check(samples: np.ndarray) -> tuple[str, float, float]:
+        # The encoder runs on the segment's own frames, not on Whisper's padded 30-s window: CTranslate2
+        # accepts the shorter input and it costs ~1/10 (0.03-0.1 s for 3-5 s of audio instead of 0.5 s).
+        import ctranslate2
+
         model = whisper.model(str(path), threads)
-        lang, prob, all_probs = model.detect_language(samples)
-        return lang, float(prob), float(dict(all_probs).get("en", 0.0))
+        feats = model.feature_extractor(samples)[:, : max(1, len(samples) // 160)]
+        view = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None].astype(np.float32)))
+        ranked = [(tok.strip("<|>"), float(p)) for tok, p in model.model.detect_language(view)[0]]
+        return ranked[0][0], ranked[0][1], dict(ranked).get("en", 0.0)
 
     return check
+
+
+def _context(t0: float, t1: float, n: int) -> tuple[int, int]:
+    """Sample range for a segment's language check: the segment, widened symmetrically to at least
+    LANGUAGE_CHECK_MIN_S (1-2 s alone is too little to tell a language: a 1.6-s English phrase read as Welsh),
+    at most LANGUAGE_CHECK_MAX_S (its middle), clamped to the recording."""
+    mid = (t0 + t1) / 2
+    half = min(max((t1 - t0) / 2, LANGUAGE_CHECK_MIN_S / 2), LANGUAGE_CHECK_MAX_S / 2)
+    a, b = max(0.0, mid - half), min(n / 16000, mid + half)
+    if b - a < 2 * half:  # at an end of the recording: extend the other way
+        a, b = max(0.0, b - 2 * half), min(n / 16000, a + 2 * half)
+    return int(a * 16000), int(b * 16000)
 
 
 def _doubtful(seg) -> bool:
     probs = [w.probability for w in (seg.words or [])]
     mean_p = sum(probs) / len(probs) if probs else 0.0
     return mean_p < LANGUAGE_CHECK_WORD_PROB or seg.avg_logprob < LANGUAGE_CHECK_LOGPROB
+
+
+def speech_regions(samples: np.ndarray, threshold: float = VAD_GATE_THRESHOLD) -> list[tuple[int, int]]:
+    """Speech as (start, end) sample indices (faster-whisper's Silero VAD)."""
+    from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+    opts = VadOptions(threshold=threshold, speech_pad_ms=VAD_GATE_PAD_MS)
+    return [(t["start"], t["end"]) for t in get_speech_timestamps(samples, opts)]
+
+
+def _has_speech(regions: list[tuple[int, int]], t0: float, t1: float) -> bool:
+    a, b = int(t0 * 16000), int(t1 * 16000)
+    return any(s < b and e > a for s, e in regions)
 
 
 def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
@@ -138,8 +175,9 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
     dropped: list[dict] = []
     with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
         model = whisper.model(model_ref, threads)
+        regions = speech_regions(samples) if vad else None
         seg_iter, info = model.transcribe(
-            samples, language=language or None, beam_size=beam_size, vad_filter=vad,
+            samples, language=language or None, beam_size=beam_size, vad_filter=False,
             word_timestamps=True, initial_prompt=vocabulary or None, hotwords=vocabulary or None,
             condition_on_previous_text=condition_on_previous_text, temperature=temperature,
         )
@@ -149,12 +187,12 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
         seq = -1
         for s in seg_iter:
             reason = None
-            if max_compression_ratio is not None and s.compression_ratio > max_compression_ratio:
+            if regions is not None and not _has_speech(regions, s.start, s.end):
+                reason = "no speech in its time span (voice activity detection)"
+            elif max_compression_ratio is not None and s.compression_ratio > max_compression_ratio:
                 reason = f"repetition (compression ratio {s.compression_ratio:.1f} > {max_compression_ratio})"
             elif check is not None and _doubtful(s):
-                a = max(0, int((s.start - LANGUAGE_CHECK_PAD_S) * 16000))
-                b = min(len(samples), int((s.end + LANGUAGE_CHECK_PAD_S) * 16000), a + 30 * 16000)
-                lang, p, p_en = check(samples[a:b])
+                lang, p, p_en = check(samples[slice(*_context(s.start, s.end, len(samples)))])
                 if lang != "en" and p_en < LANGUAGE_CHECK_MIN_P:
                     reason = (f"spoken language is {lang} (p={p:.2f}, P(en)={p_en:.3f}); "
                               f"the English-only model {model_label} cannot transcribe it")

@@ -75,3 +75,38 @@ def test_the_same_audio_always_gives_the_same_transcript(multilingual):
             for _ in range(6)]
     assert all(r == runs[0] for r in runs[1:])
     assert not [w for w in runs[0] if w["t0_ms"] >= bench_asr.MULTI_EN_END_S * 1000]
+
+
+def test_a_far_field_meeting_excerpt_is_transcribed_and_nothing_real_is_dropped(tmp_path):
+    """A real far-field meeting (pyannote's AMI-style dev excerpt, several speakers, low word confidence)
+    was once all dropped by the per-window log-prob cut; now every segment is kept and the language check
+    (which hears each doubtful segment with its surrounding seconds) calls none of it foreign."""
+    wav = tmp_path / "dev00.wav"
+    audio.extract_wav(MEDIA / "diarization" / "pyannote_dev00.wav", wav)
+    ref, label = models.resolve_whisper()
+    out = transcribe.transcribe(audio.load_wav(wav), model_ref=ref, model_label=label)
+    assert out["meta"]["reason"] is None and len(out["words"]) >= 40, out["meta"]
+    assert out["meta"]["dropped_count"] == 0, out["meta"]["dropped"]
+
+
+def test_no_words_are_kept_over_noise_after_the_speech(tmp_path):
+    """Whisper decodes the whole recording (with the context of what was said before, as bare
+    faster-whisper does); what it writes over a stretch with no voice activity is dropped with its reason."""
+    import numpy as np
+
+    wav = tmp_path / "jfk.wav"
+    audio.extract_wav(MEDIA / "asr" / "whisper_jfk.flac", wav)
+    speech = audio.load_wav(wav)
+    rng = np.random.default_rng(7)
+    noise = (rng.standard_normal(25 * 16000) * 0.01).astype(np.float32)  # -40 dBFS hiss, no voice
+    samples = np.concatenate([speech, noise])
+    ref, label = models.resolve_whisper()
+    out = transcribe.transcribe(samples, model_ref=ref, model_label=label)
+    end_ms = len(speech) * 1000 // 16000
+    assert not [w["word"] for w in out["words"] if w["t0_ms"] > end_ms + 500]
+    said = bench_asr.norm(" ".join(s["text"] for s in out["segments"]))
+    jfk = bench_asr.norm("And so my fellow Americans, ask not what your country can do for you, "
+                         "ask what you can do for your country.")
+    assert bench_asr.edits(jfk, said) <= 1, said
+    for d in json.loads(out["meta"]["dropped"]):
+        assert d["reason"].startswith(("no speech", "repetition", "spoken language")), d
