@@ -264,10 +264,26 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
 
 
 @app.command()
-def recordings(as_json: bool = typer.Option(False, "--json", help="Print the list as JSON.")) -> None:
-    """List processed recordings (the id column is never shortened: `talkthrough name` needs it whole)."""
+def recordings(as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
+               find: Optional[str] = typer.Option(None, "--find", help="Registered recordings (any state) with a "
+                                                  "file whose name or path contains this text: id = partition.")) -> None:
+    """List processed recordings (the id column is never shortened: `talkthrough name` needs it whole);
+    with --find, which recording id (Dagster partition) a file is, processed or not."""
     from . import service
 
+    if find is not None:
+        found = service.find_recordings(find)
+        if as_json:
+            typer.echo(json.dumps(found, indent=2))
+        else:
+            for r in found:
+                typer.echo(f"{r['recording']}  {r['filename']}  {r['state']}"
+                           + (f" ({r['reason']})" if r["reason"] else "")
+                           + (f"  aliases: {', '.join(r['aliases'])}" if r["aliases"] else ""))
+        if not found:
+            _console().print(f"no registered file matches {find!r}")
+            raise typer.Exit(1)
+        return
     rows = service.list_recordings()
     if as_json:
         typer.echo(json.dumps(rows, indent=2, default=str))

@@ -202,6 +202,10 @@ def _tag_run(context: AssetExecutionContext, tags: dict) -> None:
         context.instance.add_run_tags(context.run.run_id, new)
 
 
+def _duration(ms) -> str | None:
+    return f"{ms / 1000:.1f} s" if ms is not None else None
+
+
 def _fail_run(context, reason: str):
     """End the run at its start with a one-line reason (ERROR event, failure tag, no stack)."""
     context.log.error(reason)
@@ -244,8 +248,12 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
         selected = [k.path[-1] for k in context.selected_asset_keys]
         selected_checks = {k.name for k in context.selected_asset_check_keys}
         # which file this is, and which process runs it (a run whose process is gone is marked, not left running)
-        _tag_run(context, {FILENAME_TAG: pipeline.recording_filename(rid),
+        names = pipeline.recording_names(rid)
+        probed = store.read_one("probe", rid) if "probe" not in selected else None  # an amend: already probed
+        _tag_run(context, {FILENAME_TAG: names[0] if names else None,
+                           DURATION_TAG: _duration(probed.get("duration_ms")) if probed else None,
                            registry.RUNNER_TAG: f"{socket.gethostname()}:{os.getpid()}"})
+        named = {"filename": names[0]} if names else {}
         overrides = {k: v for k, v in config.model_dump().items() if v is not None}
         failures: list[tuple[str, str, Exception]] = []  # (stage, one-line reason, error)
         try:
@@ -257,11 +265,13 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                     reason = str(res) if isinstance(res, pipeline.Skipped) else f"{stage}: {res.reason}"
                     failures.append((stage, reason, res))
                     continue
+                md = {**res["metadata"], **named}
                 if stage == "probe":
-                    ms = res["metadata"].get("duration_ms")
-                    _tag_run(context, {DURATION_TAG: f"{ms / 1000:.1f} s" if ms is not None else None})
+                    _tag_run(context, {DURATION_TAG: _duration(res["metadata"].get("duration_ms"))})
+                    if len(names) > 1:
+                        md["aliases"] = ", ".join(names[1:])
                 yield MaterializeResult(
-                    asset_key=stage, metadata=_metadata(res["metadata"]),
+                    asset_key=stage, metadata=_metadata(md),
                     data_version=DataVersion(res["data_version"]),
                     check_results=[_check_result(stage, c) for c in res.get("checks", [])
                                    if c["name"] in selected_checks])
@@ -329,6 +339,9 @@ def drop_dir_sensor(context: SensorEvaluationContext):
     if res.new or res.aliases or res.skipped or res.empty:
         for path, why in res.skipped:
             context.log.info(f"skip {path}: {why}")
+        if res.new or res.aliases:
+            context.log.info(registration_log([p for _, p in res.new + res.aliases],
+                                              [r for r, _ in res.new + res.aliases], known, drop))
         context.log.info(res.message)
     cursor = dropdir.commit(drop, res.state, context.cursor)  # last: in force only once returned
     if not new:
@@ -354,7 +367,9 @@ def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig
     files, skipped = registry.collect([config.folder], recursive=config.recursive)
     for p, why in skipped:
         context.log.info(f"skip {p}: {why}")
+    known = set(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
     ids = registry.register_many(files, context.instance)
+    context.log.info(registration_log(files, ids, known, config.folder))
     context.log.info(f"registered {len(ids)} recordings from {config.folder} in {data_store.location()}; "
                      f"process them from the UI: "
                      f"Jobs > process_recording > Materialize all > pick the partitions (all, or missing/failed)")
@@ -377,6 +392,20 @@ check_recording = GraphDefinition(name="check_recording", node_defs=[check_recor
     description="Re-verify the checks of one recording (pick its partition in the Launchpad; a backfill from "
                 "this job's page checks many) against what is on disk now. Dagster's Checks tab cannot "
                 "execute partitioned checks itself.")
+
+def registration_log(files: list, ids: list[str], known: set[str], root) -> str:
+    """One line per file: its recording id (the partition to pick) and whether it is new or an alias
+    (same bytes as a recording already registered, under its first name)."""
+    lines, first = [], {}
+    for f, rid in zip(files, ids):
+        name = os.path.relpath(f, root) if root else str(f)
+        if rid in known or rid in first:
+            lines.append(f"{rid}  {name}  (alias of {first.get(rid) or pipeline.recording_filename(rid)})")
+        else:
+            first[rid] = Path(f).name
+            lines.append(f"{rid}  {name}")
+    return f"recording id -> file ({len(first)} new, {len(lines) - len(first)} alias(es)):\n" + "\n".join(lines)
+
 
 register_folder = GraphDefinition(name="register_folder", node_defs=[register_folder_op]).to_job(
     executor_def=in_process_executor,

@@ -51,8 +51,11 @@ def register_source(path: str | Path, recording_id: str) -> dict:
     """Record that ``path`` holds the bytes of ``recording_id`` (aliases accumulate)."""
     p = Path(path).resolve()
     st = p.stat()
-    rows = [r for r in store.read_rows("sources", recording_id) if r["path"] != str(p)]
-    row = {"path": str(p), "filename": p.name, "size_bytes": st.st_size, "mtime": st.st_mtime, "seen_at": _now()}
+    rows = store.read_rows("sources", recording_id)
+    first_seen = next((r["seen_at"] for r in rows if r["path"] == str(p)), None)  # kept: the order is first sight
+    rows = [r for r in rows if r["path"] != str(p)]
+    row = {"path": str(p), "filename": p.name, "size_bytes": st.st_size, "mtime": st.st_mtime,
+           "seen_at": first_seen or _now()}
     store.write_table("sources", recording_id, rows + [row])
     return row
 
@@ -187,12 +190,17 @@ def _wav(rid: str) -> Path:
     return store.local_file(store.audio_key(rid))
 
 
-def recording_filename(rid: str) -> str | None:
-    """The file name a person knows the recording by (newest registered path; aliases aside)."""
+def recording_names(rid: str) -> list[str]:
+    """The file names of a recording's registered copies, first registered first: the first is the name a
+    person knows it by (the run tag, every stage's metadata), the others are its aliases."""
     rows = store.read_rows("sources", rid) if store.has_partition("sources", rid) else []
-    if not rows:
-        return None
-    return sorted(rows, key=lambda r: r["seen_at"])[-1]["filename"]
+    return list(dict.fromkeys(r["filename"] for r in sorted(rows, key=lambda r: r["seen_at"])))
+
+
+def recording_filename(rid: str) -> str | None:
+    """The name the recording was first registered under (a later copy under another name is an alias)."""
+    names = recording_names(rid)
+    return names[0] if names else None
 
 
 def _turns(rid: str, cfg: dict, engines: Engines) -> dict:

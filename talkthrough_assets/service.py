@@ -357,3 +357,24 @@ def list_recordings() -> list[dict]:
         return [dict(zip(cols, r)) for r in cur.fetchall()]
     finally:
         con.close()
+
+
+def find_recordings(text: str) -> list[dict]:
+    """Registered recordings (processed, failed or not run yet) with a copy whose file name or path contains
+    ``text`` (case-insensitive): the recording id is the Dagster partition to pick for that file."""
+    con = store.connect()
+    try:
+        ids = [r[0] for r in con.execute(
+            "SELECT DISTINCT recording FROM sources WHERE contains(lower(path), lower(?)) ORDER BY recording",
+            [text]).fetchall()]
+    finally:
+        con.close()
+    out = []
+    for rid in ids:
+        names = pipeline.recording_names(rid)
+        processed = store.read_one("recordings", rid) is not None
+        reason = pipeline.failure_reason(rid)
+        out.append({"recording": rid, "filename": names[0] if names else None, "aliases": names[1:],
+                    "state": "failed" if reason else "processed" if processed else "registered",
+                    "reason": reason})
+    return out

@@ -3,18 +3,24 @@
 
 - checks re-verified per recording with the `check_recording` job; an unpartitioned check run (the
   asset graph's "Execute all") fails with a one-line reason, not a crash;
+- every stage's materialization, the registration log and the runs name the file; an alias (same bytes,
+  another name) keeps the first name and is listed as an alias; `talkthrough recordings --find NAME`
+  says which partition a file is;
 - a partition key that is no recording id ("Add a partition" accepts any text) fails its run at the start
   with the reason and is removed.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 
 import pytest
 from fixture_facts import FIXTURES_DIR, SILENT_NAME
-from test_webserver import (CHECKS, REPO, _events, _free_port, _launch, _tags, gql, running_ui, wait_run)
+from test_webserver import (CHECKS, REPO, _events, _free_port, _launch, _partition_events, _tags, gql, running_ui,
+                            talkthrough_command, wait_run)
 
 from talkthrough_assets import service
 from talkthrough_assets.settings import STAGES
@@ -55,7 +61,7 @@ def ui(tmp_path_factory):
                             "executionMetadata": {"tags": [{"key": "dagster/partition", "value": rid}]}})
         assert wait_run(url, run, timeout=400) == "SUCCESS"
         yield {"url": url, "base": f"http://127.0.0.1:{port}", "home": home, "rid": rid, "folder": folder,
-               "register_run": reg, "process_run": run}
+               "register_run": reg, "process_run": run, "env": env, "tmp": base}
 
 
 def _run(url: str, run_id: str) -> dict:
@@ -114,3 +120,41 @@ def test_a_partition_key_that_is_no_recording_id_fails_at_the_start_and_is_remov
     keys = {p["name"] for s in sets if s["name"] == "process_recording_partition_set"
             for p in s["partitionsOrError"]["results"]}
     assert ui["rid"] in keys and bogus not in keys, keys
+
+
+def _messages(url: str, run_id: str) -> list[str]:
+    return [e.get("message") or "" for e in _events(url, run_id)]
+
+
+def test_every_stage_the_registration_log_and_an_alias_name_the_file(ui):
+    """Items 6 and 7: names, not hashes; an alias does not rename the recording."""
+    url, rid = ui["url"], ui["rid"]
+    assert any(f"{rid}  {SILENT_NAME}" in m for m in _messages(url, ui["register_run"])), _messages(url, ui["register_run"])
+    for stage in STAGES:
+        mat = [e for e in _partition_events(url, stage, rid) if e["__typename"] == "MaterializationEvent"][0]
+        md = {m["label"]: m.get("text") for m in mat["metadataEntries"]}
+        assert md.get("filename") == SILENT_NAME, (stage, md)
+    # the same bytes under another name, registered later: an alias, logged as one
+    again = ui["tmp"] / "more"
+    again.mkdir()
+    shutil.copy(ui["folder"] / SILENT_NAME, again / "silent_again.mp4")
+    reg = _launch(url, {"selector": dict(REPO, jobName="register_folder"),
+                        "runConfigData": {"ops": {"register_folder_op": {"config": {"folder": str(again)}}}}})
+    assert wait_run(url, reg) == "SUCCESS"
+    assert any(f"{rid}  silent_again.mp4  (alias of {SILENT_NAME})" in m for m in _messages(url, reg))
+    # a re-anchor of the recording still carries its first name (and its duration: probe did not run)
+    run_id = _launch(url, {"selector": dict(REPO, jobName="process_recording",
+                                            assetSelection=[{"path": ["wall_clock"]}, {"path": ["manifest"]}]),
+                           "runConfigData": {"ops": {"talkthrough_stages": {"config": {
+                               "recorded_at": "2026-03-14T11:00:00+01:00"}}}},
+                           "executionMetadata": {"tags": [{"key": "dagster/partition", "value": rid}]}})
+    assert wait_run(url, run_id) == "SUCCESS"
+    tags = _tags(_run(url, run_id))
+    assert tags["talkthrough/filename"] == SILENT_NAME and tags["talkthrough/duration"].endswith(" s"), tags
+    # which partition is that file? (the Partitions tab filters ids only)
+    out = subprocess.run(talkthrough_command() + ["recordings", "--find", "silent_again", "--json"], env=ui["env"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [{"recording": rid, "filename": SILENT_NAME, "aliases": ["silent_again.mp4"],
+                                       "state": "processed", "reason": None}]
+
