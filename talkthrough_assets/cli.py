@@ -302,6 +302,40 @@ def recordings(as_json: bool = typer.Option(False, "--json", help="Print the lis
 
 
 @app.command(cls=_Command)
+def sql(
+    query: str = typer.Argument(..., metavar="QUERY", help="DuckDB SQL over the tables, e.g. "
+                                "\"SELECT filename, segment_count FROM recordings\"."),
+    as_json: bool = typer.Option(False, "--json", metavar="", help="Print the rows as JSON."),
+) -> None:
+    """Query the stored tables with DuckDB (no DuckDB CLI needed): recordings, segments, words, turns,
+    keyframes, ocr, frames, ... (README "Where the data lives")."""
+    import duckdb
+
+    from . import store
+
+    con = store.connect()
+    try:
+        cur = con.execute(query)
+        cols = [d[0] for d in cur.description or []]
+        rows = cur.fetchall()
+    except duckdb.Error as e:
+        _console().print(f"[red]query failed:[/red] {_e(e)}", highlight=False)
+        raise typer.Exit(2)
+    finally:
+        con.close()
+    if as_json:
+        typer.echo(json.dumps([dict(zip(cols, r)) for r in rows], indent=2, default=str))
+        return
+    from rich.table import Column, Table
+    from rich.text import Text
+
+    t = Table(*(Column(c, overflow="fold") for c in cols))
+    for r in rows:
+        t.add_row(*(Text("" if v is None else str(v)) for v in r))
+    _console(stderr=False).print(t)
+
+
+@app.command(cls=_Command)
 def name(
     recording_id: str = typer.Argument(..., metavar="ID", help="Recording id (16 hex characters)."),
     assignments: List[str] = typer.Argument(..., metavar="LABEL=NAME...", help="LABEL=NAME pairs, e.g. S1=Alice S2=Bob; S1= removes."),

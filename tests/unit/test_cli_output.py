@@ -68,15 +68,22 @@ def test_a_missing_path_among_several_is_an_error_after_the_others(home):
     assert "1 path(s) not found" in r.output
 
 
-def test_recordings_shows_whole_ids_and_wraps_the_file_name(home):
-    rid = "d9fb81f683d5a0c1"
-    name = "a very long recording name [final] of the weekly planning meeting, take two.mp4"
+RID = "d9fb81f683d5a0c1"
+NAME = "a very long recording name [final] of the weekly planning meeting, take two.mp4"
+
+
+def _recording(rid=RID, name=NAME):
     store.write_table("recordings", rid, [{
         "filename": name, "path": f"/x/{name}", "kind": "video", "duration_ms": 192_000, "size_bytes": 1,
         "recorded_at": "2026-03-14T09:26:53.000+00:00", "tz_offset_min": 0, "wall_clock_source": "creation_time",
         "wall_clock_confidence": "medium", "language": "en", "segment_count": 12, "frame_count": 30,
         "unique_frame_count": 28, "diarized": True, "speaker_count": 2, "has_audio": True, "has_video": True,
         "transcript_available": True, "manifest_path": "m.json", "processed_at": "2026-03-14T10:00:00+00:00"}])
+
+
+def test_recordings_shows_whole_ids_and_wraps_the_file_name(home):
+    rid = RID
+    _recording()
     r = _run("recordings")
     assert r.exit_code == 0, r.output
     assert rid in r.output and "…" not in r.output
@@ -97,3 +104,15 @@ def test_version():
 
     r = _run("--version")
     assert r.exit_code == 0 and r.output.strip() == f"talkthrough {version('talkthrough')}"
+
+
+def test_sql_queries_the_tables_without_a_duckdb_cli(home):
+    _recording()
+    r = _run("sql", "SELECT recording, filename, segment_count FROM recordings", "--json")
+    assert r.exit_code == 0, r.output
+    assert r.stdout and __import__("json").loads(r.stdout) == [
+        {"recording": RID, "filename": NAME, "segment_count": 12}]
+    table = _run("sql", "SELECT recording, language FROM recordings")
+    assert table.exit_code == 0 and RID in table.output and "en" in table.output
+    bad = _run("sql", "SELECT nope FROM recordings")
+    assert bad.exit_code == 2 and "query failed:" in bad.output and "nope" in bad.output
