@@ -38,6 +38,7 @@ LICENCES = {
     "joinly-ai/joinly": "MIT",
     "Azure-Samples/cognitive-services-speech-sdk": "MIT",
     "manthos/rate-your-english-accent": "CC BY-NC-SA 4.0 (test-samples/LICENSE: Speech Accent Archive files)",
+    "LCAV/pyroomacoustics": "MIT",
 }
 AUDIO_NOTES = {
     "Picovoice/leopard": "test clips of Picovoice's multilingual STT tests; the English one is LibriSpeech "
@@ -65,6 +66,8 @@ AUDIO_NOTES = {
                                                    "or synthesised",
     "manthos/rate-your-english-accent": "Speech Accent Archive, George Mason University (accent.gmu.edu); "
                                         "non-commercial use",
+    "LCAV/pyroomacoustics": "CMU ARCTIC (free use, festvox.org/cmu_arctic); axb is an Indian English speaker "
+                            "(pyroomacoustics/datasets/cmu_arctic.py)",
 }
 
 
@@ -345,6 +348,21 @@ def spec(m: Mirror) -> list[dict]:  # noqa: C901 - one flat list of sources, rea
             text_source=f"{R} app.py (the archive's elicitation paragraph every speaker reads)",
             tags=["read", "speech_accent_archive", f"l1_{l1}"] + (["accented"] if l1 != "en" else ["native"]))
 
+    # --- CMU ARCTIC prompts read by aew (US English) and axb (Indian English), pyroomacoustics' samples
+    R = "LCAV/pyroomacoustics"
+    arctic = {"a0001": "Author of the danger trail, Philip Steels, etc.",
+              "a0002": "Not at this particular case, Tom, apologized Whittemore.",
+              "a0003": "For the twentieth time that evening the two men shook hands.",
+              "a0004": "Lord, but I'm glad to see you again, Phil.",
+              "a0005": "Will we ever forget it.",
+              "a0006": "God bless 'em, I hope I'll go on seeing them forever."}
+    for spk, utt in (("aew", "a0001"), ("aew", "a0002"), ("aew", "a0003"), ("axb", "a0004"), ("axb", "a0005"),
+                     ("axb", "a0006")):
+        add(f"arctic_{spk}_{utt}", "asr", [m.source(R, f"examples/input_samples/cmu_arctic_us_{spk}_{utt}.wav")],
+            text=arctic[utt], text_source="CMU ARCTIC prompt list (festvox.org/cmu_arctic cmuarctic.data, "
+                                          f"arctic_{utt}); speaker per {R} pyroomacoustics/datasets/cmu_arctic.py",
+            tags=["read"] + (["accented", "accent_indian"] if spk == "axb" else []))
+
     # --- composites: 2 to 6 distinct real speakers talking one after another
     texts = {c["sources"][0]["path"]: c["text"] for c in clips if c["text"] and not c["edit"]}
 
@@ -458,7 +476,10 @@ Caveats:
 - The Speech Accent Archive clips (`saa_*`, tag `accented` for non-native speakers, `l1_XX` their first
   language) are CC BY-NC-SA 4.0: fine for evaluating, not for shipping.
 - The AMI excerpts (pyannote-audio `tests/data`, 30 s each, 32-bit float WAV) carry the AMI speaker ids;
-  the repository does not say which AMI microphone they come from. Their RTTMs come with a UEM of 0-30 s.
+  the repository does not say which AMI microphone they come from (pyannote's AMI protocols use the
+  headset mix by default), so they are tagged `meeting`, not `far_field`. No far-field (array) meeting
+  audio with reference turns or texts was found in a public repository at a size a repository keeps
+  (whole AMI array files are 30-70 MB). Their RTTMs come with a UEM of 0-30 s.
   `trn00` is stored as `tests/data/tr\u00f100.wav` (an n-tilde in the file name).
 - speechbrain's ASR samples are annotated with TIMIT prompt sentences; four of the twelve annotations are
   misspelt ("drop the tue", "one wore", ...) and are left out (spk1_snt2, spk2_snt1, spk2_snt3, spk2_snt5);
