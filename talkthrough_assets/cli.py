@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from typer.core import TyperArgument, TyperCommand
+from typer.core import TyperArgument, TyperCommand, TyperOption
 
 from .stagespec import SETTINGS
 
@@ -22,6 +22,15 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                   help="Turn screen and meeting recordings into agent-readable data, locally.")
 
 
+def _annotation(param):
+    """The Python type behind a typer parameter (``Optional[int]`` -> ``int``), or None."""
+    from typing import get_args
+
+    ann = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    args = [a for a in get_args(ann) if a is not type(None)]
+    return args[0] if len(args) == 1 else ann
+
+
 class _Command(TyperCommand):
     """A command whose `--help` names arguments the classic way (``PATH...``), not by typer's Python
     type labels (``{paths}...``, ``<list[Path]>``), which read as syntax to type."""
@@ -29,6 +38,8 @@ class _Command(TyperCommand):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for p in self.params:
+            if isinstance(p, TyperOption) and p.metavar is None:  # `--port N`, `--host TEXT`, a flag alone
+                p.metavar = "" if p.is_flag else _METAVARS.get(_annotation(p), "TEXT")
             if isinstance(p, TyperArgument):
                 shown = p.metavar or p.name.upper() + ("..." if p.nargs != 1 else "")
                 p.display_type_rich = lambda ctx: None
@@ -234,7 +245,7 @@ process.__signature__ = _process_signature()
 app.command(cls=_Command)(process)
 
 
-@app.command()
+@app.command(cls=_Command)
 def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Check the installed media stack on a clip it writes itself, the OCR engine on a line it renders and
     the diarization models (found without downloading, run on a test signal); print the resolved versions."""
@@ -263,7 +274,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
         raise typer.Exit(3)
 
 
-@app.command()
+@app.command(cls=_Command)
 def recordings(as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
                find: Optional[str] = typer.Option(None, "--find", help="Registered recordings (any state) with a "
                                                   "file whose name or path contains this text: id = partition.")) -> None:
@@ -281,7 +292,7 @@ def recordings(as_json: bool = typer.Option(False, "--json", help="Print the lis
                            + (f" ({r['reason']})" if r["reason"] else "")
                            + (f"  aliases: {', '.join(r['aliases'])}" if r["aliases"] else ""))
         if not found:
-            _console().print(f"no registered file matches {find!r}")
+            _console().print(f"no registered file matches {_e(repr(find))}", highlight=False)
             raise typer.Exit(1)
         return
     rows = service.list_recordings()
@@ -362,7 +373,7 @@ def name(
         out.print(f"  manifest: {_e(service.store.data_location(service.store.manifest_key(recording_id)))}")
 
 
-@app.command()
+@app.command(cls=_Command)
 def mcp(
     http: bool = typer.Option(False, "--http", help="Streamable HTTP instead of stdio."),
     host: str = typer.Option("127.0.0.1", "--host", help="HTTP bind address; non-loopback needs TALKTHROUGH_MCP_TOKEN."),
@@ -374,7 +385,7 @@ def mcp(
     raise typer.Exit(serve(http=http, host=host, port=port))
 
 
-@app.command()
+@app.command(cls=_Command)
 def ui(port: int = typer.Option(3000, help="Loopback port for the Dagster UI.")) -> None:
     """Start the Dagster UI + daemon (sensor, backfills) on 127.0.0.1. Ctrl-C or SIGTERM stops both,
     after asking the runs in progress to stop."""
