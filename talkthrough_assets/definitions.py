@@ -63,7 +63,28 @@ sqlite_tuning.install()
 PARTITIONS_NAME = registry.PARTITIONS_NAME
 recordings_partitions = DynamicPartitionsDefinition(name=PARTITIONS_NAME)
 
-KINDS = {sp.name: set(sp.kinds) for sp in SPECS}
+BRANCH = {"probe": "recording", "wall_clock": "recording", "manifest": "recording", "audio": "audio",
+          "segments": "audio", "turns": "audio", "keyframes": "visual", "dedup": "visual", "ocr": "visual"}
+
+
+def _tables(sp) -> list[str]:
+    return [t for t in sp.writes if t in store.SCHEMAS]
+
+
+# what a stage is (its own kind) and where its output lives: Parquet tables read through DuckDB views
+KINDS = {sp.name: set(sorted(sp.kinds)[:1]) | ({"parquet", "duckdb"} if _tables(sp) else set()) for sp in SPECS}
+
+
+def _asset_metadata(sp) -> dict:
+    """The stage's main table's columns (Dagster's column schema, from store.SCHEMAS) and every table it writes."""
+    from dagster import TableColumn, TableSchema
+
+    tables = _tables(sp)
+    if not tables:
+        return {"writes": ", ".join(sp.writes)}
+    schema = store.SCHEMAS[tables[0]]
+    return {"dagster/column_schema": TableSchema(columns=[TableColumn(f.name, str(f.type)) for f in schema]),
+            "table": tables[0], "writes": ", ".join(sp.writes)}
 DESCRIPTIONS = {sp.name: sp.description for sp in SPECS}
 
 
@@ -72,9 +93,21 @@ def _stages_config() -> type[Config]:
     the default). Each stage reads only its own keys (see the README's amend table); given values are
     persisted, so a later run of any stage keeps them. Example: `recorded_at` + materialize
     `wall_clock` and `manifest`."""
-    ns = {"__annotations__": {st.name: Optional[st.type] for st in SETTINGS}, **{st.name: None for st in SETTINGS},
+    from pydantic import Field
+
+    ns = {"__annotations__": {st.name: Optional[st.type] for st in SETTINGS},
+          **{st.name: Field(default=None, description=_setting_help(st)) for st in SETTINGS},
           "__doc__": _stages_config.__doc__}
     return type("StagesConfig", (Config,), ns)
+
+
+def _setting_help(st) -> str:
+    """A Launchpad field's description, from stagespec (the CLI's --help says the same)."""
+    readers = ", ".join(sp.name for sp in SPECS if st.name in sp.settings)
+    default = f"default {st.default!r}" + (f" or ${st.env}" if st.env else "") if st.default is not None else (
+        f"default from ${st.env}" if st.env else "no default")
+    return (f"{st.help} Read by {readers}; {default}. Unset keeps the value persisted for this recording"
+            + (f"; also `talkthrough process {st.flag.split('/')[0]}`." if st.flag else "."))
 
 
 StagesConfig = _stages_config()
@@ -85,6 +118,7 @@ CHECKS = {sp.name: [(c.name, getattr(AssetCheckSeverity, c.severity), c.descript
 CHECK_SEVERITY = {name: sev for checks in CHECKS.values() for name, sev, _ in checks}
 CHECK_STAGE = {name: stage for stage, checks in CHECKS.items() for name, _, _ in checks}
 
+OWNER = "team:talkthrough"
 FILENAME_TAG = "talkthrough/filename"  # on every run: which recording (runs list, partition view)
 DURATION_TAG = "talkthrough/duration"  # added once probe has run
 FAILURE_TAG = "talkthrough/failure"  # a failed run's one-line reason (runs list)
@@ -232,8 +266,11 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
     run at once in threads, see pipeline.run_stages): each stage is still its own asset, with its own
     materialization, code version, checks and lineage, and any subset can be materialized alone."""
     code_versions = code_versions or pipeline.CODE_VERSIONS
+    by_name = {sp.name: sp for sp in SPECS}
     specs = [AssetSpec(s, deps=list(DEPS[s]), code_version=code_versions[s], description=DESCRIPTIONS[s],
-                       kinds=KINDS[s], group_name="talkthrough", skippable=True) for s in STAGES]
+                       kinds=KINDS[s], group_name="talkthrough", skippable=True, owners=[OWNER],
+                       tags={"talkthrough/branch": BRANCH[s]}, metadata=_asset_metadata(by_name[s]))
+             for s in STAGES]
     with warnings.catch_warnings():  # partitioned checks are a "preview" feature in Dagster 1.13
         warnings.simplefilter("ignore")
         checks = [AssetCheckSpec(name, asset=stage, description=desc, partitions_def=recordings_partitions)

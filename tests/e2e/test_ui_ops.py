@@ -158,3 +158,42 @@ def test_every_stage_the_registration_log_and_an_alias_name_the_file(ui):
     assert json.loads(out.stdout) == [{"recording": rid, "filename": SILENT_NAME, "aliases": ["silent_again.mp4"],
                                        "state": "processed", "reason": None}]
 
+
+ASSET_NODES = """
+{ assetNodes(group: {groupName: "talkthrough", repositoryName: "__repository__",
+                     repositoryLocationName: "talkthrough_assets.definitions"}) {
+    assetKey { path } kinds owners { ... on TeamAssetOwner { team } } tags { key value }
+    metadataEntries { label ... on TableSchemaMetadataEntry { schema { columns { name type } } } }
+} }"""
+CONFIG_TYPES = """
+query($selector: PipelineSelector!) {
+  runConfigSchemaOrError(selector: $selector) {
+    ... on RunConfigSchema { allConfigTypes { key ... on CompositeConfigType { fields { name description } } } }
+  }
+}"""
+
+
+def test_launchpad_fields_are_described_and_assets_carry_schemas_kinds_and_owners(ui):
+    """Item 10: what a Dagster user expects of the Launchpad and the asset catalog, from stagespec/store."""
+    from talkthrough_assets import store
+    from talkthrough_assets.stagespec import SETTINGS, SPECS
+
+    url = ui["url"]
+    types = gql(url, CONFIG_TYPES, {"selector": dict(REPO, pipelineName="process_recording")})[
+        "runConfigSchemaOrError"]["allConfigTypes"]
+    stages = [t for t in types if {f["name"] for f in t.get("fields") or []} == {st.name for st in SETTINGS}]
+    assert stages, "the talkthrough_stages config type"
+    for f in stages[0]["fields"]:
+        st = next(st for st in SETTINGS if st.name == f["name"])
+        assert f["description"] and f["description"].startswith(st.help) and "Read by" in f["description"], f
+    nodes = {n["assetKey"]["path"][-1]: n for n in gql(url, ASSET_NODES)["assetNodes"]}
+    assert set(nodes) == set(STAGES)
+    for sp in SPECS:
+        node = nodes[sp.name]
+        assert node["owners"] == [{"team": "talkthrough"}] and {t["key"] for t in node["tags"]} >= {"talkthrough/branch"}
+        tables = [t for t in sp.writes if t in store.SCHEMAS]
+        if not tables:
+            continue
+        assert {"parquet", "duckdb"} <= set(node["kinds"]), node
+        schema = [m for m in node["metadataEntries"] if m["label"] == "dagster/column_schema"][0]["schema"]
+        assert [c["name"] for c in schema["columns"]] == store.SCHEMAS[tables[0]].names, (sp.name, schema)
