@@ -1,0 +1,57 @@
+"""The README's Quickstart holds on a fresh clone (issue #25 items 8-9): the supported Pythons are
+said before the first command and match pyproject's requires-python; every `talkthrough COMMAND` it
+names exists; queries go through a command the setup installs (no DuckDB CLI); the .ci script
+cleans up its temp files."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from talkthrough_assets import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def _quickstart() -> str:
+    start = README.index("## Quickstart")
+    return README[start:README.index("\n## ", start + 1)]
+
+
+def test_supported_pythons_come_before_the_first_command_and_match_pyproject():
+    qs = _quickstart()
+    before = qs[:qs.index("```bash")]
+    assert "3.10, 3.11 or 3.12" in before and "3.13" in before and "python3.12 -m venv .venv" in before
+    req = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert req.replace(" ", "") == ">=3.10,<3.13"
+
+
+def test_every_command_the_readme_names_exists():
+    named = set(re.findall(r"`(?:\.venv/bin/)?talkthrough ([a-z]+)", README))
+    assert {"process", "doctor", "sql", "recordings", "name", "ui", "mcp"} <= named
+    for command in sorted(named):
+        r = CliRunner().invoke(cli.app, [command, "--help"])
+        assert r.exit_code == 0, (command, r.output)
+
+
+def test_queries_need_no_duckdb_cli_and_the_contact_sheet_is_documented():
+    assert not re.search(r"`duckdb ~/", README)
+    assert 'talkthrough sql "SELECT' in README and "contact_sheet.jpg" in README
+    assert "/usr/bin/chromium" in _quickstart()
+
+
+def test_ci_script_removes_its_temp_folder_on_exit(tmp_path):
+    """The preamble of .ci/run (up to its first installation step) run for real: its temp folder is gone after."""
+    script = (ROOT / ".ci" / "run").read_text()
+    preamble = script[:script.index('echo "== postgresql')]
+    probe = preamble + 'echo "$CI_TMP"; touch "$CI_TMP/venv-marker"; [ "$TMPDIR" = "$CI_TMP" ]\n'
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=ROOT / ".ci",
+                         env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    made = Path(out.stdout.strip().splitlines()[-1])
+    assert made.parent == tmp_path and not made.exists()
