@@ -197,9 +197,8 @@ def _thumbnail_md(path: str) -> str | None:
     return f"![contact sheet]({'data:image/jpeg;base64,' + base64.b64encode(buf.getvalue()).decode()})"
 
 
-NO_PARTITION = ("no recording picked: Talkthrough's assets and checks run per recording (partition). Re-verify "
-                "checks with Jobs > check_recording > Launchpad (pick the partition), or select a partition "
-                "before launching")
+NO_PARTITION = ("no recording picked: Talkthrough's assets are materialized per recording (partition); pick "
+                "the partition(s) before launching (checks alone: Jobs > check_recording)")
 
 
 class RecordingFailed(Exception):
@@ -280,10 +279,15 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                  can_subset=True, description="The nine Talkthrough stages of one recording.")
     def talkthrough_stages(context: AssetExecutionContext, config: StagesConfig, whisper: ResourceParam[Whisper],
                            ocr_engine: ResourceParam[OcrEngine], diarizer: ResourceParam[engines.Diarizer]):
-        rid = _recording_of_run(context)
-        loaded = engines.Engines(whisper=whisper, ocr=ocr_engine, diarizer=diarizer)
         selected = [k.path[-1] for k in context.selected_asset_keys]
         selected_checks = {k.name for k in context.selected_asset_check_keys}
+        if not context.has_partition_key and not selected:
+            # the asset graph's "Execute all" on the checks (no partition): every recording's checks, each
+            # result recorded for its own partition; the run succeeds (its unpartitioned plan shows as skipped)
+            _check_every_recording(context, sorted(selected_checks))
+            return
+        rid = _recording_of_run(context)
+        loaded = engines.Engines(whisper=whisper, ocr=ocr_engine, diarizer=diarizer)
         # which file this is, and which process runs it (a run whose process is gone is marked, not left running)
         names = pipeline.recording_names(rid)
         probed = store.read_one("probe", rid) if "probe" not in selected else None  # an amend: already probed
@@ -417,11 +421,29 @@ def check_recording_op(context: OpExecutionContext) -> None:
     rid = _recording_of_run(context)
     _tag_run(context, {FILENAME_TAG: pipeline.recording_filename(rid)})
     for name in sorted(CHECK_STAGE):
-        c = pipeline.verify_check(name, rid)
-        context.log_event(AssetCheckEvaluation(
-            asset_key=AssetKey(CHECK_STAGE[name]), check_name=name, passed=c["passed"], partition=rid,
-            severity=CHECK_SEVERITY[name], description=c["description"], metadata={"detail": c["description"]}))
+        c = _log_check(context, name, rid)
         context.log.info(f"{name}: {'passed' if c['passed'] else 'FAILED'}: {c['description']}")
+
+
+def _log_check(context, name: str, rid: str) -> dict:
+    """Re-verify check ``name`` of recording ``rid`` on disk and record the result for that partition."""
+    c = pipeline.verify_check(name, rid)
+    context.log_event(AssetCheckEvaluation(
+        asset_key=AssetKey(CHECK_STAGE[name]), check_name=name, passed=c["passed"], partition=rid,
+        severity=CHECK_SEVERITY[name], description=c["description"], metadata={"detail": c["description"]}))
+    return c
+
+
+def _check_every_recording(context, names: list[str]) -> None:
+    failed = []
+    ids = context.instance.get_dynamic_partitions(PARTITIONS_NAME)
+    for rid in ids:
+        if not store.ID_RE.fullmatch(rid):
+            continue
+        failed += [f"{pipeline.recording_filename(rid) or rid}: {name}" for name in names
+                   if not _log_check(context, name, rid)["passed"]]
+    context.log.info(f"no recording picked: checked {', '.join(names)} of every recording ({len(ids)}), each "
+                     f"result recorded for its partition; {len(failed)} failed" + (": " + "; ".join(failed[:20]) if failed else ""))
 
 
 check_recording = GraphDefinition(name="check_recording", node_defs=[check_recording_op]).to_job(

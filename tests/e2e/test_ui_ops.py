@@ -96,11 +96,20 @@ def test_check_recording_job_reverifies_the_checks_of_one_recording(ui):
         assert mine[0]["status"] == "SUCCEEDED" and mine[0]["evaluation"]["description"], mine
 
 
-def test_unpartitioned_check_run_fails_with_a_one_line_reason(ui):
-    """Item 4: "Execute all" on the asset graph's checks launches __ASSET_JOB with no partition."""
-    url = ui["url"]
+def test_unpartitioned_runs_check_every_recording_or_fail_with_a_one_line_reason(ui):
+    """Items 4 and 5: "Execute all" on the asset graph's checks launches __ASSET_JOB with no partition. It
+    checks every recording, each result recorded for its own partition, and leaves no "Execution failed"
+    without a partition behind; materializing with no partition picked fails at once with the reason."""
+    url, rid = ui["url"], ui["rid"]
     run_id = _launch(url, {"selector": dict(REPO, jobName="__ASSET_JOB", assetSelection=[], assetCheckSelection=[
         {"assetKey": {"path": [stage]}, "name": check} for stage, check in CHECK_KEYS])})
+    assert wait_run(url, run_id) == "SUCCESS"
+    for stage, check in CHECK_KEYS:
+        execs = [e for e in gql(url, CHECKS, {"key": {"path": [stage]}, "name": check})["assetCheckExecutions"]
+                 if e["runId"] == run_id]
+        assert [(e["partition"], e["status"]) for e in execs if e["partition"]] == [(rid, "SUCCEEDED")], execs
+        assert all(e["status"] == "SKIPPED" for e in execs if not e["partition"]), execs
+    run_id = _launch(url, {"selector": dict(REPO, jobName="__ASSET_JOB", assetSelection=[{"path": ["probe"]}])})
     assert wait_run(url, run_id) == "FAILURE"
     _one_line_failure(url, run_id, "no recording picked")
     assert "check_recording" in _tags(_run(url, run_id))["talkthrough/failure"]
