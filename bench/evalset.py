@@ -39,7 +39,9 @@ class Clip:
     sha256: str
     sources: tuple[dict, ...]
     duration_s: float | None = None
-    text_until_s: float | None = None  # the text covers only the speech before this time (mixed-language)
+    # the text covers only the speech before this time; after it comes speech in another language, where an
+    # English-only model should write nothing (fw_multilingual_en_de: English, then German from 30 s)
+    text_until_s: float | None = None
     _turns: tuple[tuple[float, float, str], ...] = field(default=(), repr=False)
 
     def turns(self) -> list[tuple[float, float, str]]:

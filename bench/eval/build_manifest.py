@@ -233,10 +233,11 @@ def spec(m: Mirror) -> list[dict]:  # noqa: C901 - one flat list of sources, rea
                     "address, 1961)", tags=["speech", "historic"])
     lic = m.show(fw, "LICENSE").decode()
     mit = " ".join(lic[lic.index("Permission is hereby"):lic.index("portions of the Software.") + 25].split())
-    add("fw_multilingual_en_de", "non_english", [m.source(fw, "tests/data/multilingual.mp3")], text=mit,
+    # kind asr: the text is the English before text_until_s; every word after it (German speech) is invented
+    add("fw_multilingual_en_de", "asr", [m.source(fw, "tests/data/multilingual.mp3")], text=mit,
         text_source=f"{fw} LICENSE (the MIT permission paragraph read in English before 30 s; then a German "
                     "rendering follows, see tests/test_transcribe.py::test_multilingual_transcription)",
-        text_until_s=30.0, language="de", tags=["read", "mixed_language"])
+        text_until_s=30.0, language="en", tags=["read", "mixed_language", "then_german"])
 
     # --- lhotse fixtures: LibriSpeech and LJ Speech utterances with their supervision texts
     R = "lhotse-speech/lhotse"

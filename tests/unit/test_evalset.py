@@ -43,7 +43,9 @@ def test_committed_manifest_is_complete_and_pinned(tmp_path):
     langs = {c.language for c in by_kind["non_english"]}
     assert {"de", "fr", "es"} <= langs
     tags = {t for c in clips for t in c.tags}
-    assert {"read", "spontaneous", "meeting", "overlap", "short"} <= tags
+    assert {"read", "spontaneous", "meeting", "overlap", "short", "accented"} <= tags
+    mixed = [c for c in clips if c.text_until_s]
+    assert mixed and all(c.kind == "asr" and c.duration_s > c.text_until_s for c in mixed)
     assert {c.speakers for c in by_kind["diarization"]} >= {2, 3, 4, 5, 6}
 
 
