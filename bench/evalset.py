@@ -179,3 +179,26 @@ def edit_distance(ref: list[str], hyp: list[str]) -> int:
 def wer(ref: str, hyp: str, language: str = "en") -> float:
     r = words(ref, language)
     return edit_distance(r, words(hyp, language)) / max(1, len(r))
+
+
+def summary(clips: list[Clip]) -> dict:
+    """Counts by kind, language and tag, the audio seconds, and the clips missing from the cache."""
+    out: dict = {"clips": len(clips), "kinds": {}, "languages": {}, "tags": {}, "seconds": 0.0, "missing": []}
+    for c in clips:
+        out["kinds"][c.kind] = out["kinds"].get(c.kind, 0) + 1
+        out["languages"][c.language] = out["languages"].get(c.language, 0) + 1
+        for t in c.tags:
+            out["tags"][t] = out["tags"].get(t, 0) + 1
+        out["seconds"] += c.duration_s or 0.0
+        if not c.exists():
+            out["missing"].append(c.id)
+    out["seconds"] = round(out["seconds"], 1)
+    return out
+
+
+if __name__ == "__main__":  # python bench/evalset.py: what the set holds and what the cache lacks
+    s = summary(load_manifest())
+    print(f"{s['clips']} clips, {s['seconds'] / 60:.1f} min of audio, cache {default_cache()}")
+    for key in ("kinds", "languages", "tags"):
+        print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in sorted(s[key].items(), key=lambda kv: -kv[1])))
+    print(f"missing from the cache: {len(s['missing'])}" + (" (python bench/fetch_eval.py)" if s["missing"] else ""))

@@ -62,6 +62,11 @@ def test_filters_and_turns(tmp_path):
     assert a.rttm == tmp_path / "c" / "a.rttm" and not a.exists()
     assert b.turns() == [] and b.text == "Hi." and b.language == "en"
     assert [c.id for c in evalset.load_manifest(p, cache=tmp_path, tag="short")] == ["b"]
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "b.flac").write_bytes(b"x")
+    s = evalset.summary([a, b])
+    assert s["kinds"] == {"diarization": 1, "asr": 1} and s["tags"] == {"meeting": 1, "short": 1}
+    assert s["missing"] == ["a"] and s["clips"] == 2
     assert [c.id for c in evalset.load_manifest(p, cache=tmp_path, kind="diarization")] == ["a"]
     man["clips"][0]["turns"] = [[3.0, 2.0, "A"]]
     p.write_text(json.dumps(man))
