@@ -36,7 +36,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "eval" / "manifest.json"
-RAW_URL = "https://raw.githubusercontent.com/{repo}/{commit}/{path}"
+RAW_BASE = "https://raw.githubusercontent.com"  # serves OWNER/NAME/COMMIT/PATH
 
 
 def default_cache() -> Path:
@@ -61,7 +61,8 @@ def _git_dir(root: Path, repo: str) -> Path | None:
     return None
 
 
-def read_source(src: dict, git_root: Path | None = None, timeout: float = 60.0) -> bytes:
+def read_source(src: dict, git_root: Path | None = None, timeout: float = 60.0,
+                base_url: str = RAW_BASE) -> bytes:
     """The bytes of one source file, verified against its sha256 and git blob id."""
     data = None
     where = ""
@@ -73,8 +74,7 @@ def read_source(src: dict, git_root: Path | None = None, timeout: float = 60.0) 
             if r.returncode == 0:
                 data, where = r.stdout, f"{gd} blob {src['blob'][:12]}"
     if data is None:
-        url = RAW_URL.format(repo=src["repo"], commit=src["commit"],
-                             path=urllib.request.quote(src["path"]))
+        url = f"{base_url.rstrip('/')}/{src['repo']}/{src['commit']}/{urllib.request.quote(src['path'])}"
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - pinned https URL
             data, where = resp.read(), url
     if git_blob_id(data) != src["blob"] or sha256(data) != src["sha256"]:
@@ -194,7 +194,7 @@ def rttm_text(uri: str, turns: list) -> str:
 # ---------------------------------------------------------------- main
 
 def fetch(manifest: Path = MANIFEST, cache: Path | None = None, git_root: Path | None = None,
-          only: str | None = None, check: bool = False, log=print) -> dict:
+          only: str | None = None, check: bool = False, log=print, base_url: str = RAW_BASE) -> dict:
     man = json.loads(Path(manifest).read_text(encoding="utf-8"))
     cache = Path(cache or default_cache()).expanduser()
     cache.mkdir(parents=True, exist_ok=True)
@@ -202,7 +202,7 @@ def fetch(manifest: Path = MANIFEST, cache: Path | None = None, git_root: Path |
 
     def get(src):
         if src["blob"] not in memo:
-            memo[src["blob"]] = read_source(src, git_root)
+            memo[src["blob"]] = read_source(src, git_root, base_url=base_url)
         return memo[src["blob"]]
 
     stats = {"ok": 0, "fetched": 0, "failed": []}
@@ -245,8 +245,10 @@ def main(argv=None) -> int:
     ap.add_argument("--manifest", type=Path, default=MANIFEST)
     ap.add_argument("--only", default=None, help="clips whose id contains this")
     ap.add_argument("--check", action="store_true", help="verify the cache only; fetch nothing")
+    ap.add_argument("--base-url", default=RAW_BASE, help="a server laid out as OWNER/NAME/COMMIT/PATH (default "
+                                                          "%(default)s)")
     a = ap.parse_args(argv)
-    st = fetch(a.manifest, a.cache, a.git_root, a.only, a.check)
+    st = fetch(a.manifest, a.cache, a.git_root, a.only, a.check, base_url=a.base_url)
     return 1 if st["failed"] else 0
 
 

@@ -174,3 +174,35 @@ def test_fetch_from_a_git_mirror(tmp_path):
     # a source whose bytes differ from the manifest is refused, not used
     with pytest.raises(ValueError, match="does not match"):
         fetch_eval.read_source({**copy_clip["sources"][0], "sha256": "f" * 64}, mirror)
+
+
+def test_fetch_over_http_pinned_by_commit(tmp_path):
+    """The network path: OWNER/NAME/COMMIT/PATH from a server (a local one standing in for
+    raw.githubusercontent.com), a non-ASCII path quoted, the bytes verified."""
+    import functools
+    import http.server
+    import threading
+
+    data = _wav([0, 1000, -1000, 0] * 100)
+    commit = "c" * 40
+    served = tmp_path / "www" / "own" / "repo" / commit / "tests" / "data"
+    served.mkdir(parents=True)
+    (served / "tr\u00f100.wav").write_bytes(data)
+    src = {"repo": "own/repo", "commit": commit, "path": "tests/data/tr\u00f100.wav",
+           "blob": fetch_eval.git_blob_id(data), "sha256": fetch_eval.sha256(data)}
+    man = tmp_path / "manifest.json"
+    man.write_text(json.dumps({"clips": [{"id": "n", "kind": "diarization", "file": "n.wav", "sources": [src],
+                                          "edit": {"op": "copy"}, "sha256": src["sha256"],
+                                          "turns": [[0.0, 0.025, "A"]]}]}))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "www"))
+    handler.log_message = lambda *a: None
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as srv:
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{srv.server_address[1]}"
+        st = fetch_eval.fetch(man, tmp_path / "cache", None, base_url=base, log=lambda *a: None)
+        assert st["fetched"] == 1 and not st["failed"]
+        assert (tmp_path / "cache" / "n.wav").read_bytes() == data
+        missing = fetch_eval.fetch(man, tmp_path / "cache2", None, base_url=base + "/nothing",
+                                   log=lambda *a: None)
+        srv.shutdown()
+    assert [f[0] for f in missing["failed"]] == ["n"] and "404" in missing["failed"][0][1]
