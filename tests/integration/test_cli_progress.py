@@ -53,7 +53,9 @@ def test_on_a_terminal_the_display_follows_every_stage_of_the_run(tmp_path):
 
 
 def test_in_a_pipe_each_stage_prints_a_line(tmp_path):
-    proc = subprocess.run(CMD, capture_output=True, text=True, env=_env(tmp_path), timeout=500)
+    env = _env(tmp_path)
+    env.pop("COLUMNS")  # a pipe has no width: nothing may be wrapped at rich's default 80 columns
+    proc = subprocess.run(CMD, capture_output=True, text=True, env=env, timeout=500)
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("silent_video.mp4: ")]
     assert lines[0] == "silent_video.mp4: running " + ", ".join(STAGES)
@@ -61,3 +63,5 @@ def test_in_a_pipe_each_stage_prints_a_line(tmp_path):
     assert all(done) and sorted(m.group(2) for m in done) == sorted(STAGES), lines
     assert [int(m.group(1)) for m in done] == list(range(1, 10))
     assert "\x1b[" not in proc.stderr and "silent_video.mp4  processed" in proc.stdout
+    (head,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("silent_video.mp4  processed")]
+    assert len(head) > 80 and head.endswith("stages: " + ", ".join(STAGES)), proc.stdout  # one line, unwrapped

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import wave
 
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus
@@ -22,21 +23,23 @@ def test_four_concurrent_first_starts_on_a_new_data_root(tmp_path, attempt):
     env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME="", COLUMNS="200")
     env.pop("DAGSTER_HOME")
     files = []
-    for i in range(PROCESSES):  # distinct bytes (distinct recordings) that each run the Dagster job quickly
-        f = tmp_path / f"notes{i}.mp4"
-        f.write_bytes(f"meeting notes {i}, not a video\n".encode() * 40)
+    for i in range(PROCESSES):  # distinct bytes (distinct recordings) that each run the Dagster job quickly:
+        # a second of silence (a file the probe rejects fails before any Dagster run, #25 item 7)
+        f = tmp_path / f"quiet{i}.wav"
+        with wave.open(str(f), "wb") as w:
+            w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+            w.writeframes(b"\0\0" * (16000 + 160 * i))
         files.append(f)
     procs = [subprocess.Popen(CLI + ["process", str(f), "--json"], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for f in files]
     outs = [p.communicate(timeout=400) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert "sqlalchemy" not in err.lower() and "Traceback" not in err, err[-3000:]
-        assert p.returncode == 1, (p.returncode, err[-3000:])  # bad input, reported: not a crash (3) or a stack
+        assert p.returncode == 0, (p.returncode, err[-3000:])  # not a crash (3) or a stack
         [res] = json.loads(out)
-        assert res["status"] == "failed" and "not a readable media file" in res["reason"], res
+        assert res["status"] == "processed" and res["transcript"]["segments"] == 0, res
     # each process ran its recording through the one instance they share
     with DagsterInstance.from_config(str(home / "dagster")) as inst:
         runs = inst.get_runs()
-        assert len(runs) == PROCESSES and {r.status for r in runs} == {DagsterRunStatus.FAILURE}, runs
-        assert all(r.tags.get("talkthrough/failure", "").startswith("probe: not a readable media file")
-                   for r in runs), [r.tags for r in runs]
+        assert len(runs) == PROCESSES and {r.status for r in runs} == {DagsterRunStatus.SUCCESS}, runs
+        assert len({r.tags.get("dagster/partition") for r in runs}) == PROCESSES
