@@ -374,6 +374,41 @@ def name(
 
 
 @app.command(cls=_Command)
+def forget(
+    ref: str = typer.Argument(..., metavar="ID|PATH", help="Recording id (16 hex characters) or the file."),
+    yes: bool = typer.Option(False, "--yes", help="Really remove it (without it, only say what would go)."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was removed as JSON."),
+) -> None:
+    """Remove a recording everywhere: its rows in every table (search terms, aliases), frames, WAV, manifest,
+    settings and its Dagster partition. Refused while a run of it is queued or in progress."""
+    from . import service
+
+    err = _console()
+    try:
+        rid = service.resolve_recording(ref)
+        if not yes:
+            keys = [service.store.data_location(k) for k in service.store.recording_keys(rid)]
+            err.print(f"would remove recording {rid} ({_e(', '.join(service.pipeline.recording_names(rid)) or 'no known file')}): "
+                      f"{_e(', '.join(keys))} and its Dagster partition; run again with --yes", highlight=False)
+            raise typer.Exit(1)
+        result = service.forget(rid)
+    except service.store.PartitionBusy as e:
+        err.print(f"[yellow]refused:[/yellow] {_e(e)}", highlight=False)
+        raise typer.Exit(1)
+    except ValueError as e:
+        err.print(f"[red]{_e(e)}[/red]", highlight=False)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    out = _console(stderr=False)
+    out.print(f"forgot {rid}: removed {len(result['removed'])} location(s)"
+              + ("; Dagster partition deleted" if result["dagster_partition_removed"] else ""), highlight=False)
+    for loc in result["removed"]:
+        out.print(f"  {_e(loc)}", highlight=False)
+
+
+@app.command(cls=_Command)
 def mcp(
     http: bool = typer.Option(False, "--http", help="Streamable HTTP instead of stdio."),
     host: str = typer.Option("127.0.0.1", "--host", help="HTTP bind address; non-loopback needs TALKTHROUGH_MCP_TOKEN."),

@@ -305,6 +305,43 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
     return merged, roster
 
 
+def resolve_recording(ref: str) -> str:
+    """A recording id from what a person types: the id itself, or a path to the file (hashed)."""
+    if store.ID_RE.fullmatch(ref or ""):
+        return ref
+    p = Path(ref).expanduser()
+    if p.is_file():
+        return recording_id_for(p)
+    raise ValueError(f"{ref!r} is neither a recording id (16 hex characters) nor an existing file")
+
+
+def forget(rid: str, inst=None) -> dict:
+    """Remove a recording everywhere: every table's partition (search terms and aliases included), frames,
+    WAV, manifest, settings and its Dagster partition (the UI's partition list no longer has it; the past
+    runs' event log stays, as Dagster's SQL event log cannot wipe one partition). Refused (PartitionBusy)
+    while a run of it is queued or in progress. ValueError: nothing is known of that id."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    store.check_id(rid)
+    inst = inst or instance()
+    known = any(store.has_partition(t, rid) for t in store.TABLES) or store.exists(store.manifest_key(rid)) \
+        or inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
+    if not known:
+        raise ValueError(f"unknown recording {rid}: nothing stored and no Dagster partition")
+    with store.partition_lock(rid, timeout_s=0.0):
+        fail_orphaned_runs(inst, rid)
+        pending = [getattr(DagsterRunStatus, s) for s in ("QUEUED", "NOT_STARTED", *ACTIVE_STATUSES)]
+        runs = inst.get_runs(RunsFilter(statuses=pending, tags={"dagster/partition": rid}))
+        if runs:
+            raise store.PartitionBusy(f"recording {rid} has {len(runs)} run(s) queued or in progress "
+                                      f"({', '.join(r.run_id[:8] for r in runs)}); try again when they finish")
+        removed = store.forget_recording(rid)
+        partition = inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
+        if partition:
+            inst.delete_dynamic_partition(registry.PARTITIONS_NAME, rid)
+    return {"recording_id": rid, "removed": removed, "dagster_partition_removed": partition}
+
+
 def summary(rid: str) -> dict:
     """A short, context-friendly summary from stored outputs (no media access)."""
     rec = store.read_one("recordings", rid)

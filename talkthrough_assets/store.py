@@ -527,6 +527,38 @@ def delete_partition(table: str, recording_id: str) -> None:
     delete_tree(partition_key(table, recording_id))
 
 
+def recording_keys(recording_id: str) -> list[str]:
+    """Every data-root key that holds something of one recording (folders and files): its partition of
+    every table (sources/aliases and search terms included), frames, WAV, manifest and settings."""
+    check_id(recording_id)
+    return ([partition_key(t, recording_id) for t in TABLES]
+            + [frames_key(recording_id), audio_key(recording_id), manifest_key(recording_id),
+               settings_key(recording_id)])
+
+
+def forget_recording(recording_id: str) -> list[str]:
+    """Remove everything stored of one recording in the data root (and this machine's cache of it),
+    the manifest first (readers stop serving it at once). Returns the locations that existed and were removed. The caller holds the recording's lock."""
+    removed = []
+    keys = recording_keys(recording_id)
+    keys.sort(key=lambda k: not k.startswith("manifests/"))
+    for key in keys:
+        present = exists(key) or bool(list_names(key)) or _local(key).exists()
+        if key.startswith(("manifests/", "settings/", "audio/")):
+            if is_remote():
+                fs, base = _remote()
+                try:
+                    fs.delete_file(f"{base}/{key}")
+                except FileNotFoundError:
+                    pass
+            _local(key).unlink(missing_ok=True)
+        else:
+            delete_tree(key)
+        if present:
+            removed.append(data_location(key))
+    return removed
+
+
 # --------------------------------------------------------------------------- per-recording lock
 
 class PartitionBusy(RuntimeError):
