@@ -3,6 +3,7 @@
 - a UI killed outright (kill -9 of every process) leaves its run STARTED in storage: the next
   `talkthrough ui` marks it failed at start, with the reason, and a new run of the same recording is
   not held in the queue by the dead one;
+- the UI's Terminate ends a live run as canceled;
 - a graceful stop (SIGTERM) asks the run in progress to stop and exits 0 with the run CANCELED, not
   STARTED;
 - started in the background from a script (SIGINT ignored, as a non-interactive shell does for `&`),
@@ -30,6 +31,10 @@ from test_webserver import (REPO, RUN, ROOT, _free_port, _launch, _events, gql, 
                             wait_run, wait_until_up)
 
 from talkthrough_assets import service
+
+
+TERMINATE = """
+mutation($id: String!) { terminateRun(runId: $id) { __typename ... on PythonError { message } } }"""
 
 
 def _env(home: Path) -> dict:
@@ -121,8 +126,15 @@ def test_runs_in_progress_when_the_ui_stops_or_dies_are_never_left_started(tmp_p
         assert _status(url, dead) == "FAILURE"
         failure = [e["message"] for e in _events(url, dead) if "process" in (e.get("message") or "")]
         assert any("is gone" in m for m in failure), failure
+        terminated = _launch_process_run(url, rid)
+        _wait_status(url, terminated, {"STARTED"}, timeout=120)  # before: QUEUED (the dead run held the slot)
+        _wait_runner_tag(home, terminated)
+        # the UI's Terminate reaches a live run: it ends canceled (before: it hung at "Canceling")
+        res = gql(url, TERMINATE, {"id": terminated})["terminateRun"]
+        assert res["__typename"] == "TerminateRunSuccess", res
+        assert _wait_status(url, terminated, {"CANCELED", "FAILURE", "SUCCESS"}, timeout=90) == "CANCELED"
         second = _launch_process_run(url, rid)
-        _wait_status(url, second, {"STARTED"}, timeout=120)  # before: QUEUED (the dead run held the slot)
+        _wait_status(url, second, {"STARTED"}, timeout=120)
         _wait_runner_tag(home, second)
         # 3. a graceful stop asks it to stop and exits 0 with the run canceled
         proc.send_signal(signal.SIGTERM)
