@@ -1,27 +1,24 @@
 #!/usr/bin/env python3
-"""Diarization accuracy on the real evaluation clips: DER (0.25 s collar) and speakers found, for
-Talkthrough's auto diarization (``stages.diarize.run_turns`` with num_speakers unset: the engine at
-Talkthrough's window shift / threshold, then the same-voice merge) against sherpa-onnx's own defaults
-(window_shift_ratio 0.1, FastClustering threshold 0.5, min_duration_on 0.3 / off 0.5, no
-post-processing), both measured in the same run.
+"""Diarization accuracy on real multi-speaker audio: DER and speakers found, per file and pooled, for
+Talkthrough's turns stage (``stages.diarize.run_turns``) against sherpa-onnx's own offline diarization
+with every option at its default, both measured in the same run, each with the speaker count unknown
+(Talkthrough ``--num-speakers auto``; sherpa ``num_clusters=-1``, threshold 0.5) and given (the true count).
 
-    python bench/bench_der.py [--media DIR] [--sweep] [--collar 0.25]
+    python bench/bench_der.py [--only SUBSTR] [--no-given] [--collar 0.25] [--json OUT]
 
-``--sweep`` also prints the grid behind the chosen constants: window shift {0.1, 0.25} x
-threshold {0.5 .. 0.8}, each through run_turns (so with the merge step).
+Clips (each skipped, and said so, when its audio is not there):
 
-References (../shared/eval/media, see its SOURCES.md):
-  pyannote_sample   diarization/pyannote_sample.rttm                       2 speakers, timed
-  pyannote_dev00    refs/pyannote_debug.development.rttm (uri dev00)        2 speakers, timed
-  falcon_test       refs/falcon_test_data.json segments                     3 speakers, timed
-  stereo            derived here from per-channel activity (left / right talker, 50 ms RMS
-                    above -35 dB of the channel peak): 2 speakers, timed (a measurement, not a label)
-  leopard           refs/leopard_test_data.json: 3 speakers, no times -> speaker count only
-  google_commercial 2 speakers (customer + agent), no times -> speaker count only
+* the evaluation set's diarization clips (bench/eval/manifest.json, fetched by bench/fetch_eval.py into
+  ``~/.cache/talkthrough-eval``): 11 AMI 30-s far-field meeting excerpts (2-4 speakers, overlap), a
+  two-speaker phone call, three speakers one after another, composites of 4/5/6 distinct speakers;
+  and its 3-speaker leopard clip (no times: speaker count only);
+* bench/der_composites.py's clips, built from ``../shared/eval/media``: 4-6 distinct real speakers one
+  after another, and 3-4 speakers taking turns more than once.
 
 DER = (missed + false alarm + confusion) / reference speech, scored on a 10 ms grid outside a
-+-collar around every reference boundary, overlap counted per speaker (NIST md-eval style), with the
-hypothesis->reference speaker mapping that maximises matched time (exhaustive; few speakers).
++-collar around every reference boundary, overlapping speech scored per speaker (NIST md-eval style),
+with the hypothesis->reference speaker mapping that maximises matched time (exhaustive; few
+speakers). Pooled DER sums each clip's error and reference time. "count" is speakers found/expected.
 """
 
 from __future__ import annotations
@@ -33,12 +30,12 @@ import os
 import sys
 import tempfile
 import time
-import wave
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
 DEFAULT_MEDIA = ROOT.parent / "shared" / "eval" / "media"
 SHARED_MODELS = ROOT.parent / "shared" / "models" / "diarization"
 STEP = 0.01  # scoring grid, seconds
@@ -56,59 +53,34 @@ def read_rttm(path: Path, uri: str | None = None) -> list[tuple[float, float, st
     return out
 
 
-def stereo_reference(path: Path, *, win_s: float = 0.05, rel_db: float = -35.0,
-                     fill_s: float = 0.3) -> list[tuple[float, float, str]]:
-    """Speaker turns of a two-channel file whose talkers are on separate channels: per channel,
-    windows with RMS above ``rel_db`` of that channel's loudest window, gaps < ``fill_s`` closed."""
-    with wave.open(str(path), "rb") as w:
-        sr, ch = w.getframerate(), w.getnchannels()
-        x = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32).reshape(-1, ch)
-    n = int(sr * win_s)
-    turns = []
-    for c, name in ((0, "left"), (1, "right")):
-        y = x[: len(x) // n * n, c].reshape(-1, n)
-        rms = np.sqrt((y ** 2).mean(axis=1)) + 1e-9
-        db = 20 * np.log10(rms / rms.max())
-        active = db > rel_db
-        spans, start = [], None
-        for i, a in enumerate(list(active) + [False]):
-            if a and start is None:
-                start = i
-            elif not a and start is not None:
-                spans.append([start * win_s, i * win_s])
-                start = None
-        merged = []
-        for s in spans:
-            if merged and s[0] - merged[-1][1] < fill_s:
-                merged[-1][1] = s[1]
-            else:
-                merged.append(s)
-        turns += [(a, b, name) for a, b in merged if b - a >= 0.2]
-    return sorted(turns)
+def clips(media: Path, tmp: Path) -> tuple[list[dict], list[str]]:
+    """(clip dicts {name, file, speakers, ref (None: count only), group}, names skipped with why)."""
+    import evalset
 
+    out, skipped = [], []
+    for c in evalset.load_manifest():
+        if c.kind == "diarization" or (c.speakers == 0 and any(t.endswith("_speakers") for t in c.tags)):
+            if not c.exists():
+                skipped.append(f"{c.id} (not fetched: python bench/fetch_eval.py)")
+                continue
+            n = c.speakers or int(next(t for t in c.tags if t.endswith("_speakers")).split("_")[0])
+            group = "ami" if c.has("ami") else ("composite" if c.has("composite") else "other")
+            out.append({"name": c.id, "file": c.audio, "speakers": n, "ref": c.turns() or None, "group": group})
+    if media.is_dir():
+        import der_composites
 
-def clips(media: Path) -> list[dict]:
-    falcon = json.loads((media / "refs/falcon_test_data.json").read_text())["tests"]["diarization_tests"][0]
-    return [
-        {"name": "pyannote_sample", "file": media / "diarization/pyannote_sample.wav", "speakers": 2,
-         "ref": read_rttm(media / "diarization/pyannote_sample.rttm")},
-        {"name": "pyannote_dev00", "file": media / "diarization/pyannote_dev00.wav", "speakers": 2,
-         "ref": read_rttm(media / "refs/pyannote_debug.development.rttm", "dev00")},
-        {"name": "falcon_test", "file": media / "diarization/falcon_test.wav", "speakers": 3,
-         "ref": [(s["start_sec"], s["end_sec"], str(s["speaker_tag"])) for s in falcon["segments"]]},
-        {"name": "stereo", "file": media / "diarization/faster_whisper_stereo_diarization.wav", "speakers": 2,
-         "ref": stereo_reference(media / "diarization/faster_whisper_stereo_diarization.wav")},
-        {"name": "leopard", "file": media / "diarization/leopard_diarization_test.wav", "speakers": 3,
-         "ref": None},
-        {"name": "google_commercial", "file": media / "diarization/google_commercial_mono.wav", "speakers": 2,
-         "ref": None},
-    ]
+        for c in der_composites.clips(media, tmp):
+            out.append({**c, "name": "tt_" + c["name"], "group": "composite"})
+    else:
+        skipped.append(f"bench/der_composites.py clips ({media} not found)")
+    return out, skipped
 
 
 # --------------------------------------------------------------------------- scoring
 
 def der(ref: list[tuple], hyp: list[tuple], duration_s: float, collar: float = 0.25) -> dict:
-    """DER on a 10 ms grid; ``ref``/``hyp`` are [(t0_s, t1_s, label)]."""
+    """DER on a 10 ms grid; ``ref``/``hyp`` are [(t0_s, t1_s, label)]. Fractions of the reference speech
+    (der, miss, fa, conf) and the absolute scored frames (``ref_frames``, ``err_frames``) for pooling."""
     n = int(np.ceil(duration_s / STEP)) + 1
 
     def matrix(turns):
@@ -143,26 +115,27 @@ def der(ref: list[tuple], hyp: list[tuple], duration_s: float, collar: float = 0
     fa = int(np.maximum(n_hyp - n_ref, 0).sum())
     conf = int((np.minimum(n_ref, n_hyp) - correct).sum())
     return {"der": (miss + fa + conf) / max(total, 1), "miss": miss / max(total, 1),
-            "fa": fa / max(total, 1), "conf": conf / max(total, 1)}
+            "fa": fa / max(total, 1), "conf": conf / max(total, 1),
+            "ref_frames": total, "err_frames": miss + fa + conf}
 
 
 # --------------------------------------------------------------------------- systems
 
 def to_wav(src: Path, tmp: Path) -> Path:
+    """16 kHz mono s16 WAV through the stage's own extraction (the eval set has float WAVs)."""
     from talkthrough_assets.stages import audio
 
-    dst = tmp / (src.stem + ".16k.wav")
+    dst = tmp / (Path(src).stem + ".16k.wav")
     if not dst.exists():
         audio.extract_wav(src, dst)
     return dst
 
 
-def sherpa_defaults(wav: Path) -> tuple[list[tuple], float]:
-    """sherpa-onnx with every diarization option at its default, no post-processing."""
+def sherpa_defaults(wav: Path, num_clusters: int = -1) -> tuple[list[tuple], float]:
+    """sherpa-onnx with every diarization option at its default (``num_clusters`` aside), no post-processing."""
     import sherpa_onnx as so
 
-    from talkthrough_assets.stages import audio
-    from talkthrough_assets.stages import diarize_engine, diarize_models
+    from talkthrough_assets.stages import audio, diarize_engine, diarize_models
 
     m = diarize_models.resolve_models()
     cfg = so.OfflineSpeakerDiarizationConfig(
@@ -170,7 +143,7 @@ def sherpa_defaults(wav: Path) -> tuple[list[tuple], float]:
             pyannote=so.OfflineSpeakerSegmentationPyannoteModelConfig(model=str(m.segmentation)),
             num_threads=diarize_engine.threads()),
         embedding=so.SpeakerEmbeddingExtractorConfig(model=str(m.embedding), num_threads=diarize_engine.threads()),
-        clustering=so.FastClusteringConfig(),
+        clustering=so.FastClusteringConfig(num_clusters=num_clusters) if num_clusters > 0 else so.FastClusteringConfig(),
     )
     eng = so.OfflineSpeakerDiarization(cfg)
     x = audio.load_wav(wav)
@@ -179,70 +152,101 @@ def sherpa_defaults(wav: Path) -> tuple[list[tuple], float]:
     return [(s.start, s.end, s.speaker) for s in res], time.perf_counter() - t
 
 
-def talkthrough(wav: Path, **kw) -> tuple[list[tuple], float, dict]:
+def talkthrough(wav: Path, num_speakers, threshold: float | None = None) -> tuple[list[tuple], float, dict]:
+    from talkthrough_assets import settings as S
     from talkthrough_assets.stages import diarize as D
 
-    kw.setdefault("threshold", 0.5)
-    D.run_turns(wav, segments=[], words=[], num_speakers=None, **kw)  # warm the engine for this config
+    thr = S.DEFAULTS["diarize_threshold"] if threshold is None else threshold
     t = time.perf_counter()
-    out = D.run_turns(wav, segments=[], words=[], num_speakers=None, **kw)
+    out = D.run_turns(wav, segments=[], words=[], num_speakers=num_speakers, threshold=thr)
     el = time.perf_counter() - t
     return [(x["t0_ms"] / 1000, x["t1_ms"] / 1000, x["speaker"]) for x in out["turns"]], el, out["diarization"]
 
 
-def score(clip: dict, hyp: list[tuple], dur: float, collar: float) -> str:
+# --------------------------------------------------------------------------- report
+
+def cell(clip: dict, hyp: list[tuple], dur: float, collar: float) -> dict:
     found = len({h[2] for h in hyp})
-    if clip["ref"] is None:
-        return f"   -    {found}/{clip['speakers']}"
-    d = der(clip["ref"], hyp, dur, collar)
-    return f"{d['der'] * 100:5.1f}%  {found}/{clip['speakers']}"
+    r = {"found": found}
+    if clip["ref"] is not None:
+        r.update(der(clip["ref"], hyp, dur, collar))
+    return r
+
+
+def fmt(r: dict | None, n: int) -> str:
+    if r is None:
+        return f"{'':>13s}"
+    d = f"{r['der'] * 100:5.1f}%" if "der" in r else "   -  "
+    return f"{d} {r['found']:>2d}/{n:<2d}  "
+
+
+def pooled(rows: list[dict], key: str, pick=lambda row: True) -> str:
+    cells = [row[key] for row in rows if pick(row) and row.get(key) and "der" in row[key]]
+    if not cells:
+        return "   -  "
+    return f"{sum(c['err_frames'] for c in cells) / max(1, sum(c['ref_frames'] for c in cells)) * 100:5.1f}%"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--media", type=Path, default=DEFAULT_MEDIA)
     ap.add_argument("--collar", type=float, default=0.25)
-    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--only", default="", help="only clips whose name contains this")
+    ap.add_argument("--no-given", action="store_true", help="skip the runs with the true count given")
+    ap.add_argument("--threshold", type=float, default=None, help="Talkthrough's clustering threshold "
+                    "(default: the diarize_threshold setting's default)")
+    ap.add_argument("--json", type=Path, default=None, help="write every hypothesis and score here")
     args = ap.parse_args()
     if not os.environ.get("TALKTHROUGH_DIARIZATION_MODELS") and SHARED_MODELS.is_dir():
         os.environ["TALKTHROUGH_DIARIZATION_MODELS"] = str(SHARED_MODELS)
     os.environ.setdefault("TALKTHROUGH_HOME", tempfile.mkdtemp(prefix="tt-bench-der-"))
+    from talkthrough_assets import settings as S
     from talkthrough_assets.stages import audio
-    from talkthrough_assets.stages import diarize as D
     from talkthrough_assets.stages.diarize_engine import WINDOW_SHIFT_RATIO
 
-    cs = clips(args.media)
     tmp = Path(tempfile.mkdtemp(prefix="tt-der-"))
-    print(f"DER with a {args.collar:g} s collar, speakers found/expected; wall s of the diarization call (engine warm)")
-    print(f"talkthrough = run_turns(num_speakers=None, threshold=0.5 (settings' diarize_threshold)): window_shift "
-          f"{WINDOW_SHIFT_RATIO}, + same-voice merge")
-    print(f"{'clip':18s} {'sherpa defaults':>22s} {'talkthrough':>22s}")
-    worse = []
+    cs, skipped = clips(args.media, tmp)
+    cs = [c for c in cs if args.only in c["name"]]
+    thr = S.DEFAULTS["diarize_threshold"] if args.threshold is None else args.threshold
+    print(f"DER ({args.collar:g} s collar, overlap scored) and speakers found/expected")
+    print(f"sherpa = sherpa-onnx defaults (window shift 0.1, FastClustering threshold 0.5, no post-processing); "
+          f"talkthrough = run_turns (window shift {WINDOW_SHIFT_RATIO}, threshold {thr}, + its merge rules); "
+          f"N = the true count given")
+    for s in skipped:
+        print(f"skipped: {s}")
+    systems = ["sherpa", "talkthrough"] + ([] if args.no_given else ["sherpa N", "talkthrough N"])
+    print(f"{'clip':30s} " + " ".join(f"{s:>13s}" for s in systems))
+    rows = []
     for c in cs:
         wav = to_wav(c["file"], tmp)
         dur = len(audio.load_wav(wav)) / 16000
-        hs, ts = sherpa_defaults(wav)
-        ht, tt, _ = talkthrough(wav)
-        a, b = score(c, hs, dur, args.collar), score(c, ht, dur, args.collar)
-        print(f"{c['name']:18s} {a:>15s} {ts:5.1f}s {b:>15s} {tt:5.1f}s")
-        if c["ref"] is not None and der(c["ref"], ht, dur, args.collar)["der"] > der(c["ref"], hs, dur, args.collar)["der"] + 1e-9:
-            worse.append(c["name"])
-        elif c["ref"] is None and abs(len({h[2] for h in ht}) - c["speakers"]) > abs(len({h[2] for h in hs}) - c["speakers"]):
-            worse.append(c["name"])
-    print("worse than sherpa defaults on:", ", ".join(worse) or "none")
-    if args.sweep:
-        print("\nsweep: run_turns(num_speakers=None, threshold=T, window_shift=W)  DER / found")
-        grid = [(w, t) for w in (0.1, 0.15, 0.25) for t in (0.4, 0.45, 0.5, 0.55)]
-        print(f"{'clip':18s} " + " ".join(f"{f'w{w}/t{t}':>13s}" for w, t in grid))
-        for c in cs:
-            wav = to_wav(c["file"], tmp)
-            dur = len(audio.load_wav(wav)) / 16000
-            cells = []
-            for w, t in grid:
-                out = D.run_turns(wav, segments=[], words=[], num_speakers=None, threshold=t, window_shift=w)
-                hyp = [(x["t0_ms"] / 1000, x["t1_ms"] / 1000, x["speaker"]) for x in out["turns"]]
-                cells.append(score(c, hyp, dur, args.collar))
-            print(f"{c['name']:18s} " + " ".join(f"{x:>13s}" for x in cells))
+        row = {"name": c["name"], "group": c["group"], "speakers": c["speakers"], "hyp": {}, "secs": {}, "notes": {}}
+        n = c["speakers"]
+        runs = {"sherpa": lambda: sherpa_defaults(wav), "talkthrough": lambda: talkthrough(wav, "auto", thr),
+                "sherpa N": lambda: sherpa_defaults(wav, n), "talkthrough N": lambda: talkthrough(wav, n, thr)}
+        for s in systems:
+            res = runs[s]()
+            row["hyp"][s], row["secs"][s] = res[0], round(res[1], 2)
+            if len(res) > 2:
+                row["notes"][s] = res[2].get("speaker_count")
+            row[s] = cell(c, res[0], dur, args.collar)
+        rows.append(row)
+        print(f"{c['name']:30s} " + " ".join(fmt(row[s], n) for s in systems), flush=True)
+    print()
+    groups = [("pooled, all clips with turns", lambda r: True),
+              ("pooled, AMI meeting excerpts", lambda r: r["group"] == "ami"),
+              ("pooled, composites", lambda r: r["group"] == "composite")]
+    for label, pick in groups:
+        print(f"{label:30s} " + " ".join(f"{pooled(rows, s, pick):>13s}" for s in systems))
+    for s in systems:
+        exact = sum(r[s]["found"] == r["speakers"] for r in rows)
+        near = sum(abs(r[s]["found"] - r["speakers"]) <= 1 for r in rows)
+        secs = sum(r["secs"][s] for r in rows)
+        print(f"count {s:14s}: exact {exact}/{len(rows)}, within 1 {near}/{len(rows)}; {secs:.0f} s of diarization")
+    worse = [r["name"] for r in rows if "der" in r["talkthrough"] and r["talkthrough"]["der"] > r["sherpa"]["der"] + 1e-9]
+    print("talkthrough (auto) DER worse than sherpa defaults on:", ", ".join(worse) or "none")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1, default=str))
     return 0
 
 

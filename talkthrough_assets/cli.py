@@ -107,7 +107,9 @@ def _print_summary(s: dict) -> None:
               + (f" ({_e(tr['reason'])})" if tr.get("reason") else "")
               + f"; frames: {fr['count']} ({fr['unique']} unique)"
               + (f" ({_e(fr['reason'])})" if fr.get("reason") and s["kind"] == "video" else "")
-              + (f"; speakers: {s['speakers']}" if s.get("diarized") else ""), highlight=False)
+              + (f"; speakers: {s['speakers']}" if s.get("diarized") else "")
+              + (f" ({_e(s['speakers_note'])})" if s.get("diarized") and s.get("speakers_note") else ""),
+              highlight=False)
     if s.get("diarization_reason"):
         out.print(f"  [yellow]diarization:[/yellow] {_e(s['diarization_reason'])}", highlight=False)
     for seg in s.get("preview", []):
@@ -234,7 +236,8 @@ def _process_signature() -> inspect.Signature:
             False, "--force", metavar="", help="Re-run every stage even if outputs are current.")),
     ]
     params += [inspect.Parameter(st.name, kw, annotation=Optional[st.type],
-                                 default=typer.Option(None, st.flag, help=st.help, metavar=_METAVARS.get(st.type, "")))
+                                 default=typer.Option(None, st.flag, help=st.help, parser=st.parse,
+                                                      metavar=st.metavar or _METAVARS.get(st.type, "")))
                for st in SETTINGS if st.flag]
     params.append(inspect.Parameter("as_json", kw, annotation=bool, default=typer.Option(
         False, "--json", metavar="", help="Print summaries as JSON.")))

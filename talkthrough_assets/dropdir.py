@@ -42,6 +42,7 @@ from pathlib import Path
 
 from . import store
 from .ids import recording_id
+from .stages.diarize_labels import parse_num_speakers
 from .stages.probe import MEDIA_EXTS
 
 STATE_VERSION = 2
@@ -316,7 +317,7 @@ def settings_from_env() -> dict:
     if os.environ.get("TALKTHROUGH_DROP_DIARIZE", "").lower() in {"1", "true", "yes", "on"}:
         out["diarize"] = True
     if os.environ.get("TALKTHROUGH_DROP_NUM_SPEAKERS"):
-        out["num_speakers"] = int(os.environ["TALKTHROUGH_DROP_NUM_SPEAKERS"])
+        out["num_speakers"] = parse_num_speakers(os.environ["TALKTHROUGH_DROP_NUM_SPEAKERS"])
     return out
 
 

@@ -362,6 +362,8 @@ def summary(rid: str) -> dict:
                    "dir": store.data_location(store.frames_key(rid)),
                    "reason": pipeline.stage_reason(rid, "keyframes"), "contact_sheet": _contact_sheet(rid)},
         "diarized": rec["diarized"], "speakers": rec["speaker_count"],
+        # which count was used and why: given with --num-speakers, or found from the audio
+        "speakers_note": di.get("speaker_count") if di.get("available") else None,
         # --diarize asked for and not done (models missing, no speech ...): why, here and not only in the manifest
         "diarization_reason": (di.get("reason") or "diarization failed") if di.get("requested")
         and not di.get("available") else None,

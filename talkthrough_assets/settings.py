@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from . import store
-from .stagespec import SETTINGS, SPECS, downstream  # noqa: F401  (S.downstream: what a change re-runs)
+from .stagespec import SETTING_BY_NAME, SETTINGS, SPECS, downstream  # noqa: F401  (S.downstream: what a change re-runs)
 
 # Everything below is derived from stagespec (the one description of stages and settings).
 DEFAULTS: dict[str, Any] = {st.name: st.default for st in SETTINGS}
@@ -30,7 +30,7 @@ def _env_defaults() -> dict[str, Any]:
     d = dict(DEFAULTS)
     for st in SETTINGS:
         if st.env and os.environ.get(st.env):
-            d[st.name] = st.type(os.environ[st.env])
+            d[st.name] = st.normalize(os.environ[st.env]) if st.parse else st.type(os.environ[st.env])
     if d["whisper_model"] is None:
         from .models import whisper_model_setting
         d["whisper_model"] = whisper_model_setting()
@@ -45,10 +45,12 @@ def load_overrides(recording_id: str) -> dict[str, Any]:
 
 
 def save_overrides(recording_id: str, changes: dict[str, Any]) -> dict[str, Any]:
-    """Merge ``changes`` into the persisted overrides (a None value removes the key)."""
+    """Merge ``changes`` into the persisted overrides (a None value removes the key). A value its
+    setting cannot take raises ValueError (nothing is saved)."""
     unknown = set(changes) - set(DEFAULTS)
     if unknown:
         raise KeyError(f"unknown setting(s): {sorted(unknown)}")
+    changes = {k: SETTING_BY_NAME[k].normalize(v) for k, v in changes.items()}
     cur = load_overrides(recording_id)
     for k, v in changes.items():
         if v is None:
@@ -61,7 +63,9 @@ def save_overrides(recording_id: str, changes: dict[str, Any]) -> dict[str, Any]
 
 def effective(recording_id: str) -> dict[str, Any]:
     s = _env_defaults()
-    s.update(load_overrides(recording_id))
+    # normalised: a value persisted by an older version (num_speakers 0 or null = automatic) reads as today's
+    s.update({k: SETTING_BY_NAME[k].normalize(v) if k in SETTING_BY_NAME else v
+              for k, v in load_overrides(recording_id).items()})
     return s
 
 

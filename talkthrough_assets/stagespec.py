@@ -20,7 +20,7 @@ No Dagster import here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .stages import audio, dedup, diarize, keyframes, manifest, ocr, probe, terms, transcribe, wallclock
 
@@ -36,6 +36,12 @@ class Setting:
     help: str = ""  # one line; the --help of its `talkthrough process` option
     flag: str | None = None  # its `talkthrough process` option ("--max-frames"; a bool: "--diarize/--no-diarize")
     set_by: str | None = None  # the command that sets it, where that is not a `process` option
+    # normalises a given or persisted value (raises ValueError with a message for the user); None: the type
+    parse: Callable[[Any], Any] | None = None
+    metavar: str | None = None  # its option's value in `--help`, where the type's label does not say it
+
+    def normalize(self, value: Any) -> Any:
+        return self.parse(value) if self.parse and value is not None else value
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("beam_size", int, 5, None, "Whisper beam width (5; 1 = greedy: faster, loses words).",
             "--beam-size"),
     Setting("diarize", bool, False, None, "Speaker diarization (turns).", "--diarize/--no-diarize"),
-    Setting("num_speakers", int, None, None, "Known speaker count.", "--num-speakers"),
+    # "auto" (the default) or a count; persisted like every setting, so `--num-speakers auto` is how a
+    # recording given a count goes back to finding it from the audio
+    Setting("num_speakers", str, "auto", None,
+            "Speaker count: N, or auto (the default) to find it from the audio. Kept for later runs until "
+            "changed.", "--num-speakers", parse=diarize.parse_num_speakers, metavar="N|auto"),
     Setting("diarize_threshold", float, 0.45, None,
             "Clustering threshold: the middle of the range that finds every speaker (bench/bench_der.py)."),
     Setting("max_frames", int, 120, "TALKTHROUGH_MAX_FRAMES", "Keyframe budget per recording.", "--max-frames"),

@@ -125,6 +125,9 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("available", _B), ("requested", _B), ("reason", _S), ("engine", _S), ("engine_version", _S),
         ("segmentation_model", _S), ("embedding_model", _S), ("requested_num_speakers", _I),
         ("detected_num_speakers", _I), ("threshold", _F), ("elapsed_s", _F),
+        # which speaker count was used and why ("found from the audio (--num-speakers auto)", "as given
+        # (--num-speakers 4)", "2 of the 3 given (--num-speakers 3): <reason>")
+        ("speaker_count", _S),
     ]),
     "turns": pa.schema([("t0_ms", _I), ("t1_ms", _I), ("speaker", _S)]),
     "speakers": pa.schema([

@@ -25,12 +25,16 @@ from typing import Sequence
 
 from .diarize_attribution import attribute_segments
 from .diarize_engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, engine_version, run_engine
-from .diarize_labels import labels_in_order, merge_labels, plan_merges, relabel, roster
+from .diarize_labels import (AUTO, SAME_VOICE_CERTAIN, labels_in_order, merge_labels, merge_to_count,
+                             parse_num_speakers, plan_merges, relabel, roster)
 from .diarize_models import ModelsUnavailable, resolve_models
 
-CODE_VERSION = "2"
+CODE_VERSION = "3"
 ENGINE = "sherpa-onnx"
 
+# a given count the engine's own N-way clustering fell short of (it clusters 10-s window embeddings, and
+# two voices on one line can land in one cluster) is met from this finer clustering, merged down to N
+FINE_THRESHOLD = 0.3
 MIN_AUDIO_S = 1.0            # shorter audio: recorded as "too short", the engine is not run
 SILENCE_PEAK = 1e-3          # peak below this (about -60 dBFS): silent audio, nothing to diarize
 
@@ -38,22 +42,33 @@ SILENCE_PEAK = 1e-3          # peak below this (about -60 dBFS): silent audio, n
 def _row(**kw) -> dict:
     row = {"available": False, "requested": True, "reason": None, "engine": ENGINE,
            "engine_version": engine_version(), "segmentation_model": None, "embedding_model": None,
-           "requested_num_speakers": None, "detected_num_speakers": 0, "threshold": None, "elapsed_s": 0.0}
+           "requested_num_speakers": None, "detected_num_speakers": 0, "threshold": None, "elapsed_s": 0.0,
+           "speaker_count": None}
     row.update(kw)
     return row
 
 
 def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], words: Sequence[dict],
-              num_speakers: int | None, threshold: float | None, window_shift: float = WINDOW_SHIFT_RATIO,
+              num_speakers: int | str | None, threshold: float | None, window_shift: float = WINDOW_SHIFT_RATIO,
               cache: EngineCache | None = None) -> dict:
     """Diarize ``wav_path`` (16 kHz mono WAV; None = no audio stream) and attribute the transcript.
+
+    ``num_speakers``: a count, or ``"auto"`` (also None / 0) to find it from the audio. A given count is
+    honoured: the engine clusters into exactly that many (where its own clustering finds fewer, a finer
+    clustering merged down to that many), and labels are merged afterwards only when their voices are
+    the same beyond doubt (centroid similarity >= SAME_VOICE_CERTAIN). Where even the finer clustering
+    finds fewer voices, the audio cannot support the count: the automatic rules apply, with the reason. In auto mode labels whose voices are alike
+    (SAME_VOICE_SIMILARITY) are one speaker, and a label with under a second of speech is absorbed.
+    The row's ``speaker_count`` says which count was used and why ("as given (--num-speakers 4)", "found
+    from the audio (--num-speakers auto)", "2 of the 3 given (--num-speakers 3): S3 merged into S1 ...").
 
     Returns {"diarization": row, "turns", "speakers", "speaker_segments"}; every bad case
     (no audio, too short, silence, no models, no speech) is ``available=False`` with a reason.
     Name candidates are not made here: they need the OCR, which is not upstream of ``turns``
     (see ``speaker_names``)."""
     t_start = time.perf_counter()
-    n_req = int(num_speakers) if num_speakers and int(num_speakers) > 0 else None
+    parsed = parse_num_speakers(num_speakers)
+    n_req = None if parsed == AUTO else int(parsed)
     thr = float(threshold) if threshold is not None else 0.5
     row = _row(requested_num_speakers=n_req, threshold=None if n_req else thr)
     empty = {"turns": [], "speakers": [], "speaker_segments": []}
@@ -82,27 +97,46 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     if not turns:
         return done(empty, reason="no speech detected")
     notes = []
-    if len(labels_in_order(turns)) > 1:
+    engine_found = len(labels_in_order(turns))
+    if n_req and engine_found < n_req:
+        fine = relabel(run_engine(samples, models, None, FINE_THRESHOLD, window_shift, cache=cache))
+        if len(labels_in_order(fine)) >= n_req:
+            fine = merge_labels(fine, merge_to_count(fine, centroids(samples, fine, models, cache=cache), n_req))
+            if len(labels_in_order(fine)) == n_req:
+                turns, engine_found = fine, n_req
+    if engine_found > 1:
         cents = centroids(samples, turns, models, cache=cache)
         labs = labels_in_order(turns)
         sims = {(a, b): float(cents[a] @ cents[b]) for i, a in enumerate(labs) for b in labs[i + 1:]
                 if a in cents and b in cents}
-        mapping, notes = plan_merges(turns, sims)
+        # a given count that the clustering met: only voices that are the same beyond doubt merge, and no
+        # label is absorbed for being short (the user said it is there). Auto, or a count the audio could
+        # not give: the automatic rules (alike voices merge, under a second of speech is absorbed).
+        mapping, notes = (plan_merges(turns, sims, same_voice=SAME_VOICE_CERTAIN, min_speaker_ms=0)
+                          if n_req and engine_found >= n_req else plan_merges(turns, sims))
         if mapping:
             turns = merge_labels(turns, mapping)
     detected = len(labels_in_order(turns))
     if n_req and detected < n_req:
+        why = ("; ".join(notes) if notes else
+               f"the engine found speech for only {engine_found} speaker{'s' if engine_found != 1 else ''}")
+        count = f"{detected} of the {n_req} given (--num-speakers {n_req}): {why}"
         notes.insert(0, f"requested {n_req} speakers, {detected} distinct voice{'s' if detected != 1 else ''} found")
-    elif detected == 1 and not n_req:
-        notes.insert(0, "one speaker detected")
+    elif n_req:
+        count = f"as given (--num-speakers {n_req})"
+    else:
+        count = "found from the audio (--num-speakers auto)"
+        if detected == 1:
+            notes.insert(0, "one speaker detected")
     speaker_segments = attribute_segments(segments, words, turns)
     out = {"turns": turns, "speakers": roster(turns), "speaker_segments": speaker_segments}
-    return done(out, available=True, detected_num_speakers=detected, reason="; ".join(notes) or None)
+    return done(out, available=True, detected_num_speakers=detected, reason="; ".join(notes) or None,
+                speaker_count=count)
 
 
 
 __all__ = [
-    "CODE_VERSION", "ENGINE", "run_turns",
+    "CODE_VERSION", "ENGINE", "run_turns", "parse_num_speakers", "AUTO",
     # re-exported for callers of the stage: its failure mode
     "ModelsUnavailable", "resolve_models",
 ]

@@ -61,7 +61,7 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
     if diarization and diarization.get("requested"):
         block = {k: diarization.get(k) for k in (
             "available", "reason", "engine", "engine_version", "segmentation_model", "embedding_model",
-            "requested_num_speakers", "detected_num_speakers", "threshold")}
+            "requested_num_speakers", "detected_num_speakers", "speaker_count", "threshold")}
         # OCR name candidates: hints only, never applied as names without `talkthrough name`
         cands = name_candidates(turns, ocr)
         block["speakers"] = [

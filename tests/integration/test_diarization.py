@@ -287,3 +287,34 @@ def test_missing_models_through_the_job_is_a_recorded_reason(amended, tmp_path, 
     again = service.process(amended["path"])
     assert again["stages_run"] == ["turns", "manifest"] and again["diarized"]
     assert _file_state("segments", rid) == seg_state
+
+
+def test_num_speakers_auto_is_an_explicit_value_and_the_count_is_explained(amended):
+    """Issue #23: a count given once sticks (like every setting) until `--num-speakers auto`; the summary
+    says which count was used and why; a bad value is a usage error before anything runs."""
+    rid, path = amended["rid"], str(amended["path"])
+    runner = CliRunner()
+    given = json.loads(runner.invoke(app, ["process", path, "--diarize", "--num-speakers", "2", "--json"]).output)[0]
+    assert given["speakers"] == 2 and given["speakers_note"] == "as given (--num-speakers 2)", given
+    kept = json.loads(runner.invoke(app, ["process", path, "--diarize", "--json"]).output)[0]
+    assert kept["stages_run"] == [] and kept["speakers_note"] == "as given (--num-speakers 2)"
+    res = runner.invoke(app, ["process", path, "--num-speakers", "auto", "--json"])
+    assert res.exit_code == 0, res.output
+    auto = json.loads(res.output)[0]
+    assert auto["stages_run"] == ["turns", "manifest"], auto
+    assert auto["speakers"] == 2 and auto["speakers_note"] == "found from the audio (--num-speakers auto)"
+    assert settings.load_overrides(rid)["num_speakers"] == "auto"
+    row = store.read_one("diarization", rid)
+    assert row["requested_num_speakers"] is None and row["speaker_count"] == auto["speakers_note"]
+    m = json.loads(store.manifest_path(rid).read_text())["transcript"]["diarization"]
+    assert m["speaker_count"] == auto["speakers_note"]
+    text = runner.invoke(app, ["process", path]).output
+    assert "speakers: 2 (found from the audio (--num-speakers auto))" in text, text
+    # what an older version stored for automatic (0) reads as auto: nothing to re-run
+    store.put_json(store.settings_key(rid), {**settings.load_overrides(rid), "num_speakers": 0})
+    assert pipeline.plan(rid) == []
+    n_runs = len(service.instance().get_run_records())
+    for bad in ("five", "-1", "2.5"):
+        res = runner.invoke(app, ["process", path, "--num-speakers", bad])
+        assert res.exit_code == 2 and "--num-speakers" in res.output, (bad, res.output)
+    assert len(service.instance().get_run_records()) == n_runs

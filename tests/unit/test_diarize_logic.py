@@ -243,3 +243,13 @@ class TestModelResolver:
         assert sorted(p.name for p in cache.iterdir()) == ["seg.onnx"]  # no partial/unverified files
         with pytest.raises(M.ModelsUnavailable, match="failed"):
             M.ensure_cached(M.ModelSpec("embedding", "x.onnx", (src / "missing.onnx").as_uri(), "0" * 64), cache)
+
+
+def test_num_speakers_values():
+    from talkthrough_assets.stages.diarize_labels import parse_num_speakers
+
+    assert [parse_num_speakers(v) for v in ("auto", "AUTO", " auto ", None, "", 0, "0")] == ["auto"] * 7
+    assert [parse_num_speakers(v) for v in (1, "2", 6, " 4 ")] == [1, 2, 6, 4]
+    for bad in ("five", "-1", "2.5", True, 51):
+        with pytest.raises(ValueError):
+            parse_num_speakers(bad)

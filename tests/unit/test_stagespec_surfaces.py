@@ -97,3 +97,14 @@ def test_unset_options_are_not_overrides(captured):
     assert calls == [{"force": False, "overrides": {"diarize": False}}, {"force": False, "overrides": {}}]
     bad = CliRunner().invoke(cli.app, ["process", str(media), "--max-frames", "many"])
     assert bad.exit_code == 2 and not calls[2:]
+
+
+def test_num_speakers_takes_a_count_or_auto(captured):
+    media, calls = captured
+    for value, want in (("auto", "auto"), ("3", 3), ("0", "auto")):
+        r = CliRunner().invoke(cli.app, ["process", str(media), "--num-speakers", value, "--json"])
+        assert r.exit_code == 0, r.output
+        assert calls[-1]["overrides"] == {"num_speakers": want}
+    n = len(calls)
+    bad = CliRunner().invoke(cli.app, ["process", str(media), "--num-speakers", "several"])
+    assert bad.exit_code == 2 and "auto" in bad.output and len(calls) == n
