@@ -131,12 +131,11 @@ def clips(only: str | None, long: bool) -> list[dict]:
         import evalset  # bench/evalset.py (the eval set); clips missing from the cache are skipped
 
         for c in evalset.load_manifest():
-            p = Path(c.audio)
-            if not p.exists():
+            if not c.exists():
                 continue
             kind = c.kind if c.kind in ("asr", "non_english") else "speech"
-            out.append({"name": c.id if hasattr(c, "id") else p.name, "path": p, "kind": kind,
-                        "ref": getattr(c, "text", None) or None, "cut_s": None})
+            out.append({"name": c.id, "path": c.audio, "kind": kind, "ref": c.text if kind == "asr" else None,
+                        "cut_s": c.text_until_s, "norm": lambda t, lang=c.language: evalset.words(t, lang)})
     except Exception as e:  # noqa: BLE001 - no eval set here: the shared media
         print(f"(eval set not available: {e}; using {SHARED})", file=sys.stderr)
     if not out:
@@ -185,6 +184,7 @@ def run_pipeline(samples, ref_model: str, label: str, config: str = "pipeline",
 
 
 def score(clip: dict, segs: list[tuple[float, str]]) -> dict:
+    norm = clip.get("norm") or globals()["norm"]
     hyp_all = [w for _, text in segs for w in norm(text)]
     if clip["kind"] == "non_english":
         return {"words": len(hyp_all), "invented": len(hyp_all)}
@@ -256,7 +256,7 @@ def main() -> int:
         scored = [r[c] for r in rows if "errors" in r[c]]
         err = sum(r["errors"] for r in scored)
         n = sum(r["ref_words"] for r in scored)
-        inv = sum(r[c]["invented"] for r in rows if r["kind"] == "non_english" or r["clip"] == MULTI)
+        inv = sum(r[c]["invented"] for r in rows)
         secs = sum(r[c]["s"] for r in rows)
         print(f"{c:10} WER {100 * err / max(n, 1):5.2f}% ({err}/{n} words, {len(scored)} clips)  "
               f"invented over non-English {inv:4d}  {secs:7.1f} s")

@@ -11,6 +11,7 @@ import json
 import os
 import threading
 import time
+import zlib
 from collections import OrderedDict
 
 import numpy as np
@@ -22,16 +23,16 @@ CODE_VERSION = "4"
 # * Whisper hears the whole recording with the text said before as context, as bare faster-whisper does. Cutting
 #   the audio to VAD speech and/or dropping the context cost 5 points of WER on the 30-min meeting (13.6 % vs
 #   8.1 % on its first 5 min; VAD filter alone 10.0 %). Voice activity is used as a gate instead: a segment whose
-#   time span has no speech (Silero VAD, threshold 0.35) is dropped, which is what the filter protected against;
+#   time span has no speech at all (Silero VAD, threshold 0.1) is dropped, which is what the filter protected against;
 # * no temperature fallback: faster-whisper's ladder re-decodes a failed window by sampling, random per call
 #   (CTranslate2's sampler runs in its worker threads, which ctranslate2.set_random_seed does not reach);
 #   beam search alone gives the same words every run (tests/integration/test_determinism.py);
-# * a segment whose compression ratio is over 2.4 (faster-whisper's own repetition threshold: "the rest of the
-#   rest of the rest ...") is dropped;
+# * a segment whose own text's compression ratio is over 2.4 (faster-whisper's repetition threshold, which it
+#   applies per window: "the rest of the rest of the rest ...") is dropped;
 # * an English-only model's doubtful segments (see LANGUAGE_CHECK_*) get a language check by the multilingual
 #   base model over the segment and its surrounding seconds: a segment whose audio is confidently not English
-#   (P(en) < 0.2 and another language leads; English speech measured P(en) >= 0.50 on far-field meeting audio,
-#   German 0.004) is dropped. Every drop is recorded with its reason (transcripts.dropped).
+#   (P(en) < 0.2 and another language leads with p >= 0.5; English speech measured P(en) >= 0.50 on far-field
+#   meeting audio, German 0.004) is dropped. Every drop is recorded with its reason (transcripts.dropped).
 #   The earlier per-window log-prob cut (-1.0) removed whole 30-s windows of real far-field speech.
 CONDITION_ON_PREVIOUS_TEXT = True
 BEAM_SIZE = 5
@@ -42,7 +43,10 @@ LANGUAGE_CHECK_LOGPROB = -0.5  # ... and one whose window avg_logprob is under t
 LANGUAGE_CHECK_MIN_P = 0.2  # dropped when P(expected language) is under this and another language leads
 LANGUAGE_CHECK_MIN_S = 8  # seconds of audio around a segment that its language check hears
 LANGUAGE_CHECK_MAX_S = 10
-VAD_GATE_THRESHOLD = 0.35  # Silero speech probability for the gate (faster-whisper's own filter uses 0.5)
+VAD_GATE_THRESHOLD = 0.1  # Silero speech probability for the gate (faster-whisper's filter uses 0.5; at 0.35
+# the gate still dropped 10 s of real far-field speech on an AMI excerpt)
+LANGUAGE_CHECK_MIN_TOP_P = 0.5  # ... and only when the detected language is itself this likely (a 1-s "7 of
+# clubs" was read as Ukrainian at p=0.30, P(en)=0.07)
 VAD_GATE_PAD_MS = 400
 
 
@@ -150,6 +154,13 @@ def speech_regions(samples: np.ndarray, threshold: float = VAD_GATE_THRESHOLD) -
     return [(t["start"], t["end"]) for t in get_speech_timestamps(samples, opts)]
 
 
+def compression_ratio(text: str) -> float:
+    """zlib compression ratio of one segment's text (faster-whisper's is its whole 30-s window's, so one loop
+    in a window dropped the real "Okay." beside it)."""
+    data = text.strip().encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
 def _has_speech(regions: list[tuple[int, int]], t0: float, t1: float) -> bool:
     a, b = int(t0 * 16000), int(t1 * 16000)
     return any(s < b and e > a for s, e in regions)
@@ -189,11 +200,11 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
             reason = None
             if regions is not None and not _has_speech(regions, s.start, s.end):
                 reason = "no speech in its time span (voice activity detection)"
-            elif max_compression_ratio is not None and s.compression_ratio > max_compression_ratio:
-                reason = f"repetition (compression ratio {s.compression_ratio:.1f} > {max_compression_ratio})"
+            elif max_compression_ratio is not None and (cr := compression_ratio(s.text)) > max_compression_ratio:
+                reason = f"repetition (compression ratio {cr:.1f} > {max_compression_ratio})"
             elif check is not None and _doubtful(s):
                 lang, p, p_en = check(samples[slice(*_context(s.start, s.end, len(samples)))])
-                if lang != "en" and p_en < LANGUAGE_CHECK_MIN_P:
+                if lang != "en" and p >= LANGUAGE_CHECK_MIN_TOP_P and p_en < LANGUAGE_CHECK_MIN_P:
                     reason = (f"spoken language is {lang} (p={p:.2f}, P(en)={p_en:.3f}); "
                               f"the English-only model {model_label} cannot transcribe it")
             if reason:

@@ -29,3 +29,9 @@ def test_segment_has_speech_when_any_vad_region_overlaps_it():
     assert T._has_speech(regions, 1.5, 2.5)
     assert not T._has_speech(regions, 2.5, 4.9)
     assert T._has_speech(regions, 4.9, 5.1)
+
+
+def test_compression_ratio_is_the_segments_own_text():
+    assert T.compression_ratio("Okay.") < 1.0
+    assert T.compression_ratio("the rest of " * 20) > T.MAX_COMPRESSION_RATIO
+    assert T.compression_ratio("") == 0.0
