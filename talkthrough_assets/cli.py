@@ -377,6 +377,32 @@ def name(
 
 
 @app.command(cls=_Command)
+def export(
+    ref: str = typer.Argument(..., metavar="ID|PATH", help="Recording id (16 hex characters) or the file."),
+    fmt: str = typer.Option("srt", "--format", metavar="srt|vtt|md|json|txt", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", help="Write here, not to stdout."),
+    wall_clock: bool = typer.Option(False, "--wall-clock", help="Add each segment's wall-clock time "
+                                    "(SRT/VTT cue times stay recording time)."),
+) -> None:
+    """Write a processed recording's transcript as SRT, WebVTT, Markdown, JSON or text, speaker names
+    applied (the same formatting as the MCP server's get_transcript)."""
+    from talkthrough_mcp import formats
+
+    from . import service
+
+    try:
+        text = formats.export(service.resolve_recording(ref), fmt, wall_clock=wall_clock)
+    except ValueError as e:
+        _console().print(f"[red]{_e(e)}[/red]", highlight=False)
+        raise typer.Exit(2)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    service.store.atomic_write_bytes(output, text.encode())
+    _console().print(f"wrote {_e(output)}", highlight=False)
+
+
+@app.command(cls=_Command)
 def forget(
     ref: str = typer.Argument(..., metavar="ID|PATH", help="Recording id (16 hex characters) or the file."),
     yes: bool = typer.Option(False, "--yes", help="Really remove it (without it, only say what would go)."),

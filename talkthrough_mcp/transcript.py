@@ -5,9 +5,8 @@ next page, optionally one speaker's segments only."""
 from __future__ import annotations
 
 from talkthrough_assets.stages import speaker_names
-from talkthrough_assets.stages.wallclock import t_wall
 
-from . import snapshot
+from . import formats, snapshot
 from .args import SPEAKER_MAX_CHARS, clip, dumps, limit_arg, range_arg, text_arg
 from .errors import InvalidArgument
 
@@ -27,15 +26,7 @@ def name_hints(snap) -> dict[str, list[str]]:
     return speaker_names.hints(cands, snap.names)
 
 
-def srt_time(ms: int) -> str:
-    """SRT's HH:MM:SS,mmm. The same as faster_whisper.utils.format_timestamp(ms / 1000, True, ","),
-    which a unit test checks; not imported from there because faster_whisper's package import pulls
-    CTranslate2 and PyAV (0.3 s, ~100 MB) into a read server that transcribes nothing."""
-    ms = max(0, int(ms))
-    h, rem = divmod(ms, 3_600_000)
-    m, rem = divmod(rem, 60_000)
-    s, ms = divmod(rem, 1000)
-    return f"{h:02d}:{m:02d}:{s:02d},{ms:03d}"
+srt_time = formats.srt_time  # kept here by name: get_transcript's SRT and `talkthrough export` share it
 
 
 def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
@@ -93,17 +84,10 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     used = base
     for s in window:
         if format == "srt":
-            who = s.get("speaker")
-            label = f"[{who}{' ' + names[who] if who in names else ''}] " if who else ""
-            item = f"{cue[id(s)]}\n{srt_time(s['t0_ms'])} --> {srt_time(s['t1_ms'])}\n{label}{s['text']}\n\n"
+            item = formats.srt_cue(cue[id(s)], s, names)
             size = len(dumps(item)) - 2
         else:
-            item = {"seq": s["seq"], "t_ms": s["t0_ms"], "t1_ms": s["t1_ms"], "t_wall": t_wall(wc, s["t0_ms"])}
-            if s.get("speaker"):
-                item["speaker"] = s["speaker"]
-                if s["speaker"] in names:
-                    item["speaker_name"] = names[s["speaker"]]
-            item["text"] = s["text"]
+            item = formats.json_item(s, names, wc)
             size = len(dumps(item)) + 1
         if items and used + size > max_chars:
             next_start = s["t0_ms"]

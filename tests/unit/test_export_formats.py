@@ -1,0 +1,80 @@
+"""Transcript formats against their specs (#22 item 2): SRT numbering from 1 and comma milliseconds, WebVTT's
+header and dotted times with escaped text and voice spans, Markdown escaping of user text, and the MCP
+server's get_transcript SRT built by the same cue function."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from talkthrough_mcp import formats, snapshot, transcript
+
+WC = {"start_utc": "2026-03-14T10:00:00+00:00", "tz_offset_min": 60, "source": "cli", "confidence": "high"}
+SEGS = [
+    {"seq": 0, "t0_ms": 0, "t1_ms": 1500, "text": "Hello & welcome", "speaker": "S1"},
+    {"seq": 1, "t0_ms": 61_250, "t1_ms": 3_723_004, "text": "a <script>alert(1)</script>\n\nsecond line --> x",
+     "speaker": "S2"},
+    {"seq": 2, "t0_ms": 3_723_004, "t1_ms": 3_723_004, "text": "[link](javascript:alert(1)) *bold* # not a heading",
+     "speaker": "S1"},
+]
+NAMES = {"S1": "Ann <b>O'Neil</b>"}
+
+
+def test_srt_cues_are_numbered_from_one_with_comma_times_and_one_text_line():
+    srt = formats.render("srt", SEGS, NAMES, WC)
+    blocks = srt.split("\n\n")
+    assert blocks[-1] == "" and len(blocks) == 4  # every cue ends with a blank line
+    for n, block in enumerate(blocks[:-1], 1):
+        num, times, text = block.split("\n")  # a line break in the text never splits a cue
+        assert num == str(n)
+        assert re.fullmatch(r"\d\d:\d\d:\d\d,\d{3} --> \d\d:\d\d:\d\d,\d{3}", times)
+    assert "00:01:01,250 --> 01:02:03,004" in srt
+    assert "[S1 Ann <b>O'Neil</b>] Hello & welcome" in srt  # SRT has no escaping: the text as spoken
+    assert "[S2] a <script>" in srt
+
+
+def test_vtt_has_its_header_dotted_times_voice_spans_and_escaped_text():
+    vtt = formats.render("vtt", SEGS, NAMES, WC, title="call --> notes.mka")
+    assert vtt.startswith("WEBVTT\n\n")
+    assert "NOTE call -> notes.mka\n\n" in vtt  # a NOTE may not hold -->
+    times = re.findall(r"(?m)^(\S+) --> (\S+)$", vtt)
+    assert len(times) == 3 and all(re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3}", t) for pair in times for t in pair)
+    assert times[2] == ("01:02:03.004", "01:02:03.005")  # a zero-length cue gets its 1 ms: end > start
+    assert "<v Ann &lt;b&gt;O'Neil&lt;/b&gt;>Hello &amp; welcome" in vtt
+    assert "<script>" not in vtt and "a &lt;script&gt;alert(1)&lt;/script&gt; second line -&gt; x" in vtt
+    assert vtt.count("-->") == 3  # only the cue timings
+
+
+def test_markdown_escapes_user_text_and_names():
+    md = formats.render("md", SEGS, NAMES, WC, title="my *notes* [v2].mp4", wall_clock=True)
+    lines = md.splitlines()
+    assert lines[0] == r"# my \*notes\* \[v2\]\.mp4"
+    assert r"\[link\]\(javascript:alert\(1\)\) \*bold\* \# not a heading" in md
+    assert r"**S1 Ann \<b\>O'Neil\</b\>:**" in md
+    assert "<script>" not in md and "](" not in md
+    assert r"- **\[00:00:00 · 2026\-03\-14T11:00:00\.000\+01:00\]**" in md  # wall time when asked
+
+
+def test_txt_and_json_carry_names_and_optional_wall_clock():
+    txt = formats.render("txt", SEGS, NAMES, WC, wall_clock=True).splitlines()
+    assert txt[0] == "[00:00:00 2026-03-14T11:00:00.000+01:00] S1 Ann <b>O'Neil</b>: Hello & welcome"
+    assert formats.render("txt", SEGS, NAMES, WC).splitlines()[1].startswith("[00:01:01] S2: a <script>")
+    j = json.loads(formats.render("json", SEGS, NAMES, WC, title="f.mka", recording_id="0123456789abcdef"))
+    assert j["recording"] == "0123456789abcdef" and j["speaker_names"] == NAMES
+    assert j["segments"][0] == {"seq": 0, "t_ms": 0, "t1_ms": 1500, "t_wall": "2026-03-14T11:00:00.000+01:00",
+                                "speaker": "S1", "speaker_name": "Ann <b>O'Neil</b>", "text": "Hello & welcome"}
+
+
+def _snap() -> snapshot.Snapshot:
+    return snapshot.Snapshot(rid="0123456789abcdef", sig=(1, 2, 3), rec={
+        "filename": "f.mka", "duration_ms": 4_000_000, "transcript_available": True}, wall_clock=WC,
+        segments=SEGS, words=[], frames=[], diarized=True, names=NAMES)
+
+
+def test_mcp_get_transcript_srt_and_json_are_the_export_formats():
+    snap = _snap()
+    page = transcript.page(snap, format="srt")
+    assert page["srt"] == formats.render("srt", SEGS, NAMES, WC)
+    page = transcript.page(snap, format="json")
+    assert page["segments"] == json.loads(formats.render("json", SEGS, NAMES, WC))["segments"]
+    assert transcript.srt_time is formats.srt_time
