@@ -305,13 +305,15 @@ def recordings(as_json: bool = typer.Option(False, "--json", help="Print the lis
     from rich.table import Column, Table
     from rich.text import Text
 
-    # the id is 16 characters and is never cut (`talkthrough name` needs it whole); the file name wraps
-    t = Table(Column("id", no_wrap=True, min_width=16),
-              *(Column(h, overflow="fold") for h in ("file", "kind", "duration", "recorded at", "segments",
-                                                     "frames", "speakers?")))
+    # the id is 16 characters and is never cut (`talkthrough name` needs it whole); the file name wraps.
+    # recorded at: the recording's own local time to the minute (--json has the full timestamp and offset)
+    t = Table(Column("id", no_wrap=True, min_width=16), Column("file", overflow="fold", ratio=1),
+              Column("media", no_wrap=True), Column("recorded at", no_wrap=True),
+              *(Column(h, overflow="fold", justify="right") for h in ("segs", "frames", "diarized")))
     for r in rows:
-        t.add_row(r["recording"], Text(r["filename"] or ""), r["kind"], f"{r['duration_ms'] / 1000:.1f}s",
-                  r["recorded_at"] or "-", str(r["segment_count"]), str(r["frame_count"]), "yes" if r["diarized"] else "")
+        when = (r["recorded_at"] or "-")[:16].replace("T", " ")
+        t.add_row(r["recording"], Text(r["filename"] or ""), f"{r['kind']} {r['duration_ms'] / 1000:.1f}s", when,
+                  str(r["segment_count"]), str(r["frame_count"]), "yes" if r["diarized"] else "")
     _console(stderr=False).print(t)
 
 
