@@ -405,6 +405,27 @@ def export(
 
 
 @app.command(cls=_Command)
+def report(
+    ref: str = typer.Argument(..., metavar="ID|PATH", help="Recording id (16 hex characters) or the file."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE",
+                                          help="Where to write it (default: talkthrough-report-ID.html here)."),
+) -> None:
+    """Write one self-contained offline HTML page of a processed recording: keyframe timeline, speaker
+    turns, transcript with wall time, on-screen text and a search box (no network, no server)."""
+    from talkthrough_mcp import report as report_mod
+
+    from . import service
+
+    try:
+        rid = service.resolve_recording(ref)
+        done = report_mod.write(rid, output or Path(f"talkthrough-report-{rid}.html"))
+    except ValueError as e:
+        _console().print(f"[red]{_e(e)}[/red]", highlight=False)
+        raise typer.Exit(2)
+    _console(stderr=False).print(f"wrote {_e(done['path'])} ({done['size_bytes'] / 1024:.0f} KiB)", highlight=False)
+
+
+@app.command(cls=_Command)
 def forget(
     ref: str = typer.Argument(..., metavar="ID|PATH", help="Recording id (16 hex characters) or the file."),
     yes: bool = typer.Option(False, "--yes", help="Really remove it (without it, only say what would go)."),

@@ -1,0 +1,143 @@
+"""`talkthrough report` (#22 item 1) in Chromium: the page of a screencast processed by the real Dagster job
+(keyframes, OCR, transcript) and of a diarized call with named speakers renders offline with no request and
+no console error, has one thumbnail per unique frame, a click on a thumbnail or a turn scrolls the transcript
+to that moment, the search box filters; and hostile text (file names, speaker names, transcript, OCR) never
+executes. Screenshots go to $TALKTHROUGH_TEST_ARTIFACTS (default: the test's tmp folder)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fixture_facts import PROCESS_OPTIONS, SCREENCAST_PATH, TWO_VOICES_NAME, TWO_VOICES_PATH, unique_copy
+from typer.testing import CliRunner
+
+from talkthrough_assets import cli, service
+from talkthrough_mcp import report, snapshot
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's package (.ci/run installs it); no browser download
+SITE = "http://talkthrough.test"
+HOSTILE = "x'\"><img src=x onerror=__pwned=1><script>__pwned=1</script></textarea>"
+
+
+class Page:
+    """One Chromium page serving ``html`` at SITE/ (every other request is recorded and refused)."""
+
+    def __init__(self, browser, html: str):
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page = browser.new_page(viewport={"width": 1400, "height": 900})
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", lambda d: (self.errors.append("dialog: " + d.message), d.dismiss()))
+
+        def serve(route):
+            self.requests.append(route.request.url)
+            if route.request.url == f"{SITE}/":
+                route.fulfill(body=html, content_type="text/html; charset=utf-8")
+            else:
+                route.abort()
+
+        self.page.route("**/*", serve)
+        self.page.goto(f"{SITE}/")
+
+
+def _artifacts(tmp_path) -> Path:
+    d = Path(os.environ.get("TALKTHROUGH_TEST_ARTIFACTS") or tmp_path / "artifacts")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _write(ref: str, out: Path) -> str:
+    r = CliRunner().invoke(cli.app, ["report", ref, "-o", str(out)])
+    assert r.exit_code == 0 and out.is_file(), r.output
+    return out.read_text()
+
+
+def test_report_of_processed_recordings_in_chromium(tt_home, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    sc = unique_copy(SCREENCAST_PATH, tmp_path / "demo 'screen'.mp4", "report")
+    s1 = service.process(sc)
+    assert s1["status"] == "processed", s1
+    call = unique_copy(TWO_VOICES_PATH, tmp_path / f"call {HOSTILE[:30]}.m4a".replace("/", "_"), "report")
+    s2 = service.process(call, overrides=PROCESS_OPTIONS[TWO_VOICES_NAME])
+    assert s2["status"] == "processed" and s2["diarized"], s2
+    service.set_speaker_names(s2["recording_id"], [f"S1={HOSTILE}"])
+    art = _artifacts(tmp_path)
+    html_sc = _write(str(sc), tmp_path / "sc.html")
+    html_call = _write(s2["recording_id"], tmp_path / "call.html")
+    snap = snapshot.read(s1["recording_id"])
+    unique = [f for f in snap.frames if f.get("duplicate_of") is None]
+    assert len(unique) >= 4  # the fixture's four scenes
+
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: apt-get install -y chromium"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            pg = Page(b, html_sc)
+            page = pg.page
+            assert page.inner_text("#title") == "demo 'screen'.mp4"
+            thumbs = page.locator(".thumb")
+            assert thumbs.count() == len(unique)
+            assert [int(t) for t in thumbs.evaluate_all("els => els.map(e => e.dataset.t)")] == [f["ms"] for f in unique]
+            assert page.evaluate("() => Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+            segs = page.locator("#segs .seg")
+            n = segs.count()
+            assert n == len(snap.segments) >= 2
+            page.screenshot(path=str(art / "report_screencast.png"), full_page=True)
+            # a click on the last thumbnail: the segment on at that time is marked and scrolled into view
+            last = unique[-1]["ms"]
+            want = max(i for i, s in enumerate(snap.segments) if s["t0_ms"] <= last) \
+                if any(s["t0_ms"] <= last for s in snap.segments) else 0
+            thumbs.last.click()
+            hit = page.locator("#segs .seg.hit")
+            assert hit.count() == 1 and int(hit.get_attribute("data-t")) == snap.segments[want]["t0_ms"]
+            assert hit.evaluate("e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }")
+            # on-screen text of each segment's frame, collapsible
+            assert page.locator("#segs details").count() >= 1
+            # search filters segments and screen text
+            word = snap.segments[0]["text"].split()[0].strip(".,!?").lower()
+            page.fill("#q", word)
+            shown = page.evaluate("() => Array.from(document.querySelectorAll('#segs .seg'))"
+                                  ".filter(s => s.style.display !== 'none').length")
+            assert 1 <= shown <= n
+            page.fill("#q", "zzzz-no-such-text")
+            assert page.evaluate("() => Array.from(document.querySelectorAll('#segs .seg'))"
+                                 ".every(s => s.style.display === 'none')")
+            page.screenshot(path=str(art / "report_search.png"))
+            assert pg.requests == [f"{SITE}/"] and pg.errors == [], (pg.requests, pg.errors)
+
+            pg = Page(b, html_call)
+            page = pg.page
+            assert page.locator(".turn").count() == len(snapshot.read(s2["recording_id"]).turns) >= 2
+            page.locator(".turn").last.click()
+            assert page.locator("#segs .seg.hit").count() == 1
+            assert HOSTILE in page.inner_text("header") and HOSTILE in page.inner_text("#segs")
+            page.screenshot(path=str(art / "report_call.png"), full_page=True)
+            assert page.evaluate("() => window.__pwned") is None
+            assert page.locator("script").count() == 1 and page.locator("img").count() == 0
+            assert pg.requests == [f"{SITE}/"] and pg.errors == [], (pg.requests, pg.errors)
+
+            # hostile transcript and OCR text (what a malicious screen or speech could put there)
+            fake = snapshot.Snapshot(
+                rid="0123456789abcdef", sig=(1,), rec={"filename": HOSTILE, "kind": "video", "duration_ms": 9000,
+                                                        "language": "en", "transcript_available": True},
+                wall_clock=None, diarized=True, names={"S1": HOSTILE},
+                segments=[{"seq": 0, "t0_ms": 0, "t1_ms": 4000, "text": HOSTILE, "speaker": "S1"},
+                          {"seq": 1, "t0_ms": 4000, "t1_ms": 8000, "text": "<a href='javascript:window.__pwned=1'>x</a>",
+                           "speaker": "S2"}],
+                words=[], turns=[[0, 4000, "S1"], [4000, 8000, "S2"]],
+                frames=[{"ms": 0, "file": "frames/x/t0.jpg", "duplicate_of": None,
+                         "ocr_text": "javascript:alert(1) " + HOSTILE}])
+            html = report.render(fake, {"transcript": {"model": HOSTILE}}, lambda key: "javascript:window.__pwned=1")
+            pg = Page(b, html)
+            page = pg.page
+            page.locator(".thumb").click()
+            page.locator("details summary").first.click()
+            assert page.locator("a").count() == 0 and page.locator("script").count() == 1
+            assert page.evaluate("() => window.__pwned") is None
+            assert HOSTILE in page.inner_text("pre.ocr")
+            assert pg.requests == [f"{SITE}/"] and not [e for e in pg.errors if "dialog" in e], pg.errors
+        finally:
+            b.close()
