@@ -97,7 +97,11 @@ def test_help_has_no_type_placeholders_and_every_option_is_described():
     assert "<bool>" not in r.output and "{paths}" not in r.output and "<list[Path]>" not in r.output
     rec = _run("recordings", "--help")
     assert "Print the list as JSON." in rec.output
-    for command in ("process", "doctor", "recordings", "sql", "name", "mcp", "ui"):
+    import typer.main
+
+    commands = sorted(typer.main.get_command(cli.app).commands)
+    assert {"process", "doctor", "recordings", "sql", "name", "mcp", "ui"} <= set(commands)
+    for command in commands:  # every command, present and future
         text = _run(command, "--help").output
         assert "<" not in text and "{" not in text, (command, text)  # no `<int>`, `{paths}...` labels
     assert "--port N " in _run("ui", "--help").output
