@@ -14,7 +14,7 @@ import traceback
 from fractions import Fraction
 from pathlib import Path
 
-PACKAGES = ("av", "faster-whisper", "ctranslate2", "onnxruntime", "sherpa-onnx", "rapidocr-onnxruntime",
+PACKAGES = ("av", "faster-whisper", "ctranslate2", "onnxruntime", "sherpa-onnx", "rapidocr",
             "dagster", "duckdb", "pyarrow", "mcp", "numpy", "pillow")
 
 

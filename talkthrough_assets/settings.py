@@ -78,9 +78,9 @@ def engine_fingerprint(stage: str) -> dict[str, Any]:
         device, compute = device_setting()
         return {"device": device, "compute_type": compute}
     if stage == "ocr":
-        from .stages.ocr import DET_MAX_SIDE
+        from .stages.ocr import DET_MAX_SIDE, engine_name
 
-        return {"det_max_side": DET_MAX_SIDE}
+        return {"engine": engine_name(), "det_max_side": DET_MAX_SIDE}
     return {}
 
 

@@ -20,7 +20,7 @@ def _versions() -> dict:
 
     out = {}
     for label, dist in (("talkthrough", "talkthrough"), ("faster-whisper", "faster-whisper"),
-                        ("rapidocr", "rapidocr-onnxruntime"), ("sherpa-onnx", "sherpa-onnx"), ("av", "av"),
+                        ("rapidocr", "rapidocr"), ("sherpa-onnx", "sherpa-onnx"), ("av", "av"),
                         ("dagster", "dagster")):
         try:
             out[label] = version(dist)

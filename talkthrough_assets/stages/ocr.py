@@ -1,4 +1,4 @@
-"""ocr: RapidOCR over unique keyframes -> newline-joined box text (+ boxes and scores).
+"""ocr: RapidOCR (the ``rapidocr`` 3.x package and the models in its wheel) over unique keyframes -> newline-joined box text (+ boxes and scores).
 
 ``TALKTHROUGH_OCR=off`` or an import failure turns OCR off; that is recorded, not a crash.
 
@@ -9,11 +9,12 @@ process's one from ``talkthrough_assets.engines``, Dagster from its ``ocr_engine
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 
-CODE_VERSION = "5"
+CODE_VERSION = "6"
 _lock = threading.Lock()
 
 
@@ -59,7 +60,7 @@ _band = _BandMode()
 def _det_preprocess(det):
     """RapidOCR's DetPreProcess with :func:`det_scale` sizing (same multiple-of-32 rounding)."""
     import cv2
-    from rapidocr_onnxruntime.ch_ppocr_det.utils import DetPreProcess
+    from rapidocr.ch_ppocr_det.utils import DetPreProcess
 
     class _Scaled(DetPreProcess):
         def resize(self, img):
@@ -70,18 +71,57 @@ def _det_preprocess(det):
                 return None
             return cv2.resize(img, (rw, rh))
 
-    return _Scaled(DET_MIN_SIDE, "min", det.mean, det.std)
+    return _Scaled(det.limit_side_len, det.limit_type, det.mean, det.std)
+
+
+# The models the rapidocr wheel ships (rapidocr/models/): detection and recognition PP-OCRv6 small, the
+# mobile v2 angle classifier (never run: screen text is upright). Named explicitly, so rapidocr never
+# resolves a model URL or downloads anything at run time.
+MODELS = {"Det": "PP-OCRv6_det_small.onnx", "Cls": "ch_ppocr_mobile_v2.0_cls_mobile.onnx",
+          "Rec": "PP-OCRv6_rec_small.onnx"}
+
+
+def bundled_models() -> dict[str, str]:
+    """{"Det"|"Cls"|"Rec": path} of the models inside the installed rapidocr wheel; FileNotFoundError
+    (OCR off, with this reason) when one is missing instead of a download."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("rapidocr")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("No module named 'rapidocr'")
+    root = Path(next(iter(spec.submodule_search_locations))) / "models"
+    out = {task: root / name for task, name in MODELS.items()}
+    missing = [str(p) for p in out.values() if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"rapidocr's bundled model missing: {', '.join(missing)}")
+    return {task: str(p) for task, p in out.items()}
+
+
+@functools.lru_cache(maxsize=1)
+def engine_name() -> str:
+    """What produces the OCR output (part of the ocr stage's config hash): package, version and models."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("rapidocr")
+    except PackageNotFoundError:
+        v = "missing"
+    return f"rapidocr {v} ({MODELS['Det'][:-5]}, {MODELS['Rec'][:-5]})"
 
 
 def _load_engine():
-    from rapidocr_onnxruntime import RapidOCR
+    from rapidocr import RapidOCR
 
-    engine = RapidOCR()
+    models = bundled_models()
+    params = {"Global.log_level": "warning", "Global.use_cls": False}
+    params.update({f"{task}.model_path": path for task, path in models.items()})
+    engine = RapidOCR(params=params)
     if DET_MAX_SIDE:
         try:
-            det = engine.text_det
+            det = engine._load_det_model()
             pre = _det_preprocess(det)
-            det.get_preprocess = lambda _max_wh: pre
+            det.get_preprocess = lambda *_: pre
         except (ImportError, AttributeError):  # another rapidocr layout: keep its own sizing
             pass
     return engine
@@ -127,15 +167,26 @@ def _box_order(item) -> tuple:
     return (round(min(ys) / 12), min(xs))  # reading order: rows (12 px bands), then left to right
 
 
+def _items(result) -> list:
+    """(box, text, score) triples from a rapidocr 3.x result object (or rapidocr-onnxruntime's list)."""
+    if result is None:
+        return []
+    if hasattr(result, "txts"):
+        if result.boxes is None or result.txts is None:
+            return []
+        return list(zip(result.boxes, result.txts, result.scores))
+    return list(result[0] or [])  # rapidocr-onnxruntime: ([[box, text, score], ...], elapse)
+
+
 def _run(engine, image, *, band: bool = False) -> list:
     with _lock:  # screen text is upright: skip the angle classifier (~20 % faster)
         _band.active = band
         try:
-            result, _ = engine(image, use_cls=False)
+            result = engine(image, use_cls=False)
         finally:
             _band.active = False
     return [{"box": [[round(float(x), 1), round(float(y), 1)] for x, y in it[0]], "text": it[1],
-             "score": round(float(it[2]), 4)} for it in (result or [])]
+             "score": round(float(it[2]), 4)} for it in _items(result)]
 
 
 def _result(boxes: list[dict]) -> dict:

@@ -94,3 +94,43 @@ def test_a_band_re_read_keeps_a_line_across_the_band_edge(tmp_path, spacing):
     out = ocr.read_frames(engine, [{"ms": 0, "path": a, "bands": None}, {"ms": 1000, "path": b, "bands": bands}])
     assert [r["read"] for r in out] == ["full", "bands"]
     assert _squeezed(out[1]["text"]) == want, out[1]["text"]
+
+
+NO_NETWORK = r"""
+import socket, sys
+def _audit(event, args):  # any connection or name lookup attempt fails, as on a machine without network
+    if event in ("socket.connect", "socket.getaddrinfo", "socket.gethostbyname", "socket.sendto"):
+        addr = args[1] if event in ("socket.connect", "socket.sendto") else args[0]
+        if not (isinstance(addr, str) and addr.startswith("/")):  # AF_UNIX stays allowed
+            raise OSError(101, f"network unreachable (test): {event} {addr!r}")
+sys.addaudithook(_audit)
+try:
+    socket.create_connection(("pypi.org", 443), timeout=2)
+    sys.exit("the network block did not hold")
+except OSError:
+    pass
+from talkthrough_assets.stages import ocr
+engine, status = ocr.engine_status(True)
+print(status)
+print(ocr.read_image(engine, sys.argv[1])["text"])
+"""
+
+
+def test_ocr_loads_its_bundled_models_with_the_network_unreachable(tmp_path):
+    """Issue #20: rapidocr 3.x is given the model files inside its wheel; nothing is downloaded at run
+    time. A fresh process whose every network attempt fails (audit hook) and whose HOME is empty loads
+    the engine and reads a frame."""
+    import os
+    import subprocess
+    import sys
+
+    img = tmp_path / "frame.jpg"
+    _terminal(["make deploy ENV=staging", "echo $password"], 40).save(img, quality=90)
+    env = dict(os.environ, HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    p = subprocess.run([sys.executable, "-c", NO_NETWORK, str(img)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    status, *lines = p.stdout.strip().splitlines()
+    assert status == "rapidocr", p.stdout
+    assert _squeezed("\n".join(lines)) == ["makedeployENV=staging", "echo$password"], p.stdout
+    assert all(Path(m).is_file() for m in ocr.bundled_models().values())
