@@ -45,8 +45,33 @@ def sha256_of(path: str | os.PathLike) -> str:
     return digest
 
 
+def identity(f, path: str | os.PathLike) -> tuple:
+    """The cache key of the file open as ``f`` (from ``fstat`` of its descriptor, not the path)."""
+    return _key(Path(path).absolute(), os.fstat(f.fileno()))
+
+
+def sha256_of_open(f, path: str | os.PathLike) -> str:
+    """The sha256 of the file already open as ``f`` (binary, seekable), remembered by the identity of
+    that descriptor, so the bytes hashed are the bytes a caller then reads through ``f``, whatever is
+    renamed over ``path`` meanwhile. ``f`` is left at offset 0."""
+    key = identity(f, path)
+    with _lock:
+        digest = _cache.get(key)
+    if digest is None:
+        f.seek(0)
+        h = hashlib.sha256()
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+        digest = h.hexdigest()
+        if identity(f, path) == key:  # not written to while hashing
+            with _lock:
+                _cache[key] = digest
+    f.seek(0)
+    return digest
+
+
 def recording_id(path: str | os.PathLike) -> str:
     return sha256_of(path)[:ID_LEN]
 
 
-__all__ = ["ID_LEN", "recording_id", "sha256_of"]
+__all__ = ["ID_LEN", "identity", "recording_id", "sha256_of", "sha256_of_open"]

@@ -7,7 +7,6 @@ both, and ``clean_text`` turns whatever a tag holds into valid UTF-8 (Parquet an
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 
@@ -25,11 +24,13 @@ def _open_kwargs() -> dict:
     return {"metadata_errors": "ignore"} if "metadata_errors" in params else {}
 
 
-def open_input(path: str | os.PathLike):
-    """``av.open(path)`` for reading, tolerant of badly encoded metadata on every supported PyAV."""
+def open_input(path):
+    """``av.open(path)`` for reading, tolerant of badly encoded metadata on every supported PyAV.
+    ``path`` may also be a binary file object open for reading: it is decoded from that descriptor."""
     import av
 
-    return av.open(str(path), **_open_kwargs())
+    src = path if hasattr(path, "read") else str(path)
+    return av.open(src, mode="r", **_open_kwargs())
 
 
 def clean_text(value) -> str:

@@ -25,7 +25,7 @@ def check_id(recording_id) -> str:
     except store.InvalidRecordingId:
         shown = repr(recording_id)[:40] + ("…" if len(repr(recording_id)) > 40 else "")
         raise InvalidArgument(f"invalid recording id {shown}: expected 16 lowercase hex characters",
-                              hint="ids come from list_recordings or search hits") from None
+                              hint="ids come from list_recordings or search hits", echo=(shown,)) from None
 
 
 def ms_arg(name: str, value, *, required: bool = False) -> int | None:

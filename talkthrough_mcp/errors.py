@@ -8,10 +8,11 @@ class ReadError(Exception):
 
     code = "error"
 
-    def __init__(self, message: str, hint: str | None = None):
+    def __init__(self, message: str, hint: str | None = None, echo: tuple[str, ...] = ()):
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.echo = echo  # the client's own text quoted in the message: never rewritten by the path scrubber
 
     @classmethod
     def with_code(cls, code: str, message: str, hint: str | None = None) -> "ReadError":

@@ -26,6 +26,13 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "recorded_at null -> wall clock unknown for that file; t_wall will be null in every tool",
             "has_video=false -> audio-only: use get_transcript/search, not get_frames",
             "Looking for a topic across files? -> search(query=...) instead of paging through everything",
+            "list_recordings(limit=100) -> the largest page; next_offset is null on the last page",
+            "counts.unique_frames -> how many distinct screens get_frames can show",
+            "diarized=true -> get_transcript(speaker=...) and search(speaker=...) work for it",
+            "transcript_available=false -> nothing was said (e.g. silent video): use get_frames",
+            "wall_clock.source/confidence -> where recorded_at came from (container tag, file mtime)",
+            "index present -> the server is still building its index at startup: the listing is partial",
+            "error invalid_argument for offset -> pass next_offset from the previous page (0..1e9)",
         ],
     ),
     "get_transcript": (
@@ -41,6 +48,10 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "transcript_available=false (e.g. silent video) -> reason says why; use get_frames instead",
             "max_chars=5000 -> smaller pages (1000..30000); a single segment is never split",
             "Need the words on screen at a remark? -> get_moment(id, t_ms) instead",
+            "Looking for one phrase? -> search(query=..., id=...) instead of reading the whole transcript",
+            "speaker_names -> label -> confirmed name; name_hints are unconfirmed on-screen names only",
+            "error unknown_recording -> the id is not in the library: list_recordings for valid ids",
+            "error not_processed -> the file is registered but its outputs are not ready yet; retry later",
         ],
     ),
     "get_frames": (
@@ -56,6 +67,10 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "Need the screen plus what was said? -> get_moment(id, t_ms)",
             "get_frames(id=..., at_ms=95000) -> the frame on screen at 95 s (limit=3: also the nearest ones)",
             "valid_from_ms/valid_to_ms -> the span each frame stays on screen (until the screen changes)",
+            "ocr_text -> the words read on that frame (capped; ocr_truncated=true when cut)",
+            "Looking for a word that was on screen? -> search(query=...) (source=ocr hits) first",
+            "duplicate_of -> with include_duplicates=true, the ms of the identical earlier frame",
+            "error unknown_recording -> wrong id: list_recordings or search give valid ids",
         ],
     ),
     "get_moment": (
@@ -68,6 +83,13 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "Audio-only recording -> frames=[] with a note; the transcript slice still comes back",
             "segment_at_t -> seq of the segment spoken at t_ms (null during silence)",
             "speakers_in_range -> who talked in the window (talk_ms); speaker_at_t; null when not diarized",
+            "get_moment(id=..., t_ms=..., window_ms=0) -> only the frame on screen and the segment at t_ms",
+            "transcript.truncated=true -> get_transcript(id, start_ms=transcript.next_start_ms) for more",
+            "wall_clock null -> t_wall null; t_ms still places the moment in the recording",
+            "Need more than 3 frames? -> get_frames(id, start_ms, end_ms)",
+            "Need finer detail than a keyframe? -> extract_frame(id, t_ms, crop=...)",
+            "error invalid_argument (t_ms past the end) -> duration_ms from list_recordings bounds t_ms",
+            "Don't know when? -> search(query=...) first, then get_moment at a hit's t_ms",
         ],
     ),
     "search": (
@@ -86,6 +108,9 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             'search(query="budget", speaker="S2") or speaker="Alice" -> only what that speaker said',
             '"dashboards" finds "dashboard"; no hits -> did_you_mean lists close spellings',
             "Glued screen text (ERROR503GATEWAYTIMEOUT) matches gateway / timeout: ocr_substring_matches",
+            "found_elsewhere -> the word exists in the library, just not for this speaker/recording",
+            "index present -> the server is still indexing at startup: hits come from the part indexed so far",
+            "Reading a whole meeting? -> get_transcript, not many searches",
         ],
     ),
     "extract_frame": (
@@ -98,14 +123,21 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "Audio-only recording -> error audio_only",
             "extract_frame(id=..., t_ms=..., crop={x:0, y:0, width:800, height:400}) -> a region, source pixels",
             "extract_frame(id=..., t_ms=..., full_resolution=true) -> native size (up to 4096 px)",
+            "exact=false -> t_ms was after the last decodable frame; the last frame came back",
+            "source_size -> [width, height] of the source: the bounds for crop",
+            "Small text unreadable in a keyframe? -> crop the region at full_resolution=true",
+            "error invalid_argument (crop) -> keep x+width <= source width, y+height <= source height",
+            "Many instants to look at? -> get_frames (stored keyframes) is cheaper than repeated extract_frame",
         ],
     ),
 }
 
+_RID = "recording id: 16 lowercase hex characters (from list_recordings or a search hit)"
+
 PROMPTS: dict[str, dict] = {
     "triage_recording": {
         "description": "Triage one recording: what happened, when, what went wrong, what was on screen.",
-        "arguments": ["recording_id"],
+        "arguments": {"recording_id": _RID},
         "template": """\
 Triage recording {recording_id} with the Talkthrough tools.
 1. list_recordings: find it; note kind, duration, recorded_at (null = unknown wall clock), has_video.
@@ -117,7 +149,7 @@ Report: a 3-line summary, a timeline (t_ms and t_wall when known), errors with e
     },
     "meeting_actions": {
         "description": "Extract decisions and action items (owner, due date, evidence) from a meeting.",
-        "arguments": ["recording_id"],
+        "arguments": {"recording_id": _RID},
         "template": """\
 Extract the decisions and action items of meeting recording {recording_id}.
 1. get_transcript(id="{recording_id}") (continue with next_start_ms while truncated=true).
@@ -129,7 +161,8 @@ Mark anything uncertain (e.g. unclear owner) instead of inventing it.""",
     },
     "correlate_with_logs": {
         "description": "Line up a recording with log lines by wall-clock time (t_wall).",
-        "arguments": ["recording_id", "log_excerpt"],
+        "arguments": {"recording_id": _RID,
+                      "log_excerpt": "log lines with timestamps (at most 20000 characters)"},
         "template": """\
 Correlate recording {recording_id} with these log lines:
 {log_excerpt}
@@ -140,7 +173,43 @@ Correlate recording {recording_id} with these log lines:
 Report each log line next to what was said/shown at that instant, with t_ms and t_wall, and flag gaps
 larger than the wall clock's confidence allows (low = file mtime, medium = container tag).""",
     },
+    "find_discussion": {
+        "description": "Find when a topic was discussed or shown, across every recording.",
+        "arguments": {"topic": "the topic in a few words, e.g. 'database migration' (at most 500 characters)"},
+        "template": """\
+Find when this was discussed or shown: {topic}
+1. search(query="<the topic's 1-3 most distinctive words>"): hits are pointers (recording, t_ms, snippet).
+   mode=or means no single segment has every word: try fewer or other words (synonyms, the product name).
+2. Open the best 2-3 hits with get_moment(id=hit.recording, t_ms=hit.t_ms) to read the context.
+3. Narrow a noisy result with id=<recording> or speaker=<label or name>.
+Answer with recording filename, t_ms and t_wall (when known) and a short quote for each place.""",
+    },
+    "screen_at_remark": {
+        "description": "Show what was on screen when something was said in one recording.",
+        "arguments": {"recording_id": _RID,
+                      "remark": "words from the remark, e.g. 'the checkout page is broken' (at most 500 characters)"},
+        "template": """\
+Show what was on screen in recording {recording_id} when this was said: {remark}
+1. search(query="<2-3 distinctive words of the remark>", id="{recording_id}") -> hit.t_ms.
+2. get_moment(id="{recording_id}", t_ms=hit.t_ms): the frame on screen then (on_screen_frame_ms first),
+   its OCR text and the transcript around it. Audio-only recordings have no frames: say so.
+3. Small text unreadable? extract_frame(id="{recording_id}", t_ms=..., crop={{x, y, width, height}}).
+Describe the screen (quote the OCR text) and cite t_ms / t_wall.""",
+    },
+    "speaker_summary": {
+        "description": "Summarize what one speaker said in a diarized recording.",
+        "arguments": {"recording_id": _RID,
+                      "speaker": "a speaker label (S1) or name (at most 200 characters)"},
+        "template": """\
+Summarize what speaker {speaker} said in recording {recording_id}.
+1. get_transcript(id="{recording_id}", speaker="{speaker}") (continue with next_start_ms while truncated).
+   An error that the recording is not diarized: say so, and summarize the whole transcript instead.
+2. Use speaker_name when present; name_hints are unconfirmed: never present them as fact.
+Output: their main points, questions they asked, commitments they made (t_ms + a short quote each).""",
+    },
 }
+
+PROMPT_ARG_MAX_CHARS = {"recording_id": 64, "log_excerpt": 20_000, "topic": 500, "remark": 500, "speaker": 200}
 
 
 def description(tool: str) -> str:

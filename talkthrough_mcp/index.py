@@ -127,6 +127,7 @@ class LibraryIndex:
         self._sigs: dict[str, tuple] = {}
         self._checked = float("-inf")
         self._indexed = False
+        self._warming: tuple[int, int] | None = None  # (indexed, total) during a long load
         self.loads = 0  # manifests (re)indexed so far: observable by tests and the bench
         self.damaged: dict[str, str] = {}  # rid -> reason, for manifests that could not be read
         ddl = [f"CREATE TABLE m_{t} ({', '.join(f'{f.name} {_DUCK[f.type]}' for f in s)})" for t, s in SCHEMAS.items()]
@@ -195,53 +196,74 @@ class LibraryIndex:
             w.execute(f"INSERT INTO m_sums SELECT source, {sign} * sum(tf::DOUBLE / doc_len), {sign} * sum(tf) "
                       f"FROM m_terms WHERE {where} AND doc_len > 0 GROUP BY source")
 
+    def warming(self) -> str | None:
+        """``"warming (n of N recordings indexed)"`` while a long (re)load runs on another thread (the
+        server's warm-up), else None. Readers do not wait for it: they answer from what is indexed so
+        far and say so (issue #26, item 3)."""
+        w = self._warming
+        return f"warming ({w[0]} of {w[1]} recordings indexed)" if w else None
+
     def refresh(self, force: bool = False, stop: threading.Event | None = None) -> bool:
         """Re-index recordings whose manifest changed (at most every ``refresh_interval`` seconds
         unless forced). ``stop`` ends a long (re)load between batches; what is left is picked up by
-        the next refresh. Returns whether anything changed."""
-        with self._lock:
-            if not force and time.monotonic() - self._checked < self.refresh_interval:
+        the next refresh. Returns whether anything changed. While another thread runs a long load
+        (more than one batch), returns at once instead of waiting for it."""
+        while not self._lock.acquire(timeout=0.05):  # a short refresh is waited for; a long load is not
+            if self._warming:
                 return False
-            seen = self._scan()
-            gone = [rid for rid in self._sigs if rid not in seen]
-            stale = sorted(rid for rid, sig in seen.items() if self._sigs.get(rid) != sig)
-            changed = False
-            w = self.con.cursor()
-            try:
-                if gone:
-                    self._apply(w, gone, [])
-                    for rid in gone:
-                        self._sigs.pop(rid, None)
+        try:
+            return self._refresh(force, stop)
+        finally:
+            self._warming = None
+            self._lock.release()
+
+    def _refresh(self, force: bool, stop: threading.Event | None) -> bool:
+        if not force and time.monotonic() - self._checked < self.refresh_interval:
+            return False
+        seen = self._scan()
+        gone = [rid for rid in self._sigs if rid not in seen]
+        stale = sorted(rid for rid, sig in seen.items() if self._sigs.get(rid) != sig)
+        if len(stale) > BATCH:
+            self._warming = (len(seen) - len(stale), len(seen))
+        changed = False
+        w = self.con.cursor()
+        try:
+            if gone:
+                self._apply(w, gone, [])
+                for rid in gone:
+                    self._sigs.pop(rid, None)
+                    self.damaged.pop(rid, None)
+                changed = True
+            for i in range(0, len(stale), BATCH):
+                if stop is not None and stop.is_set():
+                    return changed
+                batch, snaps = stale[i:i + BATCH], []
+                for rid in batch:
+                    try:
+                        snap = snapshot.read(rid, seen[rid])
+                    except snapshot.DamagedManifest as e:
+                        self.damaged[rid] = str(e)
+                        snap = None
+                    if snap is not None:
+                        snaps.append(snap)
                         self.damaged.pop(rid, None)
-                    changed = True
-                for i in range(0, len(stale), BATCH):
-                    if stop is not None and stop.is_set():
-                        return changed
-                    batch, snaps = stale[i:i + BATCH], []
-                    for rid in batch:
-                        try:
-                            snap = snapshot.read(rid, seen[rid])
-                        except snapshot.DamagedManifest as e:
-                            self.damaged[rid] = str(e)
-                            snap = None
-                        if snap is not None:
-                            snaps.append(snap)
-                            self.damaged.pop(rid, None)
-                    self._apply(w, [rid for rid in batch if rid in self._sigs], snaps)
-                    for snap in snaps:  # the signature of the bytes actually indexed
-                        self._sigs[snap.rid] = snap.sig
-                    for rid in batch:
-                        if rid in self.damaged:
-                            self._sigs.pop(rid, None)
-                    self.loads += len(snaps)
-                    changed = True
-                if changed and not self._indexed:
-                    w.execute("CREATE INDEX m_terms_term ON m_terms(term)")
-                    self._indexed = True
-            finally:
-                w.close()
-            self._checked = time.monotonic()
-            return changed
+                self._apply(w, [rid for rid in batch if rid in self._sigs], snaps)
+                for snap in snaps:  # the signature of the bytes actually indexed
+                    self._sigs[snap.rid] = snap.sig
+                for rid in batch:
+                    if rid in self.damaged:
+                        self._sigs.pop(rid, None)
+                self.loads += len(snaps)
+                changed = True
+                if self._warming:
+                    self._warming = (self._warming[0] + len(batch), self._warming[1])
+            if changed and not self._indexed:
+                w.execute("CREATE INDEX m_terms_term ON m_terms(term)")
+                self._indexed = True
+        finally:
+            w.close()
+        self._checked = time.monotonic()
+        return changed
 
     def query(self, sql: str, params: list | tuple | dict = (), refresh: bool = True) -> list[dict]:
         """Run ``sql`` on a fresh cursor (after a refresh unless ``refresh`` is False)."""

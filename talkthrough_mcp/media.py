@@ -7,10 +7,13 @@ re-decoded frame to JPEG in memory.
 from __future__ import annotations
 
 import io
+import os
+import stat
 from fractions import Fraction
 from pathlib import Path
+from typing import BinaryIO
 
-from talkthrough_assets.ids import recording_id
+from talkthrough_assets import ids
 from talkthrough_assets.mediaio import open_input
 
 MAX_SIDE = 1568
@@ -27,16 +30,36 @@ class CropOutside(ValueError):
     pass
 
 
-class SourceHashes:
-    """sha256 prefixes (recording ids) of source files: :mod:`talkthrough_assets.ids` hashes them,
-    remembering each by its full identity (path, device, inode, size, mtime and ctime)."""
+def open_verified(candidates: list[str], rid: str) -> tuple[BinaryIO | None, list[str]]:
+    """The first candidate path whose bytes are recording ``rid``, opened once: the hash is of what is
+    read through that descriptor (and remembered by its fstat identity), and the caller decodes from the
+    same open file, so a file renamed over the path between the check and the decode is never served
+    (issue #26, item 2). Returns (file or None, names of candidates that exist with other bytes)."""
+    changed = []
+    for c in candidates:
+        try:
+            f = open(c, "rb")
+        except OSError:  # gone, unreadable, a directory
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                f.close()
+                continue
+            if ids.sha256_of_open(f, c)[:ids.ID_LEN] == rid:
+                return f, changed
+        except OSError:
+            pass
+        f.close()
+        changed.append(Path(c).name)
+    return None, changed
 
-    @staticmethod
-    def prefix(path: Path) -> str:
-        return recording_id(path)
+
+def unchanged_since(f: BinaryIO, path: str, key: tuple) -> bool:
+    """Whether the open file still has the identity ``key`` (no write into it since it was hashed)."""
+    return ids.identity(f, path) == key
 
 
-def decode_frame(path: str | Path, t_ms: int, *, max_side: int = MAX_SIDE, quality: int = JPEG_QUALITY,
+def decode_frame(path: str | Path | BinaryIO, t_ms: int, *, max_side: int = MAX_SIDE, quality: int = JPEG_QUALITY,
                  crop: tuple[int, int, int, int] | None = None) -> dict:
     """Seek to ``t_ms`` and decode forward to the first frame at/after it (the last frame if t is
     past it); optionally crop ``(x, y, width, height)`` in source pixels, then scale so the
@@ -44,7 +67,8 @@ def decode_frame(path: str | Path, t_ms: int, *, max_side: int = MAX_SIDE, quali
     "source_width", "source_height", "exact", "scaled"}. Raises CropOutside for a box that does
     not fit the frame.
 
-    Times are raw presentation times (pts * time_base), the same clock the keyframes use.
+    ``path`` may be an open binary file (decoded from that descriptor). Times are raw presentation
+    times (pts * time_base), the same clock the keyframes use.
     Raises ValueError for a file without a decodable video stream.
     """
     import av

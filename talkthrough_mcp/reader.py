@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from talkthrough_assets import store
+from talkthrough_assets import ids, store
 from talkthrough_assets.stages.wallclock import t_wall
 
 from . import images, media, search, snapshot, transcript
@@ -40,6 +40,7 @@ MOMENT_WINDOW_MS = 10_000
 MOMENT_MAX_WINDOW_MS = 60_000
 MOMENT_TRANSCRIPT_CHARS = 8_000
 LIST_MAX = 100
+LIST_MAX_OFFSET = 1_000_000_000  # DuckDB's OFFSET is a BIGINT: 2**63 is a bad argument, not an internal error
 LIST_MAX_CHARS = 30_000        # the whole listing response
 
 
@@ -53,7 +54,6 @@ class Reader:
         self._refresh_interval = refresh_interval
         self._index: LibraryIndex | None = None
         self._index_lock = threading.Lock()
-        self._hashes = media.SourceHashes()
         self._snaps = snapshot.SnapshotCache()
 
     # ---------------------------------------------------------------- plumbing
@@ -87,8 +87,10 @@ class Reader:
     # ---------------------------------------------------------------- list_recordings
 
     def list_recordings(self, offset: int = 0, limit: int = 20) -> dict:
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidArgument(f"offset must be an integer >= 0, got {offset if isinstance(offset, int) else type(offset).__name__}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= LIST_MAX_OFFSET:
+            got = offset if isinstance(offset, int) and not isinstance(offset, bool) else type(offset).__name__
+            raise InvalidArgument(f"offset must be an integer from 0 to {LIST_MAX_OFFSET}, got {got}",
+                                  hint="pass next_offset from the previous page")
         limit = limit_arg("limit", limit, 1, LIST_MAX)
         self.index.refresh()
         total = self.index.query("SELECT count(*) AS n FROM m_recordings", refresh=False)[0]["n"]
@@ -116,8 +118,12 @@ class Reader:
             items.append(item)
             used += size
         nxt = offset + len(items)
-        return {"total": total, "offset": offset, "limit": limit, "returned": len(items), "recordings": items,
-                "next_offset": nxt if nxt < total else None}
+        out = {"total": total, "offset": offset, "limit": limit, "returned": len(items), "recordings": items,
+               "next_offset": nxt if nxt < total else None}
+        warming = self.index.warming()
+        if warming:  # the server's first index build is still running: a partial listing, said so
+            out["index"] = warming
+        return out
 
     # ---------------------------------------------------------------- get_transcript
 
@@ -247,21 +253,17 @@ class Reader:
 
     # ---------------------------------------------------------------- extract_frame
 
-    def _source_path(self, snap: snapshot.Snapshot) -> Path:
+    def _open_source(self, snap: snapshot.Snapshot):
+        """(open file, path) of the recording's source, verified by hashing that open descriptor."""
         rid = snap.rid
         rows = sorted(store.read_rows("sources", rid), key=lambda r: r["seen_at"] or "", reverse=True)
         candidates = list(dict.fromkeys([r["path"] for r in rows] + ([snap.source_path] if snap.source_path else [])))
         if not candidates:
             raise SourceUnavailable(f"recording {rid} has no known source path",
                                     hint="process the file again with `talkthrough process <file>`")
-        changed = []
-        for c in candidates:
-            p = Path(c)
-            if not p.is_file():
-                continue
-            if self._hashes.prefix(p) == rid:
-                return p
-            changed.append(p.name)
+        f, changed = media.open_verified(candidates, rid)
+        if f is not None:
+            return f
         if changed:
             raise SourceUnavailable(f"the source file {changed[0]!r} no longer has the bytes of recording {rid} "
                                     "(sha256 changed since processing)",
@@ -282,14 +284,23 @@ class Reader:
         box = crop_arg(crop)
         if not isinstance(full_resolution, bool):
             raise InvalidArgument(f"full_resolution must be true or false, got {type(full_resolution).__name__}")
-        path = self._source_path(snap)
+        f = self._open_source(snap)
+        name = Path(f.name).name
         try:
-            res = media.decode_frame(path, t, crop=box,
-                                     max_side=media.FULL_MAX_SIDE if full_resolution else media.MAX_SIDE)
-        except media.CropOutside as e:
-            raise InvalidArgument(str(e), hint="keep x+width <= source width and y+height <= source height") from None
-        except Exception as e:  # av errors, damaged file
-            raise SourceUnavailable(f"could not decode {path.name} at {t} ms: {type(e).__name__}") from None
+            key = ids.identity(f, f.name)
+            try:
+                res = media.decode_frame(f, t, crop=box,
+                                         max_side=media.FULL_MAX_SIDE if full_resolution else media.MAX_SIDE)
+            except media.CropOutside as e:
+                raise InvalidArgument(str(e), hint="keep x+width <= source width and y+height <= source height") \
+                    from None
+            except Exception as e:  # av errors, damaged file
+                raise SourceUnavailable(f"could not decode {name} at {t} ms: {type(e).__name__}") from None
+            if not media.unchanged_since(f, f.name, key):
+                raise SourceUnavailable(f"the source file {name!r} was written to while its frame was decoded",
+                                        hint="retry; use get_frames/get_moment (stored keyframes) if it keeps changing")
+        finally:
+            f.close()
         wc = snap.wall_clock
         meta = {"recording": rid, "filename": rec["filename"], "requested_ms": t, "frame_ms": res["frame_ms"],
                 "t_wall": t_wall(wc, res["frame_ms"]), "width": res["width"], "height": res["height"],

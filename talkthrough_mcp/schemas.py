@@ -46,6 +46,8 @@ LIST_RECORDINGS = _obj({
         "diarized": _BOOL, "has_audio": _BOOL, "has_video": _BOOL, "transcript_available": _BOOL, "generation": _GEN,
     }, ["id", "generation", "filename", "duration_ms", "recorded_at", "counts", "diarized", "has_audio", "has_video",
         "transcript_available"])},
+    "index": {"type": "string", "description": "present while the server's first index build runs: "
+                                               "'warming (n of N recordings indexed)'; the listing is partial"},
 }, ["total", "offset", "limit", "returned", "recordings", "next_offset"])
 
 GET_TRANSCRIPT = _obj({
@@ -91,6 +93,9 @@ SEARCH = _obj({
     "unmatched_terms": {"type": "array", "items": _STR},
     "did_you_mean": {"type": "object", "additionalProperties": {"type": "array", "items": _STR}},
     "ocr_substring_matches": {"type": "object", "additionalProperties": {"type": "array", "items": _STR}},
+    "found_elsewhere": {"type": "array", "items": _STR},
+    "index": {"type": "string", "description": "present while the server's first index build runs: "
+                                               "'warming (n of N recordings indexed)'; hits are from those only"},
 }, ["query", "terms", "mode", "scope", "total_matches", "returned", "hits"])
 
 EXTRACT_FRAME = _obj({

@@ -85,6 +85,10 @@ def expand(index: LibraryIndex,
     return pairs, inside
 
 
+def known_term(index: LibraryIndex, word: str) -> bool:
+    return bool(index.query("SELECT 1 FROM m_df WHERE term = ? LIMIT 1", [word], refresh=False))
+
+
 def suggest(index: LibraryIndex, word: str) -> list[str]:
     k = 1 if len(word) <= 5 else 2
     rows = index.query(
@@ -124,9 +128,11 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
     pairs, inside = expand(index, words)
     literal = ", ".join(_sql_str(t) for t in dict.fromkeys(p[2] for p in pairs))  # [^\W_]+ terms: safe to inline
     scope = f"AND recording = '{rid}'" if rid else ""  # rid is validated hex: safe to inline
-    who = speaker.strip().casefold() if speaker is not None else None
+    who = " ".join(speaker.casefold().split()) if speaker is not None else None
+    # a label (S1), a full name, or one word of a name ("Alice" matches "Alice Stone"): transcript.name_matches
     speaker_join = ("JOIN m_docs sd ON sd.recording = t.recording AND sd.source = t.source AND sd.ref = t.ref "
-                    "AND (lower(sd.speaker) = $who OR lower(sd.speaker_name) = $who)") if who is not None else ""
+                    "AND (lower(sd.speaker) = $who OR lower(sd.speaker_name) = $who "
+                    "OR list_contains(string_split(lower(sd.speaker_name), ' '), $who))") if who is not None else ""
     # one statement, so ranking and hit context come from one snapshot of the index
     rows = index.query(f"""
     WITH map AS (SELECT unnest($q::VARCHAR[]) AS qword, unnest($src::VARCHAR[]) AS msource,
@@ -178,6 +184,9 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
            "total_matches": n_all if mode == "and" else n_any, "returned": 0, "hits": []}
     if query_cut:
         out["query_truncated"] = True
+    warming = index.warming()
+    if warming:  # answered from the recordings indexed so far (issue #26, item 3)
+        out["index"] = warming
     if speaker is not None:
         out["speaker"] = speaker
     wanted = set(words)
@@ -216,6 +225,15 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
         out["unmatched_terms"] = missing
     if inside:
         out["ocr_substring_matches"] = {w: ts[:5] for w, ts in inside.items()}
+    # a word the index has, just not here (this speaker, this recording): no spelling suggestion for it
+    elsewhere = [w for w in missing if (speaker is not None or rid) and known_term(index, w)]
+    if elsewhere:
+        where = " and ".join(x for x in (f"said by {speaker!r}" if speaker is not None else "",
+                                         "in this recording" if rid else "") if x)
+        out["found_elsewhere"] = elsewhere
+        out["note"] = (out.get("note", "") + f"; {', '.join(repr(w) for w in elsewhere)} occur in the library, "
+                       f"but not {where}").lstrip("; ")
+    missing = [w for w in missing if w not in elsewhere]
     if missing:
         sugg = {w: s for w in missing if (s := suggest(index, w))}
         if sugg:

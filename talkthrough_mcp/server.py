@@ -56,12 +56,19 @@ EndMs = Annotated[StrictInt | None, Field(description="window end, ms from the r
 _ABS_PATH = re.compile(r"(?<![\w.])/(?:[^\s'\"/:]+/)+([^\s'\"/:]*)")
 
 
-def scrub(text: str) -> str:
+def scrub(text: str, keep: tuple[str, ...] = ()) -> str:
     """No server paths in anything sent to a client: the data root becomes <data root>, any other
-    absolute path its last component."""
+    absolute path its last component. ``keep``: the client's own text quoted in ``text`` (an id it
+    sent that looks like a path), left as sent (issue #26, item 7)."""
+    kept = {f"\x00{i}\x00": k for i, k in enumerate(k for k in keep if k and k in text)}
+    for mark, k in kept.items():
+        text = text.replace(k, mark)
     for root in {store.data_location(), str(store.home())}:
         text = text.replace(root, "<data root>")
-    return _ABS_PATH.sub(lambda m: m.group(1) or "<path>", text)
+    text = _ABS_PATH.sub(lambda m: m.group(1) or "<path>", text)
+    for mark, k in kept.items():
+        text = text.replace(mark, k)
+    return text
 
 
 def _text(obj: dict) -> str:
@@ -83,9 +90,12 @@ def to_result(result: dict | ImageResult) -> CallToolResult:
 
 
 def error_result(err: ReadError) -> CallToolResult:
-    body = {k: scrub(v) if isinstance(v, str) else v for k, v in err.to_dict().items()}
-    return CallToolResult(content=[TextContent(type="text", text=dumps(body))], structured_content=body,
-                          is_error=True)
+    """An ``isError`` result whose one text block is the JSON ``{error, message, hint}``. No
+    ``structuredContent``: it would have to match the tool's ``outputSchema`` (the success shape),
+    and the TypeScript SDK validates it even on errors, replacing the error with a schema complaint
+    (issue #26, item 1); every client reads the text block."""
+    body = {k: scrub(v, getattr(err, "echo", ())) if isinstance(v, str) else v for k, v in err.to_dict().items()}
+    return CallToolResult(content=[TextContent(type="text", text=dumps(body))], is_error=True)
 
 
 def call(fn: Callable, **kwargs) -> CallToolResult:
@@ -168,16 +178,19 @@ class TalkthroughMCP(MCPServer):
         problems = []
         for a in spec["arguments"]:
             v = args.get(a)
+            cap = guidance.PROMPT_ARG_MAX_CHARS.get(a, PROMPT_ARG_MAX_CHARS)
             if not isinstance(v, str) or not v.strip():
                 problems.append(f"{a} is required (a non-empty string)")
-            elif len(v) > PROMPT_ARG_MAX_CHARS:
-                problems.append(f"{a} is {len(v)} characters; at most {PROMPT_ARG_MAX_CHARS} are accepted")
+            elif len(v) > cap:
+                problems.append(f"{a} is {len(v)} characters; at most {cap} are accepted")
+            elif a == "recording_id" and not store.ID_RE.fullmatch(v.strip()):
+                problems.append(f"recording_id must be 16 lowercase hex characters, got {v.strip()[:40]!r}")
         unknown = sorted(set(args) - set(spec["arguments"]))
         if unknown:
             problems.append(f"unknown argument(s): {', '.join(repr(u[:40]) for u in unknown[:5])}")
         if problems:
             raise MCPError(INVALID_PARAMS, f"prompt {name}: " + "; ".join(problems),
-                           {"error": "invalid_argument", "arguments": spec["arguments"]})
+                           {"error": "invalid_argument", "arguments": list(spec["arguments"])})
         return await super().get_prompt(name, arguments, context)
 
 
@@ -270,8 +283,27 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         return guidance.render("meeting_actions", recording_id=recording_id)
 
     @mcp.prompt(name="correlate_with_logs", description=spec["correlate_with_logs"]["description"])
-    def correlate_with_logs(recording_id: str, log_excerpt: str) -> str:
+    def correlate_with_logs(recording_id: str,
+                            log_excerpt: str) -> str:
         return guidance.render("correlate_with_logs", recording_id=recording_id, log_excerpt=log_excerpt)
+
+    @mcp.prompt(name="find_discussion", description=spec["find_discussion"]["description"])
+    def find_discussion(topic: str) -> str:
+        return guidance.render("find_discussion", topic=topic)
+
+    @mcp.prompt(name="screen_at_remark", description=spec["screen_at_remark"]["description"])
+    def screen_at_remark(recording_id: str,
+                         remark: str) -> str:
+        return guidance.render("screen_at_remark", recording_id=recording_id, remark=remark)
+
+    @mcp.prompt(name="speaker_summary", description=spec["speaker_summary"]["description"])
+    def speaker_summary(recording_id: str,
+                        speaker: str) -> str:
+        return guidance.render("speaker_summary", recording_id=recording_id, speaker=speaker)
+
+    for name, p in spec.items():  # each argument's description, from the one spec the templates use
+        for a in mcp._prompt_manager.get_prompt(name).arguments or []:
+            a.description = p["arguments"][a.name]
 
     return mcp
 
@@ -310,11 +342,32 @@ def is_loopback(host: str) -> bool:
         return False  # a host name: it may resolve anywhere
 
 
+TOKEN_MIN_CHARS = 32
+TOKEN_MIN_DISTINCT = 10
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` is too weak to guard a non-loopback bind (None when it is fine): at least 32
+    characters with at least 10 distinct ones, e.g. ``python -c 'import secrets; print(secrets.token_urlsafe(32))'``
+    (43 characters, 256 bits). A loopback bind takes any token: only local processes reach it."""
+    if len(token) < TOKEN_MIN_CHARS:
+        return f"is {len(token)} characters; a non-loopback bind needs at least {TOKEN_MIN_CHARS}"
+    if len(set(token)) < TOKEN_MIN_DISTINCT:
+        return f"has only {len(set(token))} distinct characters; at least {TOKEN_MIN_DISTINCT} are needed"
+    return None
+
+
 def check_bind(host: str, token: str | None) -> None:
-    if not is_loopback(host) and not token:
+    if is_loopback(host):
+        return
+    if not token:
         raise BindRefused(f"refusing to serve on non-loopback address {host!r} without a bearer token: "
                           f"set {TOKEN_ENV} (clients then send 'Authorization: Bearer <token>'), "
                           "or bind 127.0.0.1")
+    problem = token_problem(token)
+    if problem:
+        raise BindRefused(f"refusing to serve on non-loopback address {host!r}: {TOKEN_ENV} {problem} "
+                          "(make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')")
 
 
 class BearerAuth:

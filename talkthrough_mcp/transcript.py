@@ -29,10 +29,16 @@ def name_hints(snap) -> dict[str, list[str]]:
 srt_time = formats.srt_time  # kept here by name: get_transcript's SRT and `talkthrough export` share it
 
 
+def name_matches(name: str | None, want: str) -> bool:
+    """A speaker name matches the full name or any of its words ("Alice" and "stone" match "Alice Stone")."""
+    n = " ".join((name or "").casefold().split())
+    return bool(n) and (n == want or want in n.split(" "))
+
+
 def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
-    want = speaker.strip().casefold()
+    want = " ".join(speaker.casefold().split())
     labels = sorted({s["speaker"] for s in snap.segments if s.get("speaker")})
-    match = {lab for lab in labels if lab.casefold() == want or snap.names.get(lab, "").casefold() == want}
+    match = {lab for lab in labels if lab.casefold() == want or name_matches(snap.names.get(lab), want)}
     if not match:
         known = ", ".join(f"{lab} ({snap.names[lab]})" if lab in snap.names else lab for lab in labels) or "none"
         shown, _ = clip(speaker, 60)

@@ -24,7 +24,8 @@ import fixture_facts as F
 
 TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))
 TOOLS = {"list_recordings", "get_transcript", "get_frames", "get_moment", "search", "extract_frame"}
-PROMPTS = {"triage_recording", "meeting_actions", "correlate_with_logs"}
+PROMPTS = {"triage_recording", "meeting_actions", "correlate_with_logs", "find_discussion", "screen_at_remark",
+           "speaker_summary"}
 SESSION_TIMEOUT_S = 240
 
 
@@ -38,6 +39,7 @@ def _error(res) -> dict:
     assert res.is_error, res.content[0].text
     err = json.loads(res.content[0].text)
     assert err["error"] and err["message"], err
+    assert res.structured_content is None  # errors are not the outputSchema shape (issue #26, item 1)
     return err
 
 
@@ -195,7 +197,7 @@ def test_discovery_tools_schemas_and_guidance(session):
         assert t.annotations.read_only_hint is True
         assert "Examples:" in t.description
         lines = [ln[2:] for ln in t.description.splitlines() if ln.startswith("- ")]
-        assert len(lines) >= 4, name
+        assert 10 <= len(lines) <= 15, name  # the seed's guidance layer (issue #26, item 8)
         assert all(len(ln) <= guidance.EXAMPLE_MAX_CHARS for ln in lines), name
     props = tools["get_transcript"].input_schema["properties"]
     assert {"start_ms", "end_ms", "speaker", "format", "max_chars"} <= set(props)
@@ -500,11 +502,16 @@ def test_bind_guard_rules():
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.8.0.1")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.com")
     check_bind("127.0.0.1", None)
-    check_bind("0.0.0.0", "secret")
+    check_bind("127.0.0.1", "x")  # loopback: any token
+    check_bind("0.0.0.0", "k3Jq9-vXw2_ZpL8mN4rT6yB1cF5hG7dA0sE")
     with pytest.raises(BindRefused):
         check_bind("0.0.0.0", None)
     with pytest.raises(BindRefused):
         check_bind("::", "")
+    # issue #26, item 7: a non-loopback bind needs a token of >= 32 characters, >= 10 distinct
+    for weak in ("x", "secret", "a" * 64, "abababababababababababababababab12"):
+        with pytest.raises(BindRefused, match="TALKTHROUGH_MCP_TOKEN"):
+            check_bind("0.0.0.0", weak)
 
 
 # --------------------------------------------------------------------------- reader on a synthetic library

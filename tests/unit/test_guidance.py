@@ -1,0 +1,42 @@
+"""The MCP guidance layer (issue #26, item 8): 10-15 one-line examples per tool description, six
+workflow prompts whose arguments are described and checked, and the path scrubber leaving the
+client's own text alone (item 7)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from talkthrough_mcp import guidance
+
+
+def test_every_tool_has_10_to_15_one_line_examples():
+    for tool in guidance.TOOL_NAMES:
+        ex = guidance.examples(tool)
+        assert 10 <= len(ex) <= 15, (tool, len(ex))
+        assert all(0 < len(e) <= guidance.EXAMPLE_MAX_CHARS and "\n" not in e for e in ex), tool
+        assert len(set(ex)) == len(ex), tool
+        desc = guidance.description(tool)
+        assert desc.count("\n- ") == len(ex)
+
+
+def test_six_workflow_prompts_render_every_argument():
+    assert len(guidance.PROMPTS) == 6
+    for name, spec in guidance.PROMPTS.items():
+        assert spec["description"] and spec["arguments"], name
+        values = {a: f"<{a}-value>" for a in spec["arguments"]}
+        text = guidance.render(name, **values)
+        for a, desc in spec["arguments"].items():
+            assert values[a] in text, (name, a)
+            assert desc and a in guidance.PROMPT_ARG_MAX_CHARS, (name, a)
+        assert not re.search(r"\{\w+\}", text), (name, text)  # no placeholder left
+        with pytest.raises(ValueError):
+            guidance.render(name)
+
+
+def test_scrub_keeps_the_clients_own_text():
+    from talkthrough_mcp.server import scrub
+
+    assert scrub("invalid recording id '/etc/passwd'", keep=("'/etc/passwd'",)) == "invalid recording id '/etc/passwd'"
+    assert scrub("could not read /srv/data/x/file.mp4") == "could not read file.mp4"
