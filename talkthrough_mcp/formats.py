@@ -82,9 +82,12 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", _one_line(text))
 
 
-def json_item(seg: dict, names: dict[str, str], wc: dict | None) -> dict:
-    """A segment as the MCP server's get_transcript returns it (and `export --format json` writes it)."""
-    item = {"seq": seg["seq"], "t_ms": seg["t0_ms"], "t1_ms": seg["t1_ms"], "t_wall": t_wall(wc, seg["t0_ms"])}
+def json_item(seg: dict, names: dict[str, str], wc: dict | None, with_t_wall: bool = True) -> dict:
+    """A segment as the MCP server's get_transcript returns it (and `export --format json` writes it);
+    get_transcript leaves ``t_wall`` out unless asked (``wall_clock.start_utc`` + ``t_ms``)."""
+    item = {"seq": seg["seq"], "t_ms": seg["t0_ms"], "t1_ms": seg["t1_ms"]}
+    if with_t_wall:
+        item["t_wall"] = t_wall(wc, seg["t0_ms"])
     if seg.get("speaker"):
         item["speaker"] = seg["speaker"]
         if seg["speaker"] in names:

@@ -11,8 +11,10 @@ EXAMPLE_MAX_CHARS = 120
 
 INSTRUCTIONS = """\
 Talkthrough serves processed screen and meeting recordings (transcript, speakers, keyframes, OCR,
-wall clock) read-only. Ids are 16 hex chars. Times: t_ms = ms from the recording start; t_wall =
-the same instant as a real timestamp (null when the recording's wall clock is unknown).
+wall clock) read-only. Ids are 16 hex chars. Times: every *_ms field (t_ms, t1_ms, a frame's ms,
+frame_ms, start_ms, at_ms) = ms from the recording start; t_wall = the same instant as a real timestamp
+(wall_clock.start_utc + t_ms; null when the recording's wall clock is unknown; in UTC when its
+tz_offset_min is null). Speakers: a label (S1) plus speaker_name when one was confirmed.
 Start with list_recordings or search; then zoom in with get_transcript / get_moment / get_frames.
 Responses are capped: follow next_start_ms / next_offset to continue instead of asking for more."""
 
@@ -36,7 +38,8 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     "get_transcript": (
-        "Transcript segments of one recording with t_ms and t_wall (speaker labels/names when diarized). "
+        "Transcript segments of one recording with t_ms/t1_ms (speaker labels/names when diarized); a segment's "
+        "wall time is wall_clock.start_utc + t_ms (with_t_wall=true: t_wall on each). "
         "Hard cap ~30k chars per response; truncated=true comes with next_start_ms to continue.",
         [
             'get_transcript(id="75f6552f8117ddf5") -> whole transcript (first ~30k chars)',
@@ -45,6 +48,7 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             'get_transcript(id=..., speaker="S1") or speaker="Alice" -> one speaker (diarized recordings only)',
             'get_transcript(id=..., format="srt") -> SubRip text in the "srt" field',
             "wall_clock null -> t_wall is null; use t_ms (ms from the start) for positions",
+            "get_transcript(id=..., with_t_wall=true) -> t_wall on every segment (for log correlation)",
             "transcript_available=false (e.g. silent video) -> reason says why; use get_frames instead",
             "max_chars=5000 -> smaller pages (1000..30000); a single segment is never split",
             "Need the words on screen at a remark? -> get_moment(id, t_ms) instead",
@@ -94,7 +98,8 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
     ),
     "search": (
         "Ranked BM25 search over transcripts AND on-screen OCR text of every recording. Returns pointers "
-        "(recording, source, t_ms, t_wall, frame_ms, <=160-char snippet), not payloads; max 50 hits.",
+        "(recording, source, t_ms, t_wall, frame_ms, <=160-char snippet), not payloads; max 50 hits; "
+        "filename and generation once per recording in `recordings`.",
         [
             'search(query="rollback") -> best segments/frames mentioning it, across all recordings',
             'search(query="gateway timeout") -> both words in one segment/frame (AND) ranked first',
@@ -110,7 +115,7 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "Glued screen text (ERROR503GATEWAYTIMEOUT) matches gateway / timeout: ocr_substring_matches",
             "found_elsewhere -> the word exists in the library, just not for this speaker/recording",
             "index present -> the server is still indexing at startup: hits come from the part indexed so far",
-            "Reading a whole meeting? -> get_transcript, not many searches",
+            'search(query=\'"roll back"\') -> words adjacent, in order; "rollback" also finds a spoken "roll back"',
         ],
     ),
     "extract_frame": (

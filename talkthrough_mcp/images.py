@@ -88,19 +88,17 @@ def frame_bytes(rid: str, rel: str) -> bytes | None:
 
 
 def image_result(rid: str, frames: list[dict], wc: dict | None, meta: dict) -> ImageResult:
-    """``meta`` plus the stored JPEGs of ``frames``, captioned (time, duplicate, OCR text)."""
+    """``meta`` plus the stored JPEGs of ``frames``, captioned (time, duplicate of)."""
     images, missing = [], []
     for f in frames:
         data = frame_bytes(rid, f["file"])
         if data is None:
             missing.append(f["ms"])
             continue
-        ocr = " | ".join(line for line in (f["ocr_text"] or "").splitlines() if line.strip())
-        ocr, _ = clip(ocr, OCR_MAX_CHARS)
+        # the OCR text is in the frame's entry of the JSON block: not repeated here (issue #26, item 5)
         cap = f"frame {f['ms']} ms" + (f" ({t_wall(wc, f['ms'])})" if wc else "")
         if f["duplicate_of"] is not None:
             cap += f", duplicate of {f['duplicate_of']} ms"
-        cap += f"; OCR: {ocr}" if ocr else "; OCR: (none)"
         images.append(Image(cap, data))
     if missing:
         meta["missing_frame_ms"] = missing

@@ -35,6 +35,8 @@ from talkthrough_assets.stages import terms as terms_stage
 from . import snapshot
 
 BATCH = 200  # recordings per insert batch
+WARM_WAIT_S = 5.0  # a reader's wait for the server's first index build (then: a partial answer, said so)
+WARM_WAIT_ENV = "TALKTHROUGH_MCP_WARM_WAIT_S"
 
 _S, _I, _B = pa.string(), pa.int64(), pa.bool_()
 SCHEMAS: dict[str, pa.Schema] = {
@@ -122,6 +124,8 @@ class LibraryIndex:
         if refresh_interval is None:
             refresh_interval = float(os.environ.get("TALKTHROUGH_MCP_REFRESH_S") or 1.0)
         self.refresh_interval = refresh_interval
+        # how long a reader waits for a long (re)load before answering from what is indexed so far
+        self.warm_wait_s = float(os.environ.get(WARM_WAIT_ENV) or WARM_WAIT_S)
         self.con = duckdb.connect(":memory:")
         self._lock = threading.Lock()
         self._sigs: dict[str, tuple] = {}
@@ -198,8 +202,8 @@ class LibraryIndex:
 
     def warming(self) -> str | None:
         """``"warming (n of N recordings indexed)"`` while a long (re)load runs on another thread (the
-        server's warm-up), else None. Readers do not wait for it: they answer from what is indexed so
-        far and say so (issue #26, item 3)."""
+        server's warm-up), else None. Readers wait for it at most ``warm_wait_s``, then answer from
+        what is indexed so far and say so (issue #26, item 3)."""
         w = self._warming
         return f"warming ({w[0]} of {w[1]} recordings indexed)" if w else None
 
@@ -207,9 +211,10 @@ class LibraryIndex:
         """Re-index recordings whose manifest changed (at most every ``refresh_interval`` seconds
         unless forced). ``stop`` ends a long (re)load between batches; what is left is picked up by
         the next refresh. Returns whether anything changed. While another thread runs a long load
-        (more than one batch), returns at once instead of waiting for it."""
-        while not self._lock.acquire(timeout=0.05):  # a short refresh is waited for; a long load is not
-            if self._warming:
+        (more than one batch), waits at most ``warm_wait_s`` for it."""
+        deadline = time.monotonic() + self.warm_wait_s
+        while not self._lock.acquire(timeout=0.05):  # a short refresh is waited for; a long load only so long
+            if self._warming and time.monotonic() >= deadline:
                 return False
         try:
             return self._refresh(force, stop)

@@ -54,9 +54,11 @@ def open_verified(candidates: list[str], rid: str) -> tuple[BinaryIO | None, lis
     return None, changed
 
 
-def unchanged_since(f: BinaryIO, path: str, key: tuple) -> bool:
-    """Whether the open file still has the identity ``key`` (no write into it since it was hashed)."""
-    return ids.identity(f, path) == key
+def still_recording(f: BinaryIO, path: str, rid: str) -> bool:
+    """Whether the open file still holds the bytes of ``rid`` after a decode: free while its identity is
+    unchanged (remembered hash); re-hashed when its ctime moved (a write into it, or only a link added or
+    removed by a rename over its path)."""
+    return ids.sha256_of_open(f, path)[:ids.ID_LEN] == rid
 
 
 def decode_frame(path: str | Path | BinaryIO, t_ms: int, *, max_side: int = MAX_SIDE, quality: int = JPEG_QUALITY,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from talkthrough_assets import ids, store
+from talkthrough_assets import store
 from talkthrough_assets.stages.wallclock import t_wall
 
 from . import images, media, search, snapshot, transcript
@@ -104,7 +104,8 @@ class Reader:
             item = {
                 "id": r["recording"], "filename": r["filename"], "kind": r["kind"], "duration_ms": r["duration_ms"],
                 "recorded_at": t_wall(wc, 0) if wc else None,
-                "wall_clock": ({"source": r["wall_clock_source"], "confidence": r["wall_clock_confidence"]}
+                # the same four fields as every other tool's wall_clock (issue #26, item 6)
+                "wall_clock": ({**wc, "source": r["wall_clock_source"], "confidence": r["wall_clock_confidence"]}
                                if wc else None),
                 "language": r["language"],
                 "counts": {"segments": r["segment_count"], "frames": r["frame_count"],
@@ -128,9 +129,9 @@ class Reader:
     # ---------------------------------------------------------------- get_transcript
 
     def get_transcript(self, recording_id, start_ms=None, end_ms=None, speaker: str | None = None,
-                       format: str = "json", max_chars: int = TRANSCRIPT_MAX_CHARS) -> dict:
+                       format: str = "json", max_chars: int = TRANSCRIPT_MAX_CHARS, with_t_wall: bool = False) -> dict:
         snap = self._snapshot(recording_id)
-        return transcript.page(snap, start_ms, end_ms, speaker, format, max_chars)
+        return transcript.page(snap, start_ms, end_ms, speaker, format, max_chars, with_t_wall)
 
     # ---------------------------------------------------------------- frames
 
@@ -241,6 +242,8 @@ class Reader:
             speakers, speaker_at = self._speakers_in_range(snap, lo, hi, t)
             meta["speakers_in_range"] = speakers
             meta["speaker_at_t"] = speaker_at
+            if speaker_at in snap.names:  # label and name, as on segments (issue #26, item 6)
+                meta["speaker_name_at_t"] = snap.names[speaker_at]
         else:
             meta["speakers_in_range"] = None
             meta["speaker_at_t"] = None
@@ -287,7 +290,6 @@ class Reader:
         f = self._open_source(snap)
         name = Path(f.name).name
         try:
-            key = ids.identity(f, f.name)
             try:
                 res = media.decode_frame(f, t, crop=box,
                                          max_side=media.FULL_MAX_SIDE if full_resolution else media.MAX_SIDE)
@@ -296,7 +298,7 @@ class Reader:
                     from None
             except Exception as e:  # av errors, damaged file
                 raise SourceUnavailable(f"could not decode {name} at {t} ms: {type(e).__name__}") from None
-            if not media.unchanged_since(f, f.name, key):
+            if not media.still_recording(f, f.name, rid):
                 raise SourceUnavailable(f"the source file {name!r} was written to while its frame was decoded",
                                         hint="retry; use get_frames/get_moment (stored keyframes) if it keeps changing")
         finally:

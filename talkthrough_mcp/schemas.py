@@ -17,7 +17,9 @@ _GEN = {"type": "string", "description": "label of the recording's published gen
 
 WALL_CLOCK = {
     "type": ["object", "null"],
-    "description": "the recording's wall-clock anchor; null when unknown (t_wall is then null)",
+    "description": "the recording's wall-clock anchor: t_wall = start_utc + t_ms; null when unknown (every t_wall "
+                   "is then null). tz_offset_min null: the recording's zone is unknown and t_wall is rendered "
+                   "in UTC (+00:00)",
     "properties": {"start_utc": _STR, "tz_offset_min": _NINT, "source": _NSTR, "confidence": _NSTR},
 }
 
@@ -27,7 +29,7 @@ def _obj(props: dict, required: list[str]) -> dict:
 
 
 SEGMENT = _obj({"seq": _INT, "t_ms": _INT, "t1_ms": _INT, "t_wall": _NSTR, "speaker": _STR,
-                "speaker_name": _STR, "text": _STR}, ["seq", "t_ms", "t1_ms", "t_wall", "text"])
+                "speaker_name": _STR, "text": _STR}, ["seq", "t_ms", "t1_ms", "text"])
 
 FRAME = _obj({"ms": _INT, "t_wall": _NSTR, "valid_from_ms": _INT, "valid_to_ms": _INT, "ocr_text": _NSTR,
               "ocr_truncated": _BOOL, "duplicate_of": _INT},
@@ -40,7 +42,7 @@ LIST_RECORDINGS = _obj({
     "total": _INT, "offset": _INT, "limit": _INT, "returned": _INT, "next_offset": _NINT,
     "recordings": {"type": "array", "items": _obj({
         "id": _STR, "filename": _STR, "kind": _NSTR, "duration_ms": _INT, "recorded_at": _NSTR,
-        "wall_clock": {"type": ["object", "null"]}, "language": _NSTR,
+        "wall_clock": WALL_CLOCK, "language": _NSTR,
         "counts": _obj({"segments": _INT, "frames": _INT, "unique_frames": _INT, "speakers": _INT},
                        ["segments", "frames", "unique_frames", "speakers"]),
         "diarized": _BOOL, "has_audio": _BOOL, "has_video": _BOOL, "transcript_available": _BOOL, "generation": _GEN,
@@ -76,7 +78,7 @@ GET_MOMENT = _obj({
                        ["start_ms", "end_ms", "segments", "truncated", "next_start_ms", "segment_at_t"]),
     "speakers_in_range": {"type": ["array", "null"], "items": SPEAKER_IN_RANGE,
                           "description": "who spoke within the transcript window (null: not diarized)"},
-    "speaker_at_t": _NSTR, "note": _STR,
+    "speaker_at_t": _NSTR, "speaker_name_at_t": _STR, "note": _STR,
 }, ["recording", "filename", "generation", "t_ms", "t_wall", "wall_clock", "frames", "transcript", "speakers_in_range",
     "speaker_at_t"])
 
@@ -84,19 +86,22 @@ SEARCH = _obj({
     "query": _STR, "terms": {"type": "array", "items": _STR}, "mode": {"enum": ["and", "or"]}, "scope": _STR,
     "speaker": _STR, "total_matches": _INT, "returned": _INT,
     "hits": {"type": "array", "items": _obj({
-        "recording": _STR, "filename": _STR, "generation": _GEN, "source": {"enum": ["transcript", "ocr"]},
-        "t_ms": _INT,
+        "recording": _STR, "source": {"enum": ["transcript", "ocr"]}, "t_ms": _INT,
         "t_wall": _NSTR, "frame_ms": _NINT, "score": {"type": "number"}, "snippet": _STR, "speaker": _STR,
         "speaker_name": _STR, "matched": {"type": "array", "items": _STR},
-    }, ["recording", "filename", "generation", "source", "t_ms", "t_wall", "frame_ms", "score", "snippet"])},
+    }, ["recording", "source", "t_ms", "t_wall", "frame_ms", "score", "snippet"])},
+    "recordings": {"type": "object", "description": "recording id -> {filename, generation} of every hit's recording",
+                   "additionalProperties": _obj({"filename": _STR, "generation": _GEN}, ["filename", "generation"])},
     "note": _STR, "more": _STR, "matched_terms": {"type": "array", "items": _STR},
     "unmatched_terms": {"type": "array", "items": _STR},
     "did_you_mean": {"type": "object", "additionalProperties": {"type": "array", "items": _STR}},
     "ocr_substring_matches": {"type": "object", "additionalProperties": {"type": "array", "items": _STR}},
     "found_elsewhere": {"type": "array", "items": _STR},
+    "phrases": {"type": "array", "items": _STR}, "note_phrases": _STR,
+    "split_words": {"type": "object", "additionalProperties": _STR},
     "index": {"type": "string", "description": "present while the server's first index build runs: "
                                                "'warming (n of N recordings indexed)'; hits are from those only"},
-}, ["query", "terms", "mode", "scope", "total_matches", "returned", "hits"])
+}, ["query", "terms", "mode", "scope", "total_matches", "returned", "hits", "recordings"])
 
 EXTRACT_FRAME = _obj({
     "recording": _STR, "filename": _STR, "requested_ms": _INT, "frame_ms": _INT, "t_wall": _NSTR,

@@ -85,6 +85,32 @@ def expand(index: LibraryIndex,
     return pairs, inside
 
 
+PHRASE_CANDIDATES = 500  # AND matches fetched before a phrase filter
+
+
+SPLIT_WEIGHT = 0.5       # each half of a glued query word found apart ("roll back" for "rollback")
+
+
+def has_phrase(toks: list[str], phrase: list[str]) -> bool:
+    """Whether the search terms ``toks`` hold ``phrase`` (search terms) adjacent and in order."""
+    n = len(phrase)
+    return any(toks[i:i + n] == phrase for i in range(len(toks) - n + 1))
+
+
+def split_compound(index: LibraryIndex, word: str) -> tuple[str, str] | None:
+    """(a, b) when ``word`` = a + b with a and b both terms of the library, each >= 3 letters
+    ("rollback" -> ("roll", "back")): the spoken form of a word the transcript splits; the split whose
+    rarer half is most frequent. The index cannot say whether a and b stand adjacent: search checks."""
+    if len(word) < 6 or not word.isalpha():
+        return None
+    cands = [(word[:i], word[i:]) for i in range(3, len(word) - 2)]
+    rows = index.query("SELECT term, sum(df) AS df FROM m_df WHERE term IN (SELECT unnest(?::VARCHAR[])) GROUP BY term",
+                       [sorted({x for c in cands for x in c})], refresh=False)
+    df = {r["term"]: r["df"] for r in rows}
+    ok = [c for c in cands if c[0] in df and c[1] in df]
+    return max(ok, key=lambda c: min(df[c[0]], df[c[1]])) if ok else None
+
+
 def known_term(index: LibraryIndex, word: str) -> bool:
     return bool(index.query("SELECT 1 FROM m_df WHERE term = ? LIMIT 1", [word], refresh=False))
 
@@ -125,7 +151,14 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
             speaker_match(snap, speaker)
     index = get_index()
     index.refresh()
+    # "quoted phrases": their words adjacent and in order; a glued word the library only has apart
+    # ("rollback" for the spoken "roll back") searches as that phrase (issue #26, item 7)
+    phrases = [p for p in (list(terms_stage.index_terms(q)) for q in re.findall(r'"([^"]+)"', query)) if len(p) > 1]
+    split = {w: parts for w in words if (parts := split_compound(index, w))}
+    fetch = PHRASE_CANDIDATES if phrases or split else limit
     pairs, inside = expand(index, words)
+    for w, (a, b) in split.items():  # the word, or its two halves (kept below only when adjacent)
+        pairs += [(w, None, a, SPLIT_WEIGHT), (w, None, b, SPLIT_WEIGHT)]
     literal = ", ".join(_sql_str(t) for t in dict.fromkeys(p[2] for p in pairs))  # [^\W_]+ terms: safe to inline
     scope = f"AND recording = '{rid}'" if rid else ""  # rid is validated hex: safe to inline
     who = " ".join(speaker.casefold().split()) if speaker is not None else None
@@ -173,28 +206,46 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
     ASOF LEFT JOIN m_frames f ON f.recording = top.recording AND top.t_ms >= f.ms
     ORDER BY top.score DESC, top.recording, top.t_ms, top.source
     """, {"q": [p[0] for p in pairs], "src": [p[1] for p in pairs], "term": [p[2] for p in pairs],
-          "weight": [p[3] for p in pairs], "nwords": len(words), "limit": limit,
+          "weight": [p[3] for p in pairs], "nwords": len(words), "limit": fetch,
           **({"who": who} if who is not None else {})}, refresh=False)
     per_word = {w["term"]: int(w["docs"]) for w in (rows[0]["per_word"] or [])} if rows else {}
     n_all = int(rows[0]["n_all"]) if rows else 0
     n_any = int(rows[0]["n_any"]) if rows else 0
     mode = "and" if len(words) == 1 or n_all else "or"
+    if phrases or split:
+        def keep(r) -> bool:
+            toks = terms_stage.index_terms(r["text"] or "")
+            if phrases and not (mode == "and" and all(has_phrase(toks, p) for p in phrases)):
+                return False  # every quoted phrase, in one document
+            return all(any(w in t for t in toks) or has_phrase(toks, list(split[w]))
+                       for w in r["terms"] if w in split)  # a split word: itself, or its halves adjacent
+        rows = [r for r in rows if keep(r)]
+        if mode == "and":
+            n_all = len(rows)
+        n_any = len(rows)
+        rows = rows[:limit]
     shown_query, query_cut = clip(query, 200)
     out = {"query": shown_query, "terms": words, "mode": mode, "scope": rid or "all recordings",
            "total_matches": n_all if mode == "and" else n_any, "returned": 0, "hits": []}
     if query_cut:
         out["query_truncated"] = True
+    if phrases:
+        out["phrases"] = [" ".join(p) for p in phrases]
+        if n_all >= PHRASE_CANDIDATES:
+            out["note_phrases"] = f"phrase matches counted among the best {PHRASE_CANDIDATES} candidates"
+    if split:
+        out["split_words"] = {w: " ".join(p) for w, p in split.items()}
     warming = index.warming()
     if warming:  # answered from the recordings indexed so far (issue #26, item 3)
         out["index"] = warming
     if speaker is not None:
         out["speaker"] = speaker
     wanted = set(words)
+    recs: dict[str, dict] = {}
     used = len(dumps(out)) + 900  # room for the notes added below
     for r in rows:
         wc = {"start_utc": r["recorded_at"], "tz_offset_min": r["tz_offset_min"]} if r["recorded_at"] else None
-        hit = {"recording": r["recording"], "filename": r["filename"], "generation": r["generation"],
-               "source": r["source"],
+        hit = {"recording": r["recording"], "source": r["source"],
                "t_ms": int(r["t_ms"]), "t_wall": t_wall(wc, r["t_ms"]), "frame_ms": r["frame_ms"],
                "score": round(float(r["score"]), 3), "snippet": snippet(r["text"] or "", wanted)}
         if r["speaker"]:
@@ -203,16 +254,24 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
                 hit["speaker_name"] = r["speaker_name"]
         if mode == "or":
             hit["matched"] = sorted(r["terms"], key=words.index)
-        size = len(dumps(hit)) + 1
+        # filename and generation once per recording, not on every hit (issue #26, item 5)
+        rec = None if r["recording"] in recs else {"filename": r["filename"], "generation": r["generation"]}
+        size = len(dumps(hit)) + 1 + (len(dumps(rec)) + 22 if rec else 0)
         if out["hits"] and used + size > SEARCH_MAX_CHARS:
             break
         out["hits"].append(hit)
+        if rec:
+            recs[r["recording"]] = rec
         used += size
     hits = out["hits"]
+    out["recordings"] = recs
     out["returned"] = len(hits)
     matched = [w for w in words if per_word.get(w)]
     missing = [w for w in words if not per_word.get(w)]
-    if not rows:
+    if not rows and phrases and per_word and all(per_word.get(w) for w in words):
+        out["note"] = (f"no transcript segment or OCR frame holds {', '.join(repr(' '.join(p)) for p in phrases)} "
+                       "(words adjacent, in order); drop the quotes to find the words apart")
+    elif not rows:
         out["note"] = f"no transcript segment or OCR frame contains {', '.join(repr(w) for w in words)}" + (
             f" said by {speaker!r}" if speaker is not None else "")
     elif mode == "or":

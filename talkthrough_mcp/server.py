@@ -145,6 +145,16 @@ def validation_error(tool: str, exc: ValidationError, schema: dict | None) -> Ca
     return error_result(err)
 
 
+def _lean_schema(node):
+    """An input schema without pydantic's generated titles (the property name says it): tools/list is
+    loaded into every session's context (issue #26, item 5). Validation uses the argument model, not this."""
+    if isinstance(node, dict):
+        return {k: _lean_schema(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_lean_schema(v) for v in node]
+    return node
+
+
 class TalkthroughMCP(MCPServer):
     """MCPServer whose argument problems come back as structured ``invalid_argument`` tool errors
     (not pydantic text), and whose prompts reject bad arguments with a JSON-RPC invalid-params error
@@ -218,9 +228,11 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         format: Annotated[StrictStr, Field(description="json segments or srt (SubRip text)",
                                            json_schema_extra={"enum": ["json", "srt"]})] = "json",
         max_chars: Annotated[StrictInt, Field(description="response size cap, 1000..30000 characters")] = 30000,
+        with_t_wall: Annotated[StrictBool, Field(description="also t_wall on every segment (default: "
+                                                             "wall_clock.start_utc + t_ms)")] = False,
     ) -> CallToolResult:
         return call(rd().get_transcript, recording_id=id, start_ms=start_ms, end_ms=end_ms, speaker=speaker,
-                    format=format, max_chars=max_chars)
+                    format=format, max_chars=max_chars, with_t_wall=with_t_wall)
 
     @mcp.tool(description=guidance.description("get_frames"), annotations=READ_ONLY)
     def get_frames(
@@ -270,7 +282,9 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         return call(rd().extract_frame, recording_id=id, t_ms=t_ms, crop=crop, full_resolution=full_resolution)
 
     for name, schema in OUTPUT_SCHEMAS.items():  # advertised outputSchema; structuredContent is the JSON block
-        mcp._tool_manager.get_tool(name).fn_metadata.output_schema = schema
+        tool = mcp._tool_manager.get_tool(name)
+        tool.fn_metadata.output_schema = schema
+        tool.parameters = _lean_schema(tool.parameters)
 
     spec = guidance.PROMPTS
 

@@ -47,7 +47,9 @@ def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
 
 
 def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | None = None,
-         format: str = "json", max_chars: int = TRANSCRIPT_MAX_CHARS) -> dict:
+         format: str = "json", max_chars: int = TRANSCRIPT_MAX_CHARS, with_t_wall: bool = False) -> dict:
+    """One transcript page. Segments carry t_ms/t1_ms; their wall time is ``wall_clock.start_utc`` +
+    t_ms, given per segment only with ``with_t_wall`` (it was 28 % of a page: issue #26, item 5)."""
     rec, rid = snap.rec, snap.rid
     start, end = range_arg(rec, start_ms, end_ms)
     if format not in ("json", "srt"):
@@ -55,6 +57,8 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
         raise InvalidArgument(f"format must be 'json' or 'srt', got {shown!r}")
     max_chars = limit_arg("max_chars", max_chars, TRANSCRIPT_MIN_CHARS, TRANSCRIPT_MAX_CHARS)
     speaker = text_arg("speaker", speaker, SPEAKER_MAX_CHARS, required=False)
+    if not isinstance(with_t_wall, bool):
+        raise InvalidArgument(f"with_t_wall must be true or false, got {type(with_t_wall).__name__}")
     wc = snap.wall_clock
     segs = snap.segments
     attributed = any(s.get("speaker") for s in segs)
@@ -86,14 +90,15 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     next_start = None
     base = len(dumps(dict(out, segments=[], srt="", returned=10 ** 6, truncated=True, next_start_ms=10 ** 12,
                            continue_with={"id": rid, "start_ms": 10 ** 12, "end_ms": 10 ** 12,
-                                          "speaker": speaker or "", "format": "json", "max_chars": 30000})))
+                                          "speaker": speaker or "", "format": "json", "max_chars": 30000,
+                                          "with_t_wall": True})))
     used = base
     for s in window:
         if format == "srt":
             item = formats.srt_cue(cue[id(s)], s, names)
             size = len(dumps(item)) - 2
         else:
-            item = formats.json_item(s, names, wc)
+            item = formats.json_item(s, names, wc, with_t_wall)
             size = len(dumps(item)) + 1
         if items and used + size > max_chars:
             next_start = s["t0_ms"]
@@ -109,6 +114,7 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     out["next_start_ms"] = next_start
     if next_start is not None:
         same = {"end_ms": end_ms, "speaker": speaker, "format": format if format != "json" else None,
-                "max_chars": max_chars if max_chars != TRANSCRIPT_MAX_CHARS else None}
+                "max_chars": max_chars if max_chars != TRANSCRIPT_MAX_CHARS else None,
+                "with_t_wall": True if with_t_wall else None}
         out["continue_with"] = {"id": rid, "start_ms": next_start, **{k: v for k, v in same.items() if v is not None}}
     return out

@@ -109,6 +109,7 @@ async def _drive(home: Path, ids: dict[str, str]) -> dict:
                 "list_p2": ("list_recordings", {"offset": 2, "limit": 2}),
                 "tr_sc": ("get_transcript", {"id": sc}),
                 "tr_sc_range": ("get_transcript", {"id": sc, "start_ms": 6000, "end_ms": 12000}),
+                "tr_sc_wall": ("get_transcript", {"id": sc, "with_t_wall": True}),
                 "tr_sc_srt": ("get_transcript", {"id": sc, "format": "srt"}),
                 "tr_tv": ("get_transcript", {"id": tv}),
                 "tr_tv_s1": ("get_transcript", {"id": tv, "speaker": "S1"}),
@@ -246,6 +247,11 @@ def test_transcript_has_times_wall_clock_and_keywords(session):
         assert kw in text, kw
     for s in segs:
         assert isinstance(s["t_ms"], int) and s["t1_ms"] >= s["t_ms"]
+        assert "t_wall" not in s  # wall time once per response (wall_clock), per segment on request
+    assert p["wall_clock"]["start_utc"].startswith("2026-03-14T09:26:53")
+    walled = _payload(session["tr_sc_wall"])["segments"]
+    assert [s["seq"] for s in walled] == [s["seq"] for s in segs]
+    for s in walled:
         assert s["t_wall"].startswith("2026-03-14T09:2")
     # the window returns only segments overlapping 6..12 s: the gateway/timeout narration
     win = _payload(session["tr_sc_range"])["segments"]
@@ -302,7 +308,8 @@ def test_get_frames_returns_jpeg_image_blocks(session):
         assert "duplicate_of" not in f
         assert any(k in F.ocr_normalize(f["ocr_text"] or "") for k in scene["ocr_keywords"])
     captions = [c.text for c in res.content[1:] if c.type == "text"]
-    assert len(captions) == len(imgs) and all(" ms" in c and "OCR:" in c for c in captions)
+    # the OCR text is in the JSON block only, not repeated in the captions (issue #26, item 5)
+    assert len(captions) == len(imgs) and all(" ms" in c and "OCR" not in c for c in captions)
 
 
 def test_get_frames_pagination_with_duplicates(session):
