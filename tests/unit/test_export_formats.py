@@ -75,6 +75,9 @@ def test_mcp_get_transcript_srt_and_json_are_the_export_formats():
     snap = _snap()
     page = transcript.page(snap, format="srt")
     assert page["srt"] == formats.render("srt", SEGS, NAMES, WC)
-    page = transcript.page(snap, format="json")
+    page = transcript.page(snap, format="json", with_t_wall=True)
     assert page["segments"] == json.loads(formats.render("json", SEGS, NAMES, WC))["segments"]
+    # by default get_transcript leaves t_wall out (wall_clock.start_utc + t_ms: issue #26, item 5)
+    lean = transcript.page(snap, format="json")["segments"]
+    assert lean == [{k: v for k, v in s.items() if k != "t_wall"} for s in page["segments"]]
     assert transcript.srt_time is formats.srt_time
