@@ -253,3 +253,17 @@ def test_num_speakers_values():
     for bad in ("five", "-1", "2.5", True, 51):
         with pytest.raises(ValueError):
             parse_num_speakers(bad)
+
+
+def test_merge_to_count_joins_the_most_alike_voices_first():
+    import numpy as np
+
+    turns = [{"t0_ms": i * 2000, "t1_ms": i * 2000 + 1500, "speaker": f"S{i + 1}"} for i in range(5)]
+    a, b, c = np.eye(3)
+    near_a = (a * 0.95 + b * 0.05) / np.linalg.norm(a * 0.95 + b * 0.05)
+    near_c = (c * 0.9 + b * 0.1) / np.linalg.norm(c * 0.9 + b * 0.1)
+    vectors = {"S1": a, "S2": b, "S3": near_a, "S4": c, "S5": near_c}
+    assert L.merge_to_count(turns, vectors, 3) == {"S3": "S1", "S5": "S4"}
+    assert L.merge_to_count(turns, vectors, 5) == {}
+    # a label without a vector is left alone (too little clean audio to place it)
+    assert "S2" not in L.merge_to_count(turns, {k: v for k, v in vectors.items() if k != "S2"}, 2)
