@@ -25,7 +25,7 @@ from typing import Sequence
 
 from .diarize_attribution import attribute_segments
 from .diarize_engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, engine_version, run_engine
-from .diarize_labels import (AUTO, SAME_VOICE_CERTAIN, labels_in_order, merge_labels, merge_to_count,
+from .diarize_labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_order, merge_labels, merge_to_count,
                              parse_num_speakers, plan_merges, relabel, roster)
 from .diarize_models import ModelsUnavailable, resolve_models
 
@@ -55,9 +55,11 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
 
     ``num_speakers``: a count, or ``"auto"`` (also None / 0) to find it from the audio. A given count is
     honoured: the engine clusters into exactly that many (where its own clustering finds fewer, a finer
-    clustering merged down to that many), and labels are merged afterwards only when their voices are
-    the same beyond doubt (centroid similarity >= SAME_VOICE_CERTAIN). Where even the finer clustering
-    finds fewer voices, the audio cannot support the count: the automatic rules apply, with the reason. In auto mode labels whose voices are alike
+    clustering merged down to that many, kept if those are distinct voices: no two alike by
+    SAME_VOICE_SIMILARITY), and labels are merged afterwards only when their voices are the same beyond
+    doubt (SAME_VOICE_CERTAIN). Where N distinct voices cannot be had (the finer clustering finds fewer,
+    or reaches N only by splitting one voice: measured on the AMI excerpts, where that doubled the DER),
+    the audio cannot support the count: the automatic rules apply, and the reason is recorded. In auto mode labels whose voices are alike
     (SAME_VOICE_SIMILARITY) are one speaker, and a label with under a second of speech is absorbed.
     The row's ``speaker_count`` says which count was used and why ("as given (--num-speakers 4)", "found
     from the audio (--num-speakers auto)", "2 of the 3 given (--num-speakers 3): S3 merged into S1 ...").
@@ -98,12 +100,22 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
         return done(empty, reason="no speech detected")
     notes = []
     engine_found = len(labels_in_order(turns))
+    short_why = None
     if n_req and engine_found < n_req:
         fine = relabel(run_engine(samples, models, None, FINE_THRESHOLD, window_shift, cache=cache))
         if len(labels_in_order(fine)) >= n_req:
             fine = merge_labels(fine, merge_to_count(fine, centroids(samples, fine, models, cache=cache), n_req))
-            if len(labels_in_order(fine)) == n_req:
-                turns, engine_found = fine, n_req
+        labs = labels_in_order(fine)
+        cents = centroids(samples, fine, models, cache=cache) if len(labs) == n_req else {}
+        alike = max(((float(cents[a] @ cents[b]), a, b) for i, a in enumerate(labs) for b in labs[i + 1:]
+                     if a in cents and b in cents), default=None)
+        if len(labs) == n_req and (alike is None or alike[0] < SAME_VOICE_SIMILARITY):
+            turns, engine_found = fine, n_req
+        elif len(labs) == n_req:  # N labels only by splitting one voice: the audio does not support N
+            short_why = (f"{n_req} labels only by splitting one voice ({alike[1]} and {alike[2]} alike, "
+                         f"similarity {alike[0]:.2f})")
+        else:
+            short_why = f"even a finer clustering finds only {len(labs)} voice{'s' if len(labs) != 1 else ''}"
     if engine_found > 1:
         cents = centroids(samples, turns, models, cache=cache)
         labs = labels_in_order(turns)
@@ -118,10 +130,11 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
             turns = merge_labels(turns, mapping)
     detected = len(labels_in_order(turns))
     if n_req and detected < n_req:
-        why = ("; ".join(notes) if notes else
-               f"the engine found speech for only {engine_found} speaker{'s' if engine_found != 1 else ''}")
+        why = "; ".join(([short_why] if short_why else []) + notes) or (
+            f"the engine found speech for only {engine_found} speaker{'s' if engine_found != 1 else ''}")
         count = f"{detected} of the {n_req} given (--num-speakers {n_req}): {why}"
-        notes.insert(0, f"requested {n_req} speakers, {detected} distinct voice{'s' if detected != 1 else ''} found")
+        notes[:0] = [f"requested {n_req} speakers, {detected} distinct voice{'s' if detected != 1 else ''} found"] + (
+            [short_why] if short_why else [])
     elif n_req:
         count = f"as given (--num-speakers {n_req})"
     else:
