@@ -134,7 +134,7 @@ def clips(only: str | None, long: bool) -> list[dict]:
             if not c.exists():
                 continue
             kind = c.kind if c.kind in ("asr", "non_english") else "speech"
-            out.append({"name": c.id, "path": c.audio, "kind": kind, "ref": c.text if kind == "asr" else None,
+            out.append({"name": c.id, "path": c.audio, "kind": kind, "ref": c.text,
                         "cut_s": c.text_until_s, "norm": lambda t, lang=c.language: evalset.words(t, lang)})
     except Exception as e:  # noqa: BLE001 - no eval set here: the shared media
         print(f"(eval set not available: {e}; using {SHARED})", file=sys.stderr)
@@ -186,7 +186,7 @@ def run_pipeline(samples, ref_model: str, label: str, config: str = "pipeline",
 def score(clip: dict, segs: list[tuple[float, str]]) -> dict:
     norm = clip.get("norm") or globals()["norm"]
     hyp_all = [w for _, text in segs for w in norm(text)]
-    if clip["kind"] == "non_english":
+    if clip["kind"] == "non_english" and clip["cut_s"] is None:
         return {"words": len(hyp_all), "invented": len(hyp_all)}
     invented = 0
     if clip["cut_s"] is not None:
@@ -194,7 +194,7 @@ def score(clip: dict, segs: list[tuple[float, str]]) -> dict:
         invented = len(hyp_all) - len(keep)
         hyp_all = keep
     res = {"words": len(hyp_all), "invented": invented}
-    if clip["ref"]:
+    if clip["ref"] and clip["kind"] == "asr":
         ref = norm(clip["ref"])
         res.update(ref_words=len(ref), errors=edits(ref, hyp_all))
     return res
