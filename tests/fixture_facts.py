@@ -214,3 +214,17 @@ def unique_copy(src: Path, dst: Path, salt: str) -> Path:
     """Same media, different bytes (trailing padding after the last atom): a new recording id."""
     dst.write_bytes(src.read_bytes() + b"\0" * 8 + salt.encode())
     return dst
+
+
+def remux_audio(src: Path, dst: Path) -> Path:
+    """The fixture's audio packets in another container (Matroska): same speech, other bytes (a recording of
+    its own)."""
+    import av
+
+    with av.open(str(src)) as i, av.open(str(dst), "w", format="matroska") as o:
+        s = o.add_stream_from_template(i.streams.audio[0])
+        for p in i.demux(i.streams.audio[0]):
+            if p.dts is not None:
+                p.stream = s
+                o.mux(p)
+    return dst

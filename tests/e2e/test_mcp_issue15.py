@@ -68,6 +68,23 @@ def _copy_home(src: Path, dst: Path) -> Path:
     return dst
 
 
+def _point_source(home: Path, recording_id: str, src: Path) -> None:
+    """Make ``src`` the recording's source in the data root ``home``: its sources row and manifest say so."""
+    from talkthrough_assets import store
+
+    os.environ["TALKTHROUGH_HOME"], old = str(home), os.environ["TALKTHROUGH_HOME"]
+    try:
+        st = src.stat()
+        store.write_table("sources", recording_id, [{"path": str(src), "filename": src.name,
+                                                     "size_bytes": st.st_size, "mtime": st.st_mtime,
+                                                     "seen_at": "2026-01-01T00:00:00.000+00:00"}])
+        m = json.loads(store.manifest_path(recording_id).read_text())
+        m["media"]["path"] = str(src)
+        store.put_json(store.manifest_key(recording_id), m)
+    finally:
+        os.environ["TALKTHROUGH_HOME"] = old
+
+
 def _replicate_manifests(home: Path, n: int) -> None:
     """A big library for load-type checks: the four real manifests published under n more ids."""
     import hashlib
@@ -225,24 +242,13 @@ def test_item3_client_disconnect_during_index_warmup_exits_cleanly(processed, pr
 
 def test_item4_same_size_bytes_with_a_reset_mtime_are_not_served_as_the_recording(processed, pristine_home, ids,
                                                                                      tmp_path):
-    from talkthrough_assets import store
 
     sc = ids[F.SCREENCAST_NAME]
     home = _copy_home(pristine_home, tmp_path / "home")
     src = tmp_path / "sources dir" / "screencast copy.mp4"
     src.parent.mkdir()
     shutil.copyfile(F.SCREENCAST_PATH, src)
-    # the recording was processed from this path (same bytes, same id): sources + manifest say so
-    os.environ["TALKTHROUGH_HOME"], old = str(home), os.environ["TALKTHROUGH_HOME"]
-    try:
-        st = src.stat()
-        store.write_table("sources", sc, [{"path": str(src), "filename": src.name, "size_bytes": st.st_size,
-                                           "mtime": st.st_mtime, "seen_at": "2026-01-01T00:00:00.000+00:00"}])
-        m = json.loads(store.manifest_path(sc).read_text())
-        m["media"]["path"] = str(src)
-        store.put_json(store.manifest_key(sc), m)
-    finally:
-        os.environ["TALKTHROUGH_HOME"] = old
+    _point_source(home, sc, src)  # the recording was processed from this path (same bytes, same id)
 
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client

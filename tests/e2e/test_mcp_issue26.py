@@ -19,6 +19,7 @@ import pytest
 
 import fixture_facts as F
 import mcp_inspector
+from test_mcp_issue15 import _copy_home, _point_source
 
 TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))
 SESSION_TIMEOUT_S = 300
@@ -28,11 +29,6 @@ INSPECTOR_TIMEOUT_S = 120
 @pytest.fixture(scope="module")
 def ids(processed) -> dict[str, str]:
     return {name: s["recording_id"] for name, s in processed.items()}
-
-
-def _copy_home(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("dagster", "locks"))
-    return dst
 
 
 # --------------------------------------------------------------------------- item 1: the Inspector CLI
@@ -124,7 +120,6 @@ def test_item2_extract_frame_never_serves_a_file_swapped_over_the_source(process
     """The source path is swapped between the recording's bytes and another video in a loop while 300
     extract_frame calls run: every successful answer is the recording's own frame (byte-identical to an
     unswapped decode); the others are source_unavailable errors."""
-    from talkthrough_assets import store
 
     sc = ids[F.SCREENCAST_NAME]
     home = _copy_home(pristine_home, tmp_path / "home")
@@ -135,16 +130,7 @@ def test_item2_extract_frame_never_serves_a_file_swapped_over_the_source(process
     shutil.copyfile(F.SCREENCAST_PATH, own)
     shutil.copyfile(F.SILENT_PATH, other)
     os.link(own, src)
-    os.environ["TALKTHROUGH_HOME"], old = str(home), os.environ["TALKTHROUGH_HOME"]
-    try:
-        st = src.stat()
-        store.write_table("sources", sc, [{"path": str(src), "filename": src.name, "size_bytes": st.st_size,
-                                           "mtime": st.st_mtime, "seen_at": "2026-01-01T00:00:00.000+00:00"}])
-        m = json.loads(store.manifest_path(sc).read_text())
-        m["media"]["path"] = str(src)
-        store.put_json(store.manifest_key(sc), m)
-    finally:
-        os.environ["TALKTHROUGH_HOME"] = old
+    _point_source(home, sc, src)
 
     stop = threading.Event()
     swaps = [0]

@@ -6,27 +6,16 @@ from __future__ import annotations
 
 import json
 
-import av
-from fixture_facts import TWO_VOICES_PATH
+from fixture_facts import TWO_VOICES_PATH, remux_audio
 from typer.testing import CliRunner
 
 from talkthrough_assets import cli
 from talkthrough_assets.stages import diarize_models
 
 
-def _remux(src, dst) -> None:
-    """The fixture's audio packets in another container: same speech, other bytes (its own recording)."""
-    with av.open(str(src)) as i, av.open(str(dst), "w", format="matroska") as o:
-        s = o.add_stream_from_template(i.streams.audio[0])
-        for p in i.demux(i.streams.audio[0]):
-            if p.dts is not None:
-                p.stream = s
-                o.mux(p)
-
-
 def test_summary_says_language_stages_and_why_diarization_did_not_run(tt_home, tmp_path, monkeypatch):
     media = tmp_path / "call [draft].mka"
-    _remux(TWO_VOICES_PATH, media)
+    remux_audio(TWO_VOICES_PATH, media)
     empty = tmp_path / "no-models"
     empty.mkdir()
     monkeypatch.setenv(diarize_models.ENV_MODELS_DIR, str(empty))  # no models, no download: a reason

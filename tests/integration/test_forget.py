@@ -9,22 +9,11 @@ import json
 import os
 import shutil
 
-import av
-from fixture_facts import TWO_VOICES_PATH
+from fixture_facts import TWO_VOICES_PATH, remux_audio
 from typer.testing import CliRunner
 
 from talkthrough_assets import cli, registry, service, store
 from talkthrough_mcp.reader import Reader
-
-
-def _remux(src, dst) -> None:
-    """The fixture's audio packets in another container: same speech, other bytes (its own recording)."""
-    with av.open(str(src)) as i, av.open(str(dst), "w", format="matroska") as o:
-        s = o.add_stream_from_template(i.streams.audio[0])
-        for p in i.demux(i.streams.audio[0]):
-            if p.dts is not None:
-                p.stream = s
-                o.mux(p)
 
 
 def _tree(rid: str) -> dict[str, tuple]:
@@ -41,7 +30,7 @@ def _tree(rid: str) -> dict[str, tuple]:
 
 def test_forget_removes_one_recording_everywhere_and_nothing_else(tt_home, tmp_path):
     gone, alias = tmp_path / "to forget.mka", tmp_path / "alias copy.mka"
-    _remux(TWO_VOICES_PATH, gone)
+    remux_audio(TWO_VOICES_PATH, gone)
     shutil.copyfile(gone, alias)
     kept = service.process(TWO_VOICES_PATH)
     assert kept["status"] in ("processed", "cached"), kept
@@ -108,7 +97,7 @@ def test_forget_removes_one_recording_everywhere_and_nothing_else(tt_home, tmp_p
 
 def test_forget_is_refused_while_the_recording_is_being_processed(tt_home, tmp_path):
     media = tmp_path / "busy.mka"
-    _remux(TWO_VOICES_PATH, media)
+    remux_audio(TWO_VOICES_PATH, media)
     with open(media, "ab") as f:
         f.write(os.urandom(16))  # other bytes than the other test's copy
     rid = service.register(media)
