@@ -166,7 +166,9 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
                         _done.append(stage)
                     count = f"{len(_done)}/{len(_planned)} stages, " if _planned else ""
                     took = f" in {info['elapsed_s']:.1f} s" if state == "ok" and "elapsed_s" in info else ""
-                    progress.update(_task, description=f"{_e(_name)}: {count}{stage} {state}{_e(took)}")
+                    # drawn at once (not at the next tick): a fast stage still shows on the terminal
+                    progress.update(_task, description=f"{_e(_name)}: {count}{stage} {state}{_e(took)}",
+                                    refresh=live)
                     if lines and state != "started":
                         say(f"{_name}: {count}{stage} {state}{took}")
 
