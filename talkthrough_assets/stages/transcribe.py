@@ -185,9 +185,12 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
         return {"meta": meta, "segments": [], "words": []}
     whisper = whisper or default_whisper()
     dropped: list[dict] = []
+    regions = speech_regions(samples) if vad else None
+    if regions == []:  # the gate would drop every segment: Whisper is not run at all (a silent screencast)
+        meta.update(reason="no speech detected (no voice activity)", elapsed_s=round(time.perf_counter() - t_start, 3))
+        return {"meta": meta, "segments": [], "words": []}
     with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
         model = whisper.model(model_ref, threads)
-        regions = speech_regions(samples) if vad else None
         seg_iter, info = model.transcribe(
             samples, language=language or None, beam_size=beam_size, vad_filter=False,
             word_timestamps=True, initial_prompt=vocabulary or None, hotwords=vocabulary or None,
@@ -198,7 +201,7 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
         segments, words = [], []
         seq = -1
         for s in seg_iter:
-            reason = None
+            reason, lang = None, None
             if regions is not None and not _has_speech(regions, s.start, s.end):
                 reason = "no speech in its time span (voice activity detection)"
             elif max_compression_ratio is not None and (cr := compression_ratio(s.text)) > max_compression_ratio:
@@ -210,7 +213,8 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
                               f"the English-only model {model_label} cannot transcribe it")
             if reason:
                 dropped.append({"t0_ms": int(round(s.start * 1000)), "t1_ms": int(round(s.end * 1000)),
-                                "reason": reason, "text": s.text.strip()})
+                                "reason": reason, "text": s.text.strip(),
+                                "lang": lang if reason.startswith("spoken language") else None})
                 continue
             seq += 1
             text = s.text.strip()
@@ -222,14 +226,19 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
                               "t1_ms": int(round(w.end * 1000)), "word": w.word, "prob": float(w.probability)})
     meta.update(language=info.language, language_probability=float(info.language_probability),
                 segment_count=len(segments), word_count=len(words), dropped_count=len(dropped),
-                dropped=json.dumps(dropped, ensure_ascii=False), elapsed_s=round(time.perf_counter() - t_start, 3))
+                elapsed_s=round(time.perf_counter() - t_start, 3))
     if not segments:
-        if dropped:
-            langs = sorted({d["reason"].split()[3] for d in dropped if d["reason"].startswith("spoken language")})
-            meta["reason"] = (f"no English speech: {len(dropped)} segment(s) dropped"
-                              + (f" (spoken language {', '.join(langs)}; use --model base or --language)" if langs else ""))
+        langs = sorted({d["lang"] for d in dropped if d.get("lang")})
+        if langs:
+            meta["reason"] = (f"no English speech: {len(dropped)} segment(s) dropped (spoken language "
+                              f"{', '.join(langs)}; use --model base or --language)")
+        elif dropped:
+            meta["reason"] = f"no speech detected ({len(dropped)} segment(s) dropped: {dropped[0]['reason']})"
         else:
             meta["reason"] = "no speech detected"
+    for d in dropped:
+        d.pop("lang", None)
+    meta["dropped"] = json.dumps(dropped, ensure_ascii=False)
     return {"meta": meta, "segments": segments, "words": words}
 
 

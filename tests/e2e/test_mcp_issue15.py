@@ -9,6 +9,7 @@ import functools
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -430,10 +431,15 @@ def test_item7_plurals_typos_glued_ocr_and_no_one_letter_terms(session, pristine
     for key, word in (("glued", "gateway"), ("glued_timeouts", "timeout")):
         p = _payload(session[key])
         ocr = [h for h in p["hits"] if h["source"] == "ocr"]
-        # the ERROR 503 screen's OCR glues its words: ERROR503GATEWAYTIMEOUT
+        # the ERROR 503 screen: rapidocr-onnxruntime 1.x glued its words (ERROR503GATEWAYTIMEOUT), found through
+        # a substring match; rapidocr 3.x may read them apart, found as words
         assert [h["t_ms"] for h in ocr] == [6000], p
         assert word.upper() in ocr[0]["snippet"].upper().replace(" ", "")
-        assert p["ocr_substring_matches"][word] == ["gatewaytimeout"]
+        if "GATEWAYTIMEOUT" in ocr[0]["snippet"].upper():
+            assert p["ocr_substring_matches"][word] == ["gatewaytimeout"]
+        else:
+            assert word.upper() in re.split(r"[^A-Z0-9]+", ocr[0]["snippet"].upper()), ocr[0]["snippet"]
+            assert word not in p.get("ocr_substring_matches", {})
         assert any(h["source"] == "transcript" for h in p["hits"])
     err = _error(session["one_letter"])
     assert err["error"] == "invalid_argument" and "one-letter" in err["message"]
