@@ -148,6 +148,8 @@ RANK = {name: i for i, name in enumerate(LAYERS)}
 def layer_of(module: str) -> str:
     if module.startswith("talkthrough_assets.stages."):
         return "stages"
+    if module.startswith("talkthrough_assets.store."):  # the store package's modules (paths, tables ...)
+        return "core"
     if module == "talkthrough_mcp" or module.startswith("talkthrough_mcp."):
         return "surfaces"
     found = [name for name, mods in LAYERS.items() if module in mods]

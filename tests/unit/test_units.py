@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timezone
 
-import pyarrow.parquet as pq
 import pytest
 from PIL import Image, ImageDraw
 
 from talkthrough_assets import settings as S
-from talkthrough_assets import store
 from talkthrough_assets.stages import dedup, manifest, ocr, terms, wallclock
 from talkthrough_assets.stages.probe import frame_floor_s
 
@@ -185,46 +182,6 @@ class TestOcrBands:
 
     def test_a_band_touching_no_line_is_unchanged(self):
         assert ocr.whole_line_bands([[0, 300, 1280, 340]], [self._line(10, 40)], (1280, 720)) == [[0, 300, 1280, 340]]
-
-
-class TestStore:
-    def test_ids_are_validated(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
-        for bad in ("../../etc/passwd", "0123456789ABCDEF", "abc", "0123456789abcdef0"):
-            with pytest.raises(store.InvalidRecordingId):
-                store.table_path("segments", bad)
-        with pytest.raises(PermissionError):
-            store.check_key("../outside.jpg")
-
-    def test_atomic_write_keeps_previous_file_on_failure(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
-        rid = "0123456789abcdef"
-        store.write_table("segments", rid, [{"seq": 0, "t0_ms": 0, "t1_ms": 5, "text": "old"}])
-
-        class Boom(Exception):
-            pass
-
-        def rows():
-            yield {"seq": 0, "t0_ms": 0, "t1_ms": 5, "text": "new"}
-            raise Boom
-
-        with pytest.raises(Boom):
-            store.write_table("segments", rid, rows())
-        assert [r["text"] for r in store.read_rows("segments", rid)] == ["old"]
-        with pytest.raises(Exception):  # schema violation: nothing replaced
-            store.write_table("segments", rid, [{"seq": "not-an-int"}])
-        assert [r["text"] for r in store.read_rows("segments", rid)] == ["old"]
-        leftovers = [p for p in store.partition_dir("segments", rid).iterdir() if p.name.startswith(".tmp-")]
-        assert leftovers == []
-        assert pq.read_table(store.table_path("segments", rid)).num_rows == 1
-
-    def test_duckdb_views_exist_before_any_data(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
-        con = store.connect()
-        assert con.execute("SELECT count(*) FROM segments").fetchone() == (0,)
-        assert con.execute("SELECT count(*) FROM frames").fetchone() == (0,)
-        path = store.ensure_catalog()
-        assert path.exists() and os.path.getsize(path) > 0
 
 
 def test_term_folding_is_case_and_diacritic_insensitive():

@@ -1,0 +1,68 @@
+"""The one package that owns every path, table schema and write under the data root.
+
+Layout under ``$TALKTHROUGH_HOME`` (default ``~/.talkthrough``)::
+
+    tables/<table>/recording=<id>/<file>.parquet   source of truth (Hive layout)
+    tables/<table>/recording=__schema__/...        empty file fixing each table's schema
+    frames/<id>/<generation>/t<ms:08d>.jpg          keyframes (one generation live)
+    audio/<id>.wav                                  16 kHz mono PCM cache
+    manifests/<id>.json                             talkthrough-manifest/v1
+    settings/<id>.json                              per-recording persisted overrides
+    talkthrough.duckdb                              views over read_parquet (no data)
+    dagster/                                        DAGSTER_HOME (SQLite run storage)
+    models/                                         downloaded model cache
+    locks/<id>.lock                                 per-recording flock (no TALKTHROUGH_PG_URL)
+    locks/dagster-instance.lock                     held while the Dagster instance is opened (first-start race)
+    state/dropdir-<folder key>/                     drop-folder sensor state (the cursor names one)
+
+Every write is temp-file + ``os.replace`` in the same directory, so a reader sees the
+previous complete file or the new complete file, never a partial one.
+
+``TALKTHROUGH_HOME`` may also be an object-store URL (``s3://bucket/prefix``). Then the data above
+(tables, frames, audio, manifests, settings) lives there, read and written through ``pyarrow.fs``
+(S3 credentials, region and endpoint from the standard ``AWS_*`` variables, ``AWS_ENDPOINT_URL`` for
+an S3-compatible server), and each write is one PUT (an object appears whole or not at all). What is
+machine-local stays on this machine under ``TALKTHROUGH_LOCAL_HOME`` (default
+``~/.talkthrough-local/<url hash>``): ``dagster/``, ``models/``, ``locks/``, ``state/``, the DuckDB catalog file,
+and a cache of frames and WAVs laid out like the data root (the stages decode and OCR local files).
+``home()`` is always that local directory; ``data_location()`` names the data root.
+"""
+
+
+from __future__ import annotations
+
+# Modules: paths (data root, keys, local paths), schemas (every table's columns), atomic (temp file +
+# rename), s3 and backend (bytes by key, local folder or object store), tables (Parquet partitions),
+# locks (per-recording writer lock), frames (keyframe generations), catalog (DuckDB views). Callers use
+# this package's names (``store.write_table``); the modules are the layout, not a second API.
+from .atomic import atomic_path, atomic_write_bytes
+from .backend import (delete_file, delete_tree, exists, file_stamps, get_bytes, get_json, list_names, local_file,
+                      parquet_source, publish_file, put_bytes, put_json, stamp, write_parquet)
+from .catalog import CATALOG_VERSION, connect, ensure_catalog, frames_view_sql, remote_dataset, view_sql
+from .frames import generation_key, new_frames_generation, prune_frame_generations, publish_frames_generation
+from .locks import PG_URL_ENV, PartitionBusy, instance_lock, partition_lock
+from .paths import (ID_RE, REMOTE_SCHEMES, SCHEMA_PARTITION, InvalidRecordingId, audio_key, audio_path,
+                    catalog_path, check_id, check_key, dagster_home, data_location, data_url, dropdir_state_dir,
+                    frame_file_name, frames_key, frames_root, home, instance_lock_path, is_remote, local_path,
+                    lock_path, manifest_key, manifest_path, models_dir, partition_dir, partition_key,
+                    settings_key, table_key, table_path, tables_dir)
+from .schemas import SCHEMAS, TABLES, SchemaMismatch, to_arrow
+from .tables import (delete_partition, ensure_schema_files, forget_recording, has_partition, read_one, read_rows,
+                     recording_keys, write_table)
+
+__all__ = [
+    "atomic_path", "atomic_write_bytes",
+    "delete_file", "delete_tree", "exists", "file_stamps", "get_bytes", "get_json", "list_names", "local_file",
+    "parquet_source", "publish_file", "put_bytes", "put_json", "stamp", "write_parquet",
+    "CATALOG_VERSION", "connect", "ensure_catalog", "frames_view_sql", "remote_dataset", "view_sql",
+    "generation_key", "new_frames_generation", "prune_frame_generations", "publish_frames_generation",
+    "PG_URL_ENV", "PartitionBusy", "instance_lock", "partition_lock",
+    "ID_RE", "REMOTE_SCHEMES", "SCHEMA_PARTITION", "InvalidRecordingId", "audio_key", "audio_path", "catalog_path",
+    "check_id", "check_key", "dagster_home", "data_location", "data_url", "dropdir_state_dir", "frame_file_name",
+    "frames_key", "frames_root", "home", "instance_lock_path", "is_remote", "local_path", "lock_path",
+    "manifest_key", "manifest_path", "models_dir", "partition_dir", "partition_key", "settings_key", "table_key",
+    "table_path", "tables_dir",
+    "SCHEMAS", "TABLES", "SchemaMismatch", "to_arrow",
+    "delete_partition", "ensure_schema_files", "forget_recording", "has_partition", "read_one", "read_rows",
+    "recording_keys", "write_table",
+]

@@ -1,0 +1,100 @@
+"""DuckDB over the Parquet tables: a catalog file of views (local data root) and in-memory connections
+for readers (views, or pyarrow datasets on an object store)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+from .atomic import atomic_write_bytes
+from .paths import SCHEMA_PARTITION, catalog_path, is_remote, tables_dir
+from .s3 import s3_filesystem
+from .schemas import SCHEMAS
+from .tables import ensure_schema_files
+
+CATALOG_VERSION = "3"
+
+
+def view_sql(table: str, root: Path | None = None) -> str:
+    root = root or tables_dir()
+    glob = (root / table / "recording=*" / "*.parquet").as_posix().replace("'", "''")
+    return (
+        f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet('{glob}', hive_partitioning=true, "
+        f"union_by_name=true, hive_types={{'recording': VARCHAR}}) WHERE recording <> '{SCHEMA_PARTITION}'"
+    )
+
+
+def frames_view_sql() -> str:
+    return (
+        "CREATE OR REPLACE VIEW frames AS SELECT k.recording, k.ms, k.file, k.scene_score, k.width, k.height, "
+        "d.dhash, d.duplicate_of, o.text AS ocr_text FROM keyframes k "
+        "LEFT JOIN dedup d ON d.recording = k.recording AND d.ms = k.ms "
+        "LEFT JOIN ocr o ON o.recording = k.recording AND o.ms = k.ms"
+    )
+
+
+def ensure_catalog() -> Path:
+    """Create/refresh the DuckDB file holding only views (short-lived writer, closed at once).
+
+    Views glob the Parquet tree at query time, so new partitions appear without rewriting
+    the file; it is rewritten only when the catalog version changes.
+    """
+    import duckdb
+
+    ensure_schema_files()
+    path = catalog_path()
+    if is_remote():
+        # DuckDB's httpfs extension is a download (not possible offline), so a catalog file cannot
+        # hold views over s3://; readers use connect(), which scans the tables through pyarrow.
+        return path
+    marker = path.with_suffix(".version")
+    if path.exists() and marker.exists() and marker.read_text() == CATALOG_VERSION:
+        return path
+    for attempt in range(50):
+        try:
+            con = duckdb.connect(str(path))
+            break
+        except duckdb.IOException:  # another process holds it; retry briefly
+            time.sleep(0.1)
+    else:
+        raise RuntimeError(f"could not open {path} for writing: locked by another process")
+    try:
+        for table in SCHEMAS:
+            con.execute(view_sql(table))
+        con.execute(frames_view_sql())
+    finally:
+        con.close()
+    atomic_write_bytes(marker, CATALOG_VERSION.encode())
+    return path
+
+
+def connect():
+    """A DuckDB connection with all views, in memory: readers never take the catalog file's lock."""
+    import duckdb
+
+    ensure_schema_files()
+    con = duckdb.connect(":memory:")
+    for table in SCHEMAS:
+        if is_remote():
+            con.register(f"_arrow_{table}", remote_dataset(table))
+            con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM _arrow_{table} "
+                        f"WHERE recording <> '{SCHEMA_PARTITION}'")
+        else:
+            con.execute(view_sql(table))
+    con.execute(frames_view_sql())
+    return con
+
+
+def remote_dataset(table: str):
+    """A pyarrow dataset over one table on the object store (Hive ``recording=`` partitions, the
+    table's schema, so older files lacking a newer column read as NULL). DuckDB scans it with filter
+    and projection pushdown; the file list is taken when it is built, i.e. per ``connect()``."""
+    import pyarrow.dataset as pads
+
+    fs, base = s3_filesystem()
+    part = pads.partitioning(pa.schema([("recording", pa.string())]), flavor="hive")
+    schema = SCHEMAS[table].append(pa.field("recording", pa.string()))
+    return pads.dataset(f"{base}/tables/{table}", filesystem=fs, format="parquet", partitioning=part,
+                        schema=schema)

@@ -1,0 +1,133 @@
+"""Exclusive writer lock per recording (a Postgres advisory lock with ``TALKTHROUGH_PG_URL``, else
+``flock`` on this machine) and the lock held while the Dagster instance is first created."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from .paths import dagster_home, data_url, instance_lock_path, is_remote, lock_path
+
+PG_URL_ENV = "TALKTHROUGH_PG_URL"
+
+
+class PartitionBusy(RuntimeError):
+    pass
+
+
+_held_locks: dict[str, int] = {}  # recording id -> depth (re-entrant within one process)
+_held_guard = threading.Lock()
+_warned_local_lock = False
+
+
+@contextmanager
+def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
+    """Exclusive writer lock for one recording across processes, re-entrant in-process: a Postgres
+    advisory lock when ``TALKTHROUGH_PG_URL`` is set (every machine sharing the database sees it),
+    else ``flock`` on this machine. Either is released if the holder dies (the kernel closes the file,
+    Postgres the connection), so a ``kill -9`` never leaves a stale lock."""
+    with _held_guard:  # stage threads of one run re-enter the lock their run already holds
+        reentered = bool(_held_locks.get(recording_id))
+        if reentered:
+            _held_locks[recording_id] += 1
+    if reentered:
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held_locks[recording_id] -= 1
+        return
+    busy = PartitionBusy(f"recording {recording_id} is being processed by another run; try again when it finishes")
+    deadline = time.monotonic() + timeout_s
+    pg_url = os.environ.get(PG_URL_ENV)
+    if not pg_url and is_remote() and not _warned_local_lock:
+        _warn_local_lock()
+    acquire = _pg_advisory_lock(pg_url, recording_id, deadline, busy) if pg_url else \
+        _flock_file(lock_path(recording_id), deadline, busy)
+    with acquire:
+        with _held_guard:
+            _held_locks[recording_id] = 1
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held_locks.pop(recording_id, None)
+
+
+def instance_lock(timeout_s: float = 300.0):
+    """Held while a process opens the Dagster instance: its SQLite storage is created and stamped
+    (alembic) on the first open of a new data root, which concurrent first starts would otherwise race
+    (``table ... already exists``, a second alembic head). Opening an existing instance takes it only briefly."""
+    busy = TimeoutError(f"the Dagster instance under {dagster_home()} is being created by another process "
+                        f"and was not ready within {timeout_s:.0f} s (lock: {instance_lock_path()})")
+    return _flock_file(instance_lock_path(), time.monotonic() + timeout_s, busy)
+
+
+@contextmanager
+def _flock_file(path: Path, deadline: float, busy: Exception) -> Iterator[None]:
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise busy from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _warn_local_lock() -> None:
+    global _warned_local_lock
+    _warned_local_lock = True
+    import logging
+
+    logging.getLogger("talkthrough").warning(
+        "TALKTHROUGH_HOME is %s but TALKTHROUGH_PG_URL is not set: the per-recording lock is this machine's "
+        "flock, so other machines writing the same data root are not kept out; set TALKTHROUGH_PG_URL "
+        "(shared Dagster storage and a Postgres advisory lock)", data_url())
+
+
+_LOCK_NAMESPACE = 0x7A1C  # high bits of the advisory-lock key: talkthrough's own key space
+
+
+@contextmanager
+def _pg_advisory_lock(pg_url: str, recording_id: str, deadline: float, busy: Exception) -> Iterator[None]:
+    """A Postgres session advisory lock on the recording (one dedicated connection held for the
+    block): every machine sharing the Dagster database sees it, and Postgres drops it when the
+    holder's connection dies, so a killed worker never leaves it behind."""
+    import psycopg2
+
+    key = (_LOCK_NAMESPACE << 48) | (int(recording_id[:12], 16))  # fits a signed bigint
+    dsn = re.sub(r"^postgres(ql)?\+\w+://", "postgresql://", pg_url)  # a SQLAlchemy URL names its driver
+    con = psycopg2.connect(dsn, connect_timeout=10, application_name=f"talkthrough-lock-{recording_id}")
+    try:
+        con.autocommit = True
+        with con.cursor() as cur:
+            while True:
+                cur.execute("SELECT pg_try_advisory_lock(%s)", (key,))
+                if cur.fetchone()[0]:
+                    break
+                if time.monotonic() >= deadline:
+                    raise busy
+                time.sleep(0.2)
+            try:
+                yield
+            finally:
+                cur.execute("SELECT pg_advisory_unlock(%s)", (key,))
+    finally:
+        con.close()

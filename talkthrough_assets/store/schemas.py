@@ -1,0 +1,93 @@
+"""Every table's Arrow schema: the one place a stored column is declared."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import pyarrow as pa
+
+_S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+
+SCHEMAS: dict[str, pa.Schema] = {
+    # every path a recording's bytes were seen under (aliases)
+    "sources": pa.schema([("path", _S), ("filename", _S), ("size_bytes", _I), ("mtime", _F), ("seen_at", _S)]),
+    "probe": pa.schema([
+        ("path", _S), ("filename", _S), ("kind", _S), ("container", _S), ("duration_ms", _I), ("size_bytes", _I),
+        ("width", _I), ("height", _I), ("fps", _F), ("video_codec", _S), ("audio_codec", _S),
+        ("has_audio", _B), ("has_video", _B), ("tags_json", _S), ("file_mtime", _F),
+        ("cap_hit", _B), ("max_seconds", _I), ("rotation", _I),
+    ]),
+    "wall_clock": pa.schema([
+        ("start_utc", _S), ("tz_offset_min", _I), ("source", _S), ("confidence", _S), ("available", _B),
+    ]),
+    "transcripts": pa.schema([
+        ("available", _B), ("reason", _S), ("language", _S), ("language_probability", _F), ("model", _S),
+        ("segment_count", _I), ("word_count", _I), ("audio_ms", _I), ("elapsed_s", _F),
+        # segments the drop rules removed (stages.transcribe): their count, and a JSON list of
+        # {t0_ms, t1_ms, reason, text}
+        ("dropped_count", _I), ("dropped", _S),
+    ]),
+    "segments": pa.schema([
+        ("seq", _I), ("t0_ms", _I), ("t1_ms", _I), ("text", _S), ("avg_logprob", _F), ("no_speech_prob", _F),
+    ]),
+    "words": pa.schema([("seq", _I), ("idx", _I), ("t0_ms", _I), ("t1_ms", _I), ("word", _S), ("prob", _F)]),
+    "diarization": pa.schema([
+        ("available", _B), ("requested", _B), ("reason", _S), ("engine", _S), ("engine_version", _S),
+        ("segmentation_model", _S), ("embedding_model", _S), ("requested_num_speakers", _I),
+        ("detected_num_speakers", _I), ("threshold", _F), ("elapsed_s", _F),
+        # which speaker count was used and why ("found from the audio (--num-speakers auto)", "as given
+        # (--num-speakers 4)", "2 of the 3 given (--num-speakers 3): <reason>")
+        ("speaker_count", _S),
+    ]),
+    "turns": pa.schema([("t0_ms", _I), ("t1_ms", _I), ("speaker", _S)]),
+    "speakers": pa.schema([
+        # OCR name candidates need the ocr branch too: the manifest stage adds them (speaker hints)
+        ("label", _S), ("talk_time_ms", _I), ("turn_count", _I), ("first_ms", _I), ("last_ms", _I),
+    ]),
+    # attributed (possibly split) segments; joined at read time, whisper output untouched
+    "speaker_segments": pa.schema([
+        ("seq", _I), ("source_seq", _I), ("t0_ms", _I), ("t1_ms", _I), ("speaker", _S), ("text", _S),
+    ]),
+    "keyframes": pa.schema([
+        ("ms", _I), ("file", _S), ("scene_score", _F), ("width", _I), ("height", _I), ("reason", _S),
+    ]),
+    "dedup": pa.schema([("ms", _I), ("dhash", _S), ("duplicate_of", _I), ("changed_json", _S)]),
+    "ocr": pa.schema([("ms", _I), ("text", _S), ("boxes_json", _S), ("mean_score", _F), ("engine", _S)]),
+    # search index: one row per (document, term); documents are transcript segments and OCR frames
+    "terms": pa.schema([
+        ("source", _S), ("ref", _I), ("t_ms", _I), ("term", _S), ("tf", _I), ("doc_len", _I),
+    ]),
+    "recordings": pa.schema([
+        ("filename", _S), ("path", _S), ("kind", _S), ("duration_ms", _I), ("size_bytes", _I),
+        ("recorded_at", _S), ("tz_offset_min", _I), ("wall_clock_source", _S), ("wall_clock_confidence", _S),
+        ("language", _S), ("segment_count", _I), ("frame_count", _I), ("unique_frame_count", _I),
+        ("diarized", _B), ("speaker_count", _I), ("has_audio", _B), ("has_video", _B),
+        ("transcript_available", _B), ("manifest_path", _S), ("processed_at", _S),
+    ]),
+    # one row per stage materialization (file per stage): what config/code produced the current output
+    "stage_runs": pa.schema([
+        ("stage", _S), ("status", _S), ("config_hash", _S), ("code_version", _S), ("reason", _S),
+        ("finished_at", _S), ("elapsed_s", _F),
+    ]),
+}
+
+TABLES = tuple(SCHEMAS)
+
+
+class SchemaMismatch(ValueError):
+    """A row names a column its table's schema lacks: the value would be dropped without a word."""
+
+
+def to_arrow(table: str, rows: Iterable[dict]) -> pa.Table:
+    """``rows`` as an Arrow table of ``table``'s schema. A missing column is NULL; a column the schema
+    lacks raises :class:`SchemaMismatch` (declare it in SCHEMAS, or leave it out of the row)."""
+    schema = SCHEMAS[table]
+    rows = list(rows)
+    names = set(schema.names)
+    extra = sorted({k for r in rows for k in r} - names)
+    if extra:
+        raise SchemaMismatch(
+            f"table {table!r} has no column {', '.join(map(repr, extra))}: add it to store.SCHEMAS[{table!r}] "
+            f"or leave it out of the row (columns: {', '.join(schema.names)})")
+    cols = {f.name: [r.get(f.name) for r in rows] for f in schema}
+    return pa.table(cols, schema=schema)

@@ -1,0 +1,100 @@
+"""Parquet tables under ``tables/<table>/recording=<id>/<part>.parquet``: write a partition atomically
+(rows checked against the table's schema), read it back, forget a recording."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import pyarrow.parquet as pq
+
+from .backend import delete_file, delete_tree, exists, list_names, parquet_source, write_parquet
+from .paths import (SCHEMA_PARTITION, audio_key, check_id, data_location, frames_key, local_path,
+                    manifest_key, partition_key, settings_key, table_key, table_path)
+from .schemas import SCHEMAS, TABLES, to_arrow
+
+_schema_files_done: set[str] = set()
+
+
+def ensure_schema_files() -> None:
+    """One empty Parquet file per table so every view has a fixed schema even before data exists."""
+    root = data_location("tables")
+    if root in _schema_files_done:
+        return
+    for table, schema in SCHEMAS.items():
+        key = table_key(table, SCHEMA_PARTITION)
+        path, fs = parquet_source(key)
+        try:
+            same = pq.read_schema(path, filesystem=fs).equals(schema)
+        except FileNotFoundError:
+            same = False
+        if not same:  # new or changed schema
+            write_parquet(key, schema.empty_table())
+    _schema_files_done.add(root)
+
+
+def write_table(table: str, recording_id: str, rows: Iterable[dict], part: str = "part-0") -> Path:
+    """Atomically replace one partition file of ``table`` with ``rows`` (validated against the schema:
+    a column the schema lacks raises :class:`~.schemas.SchemaMismatch`)."""
+    ensure_schema_files()
+    write_parquet(table_key(table, recording_id, part), to_arrow(table, rows), compression="zstd")
+    return table_path(table, recording_id, part)
+
+
+def _partition_files(table: str, recording_id: str) -> list[str]:
+    prefix = partition_key(table, recording_id)
+    return [f"{prefix}/{n}" for n in list_names(prefix) if n.endswith(".parquet")]
+
+
+def read_rows(table: str, recording_id: str, part: str | None = "part-0") -> list[dict]:
+    """Rows of one partition (all parts when ``part`` is None); [] when nothing is stored."""
+    keys = [table_key(table, recording_id, part)] if part else _partition_files(table, recording_id)
+    out: list[dict] = []
+    for key in keys:
+        path, fs = parquet_source(key)
+        try:
+            out.extend(pq.read_table(path, filesystem=fs, schema=SCHEMAS[table]).to_pylist())
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def read_one(table: str, recording_id: str, part: str = "part-0") -> dict | None:
+    rows = read_rows(table, recording_id, part)
+    return rows[0] if rows else None
+
+
+def has_partition(table: str, recording_id: str) -> bool:
+    return bool(_partition_files(table, recording_id))
+
+
+def delete_partition(table: str, recording_id: str) -> None:
+    delete_tree(partition_key(table, recording_id))
+
+
+def recording_keys(recording_id: str) -> list[str]:
+    """Every data-root key that holds something of one recording (folders and files): its partition of
+    every table (sources/aliases and search terms included), frames, WAV, manifest and settings."""
+    check_id(recording_id)
+    return ([partition_key(t, recording_id) for t in TABLES]
+            + [frames_key(recording_id), audio_key(recording_id), manifest_key(recording_id),
+               settings_key(recording_id)])
+
+
+def forget_recording(recording_id: str) -> list[str]:
+    """Remove everything stored of one recording in the data root (and this machine's cache of it),
+    the manifest first (readers stop serving it at once). Returns the locations that existed and were
+    removed. The caller holds the recording's lock."""
+    removed = []
+    keys = recording_keys(recording_id)
+    keys.sort(key=lambda k: not k.startswith("manifests/"))
+    for key in keys:
+        present = exists(key) or bool(list_names(key)) or local_path(key).exists()
+        if key.startswith(("manifests/", "settings/", "audio/")):
+            delete_file(key)
+        else:
+            delete_tree(key)
+        if present:
+            removed.append(data_location(key))
+    return removed
+
