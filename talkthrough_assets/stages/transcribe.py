@@ -16,7 +16,9 @@ from collections import OrderedDict
 
 import numpy as np
 
-CODE_VERSION = "4"
+from . import word_timing
+
+CODE_VERSION = "5"
 # Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults, same model, same run
 # (eval clips, the 10-min screencast and the 30-min meeting of bench/make_long_media.py):
 # * beam 5 (faster-whisper's default): greedy decoding lost words (pooled WER 9.5 % vs 6.6 % on read speech);
@@ -171,10 +173,12 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
                vocabulary: str | None = None, beam_size: int = BEAM_SIZE, vad: bool = True,
                condition_on_previous_text: bool = CONDITION_ON_PREVIOUS_TEXT,
                max_compression_ratio: float | None = MAX_COMPRESSION_RATIO, temperature=TEMPERATURE,
-               language_check: bool = True, threads: int | None = None, whisper: Whisper | None = None) -> dict:
+               language_check: bool = True, threads: int | None = None, whisper: Whisper | None = None,
+               refine_words: bool = True) -> dict:
     """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times.
     ``whisper``: where the model is loaded (default: :func:`default_whisper`). ``language_check``: check the
-    doubtful segments of an English-only model with the multilingual model's language detection."""
+    doubtful segments of an English-only model with the multilingual model's language detection.
+    ``refine_words``: move word starts onto the audio (:mod:`.word_timing`)."""
     t_start = time.perf_counter()
     audio_ms = int(len(samples) * 1000 / 16000)
     meta = {"available": True, "reason": None, "language": None, "language_probability": None,
@@ -224,6 +228,8 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
             for i, w in enumerate(s.words or []):
                 words.append({"seq": seq, "idx": i, "t0_ms": int(round(w.start * 1000)),
                               "t1_ms": int(round(w.end * 1000)), "word": w.word, "prob": float(w.probability)})
+    if refine_words:
+        words = word_timing.refine(samples, words, model_label)
     meta.update(language=info.language, language_probability=float(info.language_probability),
                 segment_count=len(segments), word_count=len(words), dropped_count=len(dropped),
                 elapsed_s=round(time.perf_counter() - t_start, 3))

@@ -1,0 +1,56 @@
+"""Word timing refinement (stages.word_timing) on synthetic audio whose onsets are known exactly."""
+
+import numpy as np
+import pytest
+
+from talkthrough_assets.stages import word_timing as WT
+
+pytestmark = pytest.mark.unit
+SR = 16000
+
+
+def _audio(bursts: list[tuple[float, float]], total_s: float = 4.0) -> np.ndarray:
+    """Quiet noise with 220-Hz tone bursts at the given (start_s, end_s)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 1e-4, int(total_s * SR)).astype(np.float32)
+    for a, b in bursts:
+        t = np.arange(int(a * SR), int(b * SR))
+        x[t] += 0.3 * np.sin(2 * np.pi * 220 * t / SR)
+    return x
+
+
+def test_a_first_word_that_starts_in_the_silence_before_it_moves_to_the_onset():
+    x = _audio([(0.5, 0.9)])
+    out = WT.refine(x, [{"seq": 0, "idx": 0, "t0_ms": 0, "t1_ms": 900, "word": " Hello"}], "base")
+    assert abs(out[0]["t0_ms"] - 500) <= 30, out
+    assert out[0]["t1_ms"] == 900
+
+
+def test_a_word_after_a_pause_that_starts_late_moves_back_but_not_into_the_previous_word():
+    x = _audio([(0.2, 0.6), (1.0, 1.5)])
+    words = [{"seq": 0, "idx": 0, "t0_ms": 200, "t1_ms": 700, "word": " one"},
+             {"seq": 0, "idx": 1, "t0_ms": 1240, "t1_ms": 1500, "word": " two"}]
+    out = WT.refine(x, words, "base")
+    assert abs(out[1]["t0_ms"] - 1000) <= 30, out
+    assert out[1]["t0_ms"] >= out[0]["t1_ms"]
+
+
+def test_touching_words_move_by_the_models_measured_lag_and_stay_ordered():
+    x = _audio([(0.2, 1.6)])
+    words = [{"seq": 0, "idx": i, "t0_ms": 200 + 300 * i, "t1_ms": 500 + 300 * i, "word": f" w{i}"}
+             for i in range(4)]
+    out = WT.refine(x, words, "tiny.en")
+    lag = WT.LAG_MS["tiny.en"]
+    assert [w["t0_ms"] for w in out[1:]] == [500 - lag, 800 - lag, 1100 - lag]
+    assert [w["t1_ms"] for w in out[:3]] == [500 - lag, 800 - lag, 1100 - lag]
+    assert all(b["t0_ms"] - a["t0_ms"] >= WT.MIN_WORD_MS for a, b in zip(out, out[1:]))
+    same = WT.refine(x, words, "some-unmeasured-model")  # lag 0: only the first word (after silence) moves
+    assert same[1:] == words[1:] and abs(same[0]["t0_ms"] - 200) <= 30
+
+
+def test_the_input_is_not_modified_and_empty_input_is_fine():
+    x = _audio([(0.5, 0.9)])
+    words = [{"seq": 0, "idx": 0, "t0_ms": 0, "t1_ms": 900, "word": " Hello"}]
+    WT.refine(x, words, "tiny.en")
+    assert words[0]["t0_ms"] == 0
+    assert WT.refine(x, [], "tiny.en") == []
