@@ -15,7 +15,6 @@ from typer.core import TyperArgument, TyperCommand, TyperOption
 
 from .stagespec import SETTINGS
 
-INTERNAL = "internal error"  # prefix of reasons that come from a bug or a broken install, not the input
 
 # rich_markup_mode=None: help texts are plain text (a "[...]" in them is never read as markup)
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -196,7 +195,7 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
     else:
         for r in results:
             _print_summary(r)
-    internal = [r for r in results if str(r.get("reason") or "").split(": ", 1)[-1].startswith(INTERNAL)]
+    internal = [r for r in results if r.get("internal")]  # errors.InternalError: a bug or a broken install
     if internal:
         err.print(f"[bold red]{len(internal)} of {len(results)} file(s) hit an internal error, not bad input.[/bold red] "
                   "Run `talkthrough doctor`: it checks the installed media stack on a clip it writes itself.")

@@ -52,7 +52,7 @@ from dagster import (
 )
 
 from . import dropdir, engines, pipeline, registry, sqlite_tuning, store
-from .errors import StageError
+from .errors import InternalError, TalkthroughError
 from .stages.ocr import OcrEngine
 from .stages.transcribe import Whisper
 from .settings import DEPS, STAGES
@@ -201,7 +201,7 @@ NO_PARTITION = ("no recording picked: Talkthrough's assets are materialized per 
                 "the partition(s) before launching (checks alone: Jobs > check_recording)")
 
 
-class RecordingFailed(Exception):
+class RecordingFailed(TalkthroughError):
     """A recording that cannot be processed as it is (bad input, a busy recording): the step fails
     with this one-line reason and no Python stack. The frames Dagster would print are its own
     machinery and say nothing about the recording, so the traceback is hidden from the serializer."""
@@ -331,7 +331,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                 if stage:
                     yield _not_materialized(stage, rid, reason if stage == first[0] else
                                             f"{stage}: not run because {first[1]}")
-            if isinstance(first[2], StageError) and first[2].reason.startswith("internal error"):
+            if isinstance(first[2], InternalError):
                 # a bug or a broken install, not the input: keep the stack (and its cause) for whoever debugs
                 raise Failure(description=summary, metadata={"reason": first[1]}, allow_retries=False) from first[2]
             raise RecordingFailed(summary) from None

@@ -1,12 +1,29 @@
-"""Errors with a one-line human reason; surfaces show `reason`, never a bare traceback."""
+"""Every error Talkthrough raises on purpose derives from :class:`TalkthroughError`: ``reason`` is one human
+line saying what happened and what to do about it; surfaces show it, never a bare traceback.
+
+- :class:`StageError`: a stage could not produce output for this input (the recording is the cause).
+  :class:`BadMediaError` (unreadable or unsupported media) and :class:`DiskSpaceError` are its kinds.
+- :class:`InternalError`: a stage failed on something that is not the input's fault (a bug, a broken install);
+  surfaces keep its stack and point at ``talkthrough doctor``.
+- :class:`ModelUnavailable`: a model file cannot be found, joined or verified (nothing is downloaded at run time).
+"""
+
+from __future__ import annotations
 
 
-class StageError(Exception):
+class TalkthroughError(Exception):
+    """The root of Talkthrough's own errors; ``reason`` is the one-line message."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class StageError(TalkthroughError):
     """A stage could not produce output for this input; ``reason`` is one human-readable line."""
 
     def __init__(self, reason: str, *, stage: str | None = None):
         super().__init__(reason)
-        self.reason = reason
         self.stage = stage
 
 
@@ -16,3 +33,17 @@ class BadMediaError(StageError):
 
 class DiskSpaceError(StageError):
     pass
+
+
+class InternalError(StageError):
+    """A stage failed on an unexpected exception: a bug or a broken dependency, never the input's fault.
+    Its reason reads ``internal error (<Type>: <message>)``; the original exception is its ``__cause__``."""
+
+    @classmethod
+    def wrap(cls, e: BaseException, stage: str | None = None) -> "InternalError":
+        reason = f"internal error ({type(e).__name__}: {e})".splitlines()[0][:500]
+        return cls(reason, stage=stage)
+
+
+class ModelUnavailable(TalkthroughError, RuntimeError):
+    """A model cannot be found, joined or verified; ``str(e)`` is the one-line reason recorded in outputs."""

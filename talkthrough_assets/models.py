@@ -18,12 +18,10 @@ import urllib.request
 from pathlib import Path
 
 from . import store
+from .errors import ModelUnavailable  # re-exported: models.ModelUnavailable
 
 DEFAULT_WHISPER = "tiny.en"
 
-
-class ModelUnavailable(RuntimeError):
-    pass
 
 
 def whisper_model_setting() -> str:

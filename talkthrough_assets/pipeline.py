@@ -21,7 +21,7 @@ from . import settings as S
 from . import store
 from .engines import Engines
 from .engines import shared as shared_engines
-from .errors import BadMediaError, StageError
+from .errors import BadMediaError, InternalError, StageError
 from .ids import recording_id
 from .stagespec import SPECS
 from .stages import audio as audio_stage
@@ -422,10 +422,11 @@ def run_stage(stage: str, recording_id: str, overrides: dict | None = None,
         raise
     except Exception as e:  # unexpected: still leave a one-line reason behind
         # not a StageError: a bug or a broken dependency, never the input's fault; say so
-        reason = f"internal error ({type(e).__name__}: {e})".splitlines()[0][:500]
-        _record(recording_id, dict(base, status="failed", reason=reason, elapsed_s=time.perf_counter() - t0))
-        _notify(stage, recording_id, "failed", {"reason": reason})
-        raise StageError(reason, stage=stage) from e
+        err = InternalError.wrap(e, stage)
+        _record(recording_id, dict(base, status="failed", reason=err.reason, internal=True,
+                                   elapsed_s=time.perf_counter() - t0))
+        _notify(stage, recording_id, "failed", {"reason": err.reason})
+        raise err from e
     elapsed = time.perf_counter() - t0
     # a stage that succeeded with less than it wanted (unreadable stream ...) keeps its reason
     _record(recording_id, dict(base, status="ok", reason=result.get("reason"), elapsed_s=elapsed))
@@ -620,11 +621,16 @@ def _diarization_models_appeared(rid: str) -> bool:
 
     try:
         diarize_models.resolve_models(download=False)
-    except diarize_models.ModelsUnavailable:
+    except diarize_models.ModelUnavailable:
         return False
     return True
 
 
+def failed_stage(recording_id: str) -> dict | None:
+    """The stage_runs row of a failed stage (its ``internal`` flag: a bug or a broken install), or None."""
+    return next((r for r in stage_state(recording_id).values() if r["status"] == "failed"), None)
+
+
 def failure_reason(recording_id: str) -> str | None:
-    failed = [r for r in stage_state(recording_id).values() if r["status"] == "failed"]
-    return f"{failed[0]['stage']}: {failed[0]['reason']}" if failed else None
+    failed = failed_stage(recording_id)
+    return f"{failed['stage']}: {failed['reason']}" if failed else None

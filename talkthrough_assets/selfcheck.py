@@ -136,7 +136,7 @@ def engine_checks(engines=None) -> list[tuple[str, str, str]]:
             out.append(("OCR engine (RapidOCR)", "FAIL", f"{type(e).__name__}: {e}"))
     try:
         models = diarize_models.resolve_models(download=False)
-    except diarize_models.ModelsUnavailable as e:
+    except diarize_models.ModelUnavailable as e:
         out.append(("diarization models (--diarize)", "warn",
                     f"{e}; `--diarize` downloads them once from pinned URLs (network needed), or set "
                     f"{diarize_models.ENV_MODELS_DIR} to a folder holding them"))

@@ -260,7 +260,10 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
     out = summary(rid)
     out.update(status=status, stages_run=ran, elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
     if status == "failed":
+        failed = pipeline.failed_stage(rid)
         out["reason"] = pipeline.failure_reason(rid) or "run failed (see the Dagster run log)"
+        if failed and failed.get("internal"):
+            out["internal"] = True  # not the input's fault: the CLI says so and exits 3
     return out
 
 

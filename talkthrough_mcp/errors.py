@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from talkthrough_assets.errors import TalkthroughError
 
-class ReadError(Exception):
+
+class ReadError(TalkthroughError):
     """A request the reader cannot serve; surfaces turn it into an MCP ``isError`` result."""
 
     code = "error"

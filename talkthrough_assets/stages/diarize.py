@@ -27,7 +27,7 @@ from .diarize_attribution import attribute_segments
 from .diarize_engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, engine_version, run_engine
 from .diarize_labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_order, merge_labels, merge_to_count,
                              parse_num_speakers, plan_merges, relabel, roster)
-from .diarize_models import ModelsUnavailable, resolve_models
+from .diarize_models import ModelUnavailable, resolve_models
 
 CODE_VERSION = "3"
 ENGINE = "sherpa-onnx"
@@ -93,7 +93,7 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
         models = resolve_models()
         row.update(segmentation_model=models.label("segmentation"), embedding_model=models.label("embedding"))
         raw = run_engine(samples, models, n_req, thr, window_shift, cache=cache)
-    except ModelsUnavailable as e:
+    except ModelUnavailable as e:
         return done(empty, reason=str(e))
     turns = relabel(raw)
     if not turns:
@@ -151,5 +151,5 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
 __all__ = [
     "CODE_VERSION", "ENGINE", "run_turns", "parse_num_speakers", "AUTO",
     # re-exported for callers of the stage: its failure mode
-    "ModelsUnavailable", "resolve_models",
+    "ModelUnavailable", "resolve_models",
 ]

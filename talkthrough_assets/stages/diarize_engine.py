@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from .diarize_labels import exclusive_spans, labels_in_order
-from .diarize_models import DiarizationModels, ModelsUnavailable
+from .diarize_models import DiarizationModels, ModelUnavailable
 
 SAMPLE_RATE = 16000
 # pyannote 10 s window, 1 s hop: sherpa-onnx's default. 0.25 (2.5 s hop, ~2.3x cheaper) lost a speaker:
@@ -84,7 +84,7 @@ def _engine(cache: EngineCache, models: DiarizationModels, num_clusters: int, th
             min_duration_on=MIN_DURATION_ON, min_duration_off=MIN_DURATION_OFF,
         )
         if not cfg.validate():
-            raise ModelsUnavailable(f"sherpa-onnx rejected the diarization config ({models.segmentation.name}, "
+            raise ModelUnavailable(f"sherpa-onnx rejected the diarization config ({models.segmentation.name}, "
                                     f"{models.embedding.name})")
         while len(engines) >= MAX_ENGINES:  # a long-lived process trying many speaker counts
             engines.pop(next(iter(engines)))

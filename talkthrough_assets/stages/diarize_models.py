@@ -2,7 +2,7 @@
 
 :func:`resolve_models` looks in ``$TALKTHROUGH_DIARIZATION_MODELS`` (a folder; authoritative, never
 downloads) > the verified cache ``<models_dir>/diarization`` > a download of the pinned sherpa-onnx
-release files (sha256-checked). Missing models raise :class:`ModelsUnavailable`, whose message is the
+release files (sha256-checked). Missing models raise :class:`ModelUnavailable`, whose message is the
 one-line reason the stage records (not a crash).
 """
 
@@ -13,11 +13,9 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import ModelUnavailable
+
 ENV_MODELS_DIR = "TALKTHROUGH_DIARIZATION_MODELS"
-
-
-class ModelsUnavailable(RuntimeError):
-    """No usable diarization models; ``str(e)`` is the one-line reason recorded in outputs."""
 
 
 @dataclass(frozen=True)
@@ -119,46 +117,43 @@ def _cached_ok(spec: ModelSpec, folder: Path) -> Path | None:
 def ensure_cached(spec: ModelSpec, folder: Path, *, timeout: float = 60) -> Path:
     """The verified cached file for ``spec``, downloading (and unpacking) it when absent.
 
-    Raises :class:`ModelsUnavailable` (never leaves a partial or unverified file behind)."""
+    Raises :class:`ModelUnavailable` (never leaves a partial or unverified file behind)."""
     from .. import store
-    from ..models import ModelUnavailable, download_verified, sha256_file
+    from ..models import download_verified, sha256_file
 
     hit = _cached_ok(spec, folder)
     if hit:
         return hit
     folder.mkdir(parents=True, exist_ok=True)
     dest = folder / spec.filename
+    if not spec.member:
+        return download_verified(spec.url, spec.sha256, dest, timeout=timeout)
+    archive = download_verified(spec.url, spec.sha256, folder / (spec.filename + ".archive"), timeout=timeout)
     try:
-        if not spec.member:
-            return download_verified(spec.url, spec.sha256, dest, timeout=timeout)
-        archive = download_verified(spec.url, spec.sha256, folder / (spec.filename + ".archive"), timeout=timeout)
-        try:
-            with tarfile.open(archive) as tar:
-                try:
-                    src = tar.extractfile(spec.member)
-                except KeyError:
-                    src = None
-                if src is None:
-                    raise ModelsUnavailable(f"{spec.url} does not contain {spec.member}")
-                with store.atomic_path(dest) as tmp, src, open(tmp, "wb") as out:
-                    while b := src.read(1 << 20):
-                        out.write(b)
-                    out.flush()
-                    got = sha256_file(tmp)
-                    if got != spec.member_sha256:
-                        raise ModelsUnavailable(
-                            f"{spec.member} in {spec.url} has sha256 {got}, expected {spec.member_sha256}")
-        except tarfile.TarError as e:
-            raise ModelsUnavailable(f"cannot unpack {archive.name}: {e}") from None
-        finally:
-            archive.unlink(missing_ok=True)
-        return dest
-    except ModelUnavailable as e:
-        raise ModelsUnavailable(str(e)) from None
+        with tarfile.open(archive) as tar:
+            try:
+                src = tar.extractfile(spec.member)
+            except KeyError:
+                src = None
+            if src is None:
+                raise ModelUnavailable(f"{spec.url} does not contain {spec.member}")
+            with store.atomic_path(dest) as tmp, src, open(tmp, "wb") as out:
+                while b := src.read(1 << 20):
+                    out.write(b)
+                out.flush()
+                got = sha256_file(tmp)
+                if got != spec.member_sha256:
+                    raise ModelUnavailable(
+                        f"{spec.member} in {spec.url} has sha256 {got}, expected {spec.member_sha256}")
+    except tarfile.TarError as e:
+        raise ModelUnavailable(f"cannot unpack {archive.name}: {e}") from None
+    finally:
+        archive.unlink(missing_ok=True)
+    return dest
 
 
 def resolve_models(*, download: bool = True) -> DiarizationModels:
-    """Find the models (see module doc). Raises :class:`ModelsUnavailable` with a one-line reason."""
+    """Find the models (see module doc). Raises :class:`ModelUnavailable` with a one-line reason."""
     env = os.environ.get(ENV_MODELS_DIR)
     if env:
         found = find_in_dir(env)
@@ -169,20 +164,20 @@ def resolve_models(*, download: bool = True) -> DiarizationModels:
     if all(cached):
         return DiarizationModels(cached[0], cached[1], f"cache:{folder}")
     if env:
-        raise ModelsUnavailable(
+        raise ModelUnavailable(
             f"diarization models not found in {ENV_MODELS_DIR}={env} (it needs a pyannote *segmentation*.onnx "
             f"and a speaker-embedding .onnx) nor in the model cache {folder}")
     if not download:
-        raise ModelsUnavailable(f"diarization models are not in the model cache {folder}")
+        raise ModelUnavailable(f"diarization models are not in the model cache {folder}")
     try:
         paths = [ensure_cached(s, folder) for s in PINNED]
-    except ModelsUnavailable as e:
-        raise ModelsUnavailable(
+    except ModelUnavailable as e:
+        raise ModelUnavailable(
             f"diarization models unavailable ({e}); download them once with network access, or set "
             f"{ENV_MODELS_DIR} to a folder holding the segmentation and embedding ONNX files") from None
     return DiarizationModels(paths[0], paths[1], f"cache:{folder}")
 
 
 
-__all__ = ["ENV_MODELS_DIR", "ModelsUnavailable", "ModelSpec", "SEGMENTATION", "EMBEDDING", "PINNED",
+__all__ = ["ENV_MODELS_DIR", "ModelUnavailable", "ModelSpec", "SEGMENTATION", "EMBEDDING", "PINNED",
            "DiarizationModels", "cache_dir", "find_in_dir", "ensure_cached", "resolve_models"]

@@ -11,12 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from ..errors import TalkthroughError
 from .paths import dagster_home, data_url, instance_lock_path, is_remote, lock_path
 
 PG_URL_ENV = "TALKTHROUGH_PG_URL"
 
 
-class PartitionBusy(RuntimeError):
+class PartitionBusy(TalkthroughError, RuntimeError):
     pass
 
 

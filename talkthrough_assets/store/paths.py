@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+from ..errors import TalkthroughError
 from .schemas import SCHEMAS
 
 ID_RE = re.compile(r"^[0-9a-f]{16}$")
@@ -15,7 +16,7 @@ SCHEMA_PARTITION = "__schema__"
 REMOTE_SCHEMES = ("s3://",)
 
 
-class InvalidRecordingId(ValueError):
+class InvalidRecordingId(TalkthroughError, ValueError):
     pass
 
 

@@ -6,6 +6,8 @@ from typing import Iterable
 
 import pyarrow as pa
 
+from ..errors import TalkthroughError
+
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 
 SCHEMAS: dict[str, pa.Schema] = {
@@ -68,13 +70,15 @@ SCHEMAS: dict[str, pa.Schema] = {
     "stage_runs": pa.schema([
         ("stage", _S), ("status", _S), ("config_hash", _S), ("code_version", _S), ("reason", _S),
         ("finished_at", _S), ("elapsed_s", _F),
+        # a failure that is not the input's fault (errors.InternalError: a bug, a broken install)
+        ("internal", _B),
     ]),
 }
 
 TABLES = tuple(SCHEMAS)
 
 
-class SchemaMismatch(ValueError):
+class SchemaMismatch(TalkthroughError, ValueError):
     """A row names a column its table's schema lacks: the value would be dropped without a word."""
 
 

@@ -208,7 +208,7 @@ class TestModelResolver:
         monkeypatch.setenv(M.ENV_MODELS_DIR, str(empty))
         monkeypatch.setenv("TALKTHROUGH_MODELS_DIR", str(tmp_path / "cache"))
         assert M.find_in_dir(empty) is None
-        with pytest.raises(M.ModelsUnavailable, match="TALKTHROUGH_DIARIZATION_MODELS"):
+        with pytest.raises(M.ModelUnavailable, match="TALKTHROUGH_DIARIZATION_MODELS"):
             M.resolve_models()
         assert not (tmp_path / "cache").exists()  # nothing was downloaded or created
 
@@ -234,14 +234,14 @@ class TestModelResolver:
         assert sorted(p.name for p in cache.iterdir()) == ["emb.onnx", "seg.onnx"]  # archive removed
         (src / "emb.onnx").write_bytes(b"tampered")
         (cache / "emb.onnx").unlink()
-        with pytest.raises(M.ModelsUnavailable, match="sha256"):
+        with pytest.raises(M.ModelUnavailable, match="sha256"):
             M.ensure_cached(emb, cache)
         bad_member = M.ModelSpec("segmentation", "seg2.onnx", seg.url, seg.sha256, member="pkg/model.onnx",
                                  member_sha256="0" * 64)
-        with pytest.raises(M.ModelsUnavailable, match="expected"):
+        with pytest.raises(M.ModelUnavailable, match="expected"):
             M.ensure_cached(bad_member, cache)
         assert sorted(p.name for p in cache.iterdir()) == ["seg.onnx"]  # no partial/unverified files
-        with pytest.raises(M.ModelsUnavailable, match="failed"):
+        with pytest.raises(M.ModelUnavailable, match="failed"):
             M.ensure_cached(M.ModelSpec("embedding", "x.onnx", (src / "missing.onnx").as_uri(), "0" * 64), cache)
 
 
