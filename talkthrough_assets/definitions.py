@@ -3,7 +3,7 @@
 Thin by design: one subsettable multi-asset calls :func:`talkthrough_assets.pipeline.run_stages`
 and turns each stage's result into a ``MaterializeResult`` with its partitioned asset checks.
 A stage failure on bad input ends the step with its one-line reason and no Python stack
-(:class:`RecordingFailed`); an internal error keeps its stack (a ``dagster.Failure``).
+(:func:`_stop`); an internal error keeps its stack (a ``dagster.Failure``).
 
 The models the stages run on (Whisper, RapidOCR, the sherpa-onnx diarizer) and the data store are
 Dagster resources (:data:`RESOURCES`), injected into the stages asset, which hands them to the
@@ -52,7 +52,7 @@ from dagster import (
 )
 
 from . import dropdir, engines, pipeline, registry, sqlite_tuning, store
-from .errors import InternalError, TalkthroughError
+from .errors import InternalError
 from .stages.ocr import OcrEngine
 from .stages.transcribe import Whisper
 from .settings import DEPS, STAGES
@@ -201,18 +201,18 @@ NO_PARTITION = ("no recording picked: Talkthrough's assets are materialized per 
                 "the partition(s) before launching (checks alone: Jobs > check_recording)")
 
 
-class RecordingFailed(TalkthroughError):
-    """A recording that cannot be processed as it is (bad input, a busy recording): the step fails
-    with this one-line reason and no Python stack. The frames Dagster would print are its own
-    machinery and say nothing about the recording, so the traceback is hidden from the serializer."""
+def _stop(reason: str) -> Exception:
+    """What ends the step of a recording that cannot be processed as it is (bad input, a busy recording),
+    with ``reason`` as the step's whole error. Dagster wraps any other exception a step raises in its
+    DagsterExecutionStepExecutionError (a stack of its own frames, the reason only as the cause), and the
+    RUN_FAILURE row, the last row of the run page and the one it opens scrolled to, repeats that error
+    with the stack. An error already serialized (as a code server sends one) is recorded as it is: both
+    rows then show the reason alone, with no stack and no wrapper."""
+    from dagster._core.errors import DagsterUserCodeProcessError
+    from dagster._utils.error import SerializableErrorInfo
 
-    @property
-    def __traceback__(self):  # the interpreter still keeps the real one (C level), for debuggers
-        return None
-
-    @__traceback__.setter
-    def __traceback__(self, _value):
-        pass
+    info = SerializableErrorInfo(message=reason, stack=[], cls_name="RecordingFailed")
+    return DagsterUserCodeProcessError(reason, user_code_process_error_infos=[info])
 
 
 def _check_result(stage: str, c: dict) -> AssetCheckResult:
@@ -243,7 +243,7 @@ def _fail_run(context, reason: str):
     """End the run at its start with a one-line reason (ERROR event, failure tag, no stack)."""
     context.log.error(reason)
     _tag_run(context, {FAILURE_TAG: reason[:200]})
-    raise RecordingFailed(reason)
+    raise _stop(reason)
 
 
 def _recording_of_run(context) -> str:
@@ -334,7 +334,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
             if isinstance(first[2], InternalError):
                 # a bug or a broken install, not the input: keep the stack (and its cause) for whoever debugs
                 raise Failure(description=summary, metadata={"reason": first[1]}, allow_retries=False) from first[2]
-            raise RecordingFailed(summary) from None
+            raise _stop(summary) from None
 
     return talkthrough_stages
 

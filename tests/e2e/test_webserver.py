@@ -81,6 +81,7 @@ query($id: ID!) {
           errorSource
           error { message stack errorChain { error { message stack } } }
         }
+        ... on RunFailureEvent { error { message stack errorChain { error { message stack } } } }
       }
     }
   }
@@ -229,6 +230,20 @@ def _events(url: str, run_id: str) -> list[dict]:
     return gql(url, RUN_EVENTS, {"id": run_id})["logsForRun"]["events"]
 
 
+def assert_one_line_failure(events: list[dict], reason: str) -> None:
+    """Item 9 of #24: the first ERROR event, the STEP_FAILURE and the RUN_FAILURE each carry ``reason``
+    as their whole message, with no stack and no cause chain (Dagster's DagsterExecutionStepExecutionError
+    wrapper used to hold the reason as a cause, and RUN_FAILURE repeated that wrapper's stack)."""
+    errors = [e["message"] for e in events if e["__typename"] == "LogMessageEvent" and e["level"] == "ERROR"]
+    assert errors and errors[0].startswith(reason), errors
+    for kind in ("ExecutionStepFailureEvent", "RunFailureEvent"):
+        failure = [e for e in events if e["__typename"] == kind]
+        assert len(failure) == 1, (kind, events)
+        error = failure[0]["error"]
+        assert error["message"].startswith(reason) and error["stack"] == [] and error["errorChain"] == [], (kind, error)
+    assert "Traceback" not in str(events) and "DagsterExecutionStepExecutionError" not in str(events)
+
+
 def _partition_events(url: str, asset: str, rid: str) -> list[dict]:
     return gql(url, PARTITION_EVENTS, {"key": {"path": [asset]}, "partition": rid})["assetOrError"][
         "assetEventHistory"]["results"]
@@ -366,14 +381,10 @@ def test_zero_byte_drop_file_is_named_while_waiting_then_fails_with_its_reason_a
     assert (run["status"], run["jobName"]) == ("FAILURE", "process_recording")
     reason = "probe: empty file (0 bytes)"
     assert tags["talkthrough/failure"].startswith(reason), tags
-    # the event log: the reason is an ERROR event's whole message, and the step failure carries no stack
+    # the event log: the reason is an ERROR event's whole message, and the step failure and the run failure
+    # (the row the run page opens scrolled to) are that reason alone: no stack, no Dagster wrapper around it
     events = _events(url, run["runId"])
-    errors = [e["message"] for e in events if e["__typename"] == "LogMessageEvent" and e["level"] == "ERROR"]
-    assert errors and errors[0].startswith(reason), errors
-    failure = [e for e in events if e["__typename"] == "ExecutionStepFailureEvent"][0]
-    assert failure["errorSource"] == "USER_CODE_ERROR"  # the UI then hides Dagster's outer frames
-    chain = failure["error"]["errorChain"]
-    assert len(chain) == 1 and reason in chain[0]["error"]["message"] and chain[0]["error"]["stack"] == [], chain
+    assert_one_line_failure(events, reason)
     # the partition view (asset event history of that partition) records why it did not materialize
     rid = tags["dagster/partition"]
     for asset, says in (("probe", reason), ("manifest", f"manifest: not run because {reason}")):
@@ -418,24 +429,44 @@ def _page_text(page, url: str, wait_for: str, timeout_ms: int = 60_000) -> str:
     return page.inner_text("body")
 
 
-def test_browser_failed_run_shows_the_reason_without_a_stack_and_names_the_file(dagster_ui, browser):
-    """Items 10 and 11 as a person sees them: the run page of the zero-byte drop file."""
+def test_browser_failed_run_shows_the_reason_without_a_stack_and_names_the_file(dagster_ui, browser, tmp_path):
+    """Items 10 and 11 of #14 and item 9 of #24 as a person sees them: the run page and the partition page
+    of the zero-byte drop file. Screenshots go to $TALKTHROUGH_TEST_ARTIFACTS (default: the test's tmp)."""
+    art = Path(os.environ.get("TALKTHROUGH_TEST_ARTIFACTS") or tmp_path / "artifacts")
+    art.mkdir(parents=True, exist_ok=True)
     run = drop_failure_run(dagster_ui["url"])
+    reason = "probe: empty file (0 bytes): empty drop.mp4 (8 downstream stage(s) skipped)"
     page = browser.new_page(viewport={"width": 1600, "height": 1200})
-    text = _page_text(page, f"{dagster_ui['base']}/runs/{run['runId']}", "Error occurred while executing op")
-    assert "RecordingFailed: probe: empty file (0 bytes)" in text
-    # the step failure shows the reason with no stack; Dagster repeats its own error (framework frames
-    # only) once more on the RUN_FAILURE row, which no user code can change. Before: the reason was a
-    # Failure whose stack (through talkthrough_assets/definitions.py) was printed on both rows.
-    assert text.count("Stack Trace:") <= 1 and "talkthrough_assets/" not in text, text
-    assert "probe: empty file (0 bytes): empty drop.mp4 (8 downstream stage(s) skipped)" in text  # ERROR log row
+    text = _page_text(page, f"{dagster_ui['base']}/runs/{run['runId']}", "RUN_FAILURE")
+    page.screenshot(path=str(art / "run_page_failure.png"))
+    # the run page opens scrolled to its last rows: the step failure and the run failure, each the reason
+    # alone. Before: DagsterExecutionStepExecutionError around the reason, and Dagster's stack on RUN_FAILURE
+    assert "Stack Trace:" not in text and "Error occurred while executing op" not in text, text
+    assert "DagsterExecutionStepExecutionError" not in text and "talkthrough_assets/" not in text, text
+    assert text.split("RUN_FAILURE", 1)[1].split("\n")[2] == reason, text
+    assert text.split("STEP_FAILURE", 1)[1].split("\n")[1] == reason, text
+    shown = page.get_by_text(reason, exact=True).last.bounding_box()
+    assert shown and 0 <= shown["y"] < 1200, shown  # in the first screen, without scrolling
     assert EMPTY_NAME in text  # the run's tags name the file
-    # the partition view of probe: the failed run, and (in its event history) why it did not materialize
+    # the partition view of probe: Dagster's own banner names the failed run; its "View logs" opens that
+    # run's log, whose first ERROR row is the reason (one click); the event history holds the observation
     rid = _tags(run)["dagster/partition"]
     text = _page_text(page, f"{dagster_ui['base']}/assets/probe?view=partitions&partition={rid}",
                       "did not materialize")
+    assert f"Run {run['runId'][:8]} failed, and did not materialize this asset." in text, text
     assert "View all historical events (1)" in text
-    # the same page with that dialog open (its state lives in the URL)
+    skip = page.get_by_role("button", name="Skip")  # Dagster's newsletter dialog, shown once per browser
+    if skip.count():
+        skip.first.click()
+    page.get_by_role("button", name="View logs").click()
+    dialog = page.locator("[role=dialog]").last
+    dialog.get_by_text(reason, exact=True).first.wait_for(timeout=60_000)
+    page.screenshot(path=str(art / "partition_page_view_logs.png"))
+    logs = dialog.inner_text()
+    rows = [line.strip() for line in logs.splitlines()]
+    assert "ERROR" in rows and rows[rows.index("ERROR") + 1] == reason, logs
+    assert "Stack Trace:" not in logs
+    # the same page with the event history open (its state lives in the URL)
     text = _page_text(page, f"{dagster_ui['base']}/assets/probe?view=partitions&partition={rid}&showAllEvents=true",
                       "Observation")
     # it lists the observation from this run; its text (the reason) is checked over GraphQL above
