@@ -52,7 +52,7 @@ from dagster import (
 )
 
 from . import dropdir, engines, pipeline, registry, sqlite_tuning, store
-from .errors import InternalError
+from .errors import InternalError, TalkthroughError
 from .stages.ocr import OcrEngine
 from .stages.transcribe import Whisper
 from .settings import DEPS, STAGES
@@ -229,6 +229,15 @@ def _not_materialized(stage: str, rid: str, reason: str) -> AssetObservation:
                             metadata={"failure_reason": MetadataValue.text(reason)})
 
 
+def _not_checked(stage: str, name: str, reason: str) -> AssetCheckResult:
+    """A check whose stage did not materialize in this run could not run: recorded for this partition as a
+    warning that says why. Left unevaluated, Dagster records it as "Execution failed", and an asset whose
+    latest check execution failed is marked failed as a whole, by one bad recording."""
+    text = f"not checked: {stage} did not materialize for this recording ({reason})"
+    return AssetCheckResult(asset_key=stage, check_name=name, passed=False, severity=AssetCheckSeverity.WARN,
+                            description=text, metadata={"not_checked": MetadataValue.text(reason)})
+
+
 def _tag_run(context: AssetExecutionContext, tags: dict) -> None:
     new = {k: v for k, v in tags.items() if v and context.run.tags.get(k) != v}
     if new:
@@ -239,11 +248,15 @@ def _duration(ms) -> str | None:
     return f"{ms / 1000:.1f} s" if ms is not None else None
 
 
+class RunRefused(TalkthroughError):
+    """A run that cannot start: no partition picked, or a key that is no recording id."""
+
+
 def _fail_run(context, reason: str):
     """End the run at its start with a one-line reason (ERROR event, failure tag, no stack)."""
     context.log.error(reason)
     _tag_run(context, {FAILURE_TAG: reason[:200]})
-    raise _stop(reason)
+    raise RunRefused(reason)
 
 
 def _recording_of_run(context) -> str:
@@ -286,7 +299,12 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
             # result recorded for its own partition; the run succeeds (its unpartitioned plan shows as skipped)
             _check_every_recording(context, sorted(selected_checks))
             return
-        rid = _recording_of_run(context)
+        try:
+            rid = _recording_of_run(context)
+        except RunRefused as refused:  # no check of it can run either (see _not_checked)
+            for name in sorted(selected_checks) if context.has_partition_key else ():
+                yield _not_checked(CHECK_STAGE[name], name, refused.reason)
+            raise _stop(refused.reason) from None
         loaded = engines.Engines(whisper=whisper, ocr=ocr_engine, diarizer=diarizer)
         # which file this is, and which process runs it (a run whose process is gone is marked, not left running)
         names = pipeline.recording_names(rid)
@@ -297,6 +315,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
         named = {"filename": names[0]} if names else {}
         overrides = {k: v for k, v in config.model_dump().items() if v is not None}
         failures: list[tuple[str, str, Exception]] = []  # (stage, one-line reason, error)
+        materialized: set[str] = set()
         try:
             for stage, res in pipeline.run_stages(rid, selected, overrides, engines=loaded):
                 if res is pipeline.STARTED:
@@ -311,6 +330,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                     _tag_run(context, {DURATION_TAG: _duration(res["metadata"].get("duration_ms"))})
                     if len(names) > 1:
                         md["aliases"] = ", ".join(names[1:])
+                materialized.add(stage)
                 yield MaterializeResult(
                     asset_key=stage, metadata=_metadata(md),
                     data_version=DataVersion(res["data_version"]),
@@ -331,6 +351,9 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                 if stage:
                     yield _not_materialized(stage, rid, reason if stage == first[0] else
                                             f"{stage}: not run because {first[1]}")
+            for name in sorted(selected_checks):
+                if CHECK_STAGE[name] in selected and CHECK_STAGE[name] not in materialized:
+                    yield _not_checked(CHECK_STAGE[name], name, first[1])
             if isinstance(first[2], InternalError):
                 # a bug or a broken install, not the input: keep the stack (and its cause) for whoever debugs
                 raise Failure(description=summary, metadata={"reason": first[1]}, allow_retries=False) from first[2]
@@ -418,7 +441,10 @@ def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig
 
 @op(description="Re-verify every check of the picked recording against what is on disk now (no stage re-runs).")
 def check_recording_op(context: OpExecutionContext) -> None:
-    rid = _recording_of_run(context)
+    try:
+        rid = _recording_of_run(context)
+    except RunRefused as refused:
+        raise _stop(refused.reason) from None
     _tag_run(context, {FILENAME_TAG: pipeline.recording_filename(rid)})
     for name in sorted(CHECK_STAGE):
         c = _log_check(context, name, rid)

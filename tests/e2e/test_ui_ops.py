@@ -200,3 +200,64 @@ def test_launchpad_fields_are_described_and_assets_carry_schemas_kinds_and_owner
         assert {"parquet", "duckdb"} <= set(node["kinds"]), node
         schema = [m for m in node["metadataEntries"] if m["label"] == "dagster/column_schema"][0]["schema"]
         assert [c["name"] for c in schema["columns"]] == store.SCHEMAS[tables[0]].names, (sp.name, schema)
+
+
+ASSET_STATES = """
+{ assetNodes(group: {groupName: "talkthrough", repositoryName: "__repository__",
+                     repositoryLocationName: "talkthrough_assets.definitions"}) {
+    assetKey { path } partitionStats { numMaterialized numFailed numPartitions }
+    assetChecksOrError { ... on AssetChecks { checks { name
+      executionForLatestMaterialization { status partition evaluation { severity } } } } }
+} }"""
+
+
+def _asset_states(url: str) -> dict:
+    return {n["assetKey"]["path"][-1]: n for n in gql(url, ASSET_STATES)["assetNodes"]}
+
+
+def _painted_failed(node: dict) -> list[str]:
+    """Why the asset graph paints this asset failed as a whole: the UI's own rule (AssetNodeStatusContent) is
+    any failed partition, or a check whose latest execution failed at ERROR severity or could not execute."""
+    why = [f"{node['partitionStats']['numFailed']} failed partition(s)"] if node["partitionStats"]["numFailed"] else []
+    for c in node["assetChecksOrError"].get("checks") or []:
+        ex = c["executionForLatestMaterialization"] or {}
+        if ex.get("status") == "EXECUTION_FAILED" or (
+                ex.get("status") == "FAILED" and (ex.get("evaluation") or {}).get("severity") == "ERROR"):
+            why.append(f"check {c['name']}: {ex}")
+    return why
+
+
+def test_a_bad_recording_is_one_failed_partition_its_checks_warnings_and_forget_clears_it(ui):
+    """Item 5: two bad drops painted every node red and left "Execution failed" on the checks. A bad recording
+    is a failed partition of each stage (Dagster counts it); its checks, which could not run, are warnings
+    for that partition, never "Execution failed"; forgetting it leaves nothing marked failed."""
+    url = ui["url"]
+    bad = ui["tmp"] / "bad"
+    bad.mkdir()
+    (bad / "notes.mp4").write_text("not a video, only a name that says so")
+    reg = _launch(url, {"selector": dict(REPO, jobName="register_folder"),
+                        "runConfigData": {"ops": {"register_folder_op": {"config": {"folder": str(bad)}}}}})
+    assert wait_run(url, reg) == "SUCCESS"
+    rid = service.recording_id_for(bad / "notes.mp4")
+    run_id = _launch(url, {"selector": dict(REPO, jobName="process_recording",
+                                            assetSelection=[{"path": [s]} for s in STAGES]),
+                           "executionMetadata": {"tags": [{"key": "dagster/partition", "value": rid}]}})
+    assert wait_run(url, run_id) == "FAILURE"
+    _one_line_failure(url, run_id, "probe: not a readable media file")
+    states = _asset_states(url)
+    for stage in STAGES:
+        stats = states[stage]["partitionStats"]
+        assert stats["numFailed"] == 1 and stats["numMaterialized"] >= 1, (stage, stats)  # the good one stays
+    for stage, check in CHECK_KEYS:
+        execs = gql(url, CHECKS, {"key": {"path": [stage]}, "name": check})["assetCheckExecutions"]
+        mine = [e for e in execs if e["runId"] == run_id]
+        assert [(e["partition"], e["status"], e["evaluation"]["severity"]) for e in mine] == [
+            (rid, "FAILED", "WARN")], execs
+        assert mine[0]["evaluation"]["description"].startswith(f"not checked: {stage} did not materialize"), mine
+        assert not [e for e in execs if e["status"] == "EXECUTION_FAILED"], execs
+        assert not [why for why in _painted_failed(states[stage]) if why.startswith("check")], states[stage]
+    out = subprocess.run(talkthrough_command() + ["forget", rid, "--yes"], env=ui["env"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "Dagster partition deleted" in out.stdout + out.stderr, (out.stdout, out.stderr)
+    states = _asset_states(url)
+    assert {stage: _painted_failed(states[stage]) for stage in STAGES} == {stage: [] for stage in STAGES}
