@@ -135,9 +135,10 @@ def sherpa_defaults(wav: Path, num_clusters: int = -1) -> tuple[list[tuple], flo
     """sherpa-onnx with every diarization option at its default (``num_clusters`` aside), no post-processing."""
     import sherpa_onnx as so
 
+    from talkthrough_assets import config
     from talkthrough_assets.stages import audio, diarize_engine, diarize_models
 
-    m = diarize_models.resolve_models()
+    m = diarize_models.resolve_models(models_dir=config.get(diarize_models.ENV_MODELS_DIR))
     cfg = so.OfflineSpeakerDiarizationConfig(
         segmentation=so.OfflineSpeakerSegmentationModelConfig(
             pyannote=so.OfflineSpeakerSegmentationPyannoteModelConfig(model=str(m.segmentation)),

@@ -501,7 +501,7 @@ def ui(port: int = typer.Option(3000, help="Loopback port for the Dagster UI."))
     # it and its children at once, and a SIGTERM to this process alone would leave them all running).
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
-    proc = subprocess.Popen(cmd, env=os.environ.copy(), start_new_session=True)
+    proc = subprocess.Popen(cmd, env=os.environ.copy(), start_new_session=True)  # the child inherits the environment
     deadline = canceled = None
     next_sweep = time.monotonic() + ORPHAN_SWEEP_S
     while True:

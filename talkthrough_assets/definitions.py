@@ -51,7 +51,7 @@ from dagster import (
     sensor,
 )
 
-from . import dropdir, engines, pipeline, registry, sqlite_tuning, store
+from . import config, dropdir, engines, pipeline, registry, sqlite_tuning, store
 from .errors import InternalError, TalkthroughError
 from .stages.ocr import OcrEngine
 from .stages.transcribe import Whisper
@@ -374,28 +374,21 @@ process_recording = define_asset_job(
 )
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name) or default)
-    except ValueError:
-        return default
-
-
-@sensor(job=process_recording, minimum_interval_seconds=max(1, int(_env_float("TALKTHROUGH_DROP_INTERVAL_S", 15))),
-        default_status=DefaultSensorStatus.RUNNING if os.environ.get("TALKTHROUGH_DROP_DIR")
+@sensor(job=process_recording, minimum_interval_seconds=max(1, int(config.get("TALKTHROUGH_DROP_INTERVAL_S"))),
+        default_status=DefaultSensorStatus.RUNNING if config.get("TALKTHROUGH_DROP_DIR")
         else DefaultSensorStatus.STOPPED,
         description="Watches $TALKTHROUGH_DROP_DIR: one run per new, stable recording (same bytes = alias).")
 def drop_dir_sensor(context: SensorEvaluationContext):
     """The folder's state (files handled, files seen once) is named by the cursor and changes only
     with it: a file is done once the run request it earned is returned with the new cursor, so a
     tick that raises, or a file gone before it was registered, leaves it to be looked at again."""
-    drop = os.environ.get("TALKTHROUGH_DROP_DIR")
+    drop = config.get("TALKTHROUGH_DROP_DIR")
     if not drop:
         return SkipReason("TALKTHROUGH_DROP_DIR is not set")
     known = set(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
     res = dropdir.tick(drop, known_ids=known, state=dropdir.load(drop, context.cursor),
-                       exts=dropdir.parse_exts(os.environ.get("TALKTHROUGH_DROP_EXTS")),
-                       zero_wait_s=_env_float("TALKTHROUGH_DROP_ZERO_WAIT_S", dropdir.ZERO_WAIT_S))
+                       exts=dropdir.parse_exts(config.get("TALKTHROUGH_DROP_EXTS")),
+                       zero_wait_s=config.get("TALKTHROUGH_DROP_ZERO_WAIT_S"))
     new = dropdir.register(drop, res, dropdir.settings_from_env())
     # The tick's message (counts + the files it waits on, and why) is its skip reason, shown in the
     # tick history. A tick writes a captured log only when something happened: quiet ticks (every

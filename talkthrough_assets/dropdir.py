@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import store
+from . import config, store
 from .ids import recording_id
 from .stages.diarize_labels import parse_num_speakers
 from .stages.probe import MEDIA_EXTS
@@ -314,10 +314,10 @@ def parse_exts(value: str | None) -> set[str] | None:
 def settings_from_env() -> dict:
     """Per-recording overrides the drop folder applies to new files (e.g. diarize by default)."""
     out = {}
-    if os.environ.get("TALKTHROUGH_DROP_DIARIZE", "").lower() in {"1", "true", "yes", "on"}:
+    if config.get("TALKTHROUGH_DROP_DIARIZE"):
         out["diarize"] = True
-    if os.environ.get("TALKTHROUGH_DROP_NUM_SPEAKERS"):
-        out["num_speakers"] = parse_num_speakers(os.environ["TALKTHROUGH_DROP_NUM_SPEAKERS"])
+    if config.is_set("TALKTHROUGH_DROP_NUM_SPEAKERS"):
+        out["num_speakers"] = parse_num_speakers(config.get("TALKTHROUGH_DROP_NUM_SPEAKERS"))
     return out
 
 

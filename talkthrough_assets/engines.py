@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from . import config
 from .stages import diarize as diarize_stage
-from .stages import diarize_engine
+from .stages import diarize_engine, diarize_models
 from .stages import ocr as ocr_stage
 from .stages import transcribe as transcribe_stage
 
@@ -32,7 +33,8 @@ class Diarizer:
         self.cache = cache or diarize_engine.default_cache()
 
     def run_turns(self, wav_path: str | os.PathLike | None, **kw) -> dict:
-        return diarize_stage.run_turns(wav_path, cache=self.cache, **kw)
+        return diarize_stage.run_turns(wav_path, cache=self.cache,
+                                       models_dir=config.get(diarize_models.ENV_MODELS_DIR), **kw)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import os
 import urllib.request
 from pathlib import Path
 
-from . import store
+from . import config, store
 from .errors import ModelUnavailable  # re-exported: models.ModelUnavailable
 
 DEFAULT_WHISPER = "tiny.en"
@@ -25,7 +25,7 @@ DEFAULT_WHISPER = "tiny.en"
 
 
 def whisper_model_setting() -> str:
-    return os.environ.get("TALKTHROUGH_WHISPER_MODEL") or DEFAULT_WHISPER
+    return config.get("TALKTHROUGH_WHISPER_MODEL") or DEFAULT_WHISPER
 
 
 def resolve_whisper(name: str | None = None) -> tuple[str, str]:

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from . import config
 from . import settings as S
 from . import store
 from .engines import Engines
@@ -79,7 +80,8 @@ def _probe(rid: str, cfg: dict) -> dict:
     if recording_id(src) != rid:  # hashed once per process: registration already did it
         raise StageError(f"{src.name} changed since it was registered (sha256 no longer matches {rid})")
     info = probe_stage.probe_file(src, max_seconds=cfg["max_seconds"])
-    probe_stage.preflight_disk(info, store.home(), max_frames=int(cfg["max_frames"]))
+    probe_stage.preflight_disk(info, store.home(), max_frames=int(cfg["max_frames"]),
+                               min_free_bytes=config.get("TALKTHROUGH_MIN_FREE_BYTES"))
     store.write_table("probe", rid, [info])
     md = {"filename": src.name, "duration_s": round(info["duration_ms"] / 1000, 3),
           **{k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}}
@@ -139,7 +141,7 @@ def _segments(rid: str, cfg: dict, engines: Engines) -> dict:
         samples = audio_stage.load_wav(_wav(rid))  # read once: transcript + loudness check
         peak = audio_stage.peak(samples)
         out = transcribe_stage.transcribe(samples, model_ref=ref, model_label=label, language=cfg.get("language"),
-                                          threads=transcribe_stage.cpu_threads(shared=_shares_cpu(rid)),
+                                          threads=_whisper_threads(shared=_shares_cpu(rid)),
                                           vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or transcribe_stage.BEAM_SIZE),
                                           whisper=engines.whisper)
     store.write_table("segments", rid, out["segments"])
@@ -183,6 +185,10 @@ def verify_check(name: str, rid: str) -> dict:
             peak = audio_stage.peak(audio_stage.load_wav(_wav(rid)))
         return transcript_check(peak > 1000, len(store.read_rows("segments", rid)))
     raise KeyError(f"unknown check {name!r}")
+
+
+def _whisper_threads(shared: bool) -> int:
+    return transcribe_stage.cpu_threads(shared=shared, override=config.get("TALKTHROUGH_WHISPER_THREADS"))
 
 
 def _wav(rid: str) -> Path:
@@ -439,9 +445,7 @@ def run_stage(stage: str, recording_id: str, overrides: dict | None = None,
 # branch (keyframes -> dedup -> ocr) are CPU-bound on different engines, so two workers overlap
 # them. TALKTHROUGH_STAGE_WORKERS=1 runs stages one after another (same order, same outputs).
 def stage_workers() -> int:
-    import os
-
-    return max(1, int(os.environ.get("TALKTHROUGH_STAGE_WORKERS") or 2))
+    return max(1, config.get("TALKTHROUGH_STAGE_WORKERS") or 1)
 
 
 STARTED = "started"  # yielded by run_stages when a stage is handed to a worker
@@ -556,7 +560,7 @@ def prewarm(recording_id: str, stages: list[str], engines: Engines | None = None
     if "segments" in stages:
         from .models import resolve_whisper
 
-        threads = transcribe_stage.cpu_threads(shared=_overlaps(recording_id, stages, stage_workers()))
+        threads = _whisper_threads(shared=_overlaps(recording_id, stages, stage_workers()))
         jobs.append(lambda: engines.whisper.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads))
     if "ocr" in stages and cfg.get("ocr") and _may_have_video(recording_id):
         jobs.append(lambda: engines.ocr.status(True))
@@ -620,7 +624,7 @@ def _diarization_models_appeared(rid: str) -> bool:
     from .stages import diarize_models
 
     try:
-        diarize_models.resolve_models(download=False)
+        diarize_models.resolve_models(download=False, models_dir=config.get(diarize_models.ENV_MODELS_DIR))
     except diarize_models.ModelUnavailable:
         return False
     return True

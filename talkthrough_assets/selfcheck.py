@@ -14,6 +14,8 @@ import traceback
 from fractions import Fraction
 from pathlib import Path
 
+from . import config
+
 PACKAGES = ("av", "faster-whisper", "ctranslate2", "onnxruntime", "sherpa-onnx", "rapidocr",
             "dagster", "duckdb", "pyarrow", "mcp", "numpy", "pillow")
 
@@ -135,7 +137,7 @@ def engine_checks(engines=None) -> list[tuple[str, str, str]]:
         except Exception as e:  # report, never raise
             out.append(("OCR engine (RapidOCR)", "FAIL", f"{type(e).__name__}: {e}"))
     try:
-        models = diarize_models.resolve_models(download=False)
+        models = diarize_models.resolve_models(download=False, models_dir=config.get(diarize_models.ENV_MODELS_DIR))
     except diarize_models.ModelUnavailable as e:
         out.append(("diarization models (--diarize)", "warn",
                     f"{e}; `--diarize` downloads them once from pinned URLs (network needed), or set "

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import pipeline, registry, store
+from . import config, pipeline, registry, store
 from . import settings as S
 from .ids import recording_id
 from .stages.wallclock import t_wall
@@ -37,7 +37,7 @@ def instance_yaml() -> str:
     limits), plus Postgres storage (run, event log, schedule) when ``TALKTHROUGH_PG_URL`` is set."""
     src = _REPO_ROOT / "dagster.yaml"
     text = src.read_text() if src.exists() else ""
-    if os.environ.get(PG_URL_ENV):
+    if config.get(PG_URL_ENV):
         text += POSTGRES_STORAGE_YAML
     return text
 
@@ -46,9 +46,9 @@ def _pin_pg_driver() -> None:
     """A plain ``postgresql://`` (or ``postgres://``) URL gets the psycopg2 driver, the one dagster-postgres
     installs and is tested with: SQLAlchemy 2.1 would otherwise pick psycopg 3, which is not installed.
     Rewritten in this process's environment, so the webserver, daemon and run workers it starts inherit it."""
-    url = os.environ.get(PG_URL_ENV, "")
+    url = config.get(PG_URL_ENV) or ""
     for scheme in ("postgresql://", "postgres://"):
-        if url.startswith(scheme):
+        if url.startswith(scheme):  # process-level set-up: the children this process starts inherit it
             os.environ[PG_URL_ENV] = "postgresql+psycopg2://" + url[len(scheme):]
 
 
@@ -56,6 +56,8 @@ def ensure_dagster_home() -> Path:
     """Point DAGSTER_HOME at the data root and install the instance YAML there (SQLite storage by
     default; Postgres when TALKTHROUGH_PG_URL is set). Written only when it changed."""
     _pin_pg_driver()
+    # process-level set-up of Dagster (not a Talkthrough setting): an explicit DAGSTER_HOME wins, and the
+    # one chosen is exported for Dagster itself and the processes it starts
     home = Path(os.environ.get("DAGSTER_HOME") or store.dagster_home())
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
@@ -71,7 +73,7 @@ def instance():
 
     from . import sqlite_tuning
 
-    if os.environ.get(PG_URL_ENV):
+    if config.get(PG_URL_ENV):
         try:
             import dagster_postgres  # noqa: F401
         except ImportError:
@@ -113,7 +115,7 @@ def _runner(inst, run) -> tuple[str, int] | None:
     host, _, pid = (run.tags.get(ORPHAN_TAG) or "").rpartition(":")
     if host and pid.isdigit():
         return host, int(pid)
-    if os.environ.get(PG_URL_ENV):
+    if config.get(PG_URL_ENV):
         return None
     from dagster import DagsterEventType
 
@@ -210,7 +212,7 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None)
     return job.execute_in_process(
         instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
         raise_on_error=False, tags=run_tags,
-        run_config={"loggers": {"console": {"config": {"log_level": os.environ.get("TALKTHROUGH_LOG_LEVEL", "CRITICAL")}}}},
+        run_config={"loggers": {"console": {"config": {"log_level": config.get("TALKTHROUGH_LOG_LEVEL")}}}},
     )
 
 

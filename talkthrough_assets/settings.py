@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import Any
 
-from . import store
-from .stagespec import SETTING_BY_NAME, SETTINGS, SPECS, downstream  # noqa: F401  (S.downstream: what a change re-runs)
+from . import config, store
+from .stagespec import BY_NAME, SETTING_BY_NAME, SETTINGS, SPECS, downstream  # noqa: F401  (S.downstream: what a change re-runs)
 
 # Everything below is derived from stagespec (the one description of stages and settings).
 DEFAULTS: dict[str, Any] = {st.name: st.default for st in SETTINGS}
@@ -28,15 +27,9 @@ STAGES = tuple(DEPS)
 
 def _env_defaults() -> dict[str, Any]:
     d = dict(DEFAULTS)
-    for st in SETTINGS:
-        if st.env and os.environ.get(st.env):
-            d[st.name] = st.normalize(os.environ[st.env]) if st.parse else st.type(os.environ[st.env])
-    if d["whisper_model"] is None:
-        from .models import whisper_model_setting
-        d["whisper_model"] = whisper_model_setting()
-    if d["ocr"] is None:
-        from .stages.ocr import enabled_setting
-        d["ocr"] = enabled_setting()
+    for st in SETTINGS:  # a setting's default replaced by its environment variable (config parses and checks it)
+        if st.env and (config.is_set(st.env) or st.default is None):
+            d[st.name] = st.normalize(config.get(st.env))
     return d
 
 
@@ -70,18 +63,11 @@ def effective(recording_id: str) -> dict[str, Any]:
 
 
 def engine_fingerprint(stage: str) -> dict[str, Any]:
-    """Environment choices that change a stage's output without being per-recording settings: they
-    are part of its config hash, so changing one re-runs the stage (and records what produced it)."""
-    if stage == "segments":
-        from .stages.transcribe import device_setting
-
-        device, compute = device_setting()
-        return {"device": device, "compute_type": compute}
-    if stage == "ocr":
-        from .stages.ocr import DET_MAX_SIDE, engine_name
-
-        return {"engine": engine_name(), "det_max_side": DET_MAX_SIDE}
-    return {}
+    """Engine choices that change a stage's output without being per-recording settings (its
+    ``StageSpec.engine``): part of its config hash, so changing one re-runs the stage (and records what
+    produced it)."""
+    engine = BY_NAME[stage].engine
+    return engine() if engine else {}
 
 
 def stage_config(stage: str, settings: dict[str, Any]) -> dict[str, Any]:

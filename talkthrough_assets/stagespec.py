@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from . import config
 from .stages import audio, dedup, diarize, keyframes, manifest, ocr, probe, terms, transcribe, wallclock
 
 
@@ -64,6 +65,8 @@ class StageSpec:
     amend: str = ""  # README amend table: what changing this stage's options is called ("re-anchor")
     amend_note: str = ""  # ... and what such a change leaves alone
     runner: str = ""  # "stages.<module>:<function>" under talkthrough_assets; "" = pipeline._<name>
+    # engine settings (config) that change the output, beyond ``settings``: () -> dict, in the config hash
+    engine: Callable[[], dict] | None = None
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -86,7 +89,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Clustering threshold: the middle of the range that finds every speaker (bench/bench_der.py)."),
     Setting("max_frames", int, 120, "TALKTHROUGH_MAX_FRAMES", "Keyframe budget per recording.", "--max-frames"),
     Setting("scene_threshold", float, 0.04, None, "Share of the screen changed at once that is a cut."),
-    Setting("ocr", bool, None, None, "OCR on unique keyframes (unset: TALKTHROUGH_OCR, on unless 'off')."),
+    Setting("ocr", bool, None, "TALKTHROUGH_OCR", "OCR on unique keyframes (unset: TALKTHROUGH_OCR, on unless 'off')."),
     Setting("speaker_names", dict, {}, None, "Speaker label -> name.", set_by="talkthrough name ID S1=Alice"),
 )
 
@@ -101,6 +104,7 @@ SPECS: tuple[StageSpec, ...] = (
     StageSpec("segments", ("audio",), ("whisper_model", "language", "vocabulary", "beam_size"),
               transcribe.CODE_VERSION, ("segments", "words", "transcripts", "terms/transcript"),
               "faster-whisper transcript segments + word timestamps (CPU int8, VAD, greedy).",
+              engine=transcribe.engine_fingerprint,
               checks=(Check("transcript_present_when_audible", "WARN",
                             "Audio louder than about -30 dBFS produced at least one transcript segment. Fails "
                             "(warning) when Whisper heard nothing in audible audio: music, noise, or speech in a "
@@ -121,7 +125,8 @@ SPECS: tuple[StageSpec, ...] = (
               "A keyframe is a duplicate only if no pixel or colour changed since its run's head; new frames "
               "record which bands changed."),
     StageSpec("ocr", ("dedup",), ("ocr",), ocr.CODE_VERSION + "." + terms.CODE_VERSION, ("ocr", "terms/ocr"),
-              "RapidOCR over unique keyframes (only the changed bands when little changed)."),
+              "RapidOCR over unique keyframes (only the changed bands when little changed).",
+              engine=ocr.engine_fingerprint),
     StageSpec("manifest", ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"), ("speaker_names",),
               manifest.CODE_VERSION, ("manifests/<id>.json", "recordings"),
               "talkthrough-manifest/v1 JSON + the recordings row.", kinds=frozenset({"json"}),
@@ -141,6 +146,8 @@ def _validate() -> None:
         assert set(s.upstream) <= seen, f"{s.name}: upstream {set(s.upstream) - seen} must come first"
         assert set(s.settings) <= set(SETTING_BY_NAME), f"{s.name}: unknown setting(s)"
         seen.add(s.name)
+    undeclared = [st.env for st in SETTINGS if st.env and st.env not in config.BY_NAME]
+    assert not undeclared, f"settings' environment variables not declared in config.VARS: {undeclared}"
     read = {k for s in SPECS for k in s.settings}
     assert read == set(SETTING_BY_NAME), f"settings no stage reads: {set(SETTING_BY_NAME) - read}"
 

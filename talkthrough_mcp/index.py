@@ -20,7 +20,6 @@ Read-only: files are only read; nothing is written under the data root (or anywh
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import Counter
@@ -29,7 +28,7 @@ from typing import Iterable
 import duckdb
 import pyarrow as pa
 
-from talkthrough_assets import store
+from talkthrough_assets import config, store
 from talkthrough_assets.stages import terms as terms_stage
 
 from . import snapshot
@@ -122,10 +121,10 @@ class LibraryIndex:
 
     def __init__(self, refresh_interval: float | None = None):
         if refresh_interval is None:
-            refresh_interval = float(os.environ.get("TALKTHROUGH_MCP_REFRESH_S") or 1.0)
+            refresh_interval = config.get("TALKTHROUGH_MCP_REFRESH_S")
         self.refresh_interval = refresh_interval
         # how long a reader waits for a long (re)load before answering from what is indexed so far
-        self.warm_wait_s = float(os.environ.get(WARM_WAIT_ENV) or WARM_WAIT_S)
+        self.warm_wait_s = config.get(WARM_WAIT_ENV)
         self.con = duckdb.connect(":memory:")
         self._lock = threading.Lock()
         self._sigs: dict[str, tuple] = {}

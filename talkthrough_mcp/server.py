@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
-from talkthrough_assets import store
+from talkthrough_assets import config, store
 
 from . import guidance
 from .errors import InvalidArgument, ReadError
@@ -459,7 +459,7 @@ def _finish(warmup: Warmup, rc: int) -> int:
 def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = DEFAULT_PORT, token: str | None = None) -> int:
     """Run the server until the client disconnects (stdio: EOF on stdin) or the process is stopped
     (HTTP). Exits 0 in both cases, also while the index is still warming up."""
-    token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
+    token = token if token is not None else config.get(TOKEN_ENV)
     if http:
         try:
             host = normalize_host(host)

@@ -50,8 +50,9 @@ def _row(**kw) -> dict:
 
 def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], words: Sequence[dict],
               num_speakers: int | str | None, threshold: float | None, window_shift: float = WINDOW_SHIFT_RATIO,
-              cache: EngineCache | None = None) -> dict:
+              cache: EngineCache | None = None, models_dir: str | None = None) -> dict:
     """Diarize ``wav_path`` (16 kHz mono WAV; None = no audio stream) and attribute the transcript.
+    ``models_dir``: ``$TALKTHROUGH_DIARIZATION_MODELS`` (see :func:`resolve_models`).
 
     ``num_speakers``: a count, or ``"auto"`` (also None / 0) to find it from the audio. A given count is
     honoured: the engine clusters into exactly that many (where its own clustering finds fewer, a finer
@@ -90,7 +91,7 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     if float(abs(samples).max()) < SILENCE_PEAK:
         return done(empty, reason="no speech detected (silent audio)")
     try:
-        models = resolve_models()
+        models = resolve_models(models_dir=models_dir)
         row.update(segmentation_model=models.label("segmentation"), embedding_model=models.label("embedding"))
         raw = run_engine(samples, models, n_req, thr, window_shift, cache=cache)
     except ModelUnavailable as e:

@@ -7,10 +7,10 @@ imported lazily, only when diarization really runs.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
+from .. import config
 from .diarize_labels import exclusive_spans, labels_in_order
 from .diarize_models import DiarizationModels, ModelUnavailable
 
@@ -52,7 +52,7 @@ def threads() -> int:
     2 threads doubled the CPU time for the same work (20 vs 10 CPU-s per audio minute) and were ~2x
     slower in wall time whenever anything else ran (the Dagster pool runs 2 steps at once); these
     int8 models are too small for intra-op threads to pay. ``TALKTHROUGH_DIARIZATION_THREADS`` overrides."""
-    return max(1, int(os.environ.get(ENV_THREADS) or 1))
+    return max(1, config.get(ENV_THREADS) or 1)
 
 
 def engine_version() -> str | None:

@@ -152,9 +152,10 @@ def ensure_cached(spec: ModelSpec, folder: Path, *, timeout: float = 60) -> Path
     return dest
 
 
-def resolve_models(*, download: bool = True) -> DiarizationModels:
-    """Find the models (see module doc). Raises :class:`ModelUnavailable` with a one-line reason."""
-    env = os.environ.get(ENV_MODELS_DIR)
+def resolve_models(*, download: bool = True, models_dir: str | None = None) -> DiarizationModels:
+    """Find the models (see module doc); ``models_dir``: the value of ``$TALKTHROUGH_DIARIZATION_MODELS``
+    (config), which is authoritative. Raises :class:`ModelUnavailable` with a one-line reason."""
+    env = models_dir
     if env:
         found = find_in_dir(env)
         if found:

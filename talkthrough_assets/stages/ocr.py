@@ -14,12 +14,10 @@ import json
 import os
 import threading
 
+from .. import config
+
 CODE_VERSION = "6"
 _lock = threading.Lock()
-
-
-def enabled_setting() -> bool:
-    return os.environ.get("TALKTHROUGH_OCR", "on").strip().lower() not in {"off", "0", "false", "no"}
 
 
 # Text detection runs on a copy scaled to at most this many px on its longest side; recognition still
@@ -28,7 +26,8 @@ def enabled_setting() -> bool:
 # The cap only ever shrinks a frame that RapidOCR would not upscale: a small frame (shortest side under
 # DET_MIN_SIDE, e.g. 640x480) keeps RapidOCR's own upscaling, because detecting on it at native size glues
 # neighbouring words ("1024x76825fpsPhotoJPEG75%" on a 640x480 title; read right at the default size).
-DET_MAX_SIDE = int(os.environ.get("TALKTHROUGH_OCR_DET_SIDE", "1024") or 0)
+# The cap is TALKTHROUGH_OCR_DET_SIDE (config), read when the engine loads; DET_MAX_SIDE is its default.
+DET_MAX_SIDE = 1024
 DET_MIN_SIDE = 736  # RapidOCR's Det.limit_side_len with limit_type "min" (its config.yaml default)
 
 
@@ -57,7 +56,7 @@ class _BandMode(threading.local):
 _band = _BandMode()
 
 
-def _det_preprocess(det):
+def _det_preprocess(det, max_side: int):
     """RapidOCR's DetPreProcess with :func:`det_scale` sizing (same multiple-of-32 rounding)."""
     import cv2
     from rapidocr.ch_ppocr_det.utils import DetPreProcess
@@ -65,7 +64,7 @@ def _det_preprocess(det):
     class _Scaled(DetPreProcess):
         def resize(self, img):
             h, w = img.shape[:2]
-            r = band_scale(h, w) if _band.active else det_scale(h, w)
+            r = band_scale(h, w, max_side=max_side) if _band.active else det_scale(h, w, max_side=max_side)
             rh, rw = int(round(int(h * r) / 32) * 32), int(round(int(w * r) / 32) * 32)
             if rh <= 0 or rw <= 0:
                 return None
@@ -110,17 +109,27 @@ def engine_name() -> str:
     return f"rapidocr {v} ({MODELS['Det'][:-5]}, {MODELS['Rec'][:-5]})"
 
 
-def _load_engine():
+def det_max_side() -> int:
+    """The detection cap in force (TALKTHROUGH_OCR_DET_SIDE; 0 = no cap)."""
+    return config.get("TALKTHROUGH_OCR_DET_SIDE")
+
+
+def engine_fingerprint() -> dict:
+    """What, besides its settings, changes the ocr stage's output (its StageSpec.engine)."""
+    return {"engine": engine_name(), "det_max_side": det_max_side()}
+
+
+def _load_engine(max_side: int):
     from rapidocr import RapidOCR
 
     models = bundled_models()
     params = {"Global.log_level": "warning", "Global.use_cls": False}
     params.update({f"{task}.model_path": path for task, path in models.items()})
     engine = RapidOCR(params=params)
-    if DET_MAX_SIDE:
+    if max_side:
         try:
             det = engine._load_det_model()
-            pre = _det_preprocess(det)
+            pre = _det_preprocess(det, max_side)
             det.get_preprocess = lambda *_: pre
         except (ImportError, AttributeError):  # another rapidocr layout: keep its own sizing
             pass
@@ -141,7 +150,7 @@ class OcrEngine:
         try:
             with self._lock:  # one engine, even when a warm-up thread asks at the same moment
                 if self._engine is None:
-                    self._engine = _load_engine()
+                    self._engine = _load_engine(det_max_side())
                 return self._engine, "rapidocr"
         except Exception as e:  # missing wheel, broken onnxruntime: OCR off, recorded
             return None, f"off (rapidocr unavailable: {type(e).__name__}: {e})"

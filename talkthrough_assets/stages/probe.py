@@ -119,14 +119,12 @@ def effective_seconds(info: dict) -> float:
 
 
 def preflight_disk(info: dict, target_dir: str | os.PathLike, *, max_frames: int,
-                   min_free_bytes: int | None = None) -> dict:
+                   min_free_bytes: int = 0) -> dict:
     """Refuse before writing anything when the data root lacks room for audio cache + keyframes."""
     secs = effective_seconds(info)
     need = int(secs * 16000 * 2) if info["has_audio"] else 0
     need += max_frames * _FRAME_BYTES if info["has_video"] else 0
     need += 5_000_000  # tables, manifest
-    if min_free_bytes is None:
-        min_free_bytes = int(os.environ.get("TALKTHROUGH_MIN_FREE_BYTES", "0") or 0)
     target = Path(target_dir)
     target.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(target).free

@@ -16,6 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import config
 from . import word_timing
 
 CODE_VERSION = "5"
@@ -53,12 +54,12 @@ LANGUAGE_CHECK_MIN_TOP_P = 0.8  # ... with at least this probability. Measured o
 VAD_GATE_PAD_MS = 400
 
 
-def cpu_threads(shared: bool = False) -> int:
+def cpu_threads(shared: bool = False, override: int | None = None) -> int:
     """Whisper's CPU threads: every core, or half of them when another stage runs beside it (the
     visual branch of a video): two CTranslate2 threads competing with OCR/decoding for 2 cores
-    spin and cost ~1.5x the CPU for no gain. TALKTHROUGH_WHISPER_THREADS overrides both."""
-    if os.environ.get("TALKTHROUGH_WHISPER_THREADS"):
-        return int(os.environ["TALKTHROUGH_WHISPER_THREADS"])
+    spin and cost ~1.5x the CPU for no gain. ``override`` (TALKTHROUGH_WHISPER_THREADS) replaces both."""
+    if override:
+        return int(override)
     n = os.cpu_count() or 2
     return max(1, n // 2) if shared else n
 
@@ -76,7 +77,7 @@ class Whisper:
 
     def model(self, model_ref: str, threads: int | None = None):
         """The loaded model (device and compute type from :func:`device_setting`)."""
-        key = (model_ref, *device_setting(), threads or cpu_threads())
+        key = (model_ref, *device_setting(), threads or cpu_threads(override=config.get("TALKTHROUGH_WHISPER_THREADS")))
         with self.lock:
             if key in self._models:
                 self._models.move_to_end(key)
@@ -102,10 +103,17 @@ def default_whisper() -> Whisper:
 
 
 def device_setting() -> tuple[str, str]:
-    """(device, compute_type): CPU int8 by default; TALKTHROUGH_DEVICE=cuda for the optional GPU path."""
-    device = os.environ.get("TALKTHROUGH_DEVICE", "cpu")
-    compute = os.environ.get("TALKTHROUGH_COMPUTE_TYPE") or ("float16" if device == "cuda" else "int8")
+    """(device, compute_type): CPU int8 by default; TALKTHROUGH_DEVICE=cuda for the optional GPU path.
+    The engine's setting (config), read when a model is loaded, not a stage function's input."""
+    device = config.get("TALKTHROUGH_DEVICE")
+    compute = config.get("TALKTHROUGH_COMPUTE_TYPE") or ("float16" if device == "cuda" else "int8")
     return device, compute
+
+
+def engine_fingerprint() -> dict:
+    """What, besides its settings, changes the segments stage's output (its StageSpec.engine)."""
+    device, compute = device_setting()
+    return {"device": device, "compute_type": compute}
 
 
 def language_checker(whisper: "Whisper", threads: int | None = None):

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from .. import config
 from ..errors import TalkthroughError
 from .paths import dagster_home, data_url, instance_lock_path, is_remote, lock_path
 
@@ -45,7 +46,7 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
         return
     busy = PartitionBusy(f"recording {recording_id} is being processed by another run; try again when it finishes")
     deadline = time.monotonic() + timeout_s
-    pg_url = os.environ.get(PG_URL_ENV)
+    pg_url = config.get(PG_URL_ENV)
     if not pg_url and is_remote() and not _warned_local_lock:
         _warn_local_lock()
     acquire = _pg_advisory_lock(pg_url, recording_id, deadline, busy) if pg_url else \

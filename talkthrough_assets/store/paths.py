@@ -4,10 +4,10 @@ key/path of every table partition, frame, WAV, manifest, settings file, lock and
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from pathlib import Path
 
+from .. import config
 from ..errors import TalkthroughError
 from .schemas import SCHEMAS
 
@@ -22,7 +22,7 @@ class InvalidRecordingId(TalkthroughError, ValueError):
 
 def data_url() -> str:
     """``$TALKTHROUGH_HOME`` as given: a local folder (default ``~/.talkthrough``) or ``s3://bucket/prefix``."""
-    return os.environ.get("TALKTHROUGH_HOME") or str(Path.home() / ".talkthrough")
+    return config.get("TALKTHROUGH_HOME") or str(Path.home() / ".talkthrough")
 
 
 def is_remote() -> bool:
@@ -34,7 +34,7 @@ def home() -> Path:
     ``$TALKTHROUGH_LOCAL_HOME`` (Dagster storage, models, locks, catalog, local frame/WAV cache)."""
     url = data_url()
     if url.startswith(REMOTE_SCHEMES):
-        local = os.environ.get("TALKTHROUGH_LOCAL_HOME")
+        local = config.get("TALKTHROUGH_LOCAL_HOME")
         if local:
             return Path(local).expanduser().resolve()
         return (Path.home() / ".talkthrough-local" / hashlib.sha256(url.encode()).hexdigest()[:12]).resolve()
@@ -141,7 +141,7 @@ def dagster_home() -> Path:
 
 
 def models_dir() -> Path:
-    return Path(os.environ.get("TALKTHROUGH_MODELS_DIR") or home() / "models")
+    return Path(config.get("TALKTHROUGH_MODELS_DIR") or home() / "models")
 
 
 def lock_path(recording_id: str) -> Path:

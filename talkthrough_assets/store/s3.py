@@ -4,10 +4,10 @@ S3-compatible server). Each write is one PUT: an object appears whole or not at 
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
+from .. import config
 from .paths import check_key, data_url
 
 _s3_cache: dict[tuple, Any] = {}
@@ -19,9 +19,9 @@ def s3_filesystem() -> tuple[Any, str]:
     import pyarrow.fs as pafs
 
     url = data_url()
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    key = (url, endpoint, region, os.environ.get("AWS_ACCESS_KEY_ID"))
+    endpoint = config.get("AWS_ENDPOINT_URL_S3") or config.get("AWS_ENDPOINT_URL") or ""
+    region = config.get("AWS_REGION") or config.get("AWS_DEFAULT_REGION") or "us-east-1"
+    key = (url, endpoint, region, config.get("AWS_ACCESS_KEY_ID"))
     with _s3_guard:
         if key not in _s3_cache:
             kw: dict[str, Any] = {"region": region}

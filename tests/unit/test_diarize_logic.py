@@ -209,7 +209,7 @@ class TestModelResolver:
         monkeypatch.setenv("TALKTHROUGH_MODELS_DIR", str(tmp_path / "cache"))
         assert M.find_in_dir(empty) is None
         with pytest.raises(M.ModelUnavailable, match="TALKTHROUGH_DIARIZATION_MODELS"):
-            M.resolve_models()
+            M.resolve_models(models_dir=str(empty))
         assert not (tmp_path / "cache").exists()  # nothing was downloaded or created
 
     def test_download_verifies_unpacks_and_caches(self, tmp_path, monkeypatch):
