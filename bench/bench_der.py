@@ -136,7 +136,9 @@ def sherpa_defaults(wav: Path, num_clusters: int = -1) -> tuple[list[tuple], flo
     import sherpa_onnx as so
 
     from talkthrough_assets import config
-    from talkthrough_assets.stages import audio, diarize_engine, diarize_models
+    from talkthrough_assets.stages import audio
+    from talkthrough_assets.stages.diarize import engine as diarize_engine
+    from talkthrough_assets.stages.diarize import models as diarize_models
 
     m = diarize_models.resolve_models(models_dir=config.get(diarize_models.ENV_MODELS_DIR))
     cfg = so.OfflineSpeakerDiarizationConfig(
@@ -203,7 +205,7 @@ def main() -> int:
     os.environ.setdefault("TALKTHROUGH_HOME", tempfile.mkdtemp(prefix="tt-bench-der-"))
     from talkthrough_assets import settings as S
     from talkthrough_assets.stages import audio
-    from talkthrough_assets.stages.diarize_engine import WINDOW_SHIFT_RATIO
+    from talkthrough_assets.stages.diarize.engine import WINDOW_SHIFT_RATIO
 
     tmp = Path(tempfile.mkdtemp(prefix="tt-der-"))
     cs, skipped = clips(args.media, tmp)

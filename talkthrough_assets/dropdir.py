@@ -42,7 +42,7 @@ from pathlib import Path
 
 from . import config, store
 from .ids import recording_id
-from .stages.diarize_labels import parse_num_speakers
+from .stages.diarize.labels import parse_num_speakers
 from .stages.probe import MEDIA_EXTS
 
 STATE_VERSION = 2

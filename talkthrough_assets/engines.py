@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from . import config
 from .stages import diarize as diarize_stage
-from .stages import diarize_engine, diarize_models
+from .stages.diarize import engine as diarize_engine
+from .stages.diarize import models as diarize_models
 from .stages import ocr as ocr_stage
 from .stages import transcribe as transcribe_stage
 

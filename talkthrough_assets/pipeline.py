@@ -621,7 +621,7 @@ def _diarization_models_appeared(rid: str) -> bool:
     row = store.read_one("diarization", rid)
     if not row or not row["requested"] or row["available"] or "diarization models" not in (row["reason"] or ""):
         return False
-    from .stages import diarize_models
+    from .stages.diarize import models as diarize_models
 
     try:
         diarize_models.resolve_models(download=False, models_dir=config.get(diarize_models.ENV_MODELS_DIR))

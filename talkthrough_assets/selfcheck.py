@@ -114,7 +114,8 @@ def engine_checks(engines=None) -> list[tuple[str, str, str]]:
     from PIL import Image, ImageDraw, ImageFont
 
     from .engines import shared
-    from .stages import diarize_engine, diarize_models
+    from .stages.diarize import engine as diarize_engine
+    from .stages.diarize import models as diarize_models
     from .stages import ocr as ocr_stage
 
     engines = engines or shared()

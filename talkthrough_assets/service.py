@@ -290,7 +290,7 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
     """Apply ``S1=Alice``-style assignments (``S1=`` removes); rebuild only the manifest.
 
     Returns (names now in force, roster labels). ValueError: bad input; RuntimeError: rebuild failed."""
-    from .stages import speaker_names
+    from .stages.diarize import speaker_names
 
     store.check_id(rid)
     changes = speaker_names.parse_name_assignments(assignments)

@@ -4,7 +4,7 @@ next page, optionally one speaker's segments only."""
 
 from __future__ import annotations
 
-from talkthrough_assets.stages import speaker_names
+from talkthrough_assets.stages.diarize import speaker_names
 
 from . import formats, snapshot
 from .args import SPEAKER_MAX_CHARS, clip, dumps, limit_arg, range_arg, text_arg

@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timezone
 
 from .keyframes import CAP_REASON_PREFIX
-from .speaker_names import name_candidates
+from .diarize.speaker_names import name_candidates
 
 CODE_VERSION = "4"  # 4: frames.cap_hit only when a cap left frames out (with its reason)
 SCHEMA = "talkthrough-manifest/v1"

@@ -21,9 +21,9 @@ from talkthrough_assets.cli import app
 from talkthrough_assets.models import sha256_file
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages import diarize as D
-from talkthrough_assets.stages import diarize_attribution as A
-from talkthrough_assets.stages import diarize_labels as L
-from talkthrough_assets.stages import diarize_models as M
+from talkthrough_assets.stages.diarize import attribution as A
+from talkthrough_assets.stages.diarize import labels as L
+from talkthrough_assets.stages.diarize import models as M
 
 SR = 16000
 

@@ -9,7 +9,7 @@ import json
 from typer.testing import CliRunner
 
 from talkthrough_assets import cli
-from talkthrough_assets.stages import diarize_models
+from talkthrough_assets.stages.diarize import models as diarize_models
 
 
 def _doctor() -> tuple[int, dict]:

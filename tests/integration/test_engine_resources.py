@@ -15,7 +15,7 @@ from fixture_facts import FIXTURES_DIR, SCREENCAST_KEYWORDS, SCREENCAST_SCENES, 
 
 from talkthrough_assets import definitions, engines, models, pipeline, store
 from talkthrough_assets.ids import recording_id
-from talkthrough_assets.stages import diarize_engine
+from talkthrough_assets.stages.diarize import engine as diarize_engine
 from talkthrough_assets.stages.ocr import OcrEngine
 from talkthrough_assets.stages.transcribe import Whisper
 

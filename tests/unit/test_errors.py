@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from talkthrough_assets import errors, models, pipeline, store
-from talkthrough_assets.stages import diarize_models
+from talkthrough_assets.stages.diarize import models as diarize_models
 from talkthrough_mcp.errors import ReadError
 
 RID = "0123456789abcdef"

@@ -15,8 +15,8 @@ import pytest
 
 from talkthrough_assets import settings as S
 from talkthrough_assets.stages import diarize, manifest
-from talkthrough_assets.stages.diarize_labels import roster
-from talkthrough_assets.stages.speaker_names import name_candidates
+from talkthrough_assets.stages.diarize.labels import roster
+from talkthrough_assets.stages.diarize.speaker_names import name_candidates
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ModelUnavailable
+from ...errors import ModelUnavailable
 
 ENV_MODELS_DIR = "TALKTHROUGH_DIARIZATION_MODELS"
 
@@ -71,7 +71,7 @@ _sha_cache: dict[tuple[str, int, float], str] = {}
 
 
 def _sha256(path: Path) -> str:
-    from ..models import sha256_file
+    from ...models import sha256_file
 
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime)
@@ -81,7 +81,7 @@ def _sha256(path: Path) -> str:
 
 
 def cache_dir() -> Path:
-    from .. import store
+    from ... import store
 
     return Path(store.models_dir()) / "diarization"
 
@@ -118,8 +118,8 @@ def ensure_cached(spec: ModelSpec, folder: Path, *, timeout: float = 60) -> Path
     """The verified cached file for ``spec``, downloading (and unpacking) it when absent.
 
     Raises :class:`ModelUnavailable` (never leaves a partial or unverified file behind)."""
-    from .. import store
-    from ..models import download_verified, sha256_file
+    from ... import store
+    from ...models import download_verified, sha256_file
 
     hit = _cached_ok(spec, folder)
     if hit:

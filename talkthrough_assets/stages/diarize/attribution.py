@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 from typing import Sequence
 
-from .diarize_labels import label_num, overlap_ms
+from .labels import label_num, overlap_ms
 
 SMOOTH_MAX_MS = 400          # a lone word this short between two runs of another speaker is that speaker's
 

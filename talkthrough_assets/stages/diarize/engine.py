@@ -10,9 +10,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .. import config
-from .diarize_labels import exclusive_spans, labels_in_order
-from .diarize_models import DiarizationModels, ModelUnavailable
+from ... import config
+from .labels import exclusive_spans, labels_in_order
+from .models import DiarizationModels, ModelUnavailable
 
 SAMPLE_RATE = 16000
 # pyannote 10 s window, 1 s hop: sherpa-onnx's default. 0.25 (2.5 s hop, ~2.3x cheaper) lost a speaker:

@@ -6,11 +6,11 @@ words/segments to speakers and builds the roster. Whisper's own segments/words a
 
 The parts, one concern each:
 
-* ``diarize_models``: finding, downloading (pinned URL + sha256) and verifying the ONNX models;
+* ``models``: finding, downloading (pinned URL + sha256) and verifying the ONNX models;
   ``$TALKTHROUGH_DIARIZATION_MODELS`` overrides;
-* ``diarize_engine``: the sherpa-onnx engine (cached per process) and per-label voice embeddings;
-* ``diarize_labels``: pure label/turn math (relabel, same-voice merges, roster);
-* ``diarize_attribution``: pure word/segment -> speaker attribution;
+* ``engine``: the sherpa-onnx engine (cached per process) and per-label voice embeddings;
+* ``labels``: pure label/turn math (relabel, same-voice merges, roster);
+* ``attribution``: pure word/segment -> speaker attribution;
 * ``speaker_names``: OCR name candidates (made by the manifest stage, the one stage downstream of both
   ``turns`` and ``ocr``) and ``talkthrough name`` parsing.
 
@@ -23,11 +23,11 @@ import os
 import time
 from typing import Sequence
 
-from .diarize_attribution import attribute_segments
-from .diarize_engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, engine_version, run_engine
-from .diarize_labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_order, merge_labels, merge_to_count,
+from .attribution import attribute_segments
+from .engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, engine_version, run_engine
+from .labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_order, merge_labels, merge_to_count,
                              parse_num_speakers, plan_merges, relabel, roster)
-from .diarize_models import ModelUnavailable, resolve_models
+from .models import ModelUnavailable, resolve_models
 
 CODE_VERSION = "3"
 ENGINE = "sherpa-onnx"
@@ -82,7 +82,7 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
 
     if wav_path is None:
         return done(empty, reason="no audio stream (video-only file)")
-    from .audio import load_wav
+    from ..audio import load_wav
 
     samples = load_wav(wav_path)
     dur_s = len(samples) / SAMPLE_RATE

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
-from .diarize_labels import label_num, labels_in_order, overlap_ms, union_ms
+from .labels import label_num, labels_in_order, overlap_ms, union_ms
 
 # --------------------------------------------------------------------------- OCR name candidates
 
