@@ -117,6 +117,8 @@ def _print_summary(s: dict) -> None:
     if s.get("more_segments"):
         out.print(f"    [dim]... {s['more_segments']} more segments[/dim]")
     out.print(f"  manifest: {_e(s['manifest'])}", highlight=False)
+    if s.get("report"):
+        out.print(f"  report: {_e(s['report'])}", highlight=False)
     if fr.get("contact_sheet"):
         out.print(f"  contact sheet: {_e(fr['contact_sheet'])}", highlight=False)
 

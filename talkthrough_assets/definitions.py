@@ -165,7 +165,9 @@ RESOURCES = {"whisper": WhisperResource(), "ocr_engine": OcrResource(), "diarize
 def _metadata(md: dict) -> dict:
     out = {}
     for k, v in md.items():
-        if k == "contact_sheet":
+        if k == "report":
+            out[k] = MetadataValue.path(v)
+        elif k == "contact_sheet":
             out[k] = MetadataValue.path(v)
             thumb = _thumbnail_md(v)
             if thumb:
@@ -177,6 +179,18 @@ def _metadata(md: dict) -> dict:
         else:
             out[k] = v
     return out
+
+
+def _publish_report(context, rid: str) -> str | None:
+    """Write the recording's HTML report (``talkthrough report``'s page) beside the manifest just published,
+    so the manifest's materialization names it; a report that cannot be written never fails the run."""
+    from talkthrough_mcp import report
+
+    try:
+        return report.publish(rid)["path"]
+    except Exception as e:  # a view of what is already published: say so and go on
+        context.log.warning(f"report not written: {type(e).__name__}: {e}")
+        return None
 
 
 def _thumbnail_md(path: str) -> str | None:
@@ -326,6 +340,8 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                     failures.append((stage, reason, res))
                     continue
                 md = {**res["metadata"], **named}
+                if stage == "manifest" and (report := _publish_report(context, rid)):
+                    md["report"] = report
                 if stage == "probe":
                     _tag_run(context, {DURATION_TAG: _duration(res["metadata"].get("duration_ms"))})
                     if len(names) > 1:

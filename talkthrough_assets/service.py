@@ -366,6 +366,8 @@ def summary(rid: str) -> dict:
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
                    "dir": store.data_location(store.frames_key(rid)),
                    "reason": pipeline.stage_reason(rid, "keyframes"), "contact_sheet": _contact_sheet(rid)},
+        # the HTML page each run writes beside the manifest (`talkthrough report` writes one anywhere)
+        "report": store.data_location(store.report_key(rid)) if store.exists(store.report_key(rid)) else None,
         "diarized": rec["diarized"], "speakers": rec["speaker_count"],
         # which count was used and why: given with --num-speakers, or found from the audio
         "speakers_note": di.get("speaker_count") if di.get("available") else None,

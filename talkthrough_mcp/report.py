@@ -195,3 +195,10 @@ def write(rid: str, path) -> dict:
     target.parent.mkdir(parents=True, exist_ok=True)
     store.atomic_write_bytes(target, html)
     return {"recording_id": rid, "path": str(target), "size_bytes": len(html)}
+
+
+def publish(rid: str) -> dict:
+    """Write the report of ``rid`` into the data root (``reports/<id>.html``, beside its manifest; on an
+    ``s3://`` root one PUT), as each run does after publishing the manifest; returns where and its size."""
+    html = build(rid).encode()
+    return {"recording_id": rid, "path": store.put_bytes(store.report_key(rid), html), "size_bytes": len(html)}

@@ -45,7 +45,7 @@ from .paths import (ID_RE, REMOTE_SCHEMES, SCHEMA_PARTITION, InvalidRecordingId,
                     catalog_path, check_id, check_key, dagster_home, data_location, data_url, dropdir_state_dir,
                     frame_file_name, frames_key, frames_root, home, instance_lock_path, is_remote, local_path,
                     lock_path, manifest_key, manifest_path, models_dir, partition_dir, partition_key,
-                    settings_key, table_key, table_path, tables_dir)
+                    report_key, settings_key, table_key, table_path, tables_dir)
 from .schemas import SCHEMAS, TABLES, SchemaMismatch, to_arrow
 from .tables import (delete_partition, ensure_schema_files, forget_recording, has_partition, read_one, read_rows,
                      recording_keys, write_table)
@@ -60,8 +60,8 @@ __all__ = [
     "ID_RE", "REMOTE_SCHEMES", "SCHEMA_PARTITION", "InvalidRecordingId", "audio_key", "audio_path", "catalog_path",
     "check_id", "check_key", "dagster_home", "data_location", "data_url", "dropdir_state_dir", "frame_file_name",
     "frames_key", "frames_root", "home", "instance_lock_path", "is_remote", "local_path", "lock_path",
-    "manifest_key", "manifest_path", "models_dir", "partition_dir", "partition_key", "settings_key", "table_key",
-    "table_path", "tables_dir",
+    "manifest_key", "manifest_path", "models_dir", "partition_dir", "partition_key", "report_key", "settings_key",
+    "table_key", "table_path", "tables_dir",
     "SCHEMAS", "TABLES", "SchemaMismatch", "to_arrow",
     "delete_partition", "ensure_schema_files", "forget_recording", "has_partition", "read_one", "read_rows",
     "recording_keys", "write_table",

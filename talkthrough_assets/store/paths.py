@@ -105,6 +105,11 @@ def manifest_key(recording_id: str) -> str:
     return f"manifests/{check_id(recording_id)}.json"
 
 
+def report_key(recording_id: str) -> str:
+    """The recording's HTML report (talkthrough_mcp.report), rewritten with each published manifest."""
+    return f"reports/{check_id(recording_id)}.html"
+
+
 def settings_key(recording_id: str) -> str:
     return f"settings/{check_id(recording_id)}.json"
 

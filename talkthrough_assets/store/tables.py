@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from .backend import delete_file, delete_tree, exists, list_names, parquet_source, write_parquet
 from .paths import (SCHEMA_PARTITION, audio_key, check_id, data_location, frames_key, local_path,
-                    manifest_key, partition_key, settings_key, table_key, table_path)
+                    manifest_key, partition_key, report_key, settings_key, table_key, table_path)
 from .schemas import SCHEMAS, TABLES, to_arrow
 
 _schema_files_done: set[str] = set()
@@ -74,11 +74,11 @@ def delete_partition(table: str, recording_id: str) -> None:
 
 def recording_keys(recording_id: str) -> list[str]:
     """Every data-root key that holds something of one recording (folders and files): its partition of
-    every table (sources/aliases and search terms included), frames, WAV, manifest and settings."""
+    every table (sources/aliases and search terms included), frames, WAV, manifest, report and settings."""
     check_id(recording_id)
     return ([partition_key(t, recording_id) for t in TABLES]
             + [frames_key(recording_id), audio_key(recording_id), manifest_key(recording_id),
-               settings_key(recording_id)])
+               report_key(recording_id), settings_key(recording_id)])
 
 
 def forget_recording(recording_id: str) -> list[str]:
@@ -90,7 +90,7 @@ def forget_recording(recording_id: str) -> list[str]:
     keys.sort(key=lambda k: not k.startswith("manifests/"))
     for key in keys:
         present = exists(key) or bool(list_names(key)) or local_path(key).exists()
-        if key.startswith(("manifests/", "settings/", "audio/")):
+        if key.startswith(("manifests/", "reports/", "settings/", "audio/")):
             delete_file(key)
         else:
             delete_tree(key)

@@ -261,3 +261,32 @@ def test_a_bad_recording_is_one_failed_partition_its_checks_warnings_and_forget_
     assert out.returncode == 0 and "Dagster partition deleted" in out.stdout + out.stderr, (out.stdout, out.stderr)
     states = _asset_states(url)
     assert {stage: _painted_failed(states[stage]) for stage in STAGES} == {stage: [] for stage in STAGES}
+
+
+MANIFEST_REPORT = """
+query($partition: String!) {
+  assetOrError(assetKey: {path: ["manifest"]}) {
+    ... on Asset { assetEventHistory(partitions: [$partition], limit: 5, eventTypeSelectors: [MATERIALIZATION]) {
+      results { ... on MaterializationEvent { runId metadataEntries { label ... on PathMetadataEntry { path } } } } } }
+  }
+}"""
+
+
+def test_the_manifest_materialization_links_the_recordings_html_report(ui):
+    """#22 item 1: the manifest stage's materialization names the report each run writes beside the manifest
+    (the same page as `talkthrough report`), and `forget` removes it with the rest."""
+    from talkthrough_assets import store
+
+    url, rid = ui["url"], ui["rid"]
+    events = gql(url, MANIFEST_REPORT, {"partition": rid})["assetOrError"]["assetEventHistory"]["results"]
+    mine = [e for e in events if e["runId"] == ui["process_run"]]
+    assert mine, events
+    paths = [m["path"] for m in mine[0]["metadataEntries"] if m["label"] == "report"]
+    assert paths == [str(ui["home"] / "reports" / f"{rid}.html")], mine
+    page = (ui["home"] / "reports" / f"{rid}.html").read_text()
+    assert page.startswith("<!doctype html>") and SILENT_NAME in page and "Content-Security-Policy" in page
+    out = subprocess.run(talkthrough_command() + ["report", rid, "-o", str(ui["tmp"] / "report.html")],
+                         env=ui["env"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert (ui["tmp"] / "report.html").read_text() == page  # one page, wherever it is written
+    assert f"reports/{rid}.html" in store.recording_keys(rid)  # what `talkthrough forget` removes

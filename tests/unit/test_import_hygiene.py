@@ -137,6 +137,10 @@ LAYERS = {
              "talkthrough_assets.config",
              "talkthrough_assets.mediaio", "talkthrough_assets.models", "talkthrough_assets.sqlite_tuning"},
     "stages": {"talkthrough_assets.stages"},  # and every talkthrough_assets.stages.* module
+    # the published recording as readers see it (core and stages only): the MCP server's snapshot, the export
+    # formats and the HTML report, which each run also writes beside the manifest (orchestration)
+    # (the package root talkthrough_mcp imports nothing, so `from talkthrough_mcp import report` stays here)
+    "read": {"talkthrough_mcp", "talkthrough_mcp.snapshot", "talkthrough_mcp.formats", "talkthrough_mcp.report"},
     "pipeline": {"talkthrough_assets.stagespec", "talkthrough_assets.settings", "talkthrough_assets.engines",
                  "talkthrough_assets.pipeline", "talkthrough_assets.registry", "talkthrough_assets.dropdir",
                  "talkthrough_assets.selfcheck"},
@@ -151,9 +155,9 @@ def layer_of(module: str) -> str:
         return "stages"
     if module.startswith("talkthrough_assets.store."):  # the store package's modules (paths, tables ...)
         return "core"
-    if module == "talkthrough_mcp" or module.startswith("talkthrough_mcp."):
-        return "surfaces"
     found = [name for name, mods in LAYERS.items() if module in mods]
+    if not found and module.startswith("talkthrough_mcp."):
+        return "surfaces"
     assert found, f"{module} is in no layer: add it to LAYERS (and to the README's Architecture table)"
     return found[0]
 
