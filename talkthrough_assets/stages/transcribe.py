@@ -19,7 +19,7 @@ import numpy as np
 from .. import config
 from . import word_timing
 
-CODE_VERSION = "5"
+CODE_VERSION = "6"
 # Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults, same model, same run
 # (eval clips, the 10-min screencast and the 30-min meeting of bench/make_long_media.py):
 # * beam 5 (faster-whisper's default): greedy decoding lost words (pooled WER 9.5 % vs 6.6 % on read speech);
@@ -151,10 +151,10 @@ def _context(t0: float, t1: float, n: int) -> tuple[int, int]:
     return int(a * 16000), int(b * 16000)
 
 
-def _doubtful(seg) -> bool:
-    probs = [w.probability for w in (seg.words or [])]
+def _doubtful(avg_logprob: float, words: list[dict]) -> bool:
+    probs = [w["probability"] for w in words]
     mean_p = sum(probs) / len(probs) if probs else 0.0
-    return mean_p < LANGUAGE_CHECK_WORD_PROB or seg.avg_logprob < LANGUAGE_CHECK_LOGPROB
+    return mean_p < LANGUAGE_CHECK_WORD_PROB or avg_logprob < LANGUAGE_CHECK_LOGPROB
 
 
 def speech_regions(samples: np.ndarray, threshold: float = VAD_GATE_THRESHOLD) -> list[tuple[int, int]]:
@@ -205,37 +205,46 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
         model = whisper.model(model_ref, threads)
         seg_iter, info = model.transcribe(
             samples, language=language or None, beam_size=beam_size, vad_filter=False,
-            word_timestamps=True, initial_prompt=vocabulary or None, hotwords=vocabulary or None,
+            word_timestamps=False, initial_prompt=vocabulary or None, hotwords=vocabulary or None,
             condition_on_previous_text=condition_on_previous_text, temperature=temperature,
         )
         english_only = not model.model.is_multilingual
         check = language_checker(whisper, threads) if (language_check and english_only) else None
+
+        def drop(s, start: float, end: float, reason: str, lang: str | None = None) -> None:
+            dropped.append({"t0_ms": int(round(start * 1000)), "t1_ms": int(round(end * 1000)),
+                            "reason": reason, "text": s.text.strip(), "lang": lang})
+
+        candidates = []
+        for s in seg_iter:
+            if regions is not None and not _has_speech(regions, s.start, s.end):
+                drop(s, s.start, s.end, "no speech in its time span (voice activity detection)")
+            elif max_compression_ratio is not None and (cr := compression_ratio(s.text)) > max_compression_ratio:
+                drop(s, s.start, s.end, f"repetition (compression ratio {cr:.1f} > {max_compression_ratio})")
+            else:
+                candidates.append(s)
+        # words are aligned after decoding, window by window (see word_timing.align_segments: decoding with
+        # word_timestamps=True lost the last words of a recording)
+        aligned = word_timing.align_segments(model, samples, candidates, info.language)
         segments, words = [], []
         seq = -1
-        for s in seg_iter:
-            reason, lang = None, None
-            if regions is not None and not _has_speech(regions, s.start, s.end):
-                reason = "no speech in its time span (voice activity detection)"
-            elif max_compression_ratio is not None and (cr := compression_ratio(s.text)) > max_compression_ratio:
-                reason = f"repetition (compression ratio {cr:.1f} > {max_compression_ratio})"
-            elif check is not None and _doubtful(s):
-                lang, p, p_en = check(samples[slice(*_context(s.start, s.end, len(samples)))])
+        for s, a in zip(candidates, aligned):
+            if check is not None and _doubtful(s.avg_logprob, a["words"]):
+                lang, p, p_en = check(samples[slice(*_context(a["start"], a["end"], len(samples)))])
                 if lang != "en" and p >= LANGUAGE_CHECK_MIN_TOP_P and p_en < LANGUAGE_CHECK_MIN_P:
-                    reason = (f"spoken language is {lang} (p={p:.2f}, P(en)={p_en:.3f}); "
-                              f"the English-only model {model_label} cannot transcribe it")
-            if reason:
-                dropped.append({"t0_ms": int(round(s.start * 1000)), "t1_ms": int(round(s.end * 1000)),
-                                "reason": reason, "text": s.text.strip(),
-                                "lang": lang if reason.startswith("spoken language") else None})
-                continue
+                    drop(s, a["start"], a["end"], f"spoken language is {lang} (p={p:.2f}, P(en)={p_en:.3f}); "
+                         f"the English-only model {model_label} cannot transcribe it", lang)
+                    continue
             seq += 1
             text = s.text.strip()
-            segments.append({"seq": seq, "t0_ms": int(round(s.start * 1000)), "t1_ms": int(round(s.end * 1000)),
-                             "text": text, "avg_logprob": float(s.avg_logprob),
-                             "no_speech_prob": float(s.no_speech_prob)})
-            for i, w in enumerate(s.words or []):
-                words.append({"seq": seq, "idx": i, "t0_ms": int(round(w.start * 1000)),
-                              "t1_ms": int(round(w.end * 1000)), "word": w.word, "prob": float(w.probability)})
+            segments.append({"seq": seq, "t0_ms": int(round(a["start"] * 1000)),
+                             "t1_ms": int(round(a["end"] * 1000)), "text": text,
+                             "avg_logprob": float(s.avg_logprob), "no_speech_prob": float(s.no_speech_prob)})
+            for i, w in enumerate(a["words"]):
+                words.append({"seq": seq, "idx": i, "t0_ms": int(round(w["start"] * 1000)),
+                              "t1_ms": int(round(w["end"] * 1000)), "word": w["word"],
+                              "prob": float(w["probability"])})
+        dropped.sort(key=lambda d: d["t0_ms"])
     if refine_words:
         words = word_timing.refine(samples, words, model_label)
     meta.update(language=info.language, language_probability=float(info.language_probability),

@@ -90,3 +90,46 @@ def refine(samples: np.ndarray, words: list[dict], model_label: str | None = Non
                     prev["t1_ms"] = new
                 w["t0_ms"] = new
     return out
+
+
+# faster-whisper's TranscriptionOptions defaults
+PREPEND_PUNCTUATIONS = "\"'“¿([{-"
+APPEND_PUNCTUATIONS = "\"'.。,，!！?？:：”)]}、"
+
+
+def align_segments(model, samples: np.ndarray, segments: list, language: str | None) -> list[dict]:
+    """Word timestamps for segments decoded *without* them.
+
+    ``model`` is a faster_whisper.WhisperModel, ``segments`` its Segment tuples from
+    ``transcribe(word_timestamps=False)``. With ``word_timestamps=True`` faster-whisper moves its window to
+    the end of the last aligned word, and at the end of a recording the alignment stretches the last word over
+    the rest of the audio: the words after it ("... at the | train station") were never decoded (3 clips of
+    the eval set lost their last words). Decoding without word timestamps keeps bare faster-whisper's windows;
+    here each window is encoded again and its segments are aligned with faster-whisper's own DTW
+    (``add_word_timestamps``), as it does. Returns, per segment, ``{"start", "end", "words": [{"start",
+    "end", "word", "probability"}]}`` (times in seconds)."""
+    from faster_whisper.audio import pad_or_trim
+    from faster_whisper.tokenizer import Tokenizer
+
+    out: list[dict] = [{"start": s.start, "end": s.end, "words": []} for s in segments]
+    if not segments:
+        return out
+    tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe",
+                          language=language if model.model.is_multilingual else "en")
+    features = model.feature_extractor(samples)
+    content_frames = features.shape[-1] - 1
+    n_frames = model.feature_extractor.nb_max_frames
+    windows: dict[int, list[int]] = {}
+    for i, s in enumerate(segments):
+        windows.setdefault(int(s.seek), []).append(i)
+    last_speech = 0.0
+    for seek in sorted(windows):
+        size = max(1, min(n_frames, content_frames - seek))
+        encoded = model.encode(pad_or_trim(features[:, seek:seek + size]))
+        subs = [{"seek": seek, "start": segments[i].start, "end": segments[i].end, "tokens": list(segments[i].tokens)}
+                for i in windows[seek]]
+        last_speech = model.add_word_timestamps([subs], tokenizer, encoded, size, PREPEND_PUNCTUATIONS,
+                                                APPEND_PUNCTUATIONS, last_speech_timestamp=last_speech) or last_speech
+        for i, sub in zip(windows[seek], subs):
+            out[i] = {"start": sub["start"], "end": sub["end"], "words": sub.get("words", [])}
+    return out
