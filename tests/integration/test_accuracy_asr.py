@@ -129,3 +129,23 @@ def test_word_starts_are_near_timits_hand_labels():
     assert abs(errs[0]) <= 60, errs  # "she": 0.191 s in TIMIT
     s = bwt.stats(errs)
     assert s["median_ms"] <= 80 and s["max_ms"] <= 200, s
+
+
+@pytest.mark.parametrize("cut", [0.6, 0.8])
+def test_the_last_words_of_a_recording_are_transcribed(cut):
+    """A recording that stops while someone speaks (the first 60 % / 80 % of a LibriSpeech utterance): the
+    transcript ends with the words bare faster-whisper reads there. Decoding with word_timestamps=True lost
+    them ('... even' without 'the soaring arena around'; '... thousands' without 'of spectators'): the last
+    aligned word was stretched to the end of the audio and the decoder's window moved past the rest."""
+    from faster_whisper import WhisperModel
+
+    samples = bench_asr._decode(MEDIA / "asr" / "ortx_librispeech-1272-141231-0002.flac")
+    samples = samples[: int(len(samples) * cut)]
+    ref, label = models.resolve_whisper()
+    bare = WhisperModel(ref, device="cpu", compute_type="int8", cpu_threads=2)
+    expected = bench_asr.norm(" ".join(s.text for s in bare.transcribe(samples)[0]))
+    out = transcribe.transcribe(samples, model_ref=ref, model_label=label)
+    got = bench_asr.norm(" ".join(s["text"] for s in out["segments"]))
+    assert got[-3:] == expected[-3:], (got, expected)
+    assert bench_asr.norm(" ".join(w["word"] for w in out["words"])) == got  # every word has its timing
+    assert out["words"][-1]["t1_ms"] <= out["meta"]["audio_ms"] + 20
