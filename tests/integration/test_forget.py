@@ -1,6 +1,6 @@
 """`talkthrough forget` (#22 item 3), through the real CLI on recordings processed by the real Dagster job:
 every trace of the forgotten recording goes (each table's partition incl. search terms and aliases, frames,
-WAV, manifest, settings, the Dagster partition), a running MCP reader stops knowing
+WAV, manifest, report, settings, the Dagster partition), a running MCP reader stops knowing
 it, other recordings are byte-for-byte untouched, and processing the same bytes again starts clean."""
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def test_forget_removes_one_recording_everywhere_and_nothing_else(tt_home, tmp_p
         assert store.has_partition(table, rid), table
     assert len(store.read_rows("sources", rid)) == 2
     assert store.exists(store.settings_key(rid)) and store.exists(store.audio_key(rid))
+    assert store.exists(store.report_key(rid))  # the HTML page each run writes beside the manifest
     inst = service.instance()
     assert inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
     before_keep = _tree(keep)
@@ -68,7 +69,8 @@ def test_forget_removes_one_recording_everywhere_and_nothing_else(tt_home, tmp_p
         for table in store.TABLES:
             assert not store.has_partition(table, rid), table
             assert not store.partition_dir(table, rid).exists(), table
-        for key in (store.frames_key(rid), store.audio_key(rid), store.manifest_key(rid), store.settings_key(rid)):
+        for key in (store.frames_key(rid), store.audio_key(rid), store.manifest_key(rid), store.report_key(rid),
+                    store.settings_key(rid)):
             assert not (store.home() / key).exists(), key
         assert not inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
         assert inst.has_dynamic_partition(registry.PARTITIONS_NAME, keep)
