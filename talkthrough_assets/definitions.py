@@ -229,10 +229,10 @@ def _stop(reason: str) -> Exception:
     return DagsterUserCodeProcessError(reason, user_code_process_error_infos=[info])
 
 
-def _check_result(stage: str, c: dict) -> AssetCheckResult:
-    return AssetCheckResult(asset_key=stage, check_name=c["name"], passed=c["passed"],
-                            severity=CHECK_SEVERITY.get(c["name"], AssetCheckSeverity.WARN),
-                            description=c["description"], metadata={"detail": c["description"]})
+def _check_result(stage: str, c: pipeline.CheckResult) -> AssetCheckResult:
+    return AssetCheckResult(asset_key=stage, check_name=c.name, passed=c.passed,
+                            severity=CHECK_SEVERITY.get(c.name, AssetCheckSeverity.WARN),
+                            description=c.description, metadata={"detail": c.description})
 
 
 def _not_materialized(stage: str, rid: str, reason: str) -> AssetObservation:
@@ -339,19 +339,18 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                     reason = str(res) if isinstance(res, pipeline.Skipped) else f"{stage}: {res.reason}"
                     failures.append((stage, reason, res))
                     continue
-                md = {**res["metadata"], **named}
+                md = {**res.metadata, **named}
                 if stage == "manifest" and (report := _publish_report(context, rid)):
                     md["report"] = report
                 if stage == "probe":
-                    _tag_run(context, {DURATION_TAG: _duration(res["metadata"].get("duration_ms"))})
+                    _tag_run(context, {DURATION_TAG: _duration(res.metadata.get("duration_ms"))})
                     if len(names) > 1:
                         md["aliases"] = ", ".join(names[1:])
                 materialized.add(stage)
                 yield MaterializeResult(
                     asset_key=stage, metadata=_metadata(md),
-                    data_version=DataVersion(res["data_version"]),
-                    check_results=[_check_result(stage, c) for c in res.get("checks", [])
-                                   if c["name"] in selected_checks])
+                    data_version=DataVersion(res.data_version),
+                    check_results=[_check_result(stage, c) for c in res.checks if c.name in selected_checks])
         except store.PartitionBusy as e:
             failures.append(("", str(e), e))
         # checks selected without their stage (UI: "Execute check"): re-verify what is on disk
@@ -457,15 +456,15 @@ def check_recording_op(context: OpExecutionContext) -> None:
     _tag_run(context, {FILENAME_TAG: pipeline.recording_filename(rid)})
     for name in sorted(CHECK_STAGE):
         c = _log_check(context, name, rid)
-        context.log.info(f"{name}: {'passed' if c['passed'] else 'FAILED'}: {c['description']}")
+        context.log.info(f"{name}: {'passed' if c.passed else 'FAILED'}: {c.description}")
 
 
-def _log_check(context, name: str, rid: str) -> dict:
+def _log_check(context, name: str, rid: str) -> pipeline.CheckResult:
     """Re-verify check ``name`` of recording ``rid`` on disk and record the result for that partition."""
     c = pipeline.verify_check(name, rid)
     context.log_event(AssetCheckEvaluation(
-        asset_key=AssetKey(CHECK_STAGE[name]), check_name=name, passed=c["passed"], partition=rid,
-        severity=CHECK_SEVERITY[name], description=c["description"], metadata={"detail": c["description"]}))
+        asset_key=AssetKey(CHECK_STAGE[name]), check_name=name, passed=c.passed, partition=rid,
+        severity=CHECK_SEVERITY[name], description=c.description, metadata={"detail": c.description}))
     return c
 
 
@@ -476,7 +475,7 @@ def _check_every_recording(context, names: list[str]) -> None:
         if not store.ID_RE.fullmatch(rid):
             continue
         failed += [f"{pipeline.recording_filename(rid) or rid}: {name}" for name in names
-                   if not _log_check(context, name, rid)["passed"]]
+                   if not _log_check(context, name, rid).passed]
     context.log.info(f"no recording picked: checked {', '.join(names)} of every recording ({len(ids)}), each "
                      f"result recorded for its partition; {len(failed)} failed" + (": " + "; ".join(failed[:20]) if failed else ""))
 

@@ -1,49 +1,36 @@
-"""Per-partition stage runners: read upstream outputs from the store, call the stage function,
-write outputs atomically, record what config/code produced them. No Dagster here.
-
-Every runner returns ``{"metadata": {...}, "data_version": str}``; Dagster assets are thin
-wrappers over :func:`run_stage`.
+"""Running stages: one stage of one recording (:func:`run_stage`: the stage module's ``run()``, as its
+StageSpec holds it, under the recording's lock, recording what config/code produced it), the concurrent
+scheduler of a recording's stages (:func:`run_stages`), what to re-run (:func:`plan`), model prewarm and
+source registration. No Dagster here; Dagster assets are thin wrappers over :func:`run_stages`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import inspect
-import json
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from . import config
 from . import settings as S
 from . import store
 from .engines import Engines
 from .engines import shared as shared_engines
-from .errors import BadMediaError, InternalError, StageError
-from .ids import recording_id
-from .stagespec import SPECS
-from .stages import audio as audio_stage
-from .stages import dedup as dedup_stage
+from .errors import InternalError, StageError
 from .stages import keyframes as keyframes_stage
 from .stages import manifest as manifest_stage
-from .stages import ocr as ocr_stage
 from .stages import probe as probe_stage
-from .stages import terms as terms_stage
+from .stages import runner
 from .stages import transcribe as transcribe_stage
-from .stages import wallclock as wallclock_stage
+from .stages.runner import CheckResult, StageResult, source_path, stage_reason, stage_state  # noqa: F401
+from .stagespec import SPECS
 
 CODE_VERSIONS = {sp.name: sp.code_version for sp in SPECS}  # from stagespec; tests may patch this dict
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _digest(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------- sources
@@ -61,139 +48,24 @@ def register_source(path: str | Path, recording_id: str) -> dict:
     return row
 
 
-def source_path(recording_id: str) -> Path:
-    """The newest registered path that still exists (aliases are fallbacks)."""
-    rows = store.read_rows("sources", recording_id)
-    if not rows:
-        raise StageError(f"recording {recording_id} has no registered source file", stage="probe")
-    for r in sorted(rows, key=lambda r: r["seen_at"], reverse=True):
-        if Path(r["path"]).exists():
-            return Path(r["path"])
-    raise StageError(f"source file is gone: {rows[-1]['path']} (moved or deleted since it was registered)",
-                     stage="probe")
+# --------------------------------------------------------------------------- stages and checks
+
+# each stage's run() (its module's), as its StageSpec holds it: (recording id, effective settings) -> StageResult
+RUNNERS: dict[str, Callable[..., StageResult]] = {spec.name: spec.run for spec in SPECS}
+# the stages whose run() also takes the loaded Engines (StageSpec.engines)
+ENGINE_STAGES = frozenset(spec.name for spec in SPECS if spec.engines)
+_CHECKS = {c.name: c for spec in SPECS for c in spec.checks}
+
+frame_index_check = keyframes_stage.frame_index_check
+transcript_check = transcribe_stage.transcript_check
+build_manifest = manifest_stage.build_stored
 
 
-# --------------------------------------------------------------------------- stage runners
-
-def _probe(rid: str, cfg: dict) -> dict:
-    src = source_path(rid)
-    if recording_id(src) != rid:  # hashed once per process: registration already did it
-        raise StageError(f"{src.name} changed since it was registered (sha256 no longer matches {rid})")
-    info = probe_stage.probe_file(src, max_seconds=cfg["max_seconds"])
-    probe_stage.preflight_disk(info, store.home(), max_frames=int(cfg["max_frames"]),
-                               min_free_bytes=config.get("TALKTHROUGH_MIN_FREE_BYTES"))
-    store.write_table("probe", rid, [info])
-    md = {"filename": src.name, "duration_s": round(info["duration_ms"] / 1000, 3),
-          **{k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}}
-    return {"metadata": md, "data_version": _digest(info)}
-
-
-def _probe_row(rid: str) -> dict:
-    row = store.read_one("probe", rid)
-    if row is None:
-        raise StageError("probe output missing: materialize `probe` first")
-    return row
-
-
-def _wall_clock(rid: str, cfg: dict) -> dict:
-    p = _probe_row(rid)
-    try:
-        wc = wallclock_stage.resolve(tags=p["tags_json"], duration_ms=p["duration_ms"], file_mtime=p["file_mtime"],
-                                     recorded_at=cfg.get("recorded_at"))
-    except ValueError as e:
-        raise StageError(str(e)) from None
-    store.write_table("wall_clock", rid, [wc])
-    return {"metadata": {"start_utc": wc["start_utc"] or "null", "source": wc["source"] or "none",
-                         "confidence": wc["confidence"] or "none"}, "data_version": _digest(wc)}
-
-
-def _audio(rid: str, cfg: dict) -> dict:
-    p = _probe_row(rid)
-    dst = store.audio_path(rid)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    reason = None
-    with store.atomic_path(dst) as tmp:
-        try:
-            if not p["has_audio"]:
-                raise BadMediaError("no audio stream (video-only file)")
-            res = audio_stage.extract_wav(p["path"], tmp, max_seconds=p["max_seconds"] if p["cap_hit"] else None)
-        except BadMediaError as e:  # unreadable audio: an empty WAV and a reason; frames still go on
-            reason = e.reason if not p["has_audio"] else f"audio stream could not be read: {e.reason}"
-            audio_stage.write_silent_wav(tmp)
-            res = {"samples": 0, "duration_ms": 0, "peak": 0}
-    store.publish_file(dst, store.audio_key(rid))
-    md = {"has_audio": p["has_audio"], "audio_ms": res["duration_ms"], "peak": res["peak"], "reason": reason or ""}
-    return {"metadata": md, "data_version": _digest([p["path"], p["size_bytes"], res]), "reason": reason}
-
-
-def _segments(rid: str, cfg: dict, engines: Engines) -> dict:
-    from .models import resolve_whisper
-
-    p = _probe_row(rid)
-    ref, label = resolve_whisper(cfg.get("whisper_model"))
-    peak = 0
-    audio_reason = stage_reason(rid, "audio")
-    if not p["has_audio"]:
-        out = transcribe_stage.unavailable("no audio stream (video-only file)", label)
-    elif audio_reason:
-        out = transcribe_stage.unavailable(audio_reason, label)
-    else:
-        samples = audio_stage.load_wav(_wav(rid))  # read once: transcript + loudness check
-        peak = audio_stage.peak(samples)
-        out = transcribe_stage.transcribe(samples, model_ref=ref, model_label=label, language=cfg.get("language"),
-                                          threads=_whisper_threads(shared=_shares_cpu(rid)),
-                                          vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or transcribe_stage.BEAM_SIZE),
-                                          whisper=engines.whisper)
-    store.write_table("segments", rid, out["segments"])
-    store.write_table("words", rid, out["words"])
-    docs = [(s["seq"], s["t0_ms"], s["text"]) for s in out["segments"]]
-    store.write_table("terms", rid, terms_stage.term_rows("transcript", docs), part="transcript")
-    store.write_table("transcripts", rid, [out["meta"]])
-    m = out["meta"]
-    head = " ".join(s["text"] for s in out["segments"][:5])[:400]
-    md = {"available": m["available"], "reason": m["reason"] or "", "language": m["language"] or "",
-          "segments": m["segment_count"], "words": m["word_count"], "transcript_head": head,
-          "elapsed_s": m["elapsed_s"], "dropped_segments": m.get("dropped_count") or 0}
-    checks = [transcript_check(p["has_audio"] and peak > 1000, m["segment_count"])]
-    return {"metadata": md, "data_version": _digest(out["segments"]), "checks": checks}
-
-
-def transcript_check(loud: bool, segment_count: int) -> dict:
-    """Audible audio (peak above ~-30 dBFS) should yield a transcript; a warning, not a failure."""
-    return {"name": "transcript_present_when_audible", "passed": (not loud) or segment_count > 0,
-            "description": (f"audible audio, {segment_count} transcript segments" if loud
-                            else "no audible audio: nothing expected")}
-
-
-def verify_check(name: str, rid: str) -> dict:
+def verify_check(name: str, rid: str) -> CheckResult:
     """Re-evaluate a check from what is on disk now (the check executed on its own, e.g. from the UI)."""
-    if name == "frame_index_matches_disk":
-        return frame_index_check(rid)
-    if name == "manifest_schema_valid":
-        try:
-            published = store.get_json(store.manifest_key(rid))
-            problems = (manifest_stage.validate(published) if published is not None
-                        else ["no published manifest (materialize `manifest`)"])
-        except (OSError, ValueError) as e:
-            problems = [f"unreadable manifest: {e}"]
-        return {"name": name, "passed": not problems,
-                "description": "; ".join(problems) if problems else manifest_stage.SCHEMA}
-    if name == "transcript_present_when_audible":
-        probe = store.read_one("probe", rid) or {}
-        peak = 0
-        if probe.get("has_audio") and store.exists(store.audio_key(rid)):
-            peak = audio_stage.peak(audio_stage.load_wav(_wav(rid)))
-        return transcript_check(peak > 1000, len(store.read_rows("segments", rid)))
-    raise KeyError(f"unknown check {name!r}")
-
-
-def _whisper_threads(shared: bool) -> int:
-    return transcribe_stage.cpu_threads(shared=shared, override=config.get("TALKTHROUGH_WHISPER_THREADS"))
-
-
-def _wav(rid: str) -> Path:
-    """The recording's 16 kHz WAV as a local file (this machine's copy when the data root is remote)."""
-    return store.local_file(store.audio_key(rid))
+    if name not in _CHECKS:
+        raise KeyError(f"unknown check {name!r}")
+    return _CHECKS[name].verify(rid)
 
 
 def recording_names(rid: str) -> list[str]:
@@ -209,188 +81,6 @@ def recording_filename(rid: str) -> str | None:
     return names[0] if names else None
 
 
-def _turns(rid: str, cfg: dict, engines: Engines) -> dict:
-    if not cfg.get("diarize"):
-        row = {"available": False, "requested": False, "reason": "diarization not requested"}
-        out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": []}
-    else:
-        p = _probe_row(rid)
-        # no OCR name candidates here: ocr is not upstream of turns (the manifest stage derives them)
-        out = engines.diarizer.run_turns(
-            _wav(rid) if p["has_audio"] else None,
-            segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
-            num_speakers=cfg.get("num_speakers"), threshold=cfg.get("diarize_threshold"),
-        )
-    store.write_table("diarization", rid, [out["diarization"]])
-    store.write_table("turns", rid, out["turns"])
-    store.write_table("speakers", rid, out["speakers"])
-    store.write_table("speaker_segments", rid, out["speaker_segments"])
-    d = out["diarization"]
-    md = {"requested": bool(d.get("requested")), "available": bool(d.get("available")),
-          "reason": d.get("reason") or "", "speakers": len(out["speakers"]), "turns": len(out["turns"])}
-    return {"metadata": md, "data_version": _digest([out["turns"], out["speaker_segments"]])}
-
-
-def _keyframes(rid: str, cfg: dict) -> dict:
-    p = _probe_row(rid)
-    if not p["has_video"]:
-        store.write_table("keyframes", rid, [])
-        return {"metadata": {"frames": 0, "reason": "audio-only recording: no video stream"},
-                "data_version": _digest([]), "checks": [frame_index_check(rid, [])]}
-    gen = store.new_frames_generation(rid)
-    try:
-        res = keyframes_stage.extract(
-            p["path"], gen, duration_s=p["duration_ms"] / 1000, max_frames=int(cfg["max_frames"]),
-            scene_threshold=float(cfg["scene_threshold"]), max_seconds=p["max_seconds"] if p["cap_hit"] else None)
-    except BadMediaError as e:
-        # the video stream cannot be read (header-only, unknown codec ...): processed up to the damage,
-        # i.e. no frames, a recorded reason, and the rest of the recording still goes through
-        store.prune_frame_generations(rid, keep=set())
-        store.write_table("keyframes", rid, [])
-        reason = f"no keyframes: {e.reason}"
-        return {"metadata": {"frames": 0, "reason": reason}, "data_version": _digest(["unreadable", e.reason]),
-                "reason": reason, "checks": [frame_index_check(rid, [])]}
-    except BaseException:
-        store.prune_frame_generations(rid, keep=_live_generations(rid))
-        raise
-    rel = store.generation_key(gen)
-    rows = [dict(f, file=f"{rel}/{f['file']}") for f in res["frames"]]
-    previous = _live_generations(rid)
-    store.publish_frames_generation(gen)  # the JPEGs first, then the table that points at them
-    store.write_table("keyframes", rid, rows)
-    # keep the previous generation one more round for readers that loaded the old table
-    store.prune_frame_generations(rid, keep={gen.name} | previous)
-    md = {"frames": len(rows), "floor_s": round(res["floor_s"], 3), "decoded_frames": res["decoded"],
-          "decode_path": res["path"], "gops": res["gops"], "gops_decoded": res["gops_decoded"],
-          "max_gop_s": res["max_gop_s"], "rotation": res["rotation"], "cap_hit": res["cap_hit"],
-          "budget_skipped": res["budget_skipped"], "reason": res["reason"] or "", "frames_dir": str(gen)}
-    if rows:
-        md["contact_sheet"] = keyframes_stage.contact_sheet([gen / f["file"] for f in res["frames"]],
-                                                            gen / "contact_sheet.jpg")
-    return {"metadata": md, "data_version": _digest(rows), "checks": [frame_index_check(rid, rows)],
-            "reason": res["reason"]}
-
-
-def frame_index_check(rid: str, rows: list[dict] | None = None) -> dict:
-    """Every indexed keyframe exists on disk."""
-    rows = store.read_rows("keyframes", rid) if rows is None else rows
-    listed: dict[str, set[str]] = {}  # one listing per generation folder, not a stat (a HEAD on S3) per frame
-
-    def stored(key: str) -> bool:
-        folder, _, name = key.rpartition("/")
-        if folder not in listed:
-            listed[folder] = set(store.list_names(folder))
-        return name in listed[folder]
-
-    missing = [r["file"] for r in rows if not stored(r["file"])]
-    return {"name": "frame_index_matches_disk", "passed": not missing,
-            "description": f"{len(rows) - len(missing)}/{len(rows)} indexed keyframes on disk"
-            + (f"; missing e.g. {missing[0]}" if missing else "")}
-
-
-def _live_generations(rid: str) -> set[str]:
-    """Frame folders someone may still read: the keyframes table's and the published manifest's
-    (MCP readers serve the manifest, which lags the table until the manifest stage runs)."""
-    live = {Path(r["file"]).parent.name for r in store.read_rows("keyframes", rid)}
-    published = store.get_json(store.manifest_key(rid), None) or {}
-    live |= {Path(i["file"]).parent.name for i in (published.get("frames") or {}).get("items") or [] if i.get("file")}
-    return live
-
-
-def _dedup(rid: str, cfg: dict) -> dict:
-    frames = store.read_rows("keyframes", rid)
-    sigs = [dedup_stage.signature(store.local_file(f["file"], immutable=True)) for f in frames]
-    rows = dedup_stage.mark(frames, sigs)
-    store.write_table("dedup", rid, rows)
-    unique = sum(1 for r in rows if r["duplicate_of"] is None)
-    return {"metadata": {"frames": len(rows), "unique": unique}, "data_version": _digest(rows)}
-
-
-def _ocr(rid: str, cfg: dict, engines: Engines) -> dict:
-    frames = store.read_rows("keyframes", rid)
-    dedup_by_ms = {d["ms"]: d for d in store.read_rows("dedup", rid)}
-    unique = [(f, d) for f in frames for d in [dedup_by_ms.get(f["ms"]) or {}] if d.get("duplicate_of") is None]
-    if unique or not cfg.get("ocr"):
-        engine, status = engines.ocr.status(bool(cfg.get("ocr")))
-    else:  # nothing to read (an audio file, no frames): the engine is not even loaded
-        engine, status = None, "not run: no keyframes"
-    rows, partial = [], 0
-    if engine is not None:
-        unique = [{"ms": f["ms"], "path": store.local_file(f["file"], immutable=True),
-                   "bands": json.loads(d["changed_json"]) if d.get("changed_json") else None} for f, d in unique]
-        for r in ocr_stage.read_frames(engine, unique):
-            partial += r.pop("read") == "bands"
-            rows.append({"engine": status, **r})
-    store.write_table("ocr", rid, rows)
-    docs = [(r["ms"], r["ms"], r["text"]) for r in rows if r["text"]]
-    store.write_table("terms", rid, terms_stage.term_rows("ocr", docs), part="ocr")
-    md = {"engine": status, "frames_read": len(rows), "frames_read_in_bands": partial,
-          "frames_with_text": len(docs)}
-    return {"metadata": md, "data_version": _digest(rows)}
-
-
-def build_manifest(rid: str, cfg: dict) -> dict:
-    keyframes = store.read_rows("keyframes", rid)
-    turns, ocr = store.read_rows("turns", rid), store.read_rows("ocr", rid)
-    speakers = store.read_rows("speakers", rid)  # the manifest adds their OCR name candidates
-    frames_reason = stage_reason(rid, "keyframes")
-    return manifest_stage.build(
-        frames_reason=frames_reason, recording_id=rid, probe=_probe_row(rid), wall_clock=store.read_one("wall_clock", rid),
-        transcript=store.read_one("transcripts", rid), segments=store.read_rows("segments", rid),
-        words=store.read_rows("words", rid), diarization=store.read_one("diarization", rid),
-        turns=turns, speakers=speakers,
-        speaker_segments=store.read_rows("speaker_segments", rid), keyframes=keyframes,
-        dedup=store.read_rows("dedup", rid), ocr=ocr, settings=cfg,
-        speaker_names=cfg.get("speaker_names") or None,
-    )
-
-
-def _manifest(rid: str, cfg: dict) -> dict:
-    m = build_manifest(rid, cfg)
-    problems = manifest_stage.validate(m)
-    if problems:
-        raise StageError("manifest invalid: " + "; ".join(problems))
-    path = store.put_json(store.manifest_key(rid), m)
-    wc = m["wall_clock"] or {}
-    tr = m["transcript"]
-    di = tr.get("diarization") or {}
-    row = {
-        "filename": m["media"]["filename"], "path": m["media"]["path"], "kind": m["media"]["kind"],
-        "duration_ms": int(round(m["media"]["duration_s"] * 1000)), "size_bytes": m["media"]["size_bytes"],
-        "recorded_at": wc.get("start_utc"), "tz_offset_min": wc.get("tz_offset_min"),
-        "wall_clock_source": wc.get("source"), "wall_clock_confidence": wc.get("confidence"),
-        "language": tr.get("language"), "segment_count": len(tr["segments"]),
-        "frame_count": m["frames"]["count"], "unique_frame_count": m["frames"]["unique_count"],
-        "diarized": bool(di.get("available")), "speaker_count": len(di.get("speakers") or []),
-        "has_audio": m["media"]["has_audio"], "has_video": m["media"]["has_video"],
-        "transcript_available": tr["available"], "manifest_path": str(path), "processed_at": m["created_at"],
-    }
-    store.write_table("recordings", rid, [row])
-    store.ensure_catalog()
-    md = {"manifest": str(path), "duration_s": m["media"]["duration_s"], "segments": row["segment_count"],
-          "frames": row["frame_count"], "unique_frames": row["unique_frame_count"],
-          "recorded_at": row["recorded_at"] or "null",
-          "transcript_head": " ".join(s["text"] for s in tr["segments"][:5])[:400]}
-    stable = {k: v for k, v in m.items() if k != "created_at"}
-    # what readers will get: the published bytes, read back from the data root (not the dict above)
-    checks = [verify_check("manifest_schema_valid", rid)]
-    return {"metadata": md, "data_version": _digest(stable), "manifest": m, "checks": checks}
-
-
-# (recording id, effective settings) -> result; the stages in ENGINE_STAGES also take the Engines
-def _runner(spec) -> Callable[..., dict]:
-    """A stage's runner as its StageSpec names it ("stages.<module>:<function>"), else ``_<name>`` here."""
-    if not spec.runner:
-        return globals()[f"_{spec.name}"]
-    module, _, attr = spec.runner.partition(":")
-    return getattr(importlib.import_module(f"talkthrough_assets.{module}"), attr)
-
-
-RUNNERS: dict[str, Callable[..., dict]] = {spec.name: _runner(spec) for spec in SPECS}
-# the runners that take the Engines (an ``engines`` parameter)
-ENGINE_STAGES = frozenset(s for s, fn in RUNNERS.items() if "engines" in inspect.signature(fn).parameters)
-
-
 # A stage waits this long for another writer of the same recording before failing with a reason.
 STAGE_LOCK_WAIT_S = 600.0
 
@@ -404,7 +94,7 @@ def _notify(stage: str, rid: str, state: str, info: dict) -> None:
 
 
 def run_stage(stage: str, recording_id: str, overrides: dict | None = None,
-              engines: Engines | None = None) -> dict:
+              engines: Engines | None = None) -> StageResult:
     """Run one stage for one recording; persist ``overrides`` first; record success or failure.
     ``engines``: the loaded models (default: this process's, :func:`engines.shared`)."""
     store.check_id(recording_id)
@@ -435,9 +125,9 @@ def run_stage(stage: str, recording_id: str, overrides: dict | None = None,
         raise err from e
     elapsed = time.perf_counter() - t0
     # a stage that succeeded with less than it wanted (unreadable stream ...) keeps its reason
-    _record(recording_id, dict(base, status="ok", reason=result.get("reason"), elapsed_s=elapsed))
-    result["metadata"]["elapsed_s"] = round(elapsed, 3)
-    _notify(stage, recording_id, "ok", result["metadata"])
+    _record(recording_id, dict(base, status="ok", reason=result.reason, elapsed_s=elapsed))
+    result.metadata["elapsed_s"] = round(elapsed, 3)
+    _notify(stage, recording_id, "ok", result.metadata)
     return result
 
 
@@ -460,7 +150,7 @@ class Skipped(Exception):
 
 
 VISUAL_STAGES = ("keyframes", "dedup", "ocr")
-_shared_runs: set[str] = set()  # recordings whose current run overlaps Whisper with the visual branch
+_shared_runs = runner.sharing_cpu  # recordings whose current run overlaps Whisper with the visual branch
 
 
 @contextmanager
@@ -478,7 +168,7 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                workers: int | None = None, engines: Engines | None = None):
     """Run ``stages`` of one recording, each as soon as the selected stages it depends on are done,
     up to ``workers`` at a time (threads). Yields ``(stage, STARTED)`` when a stage starts and
-    ``(stage, result)`` when it ends, in completion order, where a result is the runner's dict, a
+    ``(stage, result)`` when it ends, in completion order, where a result is the stage's StageResult, a
     :class:`StageError`, or :class:`Skipped` for the downstream of a failure. The caller's thread
     does all the yielding (Dagster writes its events from there). ``engines``: the loaded models the
     stages run on (Dagster passes its resources; default: this process's, :func:`engines.shared`)."""
@@ -524,11 +214,6 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                 yield stage, result
 
 
-def _shares_cpu(recording_id: str) -> bool:
-    """Called when segments starts (probe has run): does the visual branch run beside it?"""
-    return recording_id in _shared_runs and _has_video(recording_id)
-
-
 def _has_video(recording_id: str) -> bool:
     p = store.read_one("probe", recording_id)
     if p is not None:
@@ -560,7 +245,8 @@ def prewarm(recording_id: str, stages: list[str], engines: Engines | None = None
     if "segments" in stages:
         from .models import resolve_whisper
 
-        threads = _whisper_threads(shared=_overlaps(recording_id, stages, stage_workers()))
+        threads = transcribe_stage.cpu_threads(shared=_overlaps(recording_id, stages, stage_workers()),
+                                               override=config.get("TALKTHROUGH_WHISPER_THREADS"))
         jobs.append(lambda: engines.whisper.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads))
     if "ocr" in stages and cfg.get("ocr") and _may_have_video(recording_id):
         jobs.append(lambda: engines.ocr.status(True))
@@ -588,15 +274,6 @@ def _quietly(fn) -> None:
 def _record(rid: str, row: dict) -> None:
     row["finished_at"] = _now()
     store.write_table("stage_runs", rid, [row], part=row["stage"])
-
-
-def stage_state(recording_id: str) -> dict[str, dict]:
-    return {r["stage"]: r for r in store.read_rows("stage_runs", recording_id, part=None)}
-
-
-def stage_reason(recording_id: str, stage: str) -> str | None:
-    """Why a stage that ran produced less than it wanted (an unreadable stream ...), or None."""
-    return (stage_state(recording_id).get(stage) or {}).get("reason")
 
 
 def plan(recording_id: str, *, force: bool = False) -> list[str]:

@@ -9,12 +9,11 @@
 * the README's amend table (:func:`amend_table`; ``python -m talkthrough_assets.stagespec README.md``
   rewrites it, and a unit test fails while the README and this module disagree).
 
-Adding a stage: a module under ``stages/`` with its function, its ``CODE_VERSION`` and a runner (the
-glue that reads its inputs from the store and writes its tables: ``run(rid, cfg)``, plus an
-``engines`` parameter if it needs Whisper/OCR/the diarizer), and one ``StageSpec`` here naming that
-runner. The Dagster asset, its config, code version, checks, the CLI options, ``plan()`` and the
-README table all follow. The nine built-in stages keep their runners in ``pipeline`` (``_<name>``).
-No Dagster import here.
+Adding a stage: a module under ``stages/`` with its function, its ``CODE_VERSION`` and ``run(rid, cfg)``
+(reads its inputs from the store, calls the function, writes its tables, returns a
+``stages.runner.StageResult``; ``run(rid, cfg, engines)`` and ``engines=True`` here when it needs
+Whisper/OCR/the diarizer), and one ``StageSpec`` here holding that ``run``. The Dagster asset, its config,
+code version, checks, the CLI options, ``plan()`` and the README table all follow. No Dagster import here.
 """
 
 from __future__ import annotations
@@ -50,11 +49,13 @@ class Check:
     name: str
     severity: str  # "WARN" or "ERROR"
     description: str
+    verify: Callable[[str], Any] | None = None  # (recording id) -> CheckResult from what is stored now
 
 
 @dataclass(frozen=True)
 class StageSpec:
     name: str
+    run: Callable[..., Any]  # the stage module's run(rid, cfg) -> StageResult (+ engines when ``engines``)
     upstream: tuple[str, ...]
     settings: tuple[str, ...]  # the settings it reads: exactly what its config hash covers
     code_version: str
@@ -64,7 +65,7 @@ class StageSpec:
     checks: tuple[Check, ...] = ()
     amend: str = ""  # README amend table: what changing this stage's options is called ("re-anchor")
     amend_note: str = ""  # ... and what such a change leaves alone
-    runner: str = ""  # "stages.<module>:<function>" under talkthrough_assets; "" = pipeline._<name>
+    engines: bool = False  # run() takes the loaded engines (Whisper, OCR, the diarizer) as a third argument
     # engine settings (config) that change the output, beyond ``settings``: () -> dict, in the config hash
     engine: Callable[[], dict] | None = None
 
@@ -94,46 +95,46 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 SPECS: tuple[StageSpec, ...] = (
-    StageSpec("probe", (), ("max_seconds",), probe.CODE_VERSION, ("probe",),
+    StageSpec("probe", probe.run, (), ("max_seconds",), probe.CODE_VERSION, ("probe",),
               "Streams, duration, container tags; caps and disk-space preflight."),
-    StageSpec("wall_clock", ("probe",), ("recorded_at",), wallclock.CODE_VERSION, ("wall_clock",),
+    StageSpec("wall_clock", wallclock.run, ("probe",), ("recorded_at",), wallclock.CODE_VERSION, ("wall_clock",),
               "Wall-clock anchor: recorded_at > QuickTime creationdate > creation_time > date tags > "
               "mtime-duration.", amend="re-anchor"),
-    StageSpec("audio", ("probe",), (), audio.CODE_VERSION, ("audio/<id>.wav",),
+    StageSpec("audio", audio.run, ("probe",), (), audio.CODE_VERSION, ("audio/<id>.wav",),
               "16 kHz mono WAV cache of the first audio stream."),
-    StageSpec("segments", ("audio",), ("whisper_model", "language", "vocabulary", "beam_size"),
+    StageSpec("segments", transcribe.run, ("audio",), ("whisper_model", "language", "vocabulary", "beam_size"),
               transcribe.CODE_VERSION, ("segments", "words", "transcripts", "terms/transcript"),
               "faster-whisper transcript segments + word timestamps (CPU int8, VAD, greedy).",
-              engine=transcribe.engine_fingerprint,
+              engines=True, engine=transcribe.engine_fingerprint,
               checks=(Check("transcript_present_when_audible", "WARN",
                             "Audio louder than about -30 dBFS produced at least one transcript segment. Fails "
                             "(warning) when Whisper heard nothing in audible audio: music, noise, or speech in a "
-                            "language the model does not know."),)),
-    StageSpec("turns", ("audio", "segments"), ("diarize", "num_speakers", "diarize_threshold"),
+                            "language the model does not know.", transcribe.verify),)),
+    StageSpec("turns", diarize.run, ("audio", "segments"), ("diarize", "num_speakers", "diarize_threshold"),
               diarize.CODE_VERSION, ("diarization", "turns", "speakers", "speaker_segments"),
               "Speaker turns (sherpa-onnx), roster and per-word attribution; opt-in via `diarize`.",
-              amend="diarize amend", amend_note="whisper output untouched"),
-    StageSpec("keyframes", ("probe",), ("max_frames", "scene_threshold"), keyframes.CODE_VERSION,
+              engines=True, amend="diarize amend", amend_note="whisper output untouched"),
+    StageSpec("keyframes", keyframes.run, ("probe",), ("max_frames", "scene_threshold"), keyframes.CODE_VERSION,
               ("keyframes", "frames/<id>/<generation>/"),
               "Scene-cut + interval keyframes from I-frames, GOPs decoded only where the picture changed; "
               "upright, <=1568 px JPEGs.",
               checks=(Check("frame_index_matches_disk", "ERROR",
                             "Every keyframe listed in the keyframes table exists as a JPEG under frames/. Fails "
                             "when a frame file was deleted or never written; the check_recording job re-verifies "
-                            "the disk."),)),
-    StageSpec("dedup", ("keyframes",), (), dedup.CODE_VERSION, ("dedup",),
+                            "the disk.", keyframes.frame_index_check),)),
+    StageSpec("dedup", dedup.run, ("keyframes",), (), dedup.CODE_VERSION, ("dedup",),
               "A keyframe is a duplicate only if no pixel or colour changed since its run's head; new frames "
               "record which bands changed."),
-    StageSpec("ocr", ("dedup",), ("ocr",), ocr.CODE_VERSION + "." + terms.CODE_VERSION, ("ocr", "terms/ocr"),
+    StageSpec("ocr", ocr.run, ("dedup",), ("ocr",), ocr.CODE_VERSION + "." + terms.CODE_VERSION, ("ocr", "terms/ocr"),
               "RapidOCR over unique keyframes (only the changed bands when little changed).",
-              engine=ocr.engine_fingerprint),
-    StageSpec("manifest", ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"), ("speaker_names",),
+              engines=True, engine=ocr.engine_fingerprint),
+    StageSpec("manifest", manifest.run, ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"), ("speaker_names",),
               manifest.CODE_VERSION, ("manifests/<id>.json", "recordings"),
               "talkthrough-manifest/v1 JSON + the recordings row.", kinds=frozenset({"json"}),
               checks=(Check("manifest_schema_valid", "ERROR",
                             "The published manifests/<id>.json parses and validates against "
                             "talkthrough-manifest/v1. Fails when it is missing, unreadable or invalid; the "
-                            "check_recording job re-verifies it."),)),
+                            "check_recording job re-verifies it.", manifest.verify),)),
 )
 
 BY_NAME: dict[str, StageSpec] = {s.name: s for s in SPECS}

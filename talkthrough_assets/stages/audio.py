@@ -7,8 +7,10 @@ import wave
 
 import numpy as np
 
+from .. import store
 from ..errors import BadMediaError
 from ..mediaio import open_input
+from .runner import StageResult, digest, probe_row
 
 CODE_VERSION = "2"
 SAMPLE_RATE = 16000
@@ -81,6 +83,25 @@ def write_silent_wav(path: str | os.PathLike) -> None:
         out.setnchannels(1)
         out.setsampwidth(2)
         out.setframerate(SAMPLE_RATE)
+
+
+def run(rid: str, cfg: dict) -> StageResult:
+    p = probe_row(rid)
+    dst = store.audio_path(rid)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    reason = None
+    with store.atomic_path(dst) as tmp:
+        try:
+            if not p["has_audio"]:
+                raise BadMediaError("no audio stream (video-only file)")
+            res = extract_wav(p["path"], tmp, max_seconds=p["max_seconds"] if p["cap_hit"] else None)
+        except BadMediaError as e:  # unreadable audio: an empty WAV and a reason; frames still go on
+            reason = e.reason if not p["has_audio"] else f"audio stream could not be read: {e.reason}"
+            write_silent_wav(tmp)
+            res = {"samples": 0, "duration_ms": 0, "peak": 0}
+    store.publish_file(dst, store.audio_key(rid))
+    md = {"has_audio": p["has_audio"], "audio_ms": res["duration_ms"], "peak": res["peak"], "reason": reason or ""}
+    return StageResult(md, digest([p["path"], p["size_bytes"], res]), reason=reason)
 
 
 __all__ = ["extract_wav", "load_wav", "peak", "write_silent_wav", "SAMPLE_RATE"]

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import json
 
+from .. import store
+from .runner import StageResult, digest
+
 CODE_VERSION = "2"
 SCALE = 4
 PX_DELTA = 40
@@ -139,3 +142,12 @@ def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
         out.append({"ms": f["ms"], "dhash": f"{s.dhash:016x}", "duplicate_of": dup_of,
                     "changed_json": json.dumps(bands) if bands is not None and dup_of is None else None})
     return out
+
+
+def run(rid: str, cfg: dict) -> StageResult:
+    frames = store.read_rows("keyframes", rid)
+    sigs = [signature(store.local_file(f["file"], immutable=True)) for f in frames]
+    rows = mark(frames, sigs)
+    store.write_table("dedup", rid, rows)
+    unique = sum(1 for r in rows if r["duplicate_of"] is None)
+    return StageResult({"frames": len(rows), "unique": unique}, digest(rows))

@@ -39,10 +39,12 @@ import math
 import os
 from pathlib import Path
 
+from .. import store
 from ..errors import BadMediaError
 from ..mediaio import open_input
 from ..store import frame_file_name
 from .probe import frame_floor_s
+from .runner import CheckResult, StageResult, digest, probe_row
 
 CODE_VERSION = "3"  # 3: the budget is paced over the whole recording and spent on distinct screens
 MAX_WIDTH = 1568
@@ -410,3 +412,67 @@ def contact_sheet(paths: list, out_path: str | os.PathLike, *, cols: int = 4, th
         sheet.paste(t, ((i % cols) * thumb_w, (i // cols) * th))
     sheet.save(out_path, quality=80)
     return str(out_path)
+
+
+def frame_index_check(rid: str, rows: list[dict] | None = None) -> CheckResult:
+    """Every indexed keyframe exists on disk."""
+    rows = store.read_rows("keyframes", rid) if rows is None else rows
+    listed: dict[str, set[str]] = {}  # one listing per generation folder, not a stat (a HEAD on S3) per frame
+
+    def stored(key: str) -> bool:
+        folder, _, name = key.rpartition("/")
+        if folder not in listed:
+            listed[folder] = set(store.list_names(folder))
+        return name in listed[folder]
+
+    missing = [r["file"] for r in rows if not stored(r["file"])]
+    return CheckResult("frame_index_matches_disk", not missing,
+                       f"{len(rows) - len(missing)}/{len(rows)} indexed keyframes on disk"
+                       + (f"; missing e.g. {missing[0]}" if missing else ""))
+
+
+def _live_generations(rid: str) -> set[str]:
+    """Frame folders someone may still read: the keyframes table's and the published manifest's
+    (MCP readers serve the manifest, which lags the table until the manifest stage runs)."""
+    live = {Path(r["file"]).parent.name for r in store.read_rows("keyframes", rid)}
+    published = store.get_json(store.manifest_key(rid), None) or {}
+    live |= {Path(i["file"]).parent.name for i in (published.get("frames") or {}).get("items") or [] if i.get("file")}
+    return live
+
+
+def run(rid: str, cfg: dict) -> StageResult:
+    p = probe_row(rid)
+    if not p["has_video"]:
+        store.write_table("keyframes", rid, [])
+        return StageResult({"frames": 0, "reason": "audio-only recording: no video stream"}, digest([]),
+                           [frame_index_check(rid, [])])
+    gen = store.new_frames_generation(rid)
+    try:
+        res = extract(p["path"], gen, duration_s=p["duration_ms"] / 1000, max_frames=int(cfg["max_frames"]),
+                      scene_threshold=float(cfg["scene_threshold"]),
+                      max_seconds=p["max_seconds"] if p["cap_hit"] else None)
+    except BadMediaError as e:
+        # the video stream cannot be read (header-only, unknown codec ...): processed up to the damage,
+        # i.e. no frames, a recorded reason, and the rest of the recording still goes through
+        store.prune_frame_generations(rid, keep=set())
+        store.write_table("keyframes", rid, [])
+        reason = f"no keyframes: {e.reason}"
+        return StageResult({"frames": 0, "reason": reason}, digest(["unreadable", e.reason]),
+                           [frame_index_check(rid, [])], reason=reason)
+    except BaseException:
+        store.prune_frame_generations(rid, keep=_live_generations(rid))
+        raise
+    rel = store.generation_key(gen)
+    rows = [dict(f, file=f"{rel}/{f['file']}") for f in res["frames"]]
+    previous = _live_generations(rid)
+    store.publish_frames_generation(gen)  # the JPEGs first, then the table that points at them
+    store.write_table("keyframes", rid, rows)
+    # keep the previous generation one more round for readers that loaded the old table
+    store.prune_frame_generations(rid, keep={gen.name} | previous)
+    md = {"frames": len(rows), "floor_s": round(res["floor_s"], 3), "decoded_frames": res["decoded"],
+          "decode_path": res["path"], "gops": res["gops"], "gops_decoded": res["gops_decoded"],
+          "max_gop_s": res["max_gop_s"], "rotation": res["rotation"], "cap_hit": res["cap_hit"],
+          "budget_skipped": res["budget_skipped"], "reason": res["reason"] or "", "frames_dir": str(gen)}
+    if rows:
+        md["contact_sheet"] = contact_sheet([gen / f["file"] for f in res["frames"]], gen / "contact_sheet.jpg")
+    return StageResult(md, digest(rows), [frame_index_check(rid, rows)], reason=res["reason"])

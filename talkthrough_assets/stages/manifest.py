@@ -1,12 +1,16 @@
-"""manifest: assemble ``talkthrough-manifest/v1`` from stage outputs (pure; no I/O here)."""
+"""manifest: assemble ``talkthrough-manifest/v1`` from stage outputs (:func:`build`, pure), publish it and the
+recordings row (:func:`run`)."""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
 
-from .keyframes import CAP_REASON_PREFIX
+from .. import store
+from ..errors import StageError
 from .diarize.speaker_names import name_candidates
+from .keyframes import CAP_REASON_PREFIX
+from .runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
 CODE_VERSION = "4"  # 4: frames.cap_hit only when a cap left frames out (with its reason)
 SCHEMA = "talkthrough-manifest/v1"
@@ -132,3 +136,63 @@ def loads(text: str) -> dict:
     if problems:
         raise ValueError("invalid manifest: " + "; ".join(problems))
     return m
+
+
+def recording_row(m: dict, manifest_path: str) -> dict:
+    """The ``recordings`` table's row of a manifest (the library listing of a processed recording)."""
+    wc = m["wall_clock"] or {}
+    tr = m["transcript"]
+    di = tr.get("diarization") or {}
+    return {
+        "filename": m["media"]["filename"], "path": m["media"]["path"], "kind": m["media"]["kind"],
+        "duration_ms": int(round(m["media"]["duration_s"] * 1000)), "size_bytes": m["media"]["size_bytes"],
+        "recorded_at": wc.get("start_utc"), "tz_offset_min": wc.get("tz_offset_min"),
+        "wall_clock_source": wc.get("source"), "wall_clock_confidence": wc.get("confidence"),
+        "language": tr.get("language"), "segment_count": len(tr["segments"]),
+        "frame_count": m["frames"]["count"], "unique_frame_count": m["frames"]["unique_count"],
+        "diarized": bool(di.get("available")), "speaker_count": len(di.get("speakers") or []),
+        "has_audio": m["media"]["has_audio"], "has_video": m["media"]["has_video"],
+        "transcript_available": tr["available"], "manifest_path": manifest_path, "processed_at": m["created_at"],
+    }
+
+
+def build_stored(rid: str, cfg: dict) -> dict:
+    """:func:`build` from the stored outputs of the stages upstream."""
+    return build(
+        frames_reason=stage_reason(rid, "keyframes"), recording_id=rid, probe=probe_row(rid),
+        wall_clock=store.read_one("wall_clock", rid), transcript=store.read_one("transcripts", rid),
+        segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
+        diarization=store.read_one("diarization", rid), turns=store.read_rows("turns", rid),
+        speakers=store.read_rows("speakers", rid),  # the manifest adds their OCR name candidates
+        speaker_segments=store.read_rows("speaker_segments", rid), keyframes=store.read_rows("keyframes", rid),
+        dedup=store.read_rows("dedup", rid), ocr=store.read_rows("ocr", rid), settings=cfg,
+        speaker_names=cfg.get("speaker_names") or None,
+    )
+
+
+def verify(rid: str) -> CheckResult:
+    """``manifest_schema_valid`` on the published bytes, read back from the data root."""
+    try:
+        published = store.get_json(store.manifest_key(rid))
+        problems = validate(published) if published is not None else ["no published manifest (materialize `manifest`)"]
+    except (OSError, ValueError) as e:
+        problems = [f"unreadable manifest: {e}"]
+    return CheckResult("manifest_schema_valid", not problems, "; ".join(problems) if problems else SCHEMA)
+
+
+def run(rid: str, cfg: dict) -> StageResult:
+    m = build_stored(rid, cfg)
+    problems = validate(m)
+    if problems:
+        raise StageError("manifest invalid: " + "; ".join(problems))
+    path = store.put_json(store.manifest_key(rid), m)
+    row = recording_row(m, str(path))
+    store.write_table("recordings", rid, [row])
+    store.ensure_catalog()
+    md = {"manifest": str(path), "duration_s": m["media"]["duration_s"], "segments": row["segment_count"],
+          "frames": row["frame_count"], "unique_frames": row["unique_frame_count"],
+          "recorded_at": row["recorded_at"] or "null",
+          "transcript_head": " ".join(s["text"] for s in m["transcript"]["segments"][:5])[:400]}
+    stable = {k: v for k, v in m.items() if k != "created_at"}
+    # what readers will get: the published bytes, read back from the data root (not the dict above)
+    return StageResult(md, digest(stable), [verify(rid)], manifest=m)

@@ -14,7 +14,9 @@ import json
 import os
 import threading
 
-from .. import config
+from .. import config, store
+from . import terms as terms_stage
+from .runner import StageResult, digest
 
 CODE_VERSION = "6"
 _lock = threading.Lock()
@@ -285,3 +287,26 @@ def read_frames(engine, frames: list[dict]) -> list[dict]:
         out.append(dict(_result(boxes), read=read, ms=f["ms"]))
         prev_boxes = boxes
     return out
+
+
+def run(rid: str, cfg: dict, engines) -> StageResult:
+    frames = store.read_rows("keyframes", rid)
+    dedup_by_ms = {d["ms"]: d for d in store.read_rows("dedup", rid)}
+    unique = [(f, d) for f in frames for d in [dedup_by_ms.get(f["ms"]) or {}] if d.get("duplicate_of") is None]
+    if unique or not cfg.get("ocr"):
+        engine, status = engines.ocr.status(bool(cfg.get("ocr")))
+    else:  # nothing to read (an audio file, no frames): the engine is not even loaded
+        engine, status = None, "not run: no keyframes"
+    rows, partial = [], 0
+    if engine is not None:
+        unique = [{"ms": f["ms"], "path": store.local_file(f["file"], immutable=True),
+                   "bands": json.loads(d["changed_json"]) if d.get("changed_json") else None} for f, d in unique]
+        for r in read_frames(engine, unique):
+            partial += r.pop("read") == "bands"
+            rows.append({"engine": status, **r})
+    store.write_table("ocr", rid, rows)
+    docs = [(r["ms"], r["ms"], r["text"]) for r in rows if r["text"]]
+    store.write_table("terms", rid, terms_stage.term_rows("ocr", docs), part="ocr")
+    md = {"engine": status, "frames_read": len(rows), "frames_read_in_bands": partial,
+          "frames_with_text": len(docs)}
+    return StageResult(md, digest(rows))

@@ -7,8 +7,11 @@ import os
 import shutil
 from pathlib import Path
 
-from ..errors import BadMediaError, DiskSpaceError
+from .. import config, store
+from ..errors import BadMediaError, DiskSpaceError, StageError
+from ..ids import recording_id
 from ..mediaio import clean_text, open_input
+from .runner import StageResult, digest, source_path
 
 CODE_VERSION = "2"
 
@@ -139,6 +142,19 @@ def preflight_disk(info: dict, target_dir: str | os.PathLike, *, max_frames: int
 def frame_floor_s(duration_s: float, max_frames: int) -> float:
     """Minimum spacing between time-based keyframes so the budget spans the whole recording."""
     return max(1.0, float(duration_s) / max(1, int(max_frames)))
+
+
+def run(rid: str, cfg: dict) -> StageResult:
+    src = source_path(rid)
+    if recording_id(src) != rid:  # hashed once per process: registration already did it
+        raise StageError(f"{src.name} changed since it was registered (sha256 no longer matches {rid})")
+    info = probe_file(src, max_seconds=cfg["max_seconds"])
+    preflight_disk(info, store.home(), max_frames=int(cfg["max_frames"]),
+                   min_free_bytes=config.get("TALKTHROUGH_MIN_FREE_BYTES"))
+    store.write_table("probe", rid, [info])
+    md = {"filename": src.name, "duration_s": round(info["duration_ms"] / 1000, 3),
+          **{k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}}
+    return StageResult(md, digest(info))
 
 
 __all__ = ["probe_file", "preflight_disk", "frame_floor_s", "effective_seconds", "MEDIA_EXTS"]

@@ -22,6 +22,10 @@ import json
 import re
 from datetime import datetime, timedelta, timezone
 
+from .. import store
+from ..errors import StageError
+from .runner import StageResult, digest, probe_row
+
 CODE_VERSION = "2"
 
 QT_TAG = "com.apple.quicktime.creationdate"
@@ -130,3 +134,15 @@ def t_wall(wall_clock: dict | None, t_ms: int | float) -> str | None:
     off = wall_clock.get("tz_offset_min")
     tz = timezone(timedelta(minutes=off)) if off is not None else timezone.utc
     return (start + timedelta(milliseconds=float(t_ms))).astimezone(tz).isoformat(timespec="milliseconds")
+
+
+def run(rid: str, cfg: dict) -> StageResult:
+    p = probe_row(rid)
+    try:
+        wc = resolve(tags=p["tags_json"], duration_ms=p["duration_ms"], file_mtime=p["file_mtime"],
+                     recorded_at=cfg.get("recorded_at"))
+    except ValueError as e:
+        raise StageError(str(e)) from None
+    store.write_table("wall_clock", rid, [wc])
+    return StageResult({"start_utc": wc["start_utc"] or "null", "source": wc["source"] or "none",
+                        "confidence": wc["confidence"] or "none"}, digest(wc))

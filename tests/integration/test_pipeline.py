@@ -125,7 +125,7 @@ def test_max_frames_change_reruns_only_the_visual_branch(processed):
     m = json.loads(store.manifest_path(rid).read_text())
     assert m["caps"]["max_frames"] == 3 and m["frames"]["count"] == out["frames"]["count"]
     # only the live frame generations remain on disk and every indexed file exists
-    assert pipeline.frame_index_check(rid)["passed"]
+    assert pipeline.frame_index_check(rid).passed
     # the asset checks ran in that run, and passed
     checks = inst.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION).records
     results = {r.event_log_entry.dagster_event.event_specific_data.check_name:

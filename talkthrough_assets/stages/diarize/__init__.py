@@ -23,6 +23,8 @@ import os
 import time
 from typing import Sequence
 
+from ... import store
+from ..runner import StageResult, digest, probe_row, wav_path
 from .attribution import attribute_segments
 from .engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, engine_version, run_engine
 from .labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_order, merge_labels, merge_to_count,
@@ -147,6 +149,27 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     return done(out, available=True, detected_num_speakers=detected, reason="; ".join(notes) or None,
                 speaker_count=count)
 
+
+def run(rid: str, cfg: dict, engines) -> StageResult:
+    if not cfg.get("diarize"):
+        row = {"available": False, "requested": False, "reason": "diarization not requested"}
+        out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": []}
+    else:
+        p = probe_row(rid)
+        # no OCR name candidates here: ocr is not upstream of turns (the manifest stage derives them)
+        out = engines.diarizer.run_turns(
+            wav_path(rid) if p["has_audio"] else None,
+            segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
+            num_speakers=cfg.get("num_speakers"), threshold=cfg.get("diarize_threshold"),
+        )
+    store.write_table("diarization", rid, [out["diarization"]])
+    store.write_table("turns", rid, out["turns"])
+    store.write_table("speakers", rid, out["speakers"])
+    store.write_table("speaker_segments", rid, out["speaker_segments"])
+    d = out["diarization"]
+    md = {"requested": bool(d.get("requested")), "available": bool(d.get("available")),
+          "reason": d.get("reason") or "", "speakers": len(out["speakers"]), "turns": len(out["turns"])}
+    return StageResult(md, digest([out["turns"], out["speaker_segments"]]))
 
 
 __all__ = [

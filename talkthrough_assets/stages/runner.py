@@ -1,0 +1,84 @@
+"""What every stage's ``run()`` shares: the typed result it returns, and the reads of other stages'
+outputs it needs (the probe row, a stage's recorded reason, the cached WAV, the source file).
+
+A stage module holds its pure function(s), its ``CODE_VERSION`` and ``run(rid, cfg)`` (``run(rid, cfg,
+engines)`` when its ``StageSpec`` says ``engines=True``): read its inputs from the store, call the function,
+write its tables, return a :class:`StageResult`. ``pipeline.run_stage`` records it; Dagster turns it into a
+materialization. No Dagster here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import store
+from ..errors import StageError
+
+
+@dataclass
+class CheckResult:
+    """One asset check's outcome (its name is the check's ``stagespec.Check.name``)."""
+
+    name: str
+    passed: bool
+    description: str
+
+
+@dataclass
+class StageResult:
+    """What one stage run produced: the run metadata shown in Dagster and the CLI, a version of its data
+    (changes when its output does), its checks, and ``reason``: why it produced less than it wanted (an
+    unreadable stream ...) while still succeeding."""
+
+    metadata: dict[str, Any]
+    data_version: str
+    checks: list[CheckResult] = field(default_factory=list)
+    reason: str | None = None
+    manifest: dict | None = None  # the manifest stage: the document it published
+
+
+def digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def probe_row(rid: str) -> dict:
+    row = store.read_one("probe", rid)
+    if row is None:
+        raise StageError("probe output missing: materialize `probe` first")
+    return row
+
+
+def stage_state(rid: str) -> dict[str, dict]:
+    """The stage_runs rows of one recording, by stage."""
+    return {r["stage"]: r for r in store.read_rows("stage_runs", rid, part=None)}
+
+
+def stage_reason(rid: str, stage: str) -> str | None:
+    """Why a stage that ran produced less than it wanted (an unreadable stream ...), or None."""
+    return (stage_state(rid).get(stage) or {}).get("reason")
+
+
+def wav_path(rid: str) -> Path:
+    """The recording's 16 kHz WAV as a local file (this machine's copy when the data root is remote)."""
+    return store.local_file(store.audio_key(rid))
+
+
+def source_path(rid: str) -> Path:
+    """The newest registered path that still exists (aliases are fallbacks)."""
+    rows = store.read_rows("sources", rid)
+    if not rows:
+        raise StageError(f"recording {rid} has no registered source file", stage="probe")
+    for r in sorted(rows, key=lambda r: r["seen_at"], reverse=True):
+        if Path(r["path"]).exists():
+            return Path(r["path"])
+    raise StageError(f"source file is gone: {rows[-1]['path']} (moved or deleted since it was registered)",
+                     stage="probe")
+
+
+# recordings whose current run overlaps Whisper with the visual branch (the pipeline's scheduler sets it;
+# the segments stage then gives Whisper half the cores)
+sharing_cpu: set[str] = set()
