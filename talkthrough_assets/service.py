@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 from . import config, pipeline, registry, store
 from . import settings as S
 from .ids import recording_id
+from .stages import wallclock
 from .stages.wallclock import t_wall
 
 PREVIEW_SEGMENTS = 15
@@ -359,8 +360,7 @@ def summary(rid: str) -> dict:
     di = store.read_one("diarization", rid) or {}
     out.update({
         "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
-        "wall_clock": ({k: wc[k] for k in ("start_utc", "tz_offset_min", "source", "confidence")}
-                       if wc and wc.get("available") else None),
+        "wall_clock": wallclock.view(wc if wc and wc.get("available") else None),
         "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
                        "language": rec["language"], "segments": rec["segment_count"]},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],

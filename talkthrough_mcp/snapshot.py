@@ -22,6 +22,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from talkthrough_assets import store
+from talkthrough_assets.stages import manifest as manifest_stage
+from talkthrough_assets.stages import wallclock
 
 CACHE_SIZE = 64
 
@@ -56,12 +58,6 @@ def generation_of(sig: tuple) -> str:
     return hashlib.sha256(repr(tuple(sig)).encode()).hexdigest()[:12]
 
 
-def _wall(wc) -> dict | None:
-    if not isinstance(wc, dict) or not wc.get("start_utc"):
-        return None
-    return {k: wc.get(k) for k in ("start_utc", "tz_offset_min", "source", "confidence")}
-
-
 def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
     """A snapshot from a parsed manifest (talkthrough-manifest/v1)."""
     try:
@@ -73,19 +69,11 @@ def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
         for it in sorted(fr.get("items") or [], key=lambda i: i["ms"]):
             frames.append({"ms": int(it["ms"]), "file": it["file"], "duplicate_of": it.get("duplicate_of"),
                            "ocr_text": it.get("ocr_text") or None})
-        wc = _wall(m.get("wall_clock"))
+        wc = wallclock.view(m.get("wall_clock"))
         names = {str(k): str(v) for k, v in (di.get("speaker_names") or {}).items() if v} if diarized else {}
-        rec = {
-            "recording": rid, "filename": media["filename"], "kind": media.get("kind"),
-            "duration_ms": int(round(float(media.get("duration_s") or 0) * 1000)),
-            "recorded_at": wc["start_utc"] if wc else None, "tz_offset_min": wc["tz_offset_min"] if wc else None,
-            "wall_clock_source": wc["source"] if wc else None, "wall_clock_confidence": wc["confidence"] if wc else None,
-            "language": tr.get("language"), "segment_count": len(segments), "frame_count": int(fr.get("count") or 0),
-            "unique_frame_count": int(fr.get("unique_count") or 0), "diarized": diarized,
-            "speaker_count": len(di.get("speakers") or []) if diarized else 0,
-            "has_audio": bool(media.get("has_audio")), "has_video": bool(media.get("has_video")),
-            "transcript_available": bool(tr.get("available")), "processed_at": m.get("created_at"),
-        }
+        # the recordings row the manifest stage writes, less what readers are not shown (paths, size)
+        rec = {"recording": rid, **{k: v for k, v in manifest_stage.recording_row(m).items()
+                                    if k not in ("path", "size_bytes", "manifest_path")}}
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise DamagedManifest(f"manifest of {rid} is not a valid talkthrough-manifest/v1 ({type(e).__name__})") from None
     return Snapshot(rid=rid, sig=sig, rec=rec, wall_clock=wc, segments=segments,

@@ -10,6 +10,7 @@ from .. import store
 from ..errors import StageError
 from .diarize.speaker_names import name_candidates
 from .keyframes import CAP_REASON_PREFIX
+from .wallclock import view as wallclock_view
 from .runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
 CODE_VERSION = "4"  # 4: frames.cap_hit only when a cap left frames out (with its reason)
@@ -44,9 +45,7 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
           speakers: list[dict], speaker_segments: list[dict], keyframes: list[dict], dedup: list[dict],
           ocr: list[dict], settings: dict, speaker_names: dict | None = None,
           frames_reason: str | None = None) -> dict:
-    wc = None
-    if wall_clock and wall_clock.get("available"):
-        wc = {k: wall_clock.get(k) for k in ("start_utc", "tz_offset_min", "source", "confidence")}
+    wc = wallclock_view(wall_clock if wall_clock and wall_clock.get("available") else None)
     tr = transcript or {"available": False, "reason": "not transcribed"}
     seg_out = speaker_segments or segments
     transcript_block = {
@@ -138,21 +137,25 @@ def loads(text: str) -> dict:
     return m
 
 
-def recording_row(m: dict, manifest_path: str) -> dict:
-    """The ``recordings`` table's row of a manifest (the library listing of a processed recording)."""
-    wc = m["wall_clock"] or {}
-    tr = m["transcript"]
+def recording_row(m: dict, manifest_path: str | None = None) -> dict:
+    """The one shape of a recording's listing row, from its manifest: the ``recordings`` table's row (the
+    manifest stage) and the MCP server's library row (``talkthrough_mcp.snapshot``) are both this. Raises
+    KeyError/TypeError/ValueError on a manifest that is not talkthrough-manifest/v1."""
+    media, tr, fr = m["media"], m["transcript"], m["frames"]
+    wc = wallclock_view(m.get("wall_clock")) or {}
     di = tr.get("diarization") or {}
+    diarized = bool(di.get("available"))
     return {
-        "filename": m["media"]["filename"], "path": m["media"]["path"], "kind": m["media"]["kind"],
-        "duration_ms": int(round(m["media"]["duration_s"] * 1000)), "size_bytes": m["media"]["size_bytes"],
+        "filename": media["filename"], "path": media.get("path"), "kind": media.get("kind"),
+        "duration_ms": int(round(float(media.get("duration_s") or 0) * 1000)), "size_bytes": media.get("size_bytes"),
         "recorded_at": wc.get("start_utc"), "tz_offset_min": wc.get("tz_offset_min"),
         "wall_clock_source": wc.get("source"), "wall_clock_confidence": wc.get("confidence"),
-        "language": tr.get("language"), "segment_count": len(tr["segments"]),
-        "frame_count": m["frames"]["count"], "unique_frame_count": m["frames"]["unique_count"],
-        "diarized": bool(di.get("available")), "speaker_count": len(di.get("speakers") or []),
-        "has_audio": m["media"]["has_audio"], "has_video": m["media"]["has_video"],
-        "transcript_available": tr["available"], "manifest_path": manifest_path, "processed_at": m["created_at"],
+        "language": tr.get("language"), "segment_count": len(tr.get("segments") or []),
+        "frame_count": int(fr.get("count") or 0), "unique_frame_count": int(fr.get("unique_count") or 0),
+        "diarized": diarized, "speaker_count": len(di.get("speakers") or []) if diarized else 0,
+        "has_audio": bool(media.get("has_audio")), "has_video": bool(media.get("has_video")),
+        "transcript_available": bool(tr.get("available")), "manifest_path": manifest_path,
+        "processed_at": m.get("created_at"),
     }
 
 

@@ -1,0 +1,81 @@
+"""`manifest_schema_valid` judges the published bytes, read back from the data root: it passes on a
+valid manifest and fails, saying why, on a missing, damaged or schema-breaking one."""
+
+from __future__ import annotations
+
+import json
+
+from talkthrough_assets import pipeline, store
+from talkthrough_assets.stages import manifest as manifest_stage
+
+RID = "0123456789abcdef"
+
+
+def test_manifest_check_reads_what_was_published(tmp_path, monkeypatch):
+    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
+    check = pipeline.verify_check("manifest_schema_valid", RID)
+    assert not check.passed and "no published manifest" in check.description
+
+    store.put_bytes(store.manifest_key(RID), b'{"schema": "talkthrough-manifest/v1", "recording_id": ')
+    check = pipeline.verify_check("manifest_schema_valid", RID)
+    assert not check.passed and "unreadable manifest" in check.description
+
+    store.put_json(store.manifest_key(RID), {"schema": manifest_stage.SCHEMA, "recording_id": RID})
+    check = pipeline.verify_check("manifest_schema_valid", RID)
+    assert not check.passed and check.description  # the schema's problems, named
+
+    good = json.loads(json.dumps(_valid_manifest()))
+    assert manifest_stage.validate(good) == []
+    store.put_json(store.manifest_key(RID), good)
+    assert pipeline.verify_check("manifest_schema_valid", RID) == pipeline.CheckResult(
+        name="manifest_schema_valid", passed=True, description=manifest_stage.SCHEMA)
+
+
+def _valid_manifest() -> dict:
+    probe = {"path": "/rec/demo.mp4", "filename": "demo.mp4", "kind": "screen", "container": "mov,mp4",
+             "duration_ms": 2000, "size_bytes": 1000, "width": 64, "height": 36, "fps": 30.0,
+             "video_codec": "h264", "audio_codec": None, "has_audio": False, "has_video": True,
+             "tags_json": "{}", "file_mtime": 0.0, "cap_hit": False, "max_seconds": 0, "rotation": 0}
+    return manifest_stage.build(recording_id=RID, probe=probe, wall_clock=None, transcript=None, segments=[],
+                                words=[], keyframes=[], dedup=[], ocr=[], diarization=None, turns=[],
+                                speakers=[], speaker_segments=[], settings={}, frames_reason=None)
+
+
+def _manifest_with_a_wall_clock_and_speakers() -> dict:
+    probe = {"path": "/rec/call.m4a", "filename": "call.m4a", "kind": "audio", "container": "mov,mp4",
+             "duration_ms": 61_500, "size_bytes": 5000, "width": None, "height": None, "fps": None,
+             "video_codec": None, "audio_codec": "aac", "has_audio": True, "has_video": False,
+             "tags_json": "{}", "file_mtime": 0.0, "cap_hit": False, "max_seconds": 0, "rotation": 0}
+    wc = {"available": True, "start_utc": "2026-03-02T09:15:00.000+00:00", "tz_offset_min": 60,
+          "source": "creation_time", "confidence": "medium"}
+    transcript = {"available": True, "reason": None, "language": "en", "model": "tiny.en"}
+    segments = [{"seq": 0, "t0_ms": 0, "t1_ms": 900, "text": "hello"}]
+    diarization = {"available": True, "requested": True, "reason": None}
+    speakers = [{"label": "S1", "talk_time_ms": 900, "turn_count": 1, "first_ms": 0, "last_ms": 900}]
+    return manifest_stage.build(recording_id=RID, probe=probe, wall_clock=wc, transcript=transcript,
+                                segments=segments, words=[], keyframes=[], dedup=[], ocr=[], diarization=diarization,
+                                turns=[{"t0_ms": 0, "t1_ms": 900, "speaker": "S1"}], speakers=speakers,
+                                speaker_segments=[], settings={}, frames_reason=None)
+
+
+def test_the_mcp_library_row_is_the_recordings_row_less_paths():
+    from talkthrough_mcp import snapshot
+
+    m = _manifest_with_a_wall_clock_and_speakers()
+    row = manifest_stage.recording_row(m, "/data/manifests/x.json")
+    assert row["recorded_at"] == "2026-03-02T09:15:00.000+00:00" and row["tz_offset_min"] == 60
+    assert row["duration_ms"] == 61_500 and row["diarized"] and row["speaker_count"] == 1
+    snap = snapshot.build(RID, json.loads(json.dumps(m)))
+    assert snap.rec == {"recording": RID, **{k: v for k, v in row.items()
+                                             if k not in ("path", "size_bytes", "manifest_path")}}
+    assert snap.wall_clock == m["wall_clock"] == {"start_utc": "2026-03-02T09:15:00.000+00:00",
+                                                  "tz_offset_min": 60, "source": "creation_time",
+                                                  "confidence": "medium"}
+
+
+def test_a_recording_without_a_wall_clock_has_none_everywhere():
+    from talkthrough_assets.stages import wallclock
+
+    assert wallclock.view(wallclock.NULL_WALL_CLOCK) is None and wallclock.view(None) is None
+    m = _valid_manifest()
+    assert m["wall_clock"] is None and manifest_stage.recording_row(m)["recorded_at"] is None
