@@ -122,10 +122,6 @@ def changed_bands(prev: Signature, cur: Signature) -> list[list[int]] | None:
     return out
 
 
-def hamming(a: int, b: int) -> int:
-    return (a ^ b).bit_count()
-
-
 def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
     """Each frame vs the head of the current run; a duplicate points at that head's ``ms``. A new
     head records the bands that changed since the previous head (``changed_json``; null = all)."""

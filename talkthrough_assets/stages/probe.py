@@ -25,13 +25,6 @@ MEDIA_EXTS = AUDIO_EXTS | VIDEO_EXTS
 _FRAME_BYTES = 250_000
 
 
-def _float(x) -> float | None:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return None
-
-
 def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> dict:
     """Read container/stream facts. Raises BadMediaError with a one-line reason for unusable input."""
     import av

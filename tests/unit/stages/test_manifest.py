@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from talkthrough_assets import pipeline, store
+from talkthrough_assets import settings as S
 from talkthrough_assets.stages import manifest as manifest_stage
 
 RID = "0123456789abcdef"
@@ -79,3 +82,34 @@ def test_a_recording_without_a_wall_clock_has_none_everywhere():
     assert wallclock.view(wallclock.NULL_WALL_CLOCK) is None and wallclock.view(None) is None
     m = _valid_manifest()
     assert m["wall_clock"] is None and manifest_stage.recording_row(m)["recorded_at"] is None
+
+
+def _manifest_inputs():
+    probe = {"path": "/x/a.mp4", "filename": "a.mp4", "kind": "video", "duration_ms": 12_345, "size_bytes": 10,
+             "width": 1920, "height": 1080, "video_codec": "h264", "has_audio": True, "has_video": True,
+             "cap_hit": False}
+    return dict(
+        recording_id="0123456789abcdef", probe=probe,
+        wall_clock={"available": True, "start_utc": "2026-03-14T09:26:53.000+00:00", "tz_offset_min": None,
+                    "source": "creation_time", "confidence": "medium"},
+        transcript={"available": True, "reason": None, "language": "en", "model": "tiny.en"},
+        segments=[{"seq": 0, "t0_ms": 0, "t1_ms": 900, "text": "héllo"}],
+        words=[{"seq": 0, "idx": 0, "t0_ms": 0, "t1_ms": 900, "word": " héllo"}],
+        diarization={"requested": False}, turns=[], speakers=[], speaker_segments=[],
+        keyframes=[{"ms": 0, "file": "frames/x/g/t00000000.jpg"}, {"ms": 1000, "file": "frames/x/g/t00001000.jpg"}],
+        dedup=[{"ms": 0, "duplicate_of": None}, {"ms": 1000, "duplicate_of": 0}],
+        ocr=[{"ms": 0, "text": "DEPLOY"}], settings=dict(S.DEFAULTS, ocr=True),
+    )
+
+
+def test_manifest_round_trip_and_validation():
+    m = manifest_stage.build(**_manifest_inputs())
+    assert manifest_stage.validate(m) == []
+    again = manifest_stage.loads(manifest_stage.dumps(m))
+    assert again == m
+    assert m["frames"]["count"] == 2 and m["frames"]["unique_count"] == 1
+    assert m["frames"]["items"][1]["duplicate_of"] == 0 and m["frames"]["items"][0]["ocr_text"] == "DEPLOY"
+    assert "diarization" not in m["transcript"]  # not requested -> block absent
+    broken = dict(m, schema="other/v9")
+    with pytest.raises(ValueError, match="schema"):
+        manifest_stage.loads(json.dumps(broken))

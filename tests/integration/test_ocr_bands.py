@@ -1,0 +1,68 @@
+"""OCR's banded re-reads with the real RapidOCR engine: after a small change only the changed band is read again,
+the rest of the previous frame's text is carried over, and a line crossing a band's edge is re-read whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from talkthrough_assets.stages import ocr
+
+W, H = 1280, 720
+
+
+def _frame(path, lines: list[tuple[int, str]]):
+    im = Image.new("RGB", (W, H), (250, 250, 250))
+    d = ImageDraw.Draw(im)
+    font = ImageFont.load_default(size=44)
+    for y, text in lines:
+        d.text((60, y), text, font=font, fill=(20, 20, 20))
+    im.save(path, quality=92)
+    return path
+
+
+@pytest.fixture(scope="module")
+def engine():
+    eng, status = ocr.OcrEngine().status(True)
+    assert eng is not None, status
+    return eng
+
+
+def _words(boxes: list[dict]) -> str:
+    return " ".join(b["text"] for b in sorted(boxes, key=lambda b: b["box"][0][1])).upper()
+
+
+def test_only_the_changed_band_is_read_again_and_the_rest_is_carried_over(engine, tmp_path):
+    a = _frame(tmp_path / "a.jpg", [(100, "DEPLOY PIPELINE"), (400, "STATUS GREEN")])
+    b = _frame(tmp_path / "b.jpg", [(100, "DEPLOY PIPELINE"), (400, "STATUS FAILED")])
+    first = ocr.read_frames(engine, [{"ms": 0, "path": a, "bands": None}])[0]
+    prev = json.loads(first["boxes_json"])
+    assert "DEPLOY" in first["text"].upper() and "GREEN" in first["text"].upper()
+
+    boxes = ocr.changed_boxes(engine, b, [[0, 390, W, 460]], prev)
+    text = _words(boxes)
+    assert "FAILED" in text and "GREEN" not in text
+    top = [x for x in boxes if x["box"][0][1] < 300]
+    assert top and all(x in prev for x in top)  # the unchanged line: the very boxes read before, not re-read
+
+
+def test_read_frames_reads_a_frame_with_bands_in_bands_and_the_first_in_full(engine, tmp_path):
+    a = _frame(tmp_path / "a.jpg", [(100, "RELEASE NOTES"), (400, "VERSION ONE")])
+    b = _frame(tmp_path / "b.jpg", [(100, "RELEASE NOTES"), (400, "VERSION TWO")])
+    out = ocr.read_frames(engine, [{"ms": 0, "path": a, "bands": None},
+                                   {"ms": 1000, "path": b, "bands": [[0, 395, W, 455]]}])
+    assert [r["read"] for r in out] == ["full", "bands"] and [r["ms"] for r in out] == [0, 1000]
+    assert "TWO" in out[1]["text"].upper() and "RELEASE" in out[1]["text"].upper()
+    assert "ONE" not in out[1]["text"].upper()
+
+
+def test_a_band_cutting_through_a_line_re_reads_the_whole_line(engine, tmp_path):
+    a = _frame(tmp_path / "a.jpg", [(300, "ALPHA BRAVO CHARLIE")])
+    b = _frame(tmp_path / "b.jpg", [(300, "ALPHA BRAVO DELTA")])
+    prev = json.loads(ocr.read_frames(engine, [{"ms": 0, "path": a, "bands": None}])[0]["boxes_json"])
+    # a band covering only the lower half of the changed word: grown to the whole line before reading
+    boxes = ocr.changed_boxes(engine, b, [[500, 330, 900, 350]], prev)
+    text = _words(boxes)
+    assert "DELTA" in text and "CHARLIE" not in text and "ALPHA" in text

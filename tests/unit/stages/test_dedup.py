@@ -1,0 +1,64 @@
+"""stages.dedup: a keyframe is a duplicate only when nothing a reader could notice changed."""
+
+from __future__ import annotations
+
+from PIL import Image, ImageDraw
+
+from talkthrough_assets.stages import dedup
+
+
+def _slide(title: str, color=(40, 90, 200), size=(320, 180)) -> Image.Image:
+    im = Image.new("RGB", size, (245, 245, 245))
+    d = ImageDraw.Draw(im)
+    d.rectangle([0, 0, size[0], 24], fill=color)
+    d.text((20, 60), title, fill=(0, 0, 0), font_size=28)
+    return im
+
+
+class TestDedup:
+    def test_identical_and_recompressed_frames_are_duplicates(self, tmp_path):
+        a = _slide("DEPLOY")
+        a.save(tmp_path / "a.jpg", quality=95)
+        a.save(tmp_path / "b.jpg", quality=40)
+        sa, sb = dedup.signature(tmp_path / "a.jpg"), dedup.signature(tmp_path / "b.jpg")
+        assert (sa.dhash ^ sb.dhash).bit_count() <= 4  # Hamming distance of the stored dhash
+        assert dedup.is_duplicate(sa, sb)
+
+    def test_different_layouts_are_not_duplicates(self):
+        a = dedup.signature(_slide("DEPLOY"))
+        b = dedup.signature(Image.linear_gradient("L").resize((320, 180)).rotate(90).convert("RGB"))
+        assert not dedup.is_duplicate(a, b)
+
+    def test_same_layout_new_text_is_kept_for_ocr(self):
+        a = dedup.signature(_slide("DEPLOY PIPELINE"))
+        b = dedup.signature(_slide("ROLLBACK DONE"))
+        assert not dedup.is_duplicate(a, b)
+
+    def test_one_changed_word_or_colour_is_never_a_duplicate(self):
+        a = dedup.signature(_slide("ERROR 503", size=(1280, 720)))
+        b = dedup.signature(_slide("ERROR 504", size=(1280, 720)))  # one digit
+        c = dedup.signature(_slide("ERROR 503", color=(200, 40, 40), size=(1280, 720)))  # banner recoloured
+        assert not dedup.is_duplicate(a, b)
+        assert not dedup.is_duplicate(a, c)
+
+    def test_a_blinking_cursor_is_new_but_only_its_band_changed(self):
+        a = _slide("DEPLOY", size=(1280, 720))
+        b = a.copy()
+        ImageDraw.Draw(b).rectangle([900, 300, 903, 330], fill=(0, 0, 0))  # a 4x30 px text cursor
+        sa, sb = dedup.signature(a), dedup.signature(b)
+        assert not dedup.is_duplicate(sa, sb)
+        bands = dedup.changed_bands(sa, sb)
+        assert len(bands) == 1 and bands[0][0] == 0 and bands[0][2] == 1280
+        assert bands[0][1] <= 300 and bands[0][3] >= 331 and bands[0][3] - bands[0][1] < 120
+        assert dedup.changed_bands(sa, dedup.signature(_slide("OTHER", color=(200, 0, 0), size=(1280, 720)))) \
+            is not None  # a title + banner change is still a band, not the whole frame
+        full = Image.linear_gradient("L").resize((1280, 720)).convert("RGB")
+        assert dedup.changed_bands(sa, dedup.signature(full)) is None  # everything changed: read it all
+
+    def test_mark_points_duplicates_at_the_head_of_their_run(self):
+        frames = [{"ms": m} for m in (0, 1000, 2000, 3000)]
+        stripes = Image.linear_gradient("L").resize((320, 180)).rotate(90).convert("RGB")
+        h1, h2 = dedup.signature(_slide("A")), dedup.signature(stripes)
+        rows = dedup.mark(frames, [h1, h1, h1, h2])
+        assert [r["duplicate_of"] for r in rows] == [None, 0, 0, None]
+        assert all(len(r["dhash"]) == 16 for r in rows)
