@@ -156,12 +156,14 @@ def sherpa_defaults(wav: Path, num_clusters: int = -1) -> tuple[list[tuple], flo
 
 
 def talkthrough(wav: Path, num_speakers, threshold: float | None = None) -> tuple[list[tuple], float, dict]:
+    from talkthrough_assets import config
     from talkthrough_assets import settings as S
     from talkthrough_assets.stages import diarize as D
 
     thr = S.DEFAULTS["diarize_threshold"] if threshold is None else threshold
     t = time.perf_counter()
-    out = D.run_turns(wav, segments=[], words=[], num_speakers=num_speakers, threshold=thr)
+    out = D.run_turns(wav, segments=[], words=[], num_speakers=num_speakers, threshold=thr,
+                      models_dir=config.get(D.models.ENV_MODELS_DIR))
     el = time.perf_counter() - t
     return [(x["t0_ms"] / 1000, x["t1_ms"] / 1000, x["speaker"]) for x in out["turns"]], el, out["diarization"]
 

@@ -30,8 +30,9 @@ from .engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, eng
 from .labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_order, merge_labels, merge_to_count,
                              parse_num_speakers, plan_merges, relabel, roster)
 from .models import ModelUnavailable, resolve_models
+from .refine import refine_turns
 
-CODE_VERSION = "3"
+CODE_VERSION = "4"
 ENGINE = "sherpa-onnx"
 
 # a given count the engine's own N-way clustering fell short of (it clusters 10-s window embeddings, and
@@ -131,6 +132,11 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
                           if n_req and engine_found >= n_req else plan_merges(turns, sims))
         if mapping:
             turns = merge_labels(turns, mapping)
+    # two voices the segmentation gave one label are split (for a given count: only up to that count), and
+    # VAD speech the segmentation left out goes to the nearest speaker (refine: measured on the AMI excerpts)
+    found = len(labels_in_order(turns))
+    turns, split_notes = refine_turns(samples, turns, models, cache=cache, limit=(n_req - found) if n_req else None)
+    notes += split_notes
     detected = len(labels_in_order(turns))
     if n_req and detected < n_req:
         why = "; ".join(([short_why] if short_why else []) + notes) or (

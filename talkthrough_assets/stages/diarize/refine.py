@@ -1,0 +1,257 @@
+"""Refining the engine's turns where the pyannote segmentation falls short on meeting audio (issue #23).
+
+Two measured failures of sherpa-onnx's pipeline on the AMI meeting excerpts of the evaluation set
+(``python bench/bench_der.py``), and their repair:
+
+* **Two voices in one label.** The segmentation model gives one local speaker for two people who take
+  turns (AMI dev00/dev01: one label for MEE009 and MEE012 in every 10-s window), so no clustering of its
+  per-window embeddings, not even ``num_clusters=2``, can separate them. :func:`split_labels` embeds
+  short windows (WINDOW_MS, half-overlapping) inside each label's own speech, splits the label's windows
+  in two (2-means on the unit embeddings) and keeps the split when the two halves' mean voices are
+  clearly apart (cosine under SPLIT_SIMILARITY) and each half has at least SPLIT_MIN_WINDOWS windows.
+  CAM++ on 1.5-s windows: one real speaker's halves 0.74-0.93 on the set, two speakers in one label
+  0.43-0.71.
+* **Speech the segmentation does not mark.** Far-field and quiet speech the segmentation leaves out is
+  often still heard by the Silero VAD faster-whisper ships (already used by the transcript stage).
+  :func:`fill_gaps` gives such VAD speech (speech probability >= FILL_VAD_THRESHOLD, in a gap between
+  turns) to the speaker whose turn is nearest in time, up to FILL_MAX_GAP_MS away.
+
+Thresholds were chosen on half of the evaluation set and checked on the other half (README, bench).
+The grid and 2-means are pure numpy (unit-tested); embeddings and VAD use the stage's models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .labels import labels_in_order, merge_labels, relabel
+
+SAMPLE_RATE = 16000
+STEP_MS = 10                 # working grid
+WINDOW_MS = 1500             # embedding window for the split test, half-overlapping
+SPLIT_SIMILARITY = 0.72      # cosine of the two halves' mean window embeddings under this: two voices
+SPLIT_MIN_WINDOWS = 3        # each half at least this many windows (~3 s of speech)
+SPLIT_COVER = 0.6            # a window belongs to a label when that label alone talks in >= 60 % of it
+FILL_VAD_THRESHOLD = 0.1     # Silero speech probability (per 32-ms frame) that counts as speech
+FILL_MAX_GAP_MS = 2000       # VAD speech further than this from every turn stays unassigned
+VAD_FRAME = 512              # Silero's frame, samples
+
+
+# --------------------------------------------------------------------------- grid helpers (pure)
+
+def _grid(turns: Sequence[dict], n: int):
+    import numpy as np
+
+    labs = labels_in_order(turns)
+    g = np.zeros((len(labs), n), dtype=bool)
+    for t in turns:
+        g[labs.index(t["speaker"]), t["t0_ms"] // STEP_MS: -(-t["t1_ms"] // STEP_MS)] = True
+    return labs, g
+
+
+def _turns(labs: Sequence[str], g) -> list[tuple[int, int, str]]:
+    import numpy as np
+
+    out = []
+    for i, lab in enumerate(labs):
+        d = np.diff(np.concatenate([[0], g[i].astype(np.int8), [0]]))
+        out += [(int(a) * STEP_MS, int(b) * STEP_MS, lab) for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1))]
+    return out
+
+
+def _unit(v):
+    import numpy as np
+
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+def two_means(x, iters: int = 10):
+    """Split unit vectors ``x`` (k, d) in two by cosine 2-means, started from the least similar pair.
+    Returns (assignment 0/1 per row, the two unit mean vectors) or None when it collapses to one group."""
+    import numpy as np
+
+    if len(x) < 2:
+        return None
+    s = x @ x.T
+    i, j = np.unravel_index(int(np.argmin(s)), s.shape)
+    c = np.stack([x[i], x[j]])
+    a = None
+    for _ in range(iters):
+        new = (x @ c.T).argmax(axis=1)
+        if new.min() == new.max():
+            return None
+        if a is not None and (new == a).all():
+            break
+        a = new
+        c = np.stack([_unit(x[a == k].mean(axis=0)) for k in (0, 1)])
+    return a, c
+
+
+def windows_of(turns: Sequence[dict], duration_ms: int, win_ms: int = WINDOW_MS) -> list[tuple[int, str]]:
+    """(start_ms, label) of every half-overlapping window where one label alone talks >= SPLIT_COVER of it."""
+    import numpy as np
+
+    n = -(-duration_ms // STEP_MS)
+    labs, g = _grid(turns, n)
+    if not labs:
+        return []
+    alone = g & (g.sum(axis=0) == 1)
+    w = win_ms // STEP_MS
+    out = []
+    for a in range(0, n - w + 1, w // 2):
+        frac = alone[:, a: a + w].mean(axis=1)
+        k = int(np.argmax(frac))
+        if frac[k] >= SPLIT_COVER:
+            out.append((a * STEP_MS, labs[k]))
+    return out
+
+
+def split_labels(turns: list[dict], windows: Sequence[tuple[int, str]], vectors, duration_ms: int, *,
+                 win_ms: int = WINDOW_MS, max_similarity: float = SPLIT_SIMILARITY,
+                 min_windows: int = SPLIT_MIN_WINDOWS, limit: int | None = None) -> tuple[list[dict], list[str]]:
+    """Split labels that hold two voices. ``windows`` from :func:`windows_of`, ``vectors`` their unit
+    embeddings (one row each). A label splits when 2-means of its windows gives halves whose mean voices
+    have cosine < ``max_similarity``, each of >= ``min_windows`` windows; its speech goes to the half of
+    the nearest window. The clearest splits first, at most ``limit`` (None: all). Returns (turns
+    relabelled S1.. by first appearance, notes)."""
+    import numpy as np
+
+    if not turns or not len(windows):
+        return turns, []
+    vectors = np.asarray(vectors, dtype=np.float64)
+    cands = []
+    for lab in labels_in_order(turns):
+        idx = [i for i, (_, wl) in enumerate(windows) if wl == lab]
+        if len(idx) < 2 * min_windows:
+            continue
+        r = two_means(vectors[idx])
+        if r is None:
+            continue
+        a, c = r
+        sim = float(c[0] @ c[1])
+        if min(int((a == 0).sum()), int((a == 1).sum())) < min_windows or sim >= max_similarity:
+            continue
+        cands.append((sim, lab, np.asarray(idx), a))
+    cands.sort(key=lambda x: x[0])
+    if limit is not None:
+        cands = cands[:max(0, limit)]
+    if not cands:
+        return turns, []
+    n = -(-duration_ms // STEP_MS)
+    labs, g = _grid(turns, n)
+    labs = list(labs)
+    notes = []
+    for sim, lab, idx, a in cands:
+        s = labs.index(lab)
+        later = 1 if idx[a == 1][0] > idx[a == 0][0] else 0  # the half heard later is the new label
+        centers = np.array([windows[i][0] + win_ms / 2 for i in idx]) / STEP_MS
+        frames = np.flatnonzero(g[s])
+        nearest = np.abs(frames[:, None] - centers[None, :]).argmin(axis=1)
+        move = frames[a[nearest] == later]
+        new = f"{lab}+"
+        labs.append(new)
+        g = np.vstack([g, np.zeros((1, n), dtype=bool)])
+        g[s, move] = False
+        g[-1, move] = True
+        notes.append((lab, new, sim))
+    raw = _turns(labs, g)
+    first: dict[str, int] = {}
+    for t0, _, key in sorted(raw):
+        first.setdefault(key, len(first) + 1)
+    name = {key: f"S{i}" for key, i in first.items()}  # what relabel() will call them
+    return (merge_labels(relabel(raw), {}),
+            [f"{name.get(new, new)} split from {name.get(lab, lab)} (two voices in one label, similarity {sim:.2f})"
+             for lab, new, sim in notes])
+
+
+def speech_spans(probs, threshold: float = FILL_VAD_THRESHOLD, frame: int = VAD_FRAME) -> list[tuple[int, int]]:
+    """[(t0_ms, t1_ms)] runs of VAD frames with speech probability >= ``threshold``."""
+    import numpy as np
+
+    on = np.asarray(probs, dtype=np.float64).ravel() >= threshold
+    d = np.diff(np.concatenate([[0], on.astype(np.int8), [0]]))
+    ms = frame * 1000 / SAMPLE_RATE
+    return [(int(round(a * ms)), int(round(b * ms))) for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1))]
+
+
+def fill_gaps(turns: list[dict], spans: Sequence[tuple[int, int]], duration_ms: int, *,
+              max_gap_ms: int = FILL_MAX_GAP_MS) -> tuple[list[dict], int]:
+    """Give speech ``spans`` no turn covers to the speaker whose turn is nearest in time (at most
+    ``max_gap_ms`` away). Returns (turns relabelled S1.., ms of speech added)."""
+    import numpy as np
+
+    if not turns or not spans:
+        return turns, 0
+    n = -(-duration_ms // STEP_MS)
+    labs, g = _grid(turns, n)
+    speech = np.zeros(n, dtype=bool)
+    for a, b in spans:
+        speech[a // STEP_MS: -(-b // STEP_MS)] = True
+    todo = speech & ~g.any(axis=0)
+    if not todo.any():
+        return turns, 0
+    pos = np.arange(n)
+    dist = np.full((len(labs), n), np.iinfo(np.int64).max // 4, dtype=np.int64)
+    for k in range(len(labs)):
+        on = np.flatnonzero(g[k])
+        if not len(on):
+            continue
+        j = np.searchsorted(on, pos)
+        left, right = on[np.clip(j - 1, 0, len(on) - 1)], on[np.clip(j, 0, len(on) - 1)]
+        dist[k] = np.minimum(np.abs(pos - left), np.abs(right - pos))
+    best, bd = dist.argmin(axis=0), dist.min(axis=0)
+    todo &= bd <= max_gap_ms // STEP_MS
+    g[best[todo], np.flatnonzero(todo)] = True
+    return merge_labels(relabel(_turns(labs, g)), {}), int(todo.sum()) * STEP_MS
+
+
+# --------------------------------------------------------------------------- model parts
+
+def vad_probs(samples) -> Any:
+    """Silero speech probability per 32-ms frame (faster-whisper's bundled VAD model)."""
+    import numpy as np
+    from faster_whisper.vad import get_vad_model
+
+    x = np.ascontiguousarray(samples, dtype=np.float32)
+    x = np.pad(x, (0, VAD_FRAME - len(x) % VAD_FRAME))
+    return np.asarray(get_vad_model()(x), dtype=np.float64).ravel()
+
+
+def window_vectors(samples, windows: Sequence[tuple[int, str]], models, cache=None, win_ms: int = WINDOW_MS):
+    """Unit CAM++ embeddings of ``windows`` (rows in order)."""
+    import numpy as np
+
+    from .engine import _extractor, default_cache, threads
+
+    cache = cache or default_cache()
+    out = []
+    with cache.lock:
+        ex = _extractor(cache, models, threads())
+        for start, _ in windows:
+            a = start * SAMPLE_RATE // 1000
+            st = ex.create_stream()
+            st.accept_waveform(SAMPLE_RATE, np.ascontiguousarray(samples[a: a + win_ms * SAMPLE_RATE // 1000],
+                                                                 dtype=np.float32))
+            st.input_finished()
+            out.append(_unit(np.asarray(ex.compute(st), dtype=np.float64)))
+    return np.asarray(out)
+
+
+def refine_turns(samples, turns: list[dict], models, *, cache=None, limit: int | None = None,
+           split: bool = True, fill: bool = True) -> tuple[list[dict], list[str]]:
+    """:func:`split_labels` (at most ``limit`` new labels) then :func:`fill_gaps` on ``turns``."""
+    dur = int(len(samples) * 1000 // SAMPLE_RATE)
+    notes: list[str] = []
+    if split and (limit is None or limit > 0):
+        wins = windows_of(turns, dur)
+        if wins:
+            turns, notes = split_labels(turns, wins, window_vectors(samples, wins, models, cache=cache), dur,
+                                        limit=limit)
+    if fill:
+        turns, _ = fill_gaps(turns, speech_spans(vad_probs(samples)), dur)
+    return turns, notes
+
+
+__all__ = ["split_labels", "windows_of", "two_means", "fill_gaps", "speech_spans", "vad_probs", "window_vectors",
+           "refine_turns", "SPLIT_SIMILARITY", "SPLIT_MIN_WINDOWS", "FILL_VAD_THRESHOLD", "FILL_MAX_GAP_MS"]

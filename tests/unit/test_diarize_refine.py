@@ -1,0 +1,83 @@
+"""Diarization refinement, the pure part (stages/diarize/refine.py): splitting a label that holds two voices
+(window embeddings given here as vectors) and giving VAD speech the segmentation missed to the nearest
+speaker. tests/integration/test_diarize_refine.py runs it with the real models on AMI excerpts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from talkthrough_assets.stages.diarize import refine as R
+
+
+def T(t0, t1, s):
+    return {"t0_ms": t0, "t1_ms": t1, "speaker": s}
+
+
+def _voice(seed: int, n: int, spread: float = 0.3) -> np.ndarray:
+    """n unit vectors around one random direction (one 'voice')."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=192)
+    x = base[None, :] + spread * np.linalg.norm(base) / np.sqrt(192) * rng.normal(size=(n, 192))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+class TestSplit:
+    def test_one_label_with_two_voices_is_split_where_the_second_voice_talks(self):
+        turns = [T(0, 10000, "S1"), T(10500, 20000, "S1")]
+        wins = R.windows_of(turns, 20000)
+        assert wins and {lab for _, lab in wins} == {"S1"}
+        starts = np.array([s for s, _ in wins])
+        second = starts >= 10000
+        vec = np.where(second[:, None], _voice(2, len(wins)), _voice(1, len(wins)))
+        out, notes = R.split_labels(turns, wins, vec, 20000)
+        assert {t["speaker"] for t in out} == {"S1", "S2"}
+        s2 = [t for t in out if t["speaker"] == "S2"]
+        assert min(t["t0_ms"] for t in s2) >= 9000 and max(t["t1_ms"] for t in s2) == 20000
+        assert sum(t["t1_ms"] - t["t0_ms"] for t in s2) >= 9000
+        assert notes and notes[0].startswith("S2 split from S1 (two voices in one label, similarity ")
+
+    def test_one_voice_is_not_split(self):
+        turns = [T(0, 20000, "S1")]
+        wins = R.windows_of(turns, 20000)
+        out, notes = R.split_labels(turns, wins, _voice(3, len(wins)), 20000)
+        assert out == turns and notes == []
+
+    def test_a_given_count_limits_the_splits(self):
+        turns = [T(0, 20000, "S1")]
+        wins = R.windows_of(turns, 20000)
+        vec = np.concatenate([_voice(1, len(wins) // 2), _voice(2, len(wins) - len(wins) // 2)])
+        assert R.split_labels(turns, wins, vec, 20000, limit=0) == (turns, [])
+        out, _ = R.split_labels(turns, wins, vec, 20000, limit=1)
+        assert {t["speaker"] for t in out} == {"S1", "S2"}
+
+    def test_too_few_windows_of_the_other_voice_is_no_split(self):
+        turns = [T(0, 20000, "S1")]
+        wins = R.windows_of(turns, 20000)
+        vec = _voice(1, len(wins))
+        vec[-(R.SPLIT_MIN_WINDOWS - 1):] = _voice(2, R.SPLIT_MIN_WINDOWS - 1)
+        assert R.split_labels(turns, wins, vec, 20000) == (turns, [])
+
+    def test_windows_where_two_labels_overlap_belong_to_neither(self):
+        turns = [T(0, 3000, "S1"), T(0, 3000, "S2"), T(3000, 6000, "S2")]
+        wins = R.windows_of(turns, 6000)
+        assert all(lab == "S2" and start >= 2250 for start, lab in wins)
+
+    def test_two_means_of_one_point_repeated_collapses(self):
+        assert R.two_means(np.tile(_voice(1, 1), (5, 1))) is None
+
+
+class TestFill:
+    def test_gap_speech_goes_to_the_nearest_turn_and_far_speech_to_nobody(self):
+        turns = [T(0, 1000, "S1"), T(3000, 4000, "S2")]
+        out, added = R.fill_gaps(turns, [(1000, 3000), (8000, 9000)], 10000)
+        assert out == [T(0, 2000, "S1"), T(2000, 4000, "S2")]
+        assert added == 2000
+
+    def test_nothing_to_fill(self):
+        turns = [T(0, 1000, "S1")]
+        assert R.fill_gaps(turns, [(200, 800)], 2000) == (turns, 0)
+        assert R.fill_gaps([], [(0, 1000)], 2000) == ([], 0)
+
+    def test_speech_spans_from_vad_frames(self):
+        probs = [0.0, 0.05, 0.2, 0.9, 0.05, 0.5]
+        assert R.speech_spans(probs, threshold=0.1) == [(64, 128), (160, 192)]
