@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from talkthrough_assets import config
 from talkthrough_assets import settings as S
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages import diarize as D
@@ -38,7 +39,8 @@ def test_auto_diarization_finds_every_speaker(clip, tt_home, tmp_path):
     ref_fn, speakers, max_der = CASES[clip]
     wav = tmp_path / f"{clip}.wav"
     audio.extract_wav(MEDIA / "diarization" / f"{clip}.wav", wav)
-    out = D.run_turns(wav, segments=[], words=[], num_speakers=None, threshold=S.DEFAULTS["diarize_threshold"])
+    out = D.run_turns(wav, segments=[], words=[], num_speakers=None, threshold=S.DEFAULTS["diarize_threshold"],
+                      models_dir=config.get(D.models.ENV_MODELS_DIR))
     row = out["diarization"]
     assert row["available"], row
     hyp = [(t["t0_ms"] / 1000, t["t1_ms"] / 1000, t["speaker"]) for t in out["turns"]]

@@ -16,7 +16,7 @@ from fixture_facts import (
 )
 from typer.testing import CliRunner
 
-from talkthrough_assets import pipeline, service, settings, store
+from talkthrough_assets import config, pipeline, service, settings, store
 from talkthrough_assets.cli import app
 from talkthrough_assets.models import sha256_file
 from talkthrough_assets.stages import audio
@@ -59,7 +59,8 @@ def two_voices_wav(tt_home, tmp_path_factory):
 
 
 def _run(wav, **kw):
-    kw = {"segments": [], "words": [], "num_speakers": None, "threshold": 0.5, **kw}
+    kw = {"segments": [], "words": [], "num_speakers": None, "threshold": 0.5,
+          "models_dir": config.get(D.models.ENV_MODELS_DIR), **kw}
     return D.run_turns(wav, **kw)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from talkthrough_assets import config
 from talkthrough_assets import settings as S
 from talkthrough_assets.stages import diarize as D
 
@@ -32,7 +33,8 @@ def clips(tmp_path_factory):
 
 
 def _run(wav, n):
-    return D.run_turns(wav, segments=[], words=[], num_speakers=n, threshold=S.DEFAULTS["diarize_threshold"])
+    return D.run_turns(wav, segments=[], words=[], num_speakers=n, threshold=S.DEFAULTS["diarize_threshold"],
+                       models_dir=config.get(D.models.ENV_MODELS_DIR))
 
 
 @pytest.mark.parametrize("name", ["seq6_b", "conv4_a"])
