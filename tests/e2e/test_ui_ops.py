@@ -19,8 +19,8 @@ import subprocess
 
 import pytest
 from fixture_facts import FIXTURES_DIR, SILENT_NAME
-from test_webserver import (CHECKS, REPO, _events, _free_port, _launch, _partition_events, _tags,
-                            assert_one_line_failure, gql, running_ui, talkthrough_command, wait_run)
+from test_webserver import (CHECKS, REPO, _events, _free_port, _launch, _page_text, _partition_events, _tags,
+                            assert_one_line_failure, browser, gql, running_ui, talkthrough_command, wait_run)
 
 from talkthrough_assets import service
 from talkthrough_assets.settings import STAGES
@@ -272,7 +272,7 @@ query($partition: String!) {
 }"""
 
 
-def test_the_manifest_materialization_links_the_recordings_html_report(ui):
+def test_the_manifest_materialization_links_the_recordings_html_report(ui, browser):
     """#22 item 1: the manifest stage's materialization names the report each run writes beside the manifest
     (the same page as `talkthrough report`), and `forget` removes it with the rest."""
     from talkthrough_assets import store
@@ -283,10 +283,18 @@ def test_the_manifest_materialization_links_the_recordings_html_report(ui):
     assert mine, events
     paths = [m["path"] for m in mine[0]["metadataEntries"] if m["label"] == "report"]
     assert paths == [str(ui["home"] / "reports" / f"{rid}.html")], mine
-    page = (ui["home"] / "reports" / f"{rid}.html").read_text()
-    assert page.startswith("<!doctype html>") and SILENT_NAME in page and "Content-Security-Policy" in page
+    html = (ui["home"] / "reports" / f"{rid}.html").read_text()
+    assert html.startswith("<!doctype html>") and SILENT_NAME in html and "Content-Security-Policy" in html
     out = subprocess.run(talkthrough_command() + ["report", rid, "-o", str(ui["tmp"] / "report.html")],
                          env=ui["env"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert (ui["tmp"] / "report.html").read_text() == page  # one page, wherever it is written
+    assert (ui["tmp"] / "report.html").read_text() == html  # one page, wherever it is written
     assert f"reports/{rid}.html" in store.recording_keys(rid)  # what `talkthrough forget` removes
+    # in the UI: the manifest partition's page lists it among the materialization's metadata
+    page = browser.new_page(viewport={"width": 1600, "height": 1200})
+    try:
+        _page_text(page, f"{ui['base']}/assets/manifest?view=partitions&partition={rid}", paths[0])
+        row = page.locator("tr", has_text=paths[0]).first.inner_text()
+        assert row.split()[0] == "report", row
+    finally:
+        page.close()
