@@ -109,6 +109,10 @@ def _print_summary(s: dict) -> None:
               + (f"; speakers: {s['speakers']}" if s.get("diarized") else "")
               + (f" ({_e(s['speakers_note'])})" if s.get("diarized") and s.get("speakers_note") else ""),
               highlight=False)
+    if tr.get("coverage"):
+        out.print(f"  chunks: {_e(tr['coverage'])}", highlight=False)
+    if tr.get("chunks_reason"):
+        out.print(f"  [yellow]segments:[/yellow] {_e(tr['chunks_reason'])}", highlight=False)
     if s.get("diarization_reason"):
         out.print(f"  [yellow]diarization:[/yellow] {_e(s['diarization_reason'])}", highlight=False)
     for seg in s.get("preview", []):
@@ -296,6 +300,7 @@ def recordings(as_json: bool = typer.Option(False, "--json", help="Print the lis
             for r in found:
                 typer.echo(f"{r['recording']}  {r['filename']}  {r['state']}"
                            + (f" ({r['reason']})" if r["reason"] else "")
+                           + (f"  transcribed: {r['coverage']}" if r.get("coverage") else "")
                            + (f"  aliases: {', '.join(r['aliases'])}" if r["aliases"] else ""))
         if not found:
             _console().print(f"no registered file matches {_e(repr(find))}", highlight=False)
@@ -312,11 +317,13 @@ def recordings(as_json: bool = typer.Option(False, "--json", help="Print the lis
     # recorded at: the recording's own local time to the minute (--json has the full timestamp and offset)
     t = Table(Column("id", no_wrap=True, min_width=16), Column("file", overflow="fold", ratio=1),
               Column("media", no_wrap=True), Column("recorded at", no_wrap=True),
-              *(Column(h, overflow="fold", justify="right") for h in ("segs", "frames", "diarized")))
+              *(Column(h, overflow="fold", justify="right") for h in ("segs", "frames", "diarized")),
+              Column("chunks", no_wrap=True))
     for r in rows:
         when = (r["recorded_at"] or "-")[:16].replace("T", " ")
         t.add_row(r["recording"], Text(r["filename"] or ""), f"{r['kind']} {r['duration_ms'] / 1000:.1f}s", when,
-                  str(r["segment_count"]), str(r["frame_count"]), "yes" if r["diarized"] else "")
+                  str(r["segment_count"]), str(r["frame_count"]), "yes" if r["diarized"] else "",
+                  r.get("chunks") or "")
     _console(stderr=False).print(t)
 
 
@@ -461,6 +468,31 @@ def forget(
               + ("; Dagster partition deleted" if result["dagster_partition_removed"] else ""), highlight=False)
     for loc in result["removed"]:
         out.print(f"  {_e(loc)}", highlight=False)
+
+
+@app.command(cls=_Command)
+def gc(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only say what would be removed."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Remove stored Whisper chunk results that no recording uses any more (after a setting change or a
+    forget); refused while a run is in progress. Says how much disk chunk results take per hour of audio."""
+    from . import store
+    from .stages import chunkstore
+
+    try:
+        r = chunkstore.gc(dry_run=dry_run)
+    except store.PartitionBusy as e:
+        _console().print(f"[yellow]refused:[/yellow] {_e(e)}; nothing removed", highlight=False)
+        raise typer.Exit(1)
+    if as_json:
+        typer.echo(json.dumps(r, indent=2))
+        return
+    per_h = f"{r['bytes_per_audio_hour'] / 1024:.0f} KiB per hour of audio" if r["bytes_per_audio_hour"] else "no audio"
+    _console(stderr=False).print(
+        f"{'would remove' if dry_run else 'removed'} {r['removed']} unused chunk result(s) "
+        f"({r['removed_bytes'] / 1024:.0f} KiB); kept {r['kept']} ({r['kept_bytes'] / 1024:.0f} KiB, "
+        f"{r['audio_hours']:.2f} h of audio: {per_h})", highlight=False)
 
 
 @app.command(cls=_Command)

@@ -93,6 +93,8 @@ VARS: tuple[Var, ...] = (
        default_doc="`int8` (`float16` on cuda)"),
     _V("TALKTHROUGH_WHISPER_THREADS", int, None, "Whisper's CPU threads.",
        default_doc="every core (half beside the visual branch)"),
+    _V("TALKTHROUGH_CHUNK_S", float, 180.0, "Whisper decodes a recording in chunks of about this many seconds, "
+       "cut at silences, each result stored as soon as decoded (bench/bench_chunks.py).", minimum=1),
     _V("TALKTHROUGH_OCR_DET_SIDE", int, 1024, "OCR text detection scales a frame's longest side to at most "
        "this (0: no cap); in the `ocr` config hash.", minimum=0),
     _V("TALKTHROUGH_DIARIZATION_MODELS", str, None, "A folder holding the diarization ONNX models "

@@ -18,6 +18,7 @@ from . import store
 from .engines import Engines
 from .engines import shared as shared_engines
 from .errors import InternalError, StageError
+from .stages import chunkstore
 from .stages import keyframes as keyframes_stage
 from .stages import manifest as manifest_stage
 from .stages import probe as probe_stage
@@ -286,7 +287,7 @@ def plan(recording_id: str, *, force: bool = False) -> list[str]:
     for stage in S.STAGES:
         st = state.get(stage)
         if (st is None or st["status"] != "ok" or st["config_hash"] != S.config_hash(stage, cfg)
-                or st["code_version"] != CODE_VERSIONS[stage]):
+                or st["code_version"] != CODE_VERSIONS[stage] or (stage == "segments" and chunkstore.needs_retry(st))):
             stale.add(stage)
     if "turns" not in stale and cfg.get("diarize") and _diarization_models_appeared(recording_id):
         stale.add("turns")

@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 from . import config, pipeline, registry, store
 from . import settings as S
 from .ids import recording_id
-from .stages import wallclock
+from .stages import chunkstore, wallclock
 from .stages.wallclock import t_wall
 
 PREVIEW_SEGMENTS = 15
@@ -341,7 +341,9 @@ def forget(rid: str, inst=None) -> dict:
         if runs:
             raise store.PartitionBusy(f"recording {rid} has {len(runs)} run(s) queued or in progress "
                                       f"({', '.join(r.run_id[:8] for r in runs)}); try again when they finish")
+        chunk_keys = [r["key"] for r in store.read_rows("chunks", rid)]
         removed = store.forget_recording(rid)
+        removed += chunkstore.release(rid, chunk_keys)  # its chunk results no other recording uses
         partition = inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
         if partition:
             inst.delete_dynamic_partition(registry.PARTITIONS_NAME, rid)
@@ -362,7 +364,10 @@ def summary(rid: str) -> dict:
         "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
         "wall_clock": wallclock.view(wc if wc and wc.get("available") else None),
         "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
-                       "language": rec["language"], "segments": rec["segment_count"]},
+                       "language": rec["language"], "segments": rec["segment_count"],
+                       # chunks with a stored Whisper result (derived from the chunk keys), and failed ones
+                       "coverage": (chunkstore.coverage(rid) or {}).get("text"),
+                       "chunks_reason": pipeline.stage_reason(rid, "segments")},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
                    "dir": store.data_location(store.frames_key(rid)),
                    "reason": pipeline.stage_reason(rid, "keyframes"), "contact_sheet": _contact_sheet(rid)},
@@ -400,9 +405,14 @@ def list_recordings() -> list[dict]:
         cur = con.execute("SELECT recording, filename, kind, duration_ms, recorded_at, segment_count, frame_count, "
                           "diarized FROM recordings ORDER BY recorded_at NULLS LAST, filename")
         cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
+        rows = [dict(zip(cols, r)) for r in cur.fetchall()]
     finally:
         con.close()
+    for r in rows:  # derived from the stored chunk keys, not recorded
+        cov = chunkstore.coverage(r["recording"]) or {}
+        r["coverage"] = cov.get("text")
+        r["chunks"] = f"{cov['covered']}/{cov['chunks']}" if cov else None
+    return rows
 
 
 def find_recordings(text: str) -> list[dict]:
@@ -422,5 +432,5 @@ def find_recordings(text: str) -> list[dict]:
         reason = pipeline.failure_reason(rid)
         out.append({"recording": rid, "filename": names[0] if names else None, "aliases": names[1:],
                     "state": "failed" if reason else "processed" if processed else "registered",
-                    "reason": reason})
+                    "reason": reason, "coverage": (chunkstore.coverage(rid) or {}).get("text")})
     return out

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import config
-from .stages import audio, dedup, diarize, keyframes, manifest, ocr, probe, terms, transcribe, wallclock
+from .stages import audio, chunkstore, dedup, diarize, keyframes, manifest, ocr, probe, terms, transcribe, wallclock
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,10 @@ SPECS: tuple[StageSpec, ...] = (
               "mtime-duration.", amend="re-anchor"),
     StageSpec("audio", audio.run, ("probe",), (), audio.CODE_VERSION, ("audio/<id>.wav",),
               "16 kHz mono WAV cache of the first audio stream."),
-    StageSpec("segments", transcribe.run, ("audio",), ("whisper_model", "language", "vocabulary", "beam_size"),
-              transcribe.CODE_VERSION, ("segments", "words", "transcripts", "terms/transcript"),
-              "faster-whisper transcript segments + word timestamps (CPU int8, VAD, greedy).",
+    StageSpec("segments", chunkstore.run, ("audio",), transcribe.SETTINGS,
+              transcribe.CODE_VERSION, ("segments", "words", "transcripts", "terms/transcript", "chunks"),
+              "faster-whisper transcript segments + word timestamps (CPU int8, beam 5, VAD gate), decoded in "
+              "chunks of a few minutes cut at silences, each kept under a content key (chunks/whisper/).",
               engines=True, engine=transcribe.engine_fingerprint,
               checks=(Check("transcript_present_when_audible", "WARN",
                             "Audio louder than about -30 dBFS produced at least one transcript segment. Fails "

@@ -3,7 +3,8 @@ and, for an English-only model, segments whose audio is another language are dro
 
 The loaded models live in a :class:`Whisper` object that the caller owns and passes in (the pipeline gets
 the process's one from ``talkthrough_assets.engines``, Dagster from its ``whisper`` resource); a call
-without one uses :func:`default_whisper`, the same process-wide object."""
+without one uses :func:`default_whisper`, the same process-wide object. The stage's ``run()`` (in chunks of the
+recording, each result kept) is ``stages/chunkstore.py``."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ import numpy as np
 
 from .. import config, store
 from . import audio as audio_stage
-from . import terms as terms_stage
 from . import word_timing
-from .runner import CheckResult, StageResult, digest, probe_row, sharing_cpu, stage_reason, wav_path
+from .runner import CheckResult, wav_path
 
-CODE_VERSION = "6"
+CODE_VERSION = "7"
+SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the config hash (and chunk keys) cover
 # Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults, same model, same run
 # (eval clips, the 10-min screencast and the 30-min meeting of bench/make_long_media.py):
 # * beam 5 (faster-whisper's default): greedy decoding lost words (pooled WER 9.5 % vs 6.6 % on read speech);
@@ -180,13 +181,22 @@ def _has_speech(regions: list[tuple[int, int]], t0: float, t1: float) -> bool:
     return any(s < b and e > a for s, e in regions)
 
 
-def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
-               vocabulary: str | None = None, beam_size: int = BEAM_SIZE, vad: bool = True,
-               condition_on_previous_text: bool = CONDITION_ON_PREVIOUS_TEXT,
-               max_compression_ratio: float | None = MAX_COMPRESSION_RATIO, temperature=TEMPERATURE,
-               language_check: bool = True, threads: int | None = None, whisper: Whisper | None = None,
-               refine_words: bool = True) -> dict:
-    """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times.
+def transcribe(samples: np.ndarray, **kw) -> dict:
+    """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times (the whole
+    recording decoded at once; the stage decodes it in chunks, see ``stages.chunks``). Keywords: :func:`decode`."""
+    return finish(decode(samples, **kw))
+
+
+def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
+           vocabulary: str | None = None, beam_size: int = BEAM_SIZE, vad: bool = True,
+           condition_on_previous_text: bool = CONDITION_ON_PREVIOUS_TEXT,
+           max_compression_ratio: float | None = MAX_COMPRESSION_RATIO, temperature=TEMPERATURE,
+           language_check: bool = True, threads: int | None = None, whisper: Whisper | None = None,
+           refine_words: bool = True, prompt: list[int] | None = None) -> dict:
+    """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens"} (times in
+    ms from the first sample; each dropped segment keeps its "lang"; "tokens": the text tokens Whisper wrote,
+    kept or dropped, the context for what follows); :func:`finish` makes it the stage's output. ``prompt``:
+    the tokens said before (a previous chunk's context) instead of the vocabulary as the initial prompt.
     ``whisper``: where the model is loaded (default: :func:`default_whisper`). ``language_check``: check the
     doubtful segments of an English-only model with the multilingual model's language detection.
     ``refine_words``: move word starts onto the audio (:mod:`.word_timing`)."""
@@ -197,18 +207,18 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
             "dropped_count": 0, "dropped": "[]"}
     if len(samples) < 1600:  # < 0.1 s: nothing to transcribe
         meta.update(reason="no speech detected (audio shorter than 0.1 s)")
-        return {"meta": meta, "segments": [], "words": []}
+        return {"meta": meta, "segments": [], "words": [], "dropped": [], "tokens": []}
     whisper = whisper or default_whisper()
     dropped: list[dict] = []
     regions = speech_regions(samples) if vad else None
     if regions == []:  # the gate would drop every segment: Whisper is not run at all (a silent screencast)
         meta.update(reason="no speech detected (no voice activity)", elapsed_s=round(time.perf_counter() - t_start, 3))
-        return {"meta": meta, "segments": [], "words": []}
+        return {"meta": meta, "segments": [], "words": [], "dropped": [], "tokens": []}
     with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
         model = whisper.model(model_ref, threads)
         seg_iter, info = model.transcribe(
             samples, language=language or None, beam_size=beam_size, vad_filter=False,
-            word_timestamps=False, initial_prompt=vocabulary or None, hotwords=vocabulary or None,
+            word_timestamps=False, initial_prompt=prompt or vocabulary or None, hotwords=vocabulary or None,
             condition_on_previous_text=condition_on_previous_text, temperature=temperature,
         )
         english_only = not model.model.is_multilingual
@@ -218,8 +228,9 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
             dropped.append({"t0_ms": int(round(start * 1000)), "t1_ms": int(round(end * 1000)),
                             "reason": reason, "text": s.text.strip(), "lang": lang})
 
-        candidates = []
+        candidates, tokens = [], []
         for s in seg_iter:
+            tokens.extend(int(t) for t in s.tokens)  # what Whisper conditions on next, kept or dropped
             if regions is not None and not _has_speech(regions, s.start, s.end):
                 drop(s, s.start, s.end, "no speech in its time span (voice activity detection)")
             elif max_compression_ratio is not None and (cr := compression_ratio(s.text)) > max_compression_ratio:
@@ -253,7 +264,14 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
     meta.update(language=info.language, language_probability=float(info.language_probability),
                 segment_count=len(segments), word_count=len(words), dropped_count=len(dropped),
                 elapsed_s=round(time.perf_counter() - t_start, 3))
-    if not segments:
+    return {"meta": meta, "segments": segments, "words": words, "dropped": dropped, "tokens": tokens}
+
+
+def finish(out: dict) -> dict:
+    """The stage's output from :func:`decode`'s (or the chunks' assembled): the reason of an empty transcript,
+    the dropped segments as JSON in meta."""
+    meta, segments, dropped = out["meta"], out["segments"], out["dropped"]
+    if not segments and meta.get("reason") is None:
         langs = sorted({d["lang"] for d in dropped if d.get("lang")})
         if langs:
             meta["reason"] = (f"no English speech: {len(dropped)} segment(s) dropped (spoken language "
@@ -262,10 +280,9 @@ def transcribe(samples: np.ndarray, *, model_ref: str, model_label: str, languag
             meta["reason"] = f"no speech detected ({len(dropped)} segment(s) dropped: {dropped[0]['reason']})"
         else:
             meta["reason"] = "no speech detected"
-    for d in dropped:
-        d.pop("lang", None)
-    meta["dropped"] = json.dumps(dropped, ensure_ascii=False)
-    return {"meta": meta, "segments": segments, "words": words}
+    meta["dropped_count"] = len(dropped)
+    meta["dropped"] = json.dumps([{k: v for k, v in d.items() if k != "lang"} for d in dropped], ensure_ascii=False)
+    return {"meta": meta, "segments": segments, "words": out["words"]}
 
 
 def unavailable(reason: str, model_label: str | None = None) -> dict:
@@ -289,36 +306,3 @@ def verify(rid: str) -> CheckResult:
     if probe.get("has_audio") and store.exists(store.audio_key(rid)):
         peak = audio_stage.peak(audio_stage.load_wav(wav_path(rid)))
     return transcript_check(peak > 1000, len(store.read_rows("segments", rid)))
-
-
-def run(rid: str, cfg: dict, engines) -> StageResult:
-    from ..models import resolve_whisper
-
-    p = probe_row(rid)
-    ref, label = resolve_whisper(cfg.get("whisper_model"))
-    peak = 0
-    audio_reason = stage_reason(rid, "audio")
-    if not p["has_audio"]:
-        out = unavailable("no audio stream (video-only file)", label)
-    elif audio_reason:
-        out = unavailable(audio_reason, label)
-    else:
-        samples = audio_stage.load_wav(wav_path(rid))  # read once: transcript + loudness check
-        peak = audio_stage.peak(samples)
-        shared = rid in sharing_cpu and bool(p["has_video"])  # the visual branch runs beside it
-        out = transcribe(samples, model_ref=ref, model_label=label, language=cfg.get("language"),
-                         threads=cpu_threads(shared=shared, override=config.get("TALKTHROUGH_WHISPER_THREADS")),
-                         vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or BEAM_SIZE),
-                         whisper=engines.whisper)
-    store.write_table("segments", rid, out["segments"])
-    store.write_table("words", rid, out["words"])
-    docs = [(s["seq"], s["t0_ms"], s["text"]) for s in out["segments"]]
-    store.write_table("terms", rid, terms_stage.term_rows("transcript", docs), part="transcript")
-    store.write_table("transcripts", rid, [out["meta"]])
-    m = out["meta"]
-    head = " ".join(s["text"] for s in out["segments"][:5])[:400]
-    md = {"available": m["available"], "reason": m["reason"] or "", "language": m["language"] or "",
-          "segments": m["segment_count"], "words": m["word_count"], "transcript_head": head,
-          "elapsed_s": m["elapsed_s"], "dropped_segments": m.get("dropped_count") or 0}
-    return StageResult(md, digest(out["segments"]), [transcript_check(p["has_audio"] and peak > 1000,
-                                                                      m["segment_count"])])

@@ -114,6 +114,16 @@ def settings_key(recording_id: str) -> str:
     return f"settings/{check_id(recording_id)}.json"
 
 
+CHUNKS_PREFIX = "chunks/whisper"
+
+
+def chunk_result_key(key: str) -> str:
+    """Where the stored Whisper result of the chunk with content key ``key`` (sha256 hex) lives."""
+    if not re.fullmatch(r"[0-9a-f]{64}", key):
+        raise ValueError(f"not a chunk key: {key!r}")
+    return f"{CHUNKS_PREFIX}/{key[:2]}/{key}.bin"
+
+
 def frames_root(recording_id: str) -> Path:
     return home() / "frames" / check_id(recording_id)
 

@@ -33,6 +33,9 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("seq", _I), ("t0_ms", _I), ("t1_ms", _I), ("text", _S), ("avg_logprob", _F), ("no_speech_prob", _F),
     ]),
     "words": pa.schema([("seq", _I), ("idx", _I), ("t0_ms", _I), ("t1_ms", _I), ("word", _S), ("prob", _F)]),
+    # the audio's chunks for the segments stage (stages/chunks.py) and the key of each one's stored result;
+    # what is covered is derived from these keys (chunkstore.coverage), never recorded a second time
+    "chunks": pa.schema([("idx", _I), ("t0_ms", _I), ("t1_ms", _I), ("key", _S)]),
     "diarization": pa.schema([
         ("available", _B), ("requested", _B), ("reason", _S), ("engine", _S), ("engine_version", _S),
         ("segmentation_model", _S), ("embedding_model", _S), ("requested_num_speakers", _I),

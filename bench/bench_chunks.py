@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Chunked Whisper (stages/chunks.py) against the whole-recording decode, in one run:
+
+    python bench/bench_chunks.py [--parts wer,kill] [--chunk-s 180] [--stress-s 20] [--only SUBSTR] [--no-eval]
+
+* ``wer``: every eval clip (bench/evalset.py, ~/.cache/talkthrough-eval) and the 30-min bench meeting
+  (bench/make_long_media.py) decoded whole (``transcribe.transcribe``, the stage before chunking) and in chunks
+  (``chunks.transcribe_chunked`` with an in-memory store) at ``--chunk-s``; with ``--stress-s`` the eval clips
+  also at that much smaller size (the eval clips are shorter than a real chunk, so there a chunk is the clip).
+  Per clip: WER both ways and the difference (target: within 0.3 points), words whose time moved, time ratio
+  (target: total within 5 %).
+* ``kill``: ``talkthrough process`` of the meeting in a fresh data root (clean run, timed), then in another fresh
+  root the same run killed with SIGKILL at 60 % of the clean run's time and run again: the re-run's time over
+  the clean run's (target <= 0.5) and whether the transcript is identical to the clean run's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_asr as BA  # noqa: E402  (the eval clips, the meeting's reference, WER)
+
+
+def _wer(clip: dict, segs) -> tuple[float | None, dict]:
+    r = BA.score(clip, segs)
+    return (100 * r["errors"] / max(r["ref_words"], 1) if "errors" in r else None), r
+
+
+def part_wer(args) -> None:
+    from talkthrough_assets import models
+    from talkthrough_assets.stages import chunks as C
+    from talkthrough_assets.stages import transcribe as T
+
+    ref, label = models.resolve_whisper()
+    kw = dict(model_ref=ref, model_label=label)
+    T.default_whisper().warm(ref)
+    clips = [] if args.no_eval else BA.clips(args.only, long=False)
+    if not args.only or args.only in "meeting":
+        import make_long_media as ml
+
+        paths = ml.ensure_media(quiet=True)
+        clips.append({"name": ml.MEETING, "path": paths["meeting"], "kind": "asr",
+                      "ref": BA.spoken_script("meeting"), "cut_s": None, "long": True})
+    sizes = [("chunked", args.chunk_s)] + ([("stress", args.stress_s)] if args.stress_s else [])
+    print(f"model {label}; {len(clips)} clips; chunk {args.chunk_s:.0f} s"
+          + (f", stress {args.stress_s:.0f} s on the eval clips" if args.stress_s else ""))
+    print(f"{'clip':40} {'whole WER':>9} " + " ".join(f"{n + ' WER':>12} {'d':>5} {'moved':>5} {'n':>3}" for n, _ in sizes)
+          + f" {'whole s':>7} " + " ".join(f"{n + ' s':>10}" for n, _ in sizes))
+    tot = {"whole": 0.0, **{n: 0.0 for n, _ in sizes}}
+    tot_long = {"whole": 0.0, **{n: 0.0 for n, _ in sizes}}
+    worst = {n: 0.0 for n, _ in sizes}
+    identical = {n: 0 for n, _ in sizes}
+    for clip in clips:
+        samples = BA._decode(clip["path"])
+        if clip.get("long") and args.meeting_s:
+            samples = samples[:int(args.meeting_s * 16000)]
+            clip = dict(clip, ref=_ref_until(clip["ref"], args.meeting_s))
+        t = time.perf_counter()
+        whole = T.transcribe(samples, **kw)
+        tw = time.perf_counter() - t
+        w_wer, _ = _wer(clip, [(s["t0_ms"] / 1000, s["text"]) for s in whole["segments"]])
+        cells, secs = [], []
+        tot["whole"] += tw
+        if clip.get("long"):
+            tot_long["whole"] += tw
+        for name, size in sizes:
+            if name == "stress" and clip.get("long"):
+                cells.append(f"{'':>12} {'':>5} {'':>5} {'':>3}")
+                secs.append(f"{'':>10}")
+                continue
+            mem: dict[str, bytes] = {}
+            t = time.perf_counter()
+            out = C.transcribe_chunked(samples, fp="bench", load=mem.get, save=mem.__setitem__,
+                                       bounds=C.plan(samples, size), **kw)
+            tc = time.perf_counter() - t
+            tot[name] += tc
+            if clip.get("long"):
+                tot_long[name] += tc
+            c_wer, _ = _wer(clip, [(s["t0_ms"] / 1000, s["text"]) for s in out["segments"]])
+            same = [(s["t0_ms"], s["t1_ms"], s["text"]) for s in out["segments"]] == \
+                   [(s["t0_ms"], s["t1_ms"], s["text"]) for s in whole["segments"]]
+            identical[name] += same
+            moved = _moved_words(whole["words"], out["words"])
+            d = (c_wer - w_wer) if (c_wer is not None and w_wer is not None) else None
+            if d is not None:
+                worst[name] = max(worst[name], d)
+            cells.append(f"{(f'{c_wer:.2f}%' if c_wer is not None else f'{len(out['words'])}w'):>12} "
+                         f"{(f'{d:+.2f}' if d is not None else '-'):>5} {moved:>5} {out['chunks']['total']:>3}")
+            secs.append(f"{tc:>10.1f}")
+        print(f"{clip['name'][:40]:40} {(f'{w_wer:.2f}%' if w_wer is not None else f'{len(whole['words'])}w'):>9} "
+              + " ".join(cells) + f" {tw:>7.1f} " + " ".join(secs), flush=True)
+    print("\n== totals")
+    for name, _ in sizes:
+        print(f"{name}: worst WER difference {worst[name]:+.2f} points; transcripts identical to whole on "
+              f"{identical[name]} of {len(clips) - (1 if name == 'stress' and clips and clips[-1].get('long') else 0)} "
+              f"clips; time {tot[name]:.1f} s vs whole {tot['whole']:.1f} s = {tot[name] / max(tot['whole'], 1e-9):.3f}x")
+    if tot_long["whole"]:
+        print(f"meeting alone: chunked {tot_long['chunked']:.1f} s vs whole {tot_long['whole']:.1f} s = "
+              f"{tot_long['chunked'] / tot_long['whole']:.3f}x")
+
+
+def _ref_until(ref: str, seconds: float) -> str:
+    """The meeting's reference text up to ``seconds`` (its lines in order, timed as make_long_media placed them)."""
+    import make_long_media as ml
+
+    lines, gap_s = ml.MEETING_LINES, 0.7
+    clips = ml._tts_cache([("espeak-ng", v, t, 150) for v, t in lines])
+    out, t, k = [], 0.5, 0
+    while True:
+        v, text = lines[k % len(lines)]
+        t_end = t + len(clips[("espeak-ng", v, text)]) / ml.SR
+        if t_end > seconds:
+            break
+        out.append(text)
+        t = t_end + gap_s + (0.4 if k % 3 == 2 else 0.0)
+        k += 1
+    return " ".join(out)
+
+
+def _moved_words(a: list[dict], b: list[dict], tol_ms: int = 100) -> int:
+    """Words of ``b`` that are the same word as in ``a`` at the same position in the text but whose start moved
+    by more than ``tol_ms`` (a positional comparison where the word sequences agree)."""
+    import difflib
+
+    wa, wb = [w["word"].strip().lower() for w in a], [w["word"].strip().lower() for w in b]
+    moved = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            moved += sum(abs(a[i1 + k]["t0_ms"] - b[j1 + k]["t0_ms"]) > tol_ms for k in range(i2 - i1))
+    return moved
+
+
+def _process(home: Path, media: Path, kill_after: float | None = None) -> tuple[float, int]:
+    env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"))
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(media), "--json"]
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    if kill_after is None:
+        rc = p.wait()
+    else:
+        try:
+            rc = p.wait(timeout=kill_after)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            rc = p.wait()
+    return time.perf_counter() - t, rc
+
+
+def _transcript(home: Path) -> list[tuple]:
+    import pyarrow.parquet as pq
+
+    files = sorted((home / "tables" / "segments").rglob("*.parquet"))
+    files = [f for f in files if "__schema__" not in str(f)]
+    return [(r["t0_ms"], r["t1_ms"], r["text"]) for f in files for r in pq.read_table(f).to_pylist()]
+
+
+def _chunk_files(home: Path) -> int:
+    return len([p for p in (home / "chunks").rglob("*") if p.is_file()]) if (home / "chunks").exists() else 0
+
+
+def part_kill(args) -> None:
+    import make_long_media as ml
+
+    media = ml.ensure_media(quiet=True)["meeting"]
+    work = Path(tempfile.mkdtemp(prefix="bench-chunks-"))
+    try:
+        clean_home, crash_home = work / "clean", work / "crash"
+        clean_s, rc = _process(clean_home, media)
+        assert rc == 0, f"clean run failed (exit {rc})"
+        clean = _transcript(clean_home)
+        kill_at = 0.6 * clean_s
+        killed_s, rc = _process(crash_home, media, kill_after=kill_at)
+        stored = _chunk_files(crash_home)
+        rerun_s, rc2 = _process(crash_home, media)
+        assert rc2 == 0, f"re-run failed (exit {rc2})"
+        again = _transcript(crash_home)
+        print(f"\n== kill -9 at 60 % ({kill_at:.1f} s) of a clean run of {media.name}")
+        print(f"clean run {clean_s:.1f} s ({len(clean)} segments); killed run {killed_s:.1f} s (exit {rc}), "
+              f"{stored} chunk result(s) stored before the kill")
+        print(f"re-run {rerun_s:.1f} s = {rerun_s / clean_s:.2f}x the clean run (target <= 0.5); "
+              f"transcript identical to the clean run's: {again == clean}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parts", default="wer,kill")
+    ap.add_argument("--chunk-s", type=float, default=None)
+    ap.add_argument("--stress-s", type=float, default=0.0)
+    ap.add_argument("--only")
+    ap.add_argument("--no-eval", action="store_true", help="the meeting alone")
+    ap.add_argument("--meeting-s", type=float, default=0.0, help="only the meeting's first this many seconds")
+    args = ap.parse_args()
+    from talkthrough_assets.stages import chunks as C
+
+    args.chunk_s = args.chunk_s or C.CHUNK_S
+    parts = args.parts.split(",")
+    if "wer" in parts:
+        part_wer(args)
+    if "kill" in parts:
+        part_kill(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

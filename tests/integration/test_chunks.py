@@ -1,0 +1,246 @@
+"""The segments stage in content-addressed chunks (#19 items 1, 3, 6), real faster-whisper on the fixtures with
+small chunks (TALKTHROUGH_CHUNK_S) so a 28-s file has several: a re-run decodes only the chunks without a stored
+result, a corrupt stored result is recomputed, a failing chunk is recorded and retried by the next run, a copy
+of the same audio reuses every chunk, coverage is derived from the stored keys, gc and forget remove only what
+no recording uses, and a run killed with SIGKILL loses at most the chunk in flight."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from fixture_facts import TWO_VOICES_PATH, unique_copy
+from typer.testing import CliRunner
+
+from talkthrough_assets import cli, pipeline, service, store
+from talkthrough_assets.stages import chunkstore
+from talkthrough_assets.stages import audio as audio_stage
+from talkthrough_assets.stages import chunks as C
+
+CHUNK_S = "6"
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setenv("TALKTHROUGH_CHUNK_S", CHUNK_S)
+
+
+def _transcript(rid: str) -> tuple[list, list]:
+    return ([(s["seq"], s["t0_ms"], s["t1_ms"], s["text"]) for s in store.read_rows("segments", rid)],
+            [(w["seq"], w["idx"], w["t0_ms"], w["t1_ms"], w["word"]) for w in store.read_rows("words", rid)])
+
+
+def _plan(rid: str) -> list[dict]:
+    return sorted(store.read_rows("chunks", rid), key=lambda r: r["idx"])
+
+
+def _path(key: str):
+    return store.home() / store.chunk_result_key(key)
+
+
+def _segments_md(rid: str) -> dict:
+    return pipeline.run_stage("segments", rid).metadata
+
+
+def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, small_chunks):
+    src = unique_copy(TWO_VOICES_PATH, tmp_path / "chunked.m4a", "chunks-a")
+    out = service.process(src)
+    assert out["status"] == "processed", out
+    rid = out["recording_id"]
+    rows = _plan(rid)
+    assert len(rows) >= 3, rows
+    # the chunks tile the audio without gap or overlap, each cut on a VAD window, and each has a stored result
+    audio_ms = store.read_one("transcripts", rid)["audio_ms"]
+    assert rows[0]["t0_ms"] == 0 and rows[-1]["t1_ms"] == audio_ms
+    assert all(a["t1_ms"] == b["t0_ms"] for a, b in zip(rows, rows[1:]))
+    assert all(r["t0_ms"] * 16 % C.WIN == 0 for r in rows)
+    assert all(_path(r["key"]).is_file() for r in rows)
+    # a cut falls where the VAD hears silence: no word of the transcript spans one
+    words = store.read_rows("words", rid)
+    assert words
+    cuts = [r["t0_ms"] for r in rows[1:]]
+    assert not [(w["word"], c) for w in words for c in cuts if w["t0_ms"] < c < w["t1_ms"]]
+    # the tables are exactly the chunks' stored results assembled
+    results = [C.decode_blob(_path(r["key"]).read_bytes()) for r in rows]
+    again = C.assemble(results, rows, model_label=results[0]["meta"]["model"], audio_ms=audio_ms)
+    segs, words_t = _transcript(rid)
+    assert [(s["seq"], s["t0_ms"], s["t1_ms"], s["text"]) for s in again["segments"]] == segs
+    assert [(w["seq"], w["idx"], w["t0_ms"], w["t1_ms"], w["word"]) for w in again["words"]] == words_t
+    assert [s[0] for s in segs] == list(range(len(segs)))
+    # coverage is derived from the keys: summary, `recordings`, the stage's metadata
+    cov = chunkstore.coverage(rid)
+    assert cov["covered"] == cov["chunks"] == len(rows) and cov["missing_ms"] == []
+    assert out["transcript"]["coverage"] == cov["text"] == f"{len(rows)} of {len(rows)} chunks, 0:00-0:28"
+    listed = {r["recording"]: r for r in service.list_recordings()}
+    assert listed[rid]["chunks"] == f"{len(rows)}/{len(rows)}"
+    res = CliRunner().invoke(cli.app, ["recordings"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and f"{len(rows)}/{len(rows)}" in res.output, res.output
+
+    # a re-run decodes only the chunk whose result is gone, and the transcript is the same
+    gone = rows[1]
+    _path(gone["key"]).unlink()
+    cov = chunkstore.coverage(rid)
+    assert cov["covered"] == len(rows) - 1 and cov["missing_ms"] == [[gone["t0_ms"], gone["t1_ms"]]]
+    assert cov["text"].startswith(f"{len(rows) - 1} of {len(rows)} chunks, 0:00-0:")
+    md = _segments_md(rid)
+    assert (md["chunks_decoded"], md["chunks_reused"], md["chunks_corrupt_recomputed"]) == (1, len(rows) - 1, 0)
+    assert md["coverage"] == f"{len(rows)} of {len(rows)} chunks, 0:00-0:28"
+    assert _transcript(rid) == (segs, words_t)
+
+    # a corrupt stored result (one byte changed, or cut short) is detected by its checksum and recomputed
+    p = _path(rows[0]["key"])
+    blob = bytearray(p.read_bytes())
+    blob[-5] ^= 0xFF
+    p.write_bytes(bytes(blob))
+    _path(rows[2]["key"]).write_bytes(_path(rows[2]["key"]).read_bytes()[:40])
+    with pytest.raises(C.CorruptChunk):
+        C.decode_blob(p.read_bytes())
+    md = _segments_md(rid)
+    assert (md["chunks_decoded"], md["chunks_corrupt_recomputed"]) == (2, 2)
+    fresh = C.decode_blob(p.read_bytes())
+    assert [fresh[k] for k in ("segments", "words", "dropped")] == [results[0][k] for k in ("segments", "words", "dropped")]
+    assert _transcript(rid) == (segs, words_t)
+
+    # the same audio in another file (a new recording id) decodes nothing: every chunk's result is reused
+    copy = service.process(unique_copy(TWO_VOICES_PATH, tmp_path / "same audio.m4a", "chunks-b"))
+    assert copy["status"] == "processed" and copy["recording_id"] != rid
+    assert [r["key"] for r in _plan(copy["recording_id"])] == [r["key"] for r in rows]
+    assert _transcript(copy["recording_id"]) == (segs, words_t)
+    assert chunkstore.metadata(copy["recording_id"], None)["chunks_covered"] == len(rows)
+
+    # forget the copy: the results stay (the first recording uses them); forget both: they go
+    r1 = service.forget(copy["recording_id"])
+    assert all(_path(r["key"]).is_file() for r in rows)
+    assert not [x for x in r1["removed"] if "/chunks/whisper/" in x]
+    r2 = service.forget(rid)
+    assert sorted(x for x in r2["removed"] if "/chunks/whisper/" in x) == \
+        sorted(store.data_location(store.chunk_result_key(r["key"])) for r in rows)
+    assert not any(_path(r["key"]).exists() for r in rows)
+
+
+def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_path, small_chunks, monkeypatch):
+    out = service.process(unique_copy(TWO_VOICES_PATH, tmp_path / "fails.m4a", "chunks-fail"))
+    rid = out["recording_id"]
+    rows = _plan(rid)
+    want = _transcript(rid)
+    for r in rows:
+        _path(r["key"]).unlink()
+    bad = rows[1]
+    real = C._decode_chunk
+
+    bad_samples = audio_stage.load_wav(store.audio_path(rid))[bad["t0_ms"] * 16:bad["t1_ms"] * 16]
+
+    def decode_or_fail(samples, decode_kw):  # the real decoder, except on one chunk (fault injection)
+        if len(samples) == len(bad_samples) and (samples == bad_samples).all():
+            raise RuntimeError("decoder crashed on this chunk")
+        return real(samples, decode_kw)
+
+    monkeypatch.setattr(C, "_decode_chunk", decode_or_fail)
+    res = pipeline.run_stage("segments", rid)
+    assert res.metadata["chunks_failed"] == 1 and res.metadata["chunks_decoded"] == len(rows) - 1
+    after = rows[2:]  # decoded without the failed chunk's context: in the transcript, not stored
+    assert len(store.read_rows("segments", rid)) > 0
+    reason = pipeline.stage_reason(rid, "segments")
+    assert reason.startswith(chunkstore.FAILED_PREFIX) and "decoder crashed on this chunk" in reason
+    assert f"{C._clock(bad['t0_ms'])}-{C._clock(bad['t1_ms'])}" in reason, reason
+    assert pipeline.stage_state(rid)["segments"]["status"] == "ok"
+    # the other chunks are transcribed and stored; the failed one has no result and is not covered
+    segs = store.read_rows("segments", rid)
+    assert segs and not [s for s in segs if s["t0_ms"] >= bad["t0_ms"] and s["t1_ms"] <= bad["t1_ms"]]
+    assert not _path(bad["key"]).exists() and not any(_path(r["key"]).exists() for r in after)
+    assert _path(rows[0]["key"]).exists()
+    assert chunkstore.coverage(rid)["missing_ms"] == [[r["t0_ms"], r["t1_ms"]] for r in [bad, *after]]
+    assert any(s["t0_ms"] >= after[0]["t0_ms"] for s in segs)
+    assert "segments" in pipeline.plan(rid)  # the next run comes back for it
+
+    monkeypatch.setattr(C, "_decode_chunk", real)
+    again = service.process(tmp_path / "fails.m4a")
+    assert again["status"] == "processed", again
+    assert pipeline.stage_reason(rid, "segments") is None
+    assert _transcript(rid) == want
+    assert chunkstore.coverage(rid)["covered"] == len(rows)
+
+
+def test_gc_removes_only_unused_results_and_never_during_a_run(tt_home, tmp_path, small_chunks):
+    out = service.process(unique_copy(TWO_VOICES_PATH, tmp_path / "gc.m4a", "chunks-gc"))
+    rid = out["recording_id"]
+    used = {r["key"] for r in _plan(rid)}
+    old_orphan, young_orphan = "ab" * 32, "cd" * 32  # results no plan names (e.g. from an older setting)
+    for k in (old_orphan, young_orphan):
+        store.put_bytes(store.chunk_result_key(k), C.encode({"meta": {}, "segments": [], "words": [], "dropped": []}))
+    past = time.time() - 2 * chunkstore.GC_MIN_AGE_S
+    os.utime(_path(old_orphan), (past, past))
+
+    # while a run holds a recording's lock (another process), gc removes nothing
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from talkthrough_assets import store\n"
+        f"with store.partition_lock({rid!r}):\n    print('held', flush=True); time.sleep(60)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        res = CliRunner().invoke(cli.app, ["gc"])
+        assert res.exit_code == 1 and "refused" in res.output and rid in res.output, res.output
+        assert _path(old_orphan).exists()
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+
+    dry = CliRunner().invoke(cli.app, ["gc", "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    assert json.loads(dry.output)["removed"] >= 1 and _path(old_orphan).exists()
+    res = CliRunner().invoke(cli.app, ["gc", "--json"])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    assert not _path(old_orphan).exists()  # unused and old: removed
+    assert _path(young_orphan).exists()  # unused but young: a run that began meanwhile may be writing it
+    assert all(_path(k).is_file() for k in used)  # used: kept
+    assert r["kept"] >= len(used) and r["audio_hours"] > 0 and r["bytes_per_audio_hour"] > 0
+    text = CliRunner().invoke(cli.app, ["gc"]).output
+    assert "per hour of audio" in text, text
+    store.delete_file(store.chunk_result_key(young_orphan))
+
+
+def test_kill_9_mid_run_loses_at_most_the_chunk_in_flight(tt_home, tmp_path):
+    src = unique_copy(TWO_VOICES_PATH, tmp_path / "killed.m4a", "chunks-kill")
+    rid = service.recording_id_for(src)
+    env = dict(os.environ, TALKTHROUGH_CHUNK_S="4", TALKTHROUGH_STAGE_WORKERS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "talkthrough_assets.cli", "process", str(src), "--json"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:  # kill once two chunks are stored
+            rows = store.read_rows("chunks", rid) if store.has_partition("chunks", rid) else []
+            if rows and sum(_path(r["key"]).exists() for r in rows) >= 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    rows = _plan(rid)
+    stored_before = sum(_path(r["key"]).exists() for r in rows)
+    assert 2 <= stored_before < len(rows)
+    assert chunkstore.coverage(rid)["covered"] == stored_before
+    os.environ["TALKTHROUGH_CHUNK_S"] = "4"
+    try:
+        md = _segments_md(rid)
+    finally:
+        del os.environ["TALKTHROUGH_CHUNK_S"]
+    assert md["chunks_reused"] == stored_before and md["chunks_decoded"] == len(rows) - stored_before
+    # the same transcript as an uninterrupted run: the chunks decoded once more from nothing
+    want = _transcript(rid)
+    for r in rows:
+        _path(r["key"]).unlink()
+    os.environ["TALKTHROUGH_CHUNK_S"] = "4"
+    try:
+        assert _segments_md(rid)["chunks_decoded"] == len(rows)
+    finally:
+        del os.environ["TALKTHROUGH_CHUNK_S"]
+    assert _transcript(rid) == want
