@@ -63,8 +63,20 @@ sqlite_tuning.install()
 PARTITIONS_NAME = registry.PARTITIONS_NAME
 recordings_partitions = DynamicPartitionsDefinition(name=PARTITIONS_NAME)
 
-BRANCH = {"probe": "recording", "wall_clock": "recording", "manifest": "recording", "audio": "audio",
-          "segments": "audio", "turns": "audio", "keyframes": "visual", "dedup": "visual", "ocr": "visual"}
+def _branch(stage: str) -> str:
+    """The UI's branch tag, from the graph: downstream of audio only, of keyframes only, or the recording's."""
+    sp = {s.name: s for s in SPECS}
+    seen, todo = set(), [stage]
+    while todo:
+        s = todo.pop()
+        if s not in seen:
+            seen.add(s)
+            todo.extend(sp[s].upstream)
+    audio, visual = "audio" in seen, "keyframes" in seen
+    return "audio" if audio and not visual else "visual" if visual and not audio else "recording"
+
+
+BRANCH = {sp.name: _branch(sp.name) for sp in SPECS}
 
 
 def _tables(sp) -> list[str]:
