@@ -14,7 +14,6 @@ pipeline as plain objects.
 import os
 import socket
 import warnings
-from pathlib import Path
 from typing import Optional
 
 from dagster import (
@@ -26,32 +25,25 @@ from dagster import (
     AssetKey,
     AssetCheckSeverity,
     AssetCheckSpec,
-    AssetSelection,
     Config,
-    ConfigurableResource,
     DataVersion,
-    DefaultSensorStatus,
     Definitions,
     GraphDefinition,
     OpExecutionContext,
     ResourceParam,
-    RunRequest,
-    SensorEvaluationContext,
-    SensorResult,
-    SkipReason,
-    DynamicPartitionsDefinition,
     Failure,
-    InitResourceContext,
     MaterializeResult,
     MetadataValue,
     multi_asset,
-    define_asset_job,
     in_process_executor,
     op,
-    sensor,
 )
 
-from . import config, dropdir, engines, pipeline, registry, sqlite_tuning, store
+from . import engines, pipeline, registry, sqlite_tuning, store
+from .jobs import (DURATION_TAG, FAILURE_TAG, FILENAME_TAG, PARTITIONS_NAME, process_recording,  # noqa: F401
+                   recordings_partitions)
+from .resources import RESOURCES, DataStoreResource, DiarizerResource, OcrResource, WhisperResource  # noqa: F401
+from .sensors import drop_dir_sensor, register_folder, registration_log  # noqa: F401
 from .errors import InternalError, TalkthroughError
 from .stages.ocr import OcrEngine
 from .stages.transcribe import Whisper
@@ -60,8 +52,6 @@ from .stagespec import SETTINGS, SPECS
 
 sqlite_tuning.install()
 
-PARTITIONS_NAME = registry.PARTITIONS_NAME
-recordings_partitions = DynamicPartitionsDefinition(name=PARTITIONS_NAME)
 
 def _branch(stage: str) -> str:
     """The UI's branch tag, from the graph: downstream of audio only, of keyframes only, or the recording's."""
@@ -131,47 +121,7 @@ CHECK_SEVERITY = {name: sev for checks in CHECKS.values() for name, sev, _ in ch
 CHECK_STAGE = {name: stage for stage, checks in CHECKS.items() for name, _, _ in checks}
 
 OWNER = "team:talkthrough"
-FILENAME_TAG = "talkthrough/filename"  # on every run: which recording (runs list, partition view)
-DURATION_TAG = "talkthrough/duration"  # added once probe has run
-FAILURE_TAG = "talkthrough/failure"  # a failed run's one-line reason (runs list)
 PREVIEW_MAX_PX = 480  # the contact-sheet thumbnail stored in each keyframes event (a few KB, not the sheet)
-
-
-class WhisperResource(ConfigurableResource):
-    """faster-whisper (the `segments` stage): each model loaded once per process and kept. The model,
-    device and threads are the recording's settings and the TALKTHROUGH_DEVICE/COMPUTE_TYPE/WHISPER_THREADS
-    environment, as before; the CLI's prewarm loads into this same object while Dagster starts."""
-
-    def create_resource(self, context: InitResourceContext) -> Whisper:
-        return engines.shared().whisper
-
-
-class OcrResource(ConfigurableResource):
-    """The RapidOCR engine (the `ocr` stage), loaded once per process and kept."""
-
-    def create_resource(self, context: InitResourceContext) -> OcrEngine:
-        return engines.shared().ocr
-
-
-class DiarizerResource(ConfigurableResource):
-    """sherpa-onnx speaker diarization (the `turns` stage): models verified once per process, an engine
-    kept per clustering setting (speaker count, threshold)."""
-
-    def create_resource(self, context: InitResourceContext) -> engines.Diarizer:
-        return engines.shared().diarizer
-
-
-class DataStoreResource(ConfigurableResource):
-    """The data root every stage reads and writes (``$TALKTHROUGH_HOME``: a folder or ``s3://...``), owned
-    by :mod:`talkthrough_assets.store`; this resource names it for Dagster code."""
-
-    def location(self, key: str = "") -> str:
-        """Where ``key`` (a path relative to the data root) lives, as a user would name it."""
-        return store.data_location(key)
-
-
-RESOURCES = {"whisper": WhisperResource(), "ocr_engine": OcrResource(), "diarizer": DiarizerResource(),
-             "data_store": DataStoreResource()}
 
 
 def _metadata(md: dict) -> dict:
@@ -391,74 +341,6 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
 
 ASSETS = [build_stages_asset()]
 
-process_recording = define_asset_job(
-    "process_recording",
-    selection=AssetSelection.assets(*STAGES),
-    executor_def=in_process_executor,
-    description="All Talkthrough stages for one recording (in-process: no per-step subprocess cost). "
-                "The sensor, the CLI, and backfills and amends launched from this job's page all run it, "
-                "so a recording's runs are in one history.",
-)
-
-
-@sensor(job=process_recording, minimum_interval_seconds=max(1, int(config.get("TALKTHROUGH_DROP_INTERVAL_S"))),
-        default_status=DefaultSensorStatus.RUNNING if config.get("TALKTHROUGH_DROP_DIR")
-        else DefaultSensorStatus.STOPPED,
-        description="Watches $TALKTHROUGH_DROP_DIR: one run per new, stable recording (same bytes = alias).")
-def drop_dir_sensor(context: SensorEvaluationContext):
-    """The folder's state (files handled, files seen once) is named by the cursor and changes only
-    with it: a file is done once the run request it earned is returned with the new cursor, so a
-    tick that raises, or a file gone before it was registered, leaves it to be looked at again."""
-    drop = config.get("TALKTHROUGH_DROP_DIR")
-    if not drop:
-        return SkipReason("TALKTHROUGH_DROP_DIR is not set")
-    known = set(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
-    res = dropdir.tick(drop, known_ids=known, state=dropdir.load(drop, context.cursor),
-                       exts=dropdir.parse_exts(config.get("TALKTHROUGH_DROP_EXTS")),
-                       zero_wait_s=config.get("TALKTHROUGH_DROP_ZERO_WAIT_S"))
-    new = dropdir.register(drop, res, dropdir.settings_from_env())
-    # The tick's message (counts + the files it waits on, and why) is its skip reason, shown in the
-    # tick history. A tick writes a captured log only when something happened: quiet ticks (every
-    # 15 s) would otherwise leave a log file each.
-    if res.new or res.aliases or res.skipped or res.empty:
-        for path, why in res.skipped:
-            context.log.info(f"skip {path}: {why}")
-        if res.new or res.aliases:
-            context.log.info(registration_log([p for _, p in res.new + res.aliases],
-                                              [r for r, _ in res.new + res.aliases], known, drop))
-        context.log.info(res.message)
-    cursor = dropdir.commit(drop, res.state, context.cursor)  # last: in force only once returned
-    if not new:
-        return SensorResult(skip_reason=f"no new stable recordings: {res.message}", cursor=cursor)
-    ids = list(dict.fromkeys(rid for rid, _ in new))
-    names = {rid: Path(path).name for rid, path in reversed(new)}
-    return SensorResult(
-        run_requests=[RunRequest(partition_key=rid, run_key=f"drop:{rid}", tags={FILENAME_TAG: names[rid]})
-                      for rid in ids],
-        dynamic_partitions_requests=[recordings_partitions.build_add_request(ids)],
-        cursor=cursor,
-    )
-
-
-class RegisterFolderConfig(Config):
-    folder: str
-    recursive: bool = True
-
-
-@op(description="Hash every media file under `folder` and add it as a `recordings` partition (no processing).")
-def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig,
-                       data_store: DataStoreResource) -> None:
-    files, skipped = registry.collect([config.folder], recursive=config.recursive)
-    for p, why in skipped:
-        context.log.info(f"skip {p}: {why}")
-    known = set(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
-    ids = registry.register_many(files, context.instance)
-    context.log.info(registration_log(files, ids, known, config.folder))
-    context.log.info(f"registered {len(ids)} recordings from {config.folder} in {data_store.location()}; "
-                     f"process them from the UI: "
-                     f"Jobs > process_recording > Materialize all > pick the partitions (all, or missing/failed)")
-
-
 @op(description="Re-verify every check of the picked recording against what is on disk now (no stage re-runs).")
 def check_recording_op(context: OpExecutionContext) -> None:
     try:
@@ -497,24 +379,6 @@ check_recording = GraphDefinition(name="check_recording", node_defs=[check_recor
     description="Re-verify the checks of one recording (pick its partition in the Launchpad; a backfill from "
                 "this job's page checks many) against what is on disk now. Dagster's Checks tab cannot "
                 "execute partitioned checks itself.")
-
-def registration_log(files: list, ids: list[str], known: set[str], root) -> str:
-    """One line per file: its recording id (the partition to pick) and whether it is new or an alias
-    (same bytes as a recording already registered, under its first name)."""
-    lines, first = [], {}
-    for f, rid in zip(files, ids):
-        name = os.path.relpath(f, root) if root else str(f)
-        if rid in known or rid in first:
-            lines.append(f"{rid}  {name}  (alias of {first.get(rid) or pipeline.recording_filename(rid)})")
-        else:
-            first[rid] = Path(f).name
-            lines.append(f"{rid}  {name}")
-    return f"recording id -> file ({len(first)} new, {len(lines) - len(first)} alias(es)):\n" + "\n".join(lines)
-
-
-register_folder = GraphDefinition(name="register_folder", node_defs=[register_folder_op]).to_job(
-    executor_def=in_process_executor,
-    description="Point at a folder: every recording appears as a partition, ready for a UI backfill.")
 
 defs = Definitions(assets=ASSETS, jobs=[process_recording, check_recording, register_folder], sensors=[drop_dir_sensor],
                    resources=RESOURCES, executor=in_process_executor)

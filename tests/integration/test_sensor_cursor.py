@@ -12,7 +12,7 @@ import pytest
 from fixture_facts import FIXTURES_DIR
 from sensor_ticks import Sensor
 
-from talkthrough_assets import definitions, dropdir, pipeline, service, store
+from talkthrough_assets import definitions, dropdir, pipeline, sensors, service, store
 
 
 def _unique_copy(drop, name: str, tag: bytes):
@@ -63,12 +63,12 @@ def test_a_tick_that_raises_marks_nothing_done(drop, monkeypatch):
     def boom(**_kw):
         raise RuntimeError("daemon died mid-tick")
 
-    real = definitions.SensorResult
-    monkeypatch.setattr(definitions, "SensorResult", boom)
+    real = sensors.SensorResult
+    monkeypatch.setattr(sensors, "SensorResult", boom)
     with pytest.raises(Exception, match="daemon died mid-tick"):
         sensor()
     assert sensor.cursor == before  # a failed tick stores no cursor: the previous one stays in force
-    monkeypatch.setattr(definitions, "SensorResult", real)
+    monkeypatch.setattr(sensors, "SensorResult", real)
     tick = sensor()
     assert [r.partition_key for r in tick.run_requests] == [rid]
     assert tick.dynamic_partitions_requests[0].partition_keys == [rid]

@@ -144,7 +144,8 @@ LAYERS = {
     "pipeline": {"talkthrough_assets.stagespec", "talkthrough_assets.settings", "talkthrough_assets.engines",
                  "talkthrough_assets.pipeline", "talkthrough_assets.registry", "talkthrough_assets.dropdir",
                  "talkthrough_assets.selfcheck"},
-    "orchestration": {"talkthrough_assets.definitions"},
+    "orchestration": {"talkthrough_assets.definitions", "talkthrough_assets.jobs", "talkthrough_assets.resources",
+                      "talkthrough_assets.sensors"},
     "surfaces": {"talkthrough_assets.service", "talkthrough_assets.cli"},  # and every talkthrough_mcp module
 }
 RANK = {name: i for i, name in enumerate(LAYERS)}
