@@ -81,3 +81,21 @@ class TestFill:
     def test_speech_spans_from_vad_frames(self):
         probs = [0.0, 0.05, 0.2, 0.9, 0.05, 0.5]
         assert R.speech_spans(probs, threshold=0.1) == [(64, 128), (160, 192)]
+
+
+class TestOverlap:
+    def test_a_second_voice_the_count_hears_is_the_nearest_other_speaker(self):
+        turns = [T(0, 2000, "S1"), T(2000, 4000, "S2"), T(9000, 9500, "S3")]
+        counts = np.ones(400)
+        counts[150:200] = 1.6  # the last half second of S1: someone else talks too
+        counts[300:350] = 1.2  # under the threshold: nothing
+        out, added = R.add_overlap(turns, counts)
+        assert out == [T(0, 2000, "S1"), T(1500, 4000, "S2"), T(9000, 9500, "S3")]
+        assert added == 500
+
+    def test_no_other_speaker_near_enough_or_only_one_label(self):
+        turns = [T(0, 1000, "S1"), T(5000, 6000, "S2")]
+        counts = np.full(600, 2.0)
+        out, added = R.add_overlap(turns, counts, max_gap_ms=2000)
+        assert (out, added) == (turns, 0)
+        assert R.add_overlap([T(0, 1000, "S1")], counts) == ([T(0, 1000, "S1")], 0)
