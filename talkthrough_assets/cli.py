@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -13,6 +11,11 @@ from typing import List, Optional
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
+from .cli_output import console as _console
+from .cli_output import console_on as _console_on
+from .cli_output import esc as _e
+from .cli_output import print_summary as _print_summary
+from .cli_output import progress_stream as _progress_stream
 from .stagespec import SETTINGS
 
 
@@ -43,88 +46,6 @@ class _Command(TyperCommand):
                 shown = p.metavar or p.name.upper() + ("..." if p.nargs != 1 else "")
                 p.display_type_rich = lambda ctx: None
                 p._rich_display_name = p._usage_display_name = lambda shown=shown: shown
-
-
-def _console(stderr: bool = True):
-    """A rich console; when the output is not a terminal (a pipe, a log) lines are never hard-wrapped."""
-    from rich.console import Console
-
-    con = Console(stderr=stderr)
-    if not con.is_terminal:
-        con.soft_wrap = True
-    return con
-
-
-def _progress_stream():
-    """Where progress goes: a duplicate of the stderr file descriptor, taken before a Dagster run starts.
-    Dagster's step log capture points fd 2 at a log file for the length of the step (the whole
-    processing), so a display writing to fd 2 itself froze there; the duplicate still reaches the
-    terminal (or pipe). Falls back to ``sys.stderr`` where it has no descriptor (a test runner)."""
-    try:
-        fd = os.dup(sys.stderr.fileno())
-    except (AttributeError, OSError, ValueError):
-        return sys.stderr
-    return os.fdopen(fd, "w", buffering=1, encoding=getattr(sys.stderr, "encoding", None) or "utf-8",
-                     errors="replace")
-
-
-def _console_on(stream):
-    from rich.console import Console
-
-    con = Console(file=stream)
-    if not con.is_terminal:
-        con.soft_wrap = True
-    return con
-
-
-def _e(value) -> str:
-    """User-controlled text (file names, reasons, transcript text, languages) for a markup string:
-    escaped, so `notes [final].txt` prints as itself and `odd[/x].txt` cannot break the markup."""
-    from rich.markup import escape
-
-    return escape(str(value))
-
-
-def _print_summary(s: dict) -> None:
-    out = _console(stderr=False)
-    status = s.get("status", "")
-    color = {"processed": "green", "cached": "cyan", "failed": "red", "refused": "yellow"}.get(status, "white")
-    out.print(f"[bold]{_e(s.get('filename') or s.get('source'))}[/bold]  [{color}]{status}[/{color}]  "
-              f"id={s['recording_id']}  {s.get('elapsed_s', 0):.1f}s"
-              + (f"  stages: {', '.join(s['stages_run'])}" if s.get("stages_run") else ""), highlight=False)
-    if status in ("failed", "refused"):
-        out.print(f"  [red]reason:[/red] {_e(s.get('reason'))}", highlight=False)
-    if not s.get("manifest"):
-        return
-    wc = s.get("wall_clock")
-    out.print(f"  {s['kind']}, {s['duration_s']:.1f}s; wall clock: "
-              + (_e(f"{wc['start_utc']} ({wc['source']}, {wc['confidence']})") if wc else "unknown"))
-    tr = s["transcript"]
-    fr = s["frames"]
-    out.print(f"  transcript: {tr['segments']} segments"
-              + (f" {_e('[' + tr['language'] + ']')}" if tr.get("language") else "")
-              + (f" ({_e(tr['reason'])})" if tr.get("reason") else "")
-              + f"; frames: {fr['count']} ({fr['unique']} unique)"
-              + (f" ({_e(fr['reason'])})" if fr.get("reason") and s["kind"] == "video" else "")
-              + (f"; speakers: {s['speakers']}" if s.get("diarized") else "")
-              + (f" ({_e(s['speakers_note'])})" if s.get("diarized") and s.get("speakers_note") else ""),
-              highlight=False)
-    if tr.get("coverage"):
-        out.print(f"  chunks: {_e(tr['coverage'])}", highlight=False)
-    if tr.get("chunks_reason"):
-        out.print(f"  [yellow]segments:[/yellow] {_e(tr['chunks_reason'])}", highlight=False)
-    if s.get("diarization_reason"):
-        out.print(f"  [yellow]diarization:[/yellow] {_e(s['diarization_reason'])}", highlight=False)
-    for seg in s.get("preview", []):
-        who = f"{_e(seg['speaker'])}: " if seg.get("speaker") else ""
-        out.print(f"    [dim]{seg['t_ms'] / 1000:7.1f}s[/dim] {who}{_e(seg['text'])}", highlight=False)
-    if s.get("more_segments"):
-        out.print(f"    [dim]... {s['more_segments']} more segments[/dim]")
-    out.print(f"  manifest: {_e(s['manifest'])}", highlight=False)
-    if s.get("report"):
-        out.print(f"  report: {_e(s['report'])}", highlight=False)
-    if fr.get("contact_sheet"):
-        out.print(f"  contact sheet: {_e(fr['contact_sheet'])}", highlight=False)
 
 
 def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
@@ -511,88 +432,9 @@ def mcp(
 def ui(port: int = typer.Option(3000, help="Loopback port for the Dagster UI.")) -> None:
     """Start the Dagster UI + daemon (sensor, backfills) on 127.0.0.1. Ctrl-C or SIGTERM stops both,
     after asking the runs in progress to stop."""
-    import signal
-    import time
+    from . import ui_supervisor
 
-    from . import service
-
-    err = _console()
-    inst = service.instance()  # created (on a new data root) before the webserver and daemon open it
-    _report_orphans(err, service.fail_orphaned_runs(inst, why="its process is gone (talkthrough ui or the "
-                                                              "machine stopped while it ran)"))
-    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "talkthrough_assets.definitions",
-           "-h", "127.0.0.1", "-p", str(port)]
-    stop_requested: list[int] = []
-
-    def on_signal(signum, _frame):
-        stop_requested.append(signum)
-
-    # Handlers first: a signal that comes while `dagster dev` starts is not lost, and the child starts
-    # with these signals at their defaults (exec resets a caught signal, but keeps an ignored one: started
-    # in the background from a script, this process inherits SIGINT ignored, and `dagster dev` maps SIGTERM
-    # to whatever SIGINT does, so it would have ignored both). `dagster dev` runs in its own process group
-    # and gets one SIGTERM from here on Ctrl-C, SIGTERM or SIGHUP (a terminal's Ctrl-C would otherwise hit
-    # it and its children at once, and a SIGTERM to this process alone would leave them all running).
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-    proc = subprocess.Popen(cmd, env=os.environ.copy(), start_new_session=True)  # the child inherits the environment
-    deadline = canceled = None
-    next_sweep = time.monotonic() + ORPHAN_SWEEP_S
-    while True:
-        try:
-            rc = proc.wait(timeout=0.5)
-            break
-        except subprocess.TimeoutExpired:
-            pass
-        if stop_requested and canceled is None:
-            # runs in progress are asked to stop (as the UI's Terminate does) and given a while to end
-            # as canceled; then `dagster dev` is stopped and what is left of it killed
-            canceled = service.cancel_runs_here(inst)
-            if canceled:
-                err.print(f"stopping: asked {len(canceled)} run(s) in progress to stop")
-            wait_until = time.monotonic() + UI_RUN_STOP_WAIT_S
-            while canceled and time.monotonic() < wait_until and not service.runs_finished(inst, canceled):
-                time.sleep(0.5)
-            _signal(proc, signal.SIGTERM)
-            deadline = time.monotonic() + UI_STOP_WAIT_S
-        if deadline is not None and time.monotonic() > deadline:
-            _signal_group(proc.pid, signal.SIGKILL)
-        if deadline is None and time.monotonic() > next_sweep:  # a run worker killed meanwhile (OOM...)
-            _report_orphans(err, service.fail_orphaned_runs(inst))
-            next_sweep = time.monotonic() + ORPHAN_SWEEP_S
-    _signal_group(proc.pid, signal.SIGKILL)  # leftovers of the group (a code server, a run worker)
-    for _ in range(20):  # whatever run is still open now lost its process with the group
-        left = service.fail_orphaned_runs(inst, canceled=canceled or (),
-                                          why="talkthrough ui stopped while the run was in progress")
-        _report_orphans(err, left)
-        if not any(not alive or service.launched(run) for run, _pid, alive in service.active_runs_here(inst)):
-            break
-        time.sleep(0.25)
-    raise typer.Exit(0 if stop_requested else rc)
-
-
-UI_STOP_WAIT_S = 45.0  # for `dagster dev` to stop its webserver and daemon
-UI_RUN_STOP_WAIT_S = 30.0  # for runs in progress to end once asked to stop
-ORPHAN_SWEEP_S = 30.0
-
-
-def _report_orphans(err, marked: list[tuple[str, str]]) -> None:
-    for run_id, reason in marked:
-        err.print(f"run {run_id} marked as ended: {reason}")
-
-
-def _signal(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        proc.send_signal(sig)
-    except ProcessLookupError:
-        pass
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+    raise typer.Exit(ui_supervisor.serve(port, _console()))
 
 
 def main() -> None:  # pragma: no cover

@@ -1,0 +1,89 @@
+"""What the `talkthrough` commands print: rich consoles that never hard-wrap a pipe, the progress stream that
+survives Dagster's log capture, escaping of user text for markup, and the per-recording summary."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def console(stderr: bool = True):
+    """A rich console; when the output is not a terminal (a pipe, a log) lines are never hard-wrapped."""
+    from rich.console import Console
+
+    con = Console(stderr=stderr)
+    if not con.is_terminal:
+        con.soft_wrap = True
+    return con
+
+
+def progress_stream():
+    """Where progress goes: a duplicate of the stderr file descriptor, taken before a Dagster run starts.
+    Dagster's step log capture points fd 2 at a log file for the length of the step (the whole
+    processing), so a display writing to fd 2 itself froze there; the duplicate still reaches the
+    terminal (or pipe). Falls back to ``sys.stderr`` where it has no descriptor (a test runner)."""
+    try:
+        fd = os.dup(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):
+        return sys.stderr
+    return os.fdopen(fd, "w", buffering=1, encoding=getattr(sys.stderr, "encoding", None) or "utf-8",
+                     errors="replace")
+
+
+def console_on(stream):
+    from rich.console import Console
+
+    con = Console(file=stream)
+    if not con.is_terminal:
+        con.soft_wrap = True
+    return con
+
+
+def esc(value) -> str:
+    """User-controlled text (file names, reasons, transcript text, languages) for a markup string:
+    escaped, so `notes [final].txt` prints as itself and `odd[/x].txt` cannot break the markup."""
+    from rich.markup import escape
+
+    return escape(str(value))
+
+
+def print_summary(s: dict) -> None:
+    out = console(stderr=False)
+    status = s.get("status", "")
+    color = {"processed": "green", "cached": "cyan", "failed": "red", "refused": "yellow"}.get(status, "white")
+    out.print(f"[bold]{esc(s.get('filename') or s.get('source'))}[/bold]  [{color}]{status}[/{color}]  "
+              f"id={s['recording_id']}  {s.get('elapsed_s', 0):.1f}s"
+              + (f"  stages: {', '.join(s['stages_run'])}" if s.get("stages_run") else ""), highlight=False)
+    if status in ("failed", "refused"):
+        out.print(f"  [red]reason:[/red] {esc(s.get('reason'))}", highlight=False)
+    if not s.get("manifest"):
+        return
+    wc = s.get("wall_clock")
+    out.print(f"  {s['kind']}, {s['duration_s']:.1f}s; wall clock: "
+              + (esc(f"{wc['start_utc']} ({wc['source']}, {wc['confidence']})") if wc else "unknown"))
+    tr = s["transcript"]
+    fr = s["frames"]
+    out.print(f"  transcript: {tr['segments']} segments"
+              + (f" {esc('[' + tr['language'] + ']')}" if tr.get("language") else "")
+              + (f" ({esc(tr['reason'])})" if tr.get("reason") else "")
+              + f"; frames: {fr['count']} ({fr['unique']} unique)"
+              + (f" ({esc(fr['reason'])})" if fr.get("reason") and s["kind"] == "video" else "")
+              + (f"; speakers: {s['speakers']}" if s.get("diarized") else "")
+              + (f" ({esc(s['speakers_note'])})" if s.get("diarized") and s.get("speakers_note") else ""),
+              highlight=False)
+    if tr.get("coverage"):
+        out.print(f"  chunks: {esc(tr['coverage'])}", highlight=False)
+    if tr.get("chunks_reason"):
+        out.print(f"  [yellow]segments:[/yellow] {esc(tr['chunks_reason'])}", highlight=False)
+    if s.get("diarization_reason"):
+        out.print(f"  [yellow]diarization:[/yellow] {esc(s['diarization_reason'])}", highlight=False)
+    for seg in s.get("preview", []):
+        who = f"{esc(seg['speaker'])}: " if seg.get("speaker") else ""
+        out.print(f"    [dim]{seg['t_ms'] / 1000:7.1f}s[/dim] {who}{esc(seg['text'])}", highlight=False)
+    if s.get("more_segments"):
+        out.print(f"    [dim]... {s['more_segments']} more segments[/dim]")
+    out.print(f"  manifest: {esc(s['manifest'])}", highlight=False)
+    if s.get("report"):
+        out.print(f"  report: {esc(s['report'])}", highlight=False)
+    if fr.get("contact_sheet"):
+        out.print(f"  contact sheet: {esc(fr['contact_sheet'])}", highlight=False)
