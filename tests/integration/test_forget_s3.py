@@ -57,3 +57,34 @@ def test_forget_on_an_s3_data_root(s3, tmp_path, monkeypatch):
         assert {r["id"] for r in reader.list_recordings(limit=100)["recordings"]} == {kid}
     finally:
         reader.index.close()
+
+
+def test_forget_on_an_s3_data_root_keeps_the_chunk_results_another_recording_uses(s3, tmp_path):
+    """#22 item 3 with #19's chunk store: two files with the same audio (two recordings) share their Whisper
+    chunk results in the bucket; forgetting one leaves them (the other still uses them), forgetting the
+    other removes them."""
+    s3.bucket(BUCKET + "-chunks")
+    env = dict(os.environ)
+    for k in ("TALKTHROUGH_HOME", "DAGSTER_HOME", "TALKTHROUGH_LOCAL_HOME", "TALKTHROUGH_PG_URL"):
+        env.pop(k, None)
+    env.update(TALKTHROUGH_HOME=f"s3://{BUCKET}-chunks/lib", TALKTHROUGH_LOCAL_HOME=str(tmp_path / "local"),
+               **s3.env())
+    first = F.unique_copy(F.TWO_VOICES_PATH, tmp_path / "call.m4a", "chunks-s3-a")
+    second = F.unique_copy(F.TWO_VOICES_PATH, tmp_path / "call again.m4a", "chunks-s3-b")
+    r = subprocess.run(CLI + ["process", "--json", str(first), str(second)], env=env, capture_output=True,
+                       text=True, timeout=500)
+    assert r.returncode == 0, r.stderr[-3000:]
+    a, b = (s["recording_id"] for s in json.loads(r.stdout))
+    assert a != b
+
+    def chunk_results() -> set[str]:
+        return {k for k in s3.keys(f"{BUCKET}-chunks/lib") if "/chunks/whisper/" in k}
+
+    shared = chunk_results()
+    assert shared, "the Whisper chunk results are stored in the bucket"
+    for rid, left in ((a, shared), (b, set())):
+        f = subprocess.run(CLI + ["forget", rid, "--yes", "--json"], env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert f.returncode == 0, f.stderr[-3000:]
+        removed = [x for x in json.loads(f.stdout)["removed"] if "/chunks/whisper/" in x]
+        assert chunk_results() == left and len(removed) == len(shared - left), (rid, removed)
