@@ -396,8 +396,9 @@ def gc(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only say what would be removed."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Remove stored Whisper chunk results that no recording uses any more (after a setting change or a
-    forget); refused while a run is in progress. Says how much disk chunk results take per hour of audio."""
+    """Remove stored Whisper chunk results and OCR results that no recording uses any more (after a setting
+    change or a forget); refused while a run is in progress. Says how much disk chunk results take per hour
+    of audio."""
     from . import store
     from .stages import chunkstore
 
@@ -410,10 +411,12 @@ def gc(
         typer.echo(json.dumps(r, indent=2))
         return
     per_h = f"{r['bytes_per_audio_hour'] / 1024:.0f} KiB per hour of audio" if r["bytes_per_audio_hour"] else "no audio"
+    o = r["ocr"]
     _console(stderr=False).print(
-        f"{'would remove' if dry_run else 'removed'} {r['removed']} unused chunk result(s) "
-        f"({r['removed_bytes'] / 1024:.0f} KiB); kept {r['kept']} ({r['kept_bytes'] / 1024:.0f} KiB, "
-        f"{r['audio_hours']:.2f} h of audio: {per_h})", highlight=False)
+        f"{'would remove' if dry_run else 'removed'} {r['removed']} unused Whisper chunk result(s) "
+        f"({r['removed_bytes'] / 1024:.0f} KiB) and {o['removed']} OCR result(s) ({o['removed_bytes'] / 1024:.0f} KiB); "
+        f"kept {r['kept']} chunk results ({r['kept_bytes'] / 1024:.0f} KiB, {r['audio_hours']:.2f} h of audio: "
+        f"{per_h}) and {o['kept']} OCR results ({o['kept_bytes'] / 1024:.0f} KiB)", highlight=False)
 
 
 @app.command(cls=_Command)

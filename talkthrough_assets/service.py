@@ -341,9 +341,9 @@ def forget(rid: str, inst=None) -> dict:
         if runs:
             raise store.PartitionBusy(f"recording {rid} has {len(runs)} run(s) queued or in progress "
                                       f"({', '.join(r.run_id[:8] for r in runs)}); try again when they finish")
-        chunk_keys = [r["key"] for r in store.read_rows("chunks", rid)]
+        result_keys = chunkstore.keys_of(rid)
         removed = store.forget_recording(rid)
-        removed += chunkstore.release(rid, chunk_keys)  # its chunk results no other recording uses
+        removed += chunkstore.release(rid, result_keys)  # its Whisper/OCR results no other recording uses
         partition = inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
         if partition:
             inst.delete_dynamic_partition(registry.PARTITIONS_NAME, rid)

@@ -126,7 +126,7 @@ SPECS: tuple[StageSpec, ...] = (
     StageSpec("dedup", dedup.run, ("keyframes",), (), dedup.CODE_VERSION, ("dedup",),
               "A keyframe is a duplicate only if no pixel or colour changed since its run's head; new frames "
               "record which bands changed."),
-    StageSpec("ocr", ocr.run, ("dedup",), ("ocr",), ocr.CODE_VERSION + "." + terms.CODE_VERSION, ("ocr", "terms/ocr"),
+    StageSpec("ocr", ocr.run, ("dedup",), ("ocr",), ocr.CODE_VERSION + "." + terms.CODE_VERSION, ("ocr", "terms/ocr", "ocr_keys"),
               "RapidOCR over unique keyframes (only the changed bands when little changed).",
               engines=True, engine=ocr.engine_fingerprint),
     StageSpec("manifest", manifest.run, ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"), ("speaker_names",),

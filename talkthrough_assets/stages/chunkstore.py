@@ -86,72 +86,89 @@ def coverage(rid: str) -> dict | None:
 
 # --------------------------------------------------------------------------- garbage
 
-def _recordings_with_plans() -> list[str]:
-    return [n.split("=", 1)[1] for n in store.list_names("tables/chunks")
+# kind -> (the table naming a recording's keys, the stored results' folder, key -> stored path)
+KINDS = {"whisper": ("chunks", store.CHUNKS_PREFIX, store.chunk_result_key),
+         "ocr": ("ocr_keys", store.OCR_RESULTS_PREFIX, store.ocr_result_key)}
+
+
+def _partitions(table: str) -> list[str]:
+    return [n.split("=", 1)[1] for n in store.list_names(f"tables/{table}")
             if n.startswith("recording=") and store.ID_RE.match(n.split("=", 1)[1])]
 
 
 def _known_recordings() -> list[str]:
-    ids = set(_recordings_with_plans())
-    ids.update(n.split("=", 1)[1] for n in store.list_names("tables/sources") if n.startswith("recording="))
-    return sorted(i for i in ids if store.ID_RE.match(i))
+    ids = set(_partitions("sources"))
+    for table, _, _ in KINDS.values():
+        ids.update(_partitions(table))
+    return sorted(ids)
 
 
-def used_keys(exclude: str | None = None) -> dict[str, int]:
-    """Key -> chunk length (ms) of every chunk some recording's plan names (``exclude``: but that one)."""
+def used_keys(kind: str = "whisper", exclude: str | None = None) -> dict[str, int]:
+    """Key -> chunk length (ms; 0 for OCR) of every result some recording names (``exclude``: but that one)."""
+    table = KINDS[kind][0]
     out: dict[str, int] = {}
-    for rid in _recordings_with_plans():
+    for rid in _partitions(table):
         if rid == exclude:
             continue
-        for r in store.read_rows("chunks", rid):
-            out[r["key"]] = r["t1_ms"] - r["t0_ms"]
+        for r in store.read_rows(table, rid):
+            out[r["key"]] = r.get("t1_ms", 0) - r.get("t0_ms", 0)
     return out
 
 
-def stored() -> dict[str, tuple]:
-    """Key -> :func:`store.stamp` of every stored chunk result."""
+def stored(kind: str = "whisper") -> dict[str, tuple]:
+    """Key -> :func:`store.stamp` of every stored result of that kind."""
+    prefix = KINDS[kind][1]
     out = {}
-    for sub in store.list_names(store.CHUNKS_PREFIX):
-        for name, st in store.file_stamps(f"{store.CHUNKS_PREFIX}/{sub}").items():
+    for sub in store.list_names(prefix):
+        for name, st in store.file_stamps(f"{prefix}/{sub}").items():
             if name.endswith(".bin"):
                 out[name[:-4]] = st
     return out
 
 
-def _delete(keys) -> None:
-    for k in keys:
-        store.delete_file(store.chunk_result_key(k))
-
-
 def gc(*, dry_run: bool = False, min_age_s: float = GC_MIN_AGE_S) -> dict:
-    """Remove the chunk results no recording's plan names. Holds every known recording's lock meanwhile
-    (PartitionBusy, nothing removed, when a run holds one), and keeps results younger than ``min_age_s``
-    (a recording registered meanwhile may be writing them). Reports the disk the kept results take per
-    hour of the audio they cover."""
+    """Remove the stored Whisper chunk and OCR results no recording names. Holds every known recording's lock
+    meanwhile (PartitionBusy, nothing removed, when a run holds one), and keeps results younger than
+    ``min_age_s`` (a recording registered meanwhile may be writing them). Reports the disk the kept Whisper
+    results take per hour of the audio they cover."""
+    out: dict = {"dry_run": dry_run}
     with ExitStack() as stack:
         for rid in _known_recordings():
             stack.enter_context(store.partition_lock(rid, timeout_s=0.0))
-        used = used_keys()
-        have = stored()
         now_ns = time.time_ns()
-        garbage = {k: st for k, st in have.items() if k not in used and now_ns - st[2] >= min_age_s * 1e9}
-        if not dry_run:
-            _delete(garbage)
-    kept = {k: st for k, st in have.items() if k not in garbage}
-    kept_bytes = sum(st[1] for st in kept.values())
-    hours = sum(used[k] for k in kept if k in used) / 3.6e6
-    return {"removed": len(garbage), "removed_bytes": sum(st[1] for st in garbage.values()), "dry_run": dry_run,
-            "kept": len(kept), "kept_bytes": kept_bytes, "audio_hours": round(hours, 4),
-            "bytes_per_audio_hour": round(kept_bytes / hours) if hours else None}
+        for kind, (_, _, path_of) in KINDS.items():
+            used, have = used_keys(kind), stored(kind)
+            garbage = {k: st for k, st in have.items() if k not in used and now_ns - st[2] >= min_age_s * 1e9}
+            if not dry_run:
+                for k in garbage:
+                    store.delete_file(path_of(k))
+            kept = {k: st for k, st in have.items() if k not in garbage}
+            out[kind] = {"removed": len(garbage), "removed_bytes": sum(st[1] for st in garbage.values()),
+                         "kept": len(kept), "kept_bytes": sum(st[1] for st in kept.values())}
+            if kind == "whisper":
+                hours = sum(used[k] for k in kept if k in used) / 3.6e6
+                out.update(out[kind], audio_hours=round(hours, 4),
+                           bytes_per_audio_hour=round(out[kind]["kept_bytes"] / hours) if hours else None)
+    return out
 
 
-def release(rid: str, keys: list[str]) -> list[str]:
-    """After ``rid`` is forgotten: remove those of its chunk results (``keys``) no other recording's plan names.
-    The caller holds ``rid``'s lock."""
-    others = used_keys(exclude=rid)
-    gone = [k for k in dict.fromkeys(keys) if k not in others and store.exists(store.chunk_result_key(k))]
-    _delete(gone)
-    return [store.data_location(store.chunk_result_key(k)) for k in gone]
+def release(rid: str, keys: dict[str, list[str]]) -> list[str]:
+    """After ``rid`` is forgotten: remove those of its stored results (``keys``: kind -> keys) no other recording
+    names. The caller holds ``rid``'s lock."""
+    gone = []
+    for kind, ks in keys.items():
+        path_of = KINDS[kind][2]
+        others = used_keys(kind, exclude=rid)
+        for k in dict.fromkeys(ks):
+            if k not in others and store.exists(path_of(k)):
+                store.delete_file(path_of(k))
+                gone.append(store.data_location(path_of(k)))
+    return gone
+
+
+def keys_of(rid: str) -> dict[str, list[str]]:
+    """Kind -> the keys of ``rid``'s stored results (read before it is forgotten)."""
+    return {kind: [r["key"] for r in store.read_rows(table, rid)] for kind, (table, _, _) in KINDS.items()}
 
 
 def metadata(rid: str, report: dict | None) -> dict:

@@ -15,6 +15,7 @@ import os
 import threading
 
 from .. import config, store
+from . import ocr_cache
 from . import terms as terms_stage
 from .runner import StageResult, digest
 
@@ -297,16 +298,22 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
         engine, status = engines.ocr.status(bool(cfg.get("ocr")))
     else:  # nothing to read (an audio file, no frames): the engine is not even loaded
         engine, status = None, "not run: no keyframes"
-    rows, partial = [], 0
+    rows, partial, keys, reused = [], 0, [], 0
     if engine is not None:
         unique = [{"ms": f["ms"], "path": store.local_file(f["file"], immutable=True),
                    "bands": json.loads(d["changed_json"]) if d.get("changed_json") else None} for f, d in unique]
-        for r in read_frames(engine, unique):
+        # each read stored under its frame's pixels: a slide seen before (any recording) is not read again
+        read, keys, reused = ocr_cache.read_frames(
+            unique, fingerprint={"engine": engine_fingerprint(), "code": CODE_VERSION},
+            read_full=lambda path: _run(engine, str(path)),
+            read_bands=lambda path, bands, prev: changed_boxes(engine, path, bands, prev), result=_result)
+        for r in read:
             partial += r.pop("read") == "bands"
             rows.append({"engine": status, **r})
     store.write_table("ocr", rid, rows)
+    store.write_table("ocr_keys", rid, keys)
     docs = [(r["ms"], r["ms"], r["text"]) for r in rows if r["text"]]
     store.write_table("terms", rid, terms_stage.term_rows("ocr", docs), part="ocr")
     md = {"engine": status, "frames_read": len(rows), "frames_read_in_bands": partial,
-          "frames_with_text": len(docs)}
+          "frames_with_text": len(docs), "frames_reused": reused}
     return StageResult(md, digest(rows))

@@ -10,6 +10,7 @@ Layout under ``$TALKTHROUGH_HOME`` (default ``~/.talkthrough``)::
     settings/<id>.json                              per-recording persisted overrides
     chunks/whisper/<kk>/<key>.bin                   Whisper result of one audio chunk, content-addressed
                                                     (shared by recordings; stages/chunks.py, chunkstore.py)
+    chunks/ocr/<kk>/<key>.bin                       OCR result of one frame, keyed by its pixels (stages/ocr_cache.py)
     talkthrough.duckdb                              views over read_parquet (no data)
     dagster/                                        DAGSTER_HOME (SQLite run storage)
     models/                                         downloaded model cache
@@ -43,7 +44,7 @@ from .backend import (delete_file, delete_tree, exists, file_stamps, get_bytes, 
 from .catalog import CATALOG_VERSION, connect, ensure_catalog, frames_view_sql, remote_dataset, view_sql
 from .frames import generation_key, new_frames_generation, prune_frame_generations, publish_frames_generation
 from .locks import PG_URL_ENV, PartitionBusy, instance_lock, partition_lock
-from .paths import (CHUNKS_PREFIX, ID_RE, REMOTE_SCHEMES, SCHEMA_PARTITION, InvalidRecordingId, audio_key, audio_path,
+from .paths import (CHUNKS_PREFIX, OCR_RESULTS_PREFIX, ocr_result_key, ID_RE, REMOTE_SCHEMES, SCHEMA_PARTITION, InvalidRecordingId, audio_key, audio_path,
                     catalog_path, check_id, check_key, chunk_result_key, dagster_home, data_location, data_url, dropdir_state_dir,
                     frame_file_name, frames_key, frames_root, home, instance_lock_path, is_remote, local_path,
                     lock_path, manifest_key, manifest_path, models_dir, partition_dir, partition_key,
@@ -59,7 +60,7 @@ __all__ = [
     "CATALOG_VERSION", "connect", "ensure_catalog", "frames_view_sql", "remote_dataset", "view_sql",
     "generation_key", "new_frames_generation", "prune_frame_generations", "publish_frames_generation",
     "PG_URL_ENV", "PartitionBusy", "instance_lock", "partition_lock",
-    "CHUNKS_PREFIX", "chunk_result_key", "ID_RE", "REMOTE_SCHEMES", "SCHEMA_PARTITION", "InvalidRecordingId", "audio_key", "audio_path", "catalog_path",
+    "CHUNKS_PREFIX", "chunk_result_key", "OCR_RESULTS_PREFIX", "ocr_result_key", "ID_RE", "REMOTE_SCHEMES", "SCHEMA_PARTITION", "InvalidRecordingId", "audio_key", "audio_path", "catalog_path",
     "check_id", "check_key", "dagster_home", "data_location", "data_url", "dropdir_state_dir", "frame_file_name",
     "frames_key", "frames_root", "home", "instance_lock_path", "is_remote", "local_path", "lock_path",
     "manifest_key", "manifest_path", "models_dir", "partition_dir", "partition_key", "report_key", "settings_key",

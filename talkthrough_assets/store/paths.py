@@ -124,6 +124,16 @@ def chunk_result_key(key: str) -> str:
     return f"{CHUNKS_PREFIX}/{key[:2]}/{key}.bin"
 
 
+OCR_RESULTS_PREFIX = "chunks/ocr"
+
+
+def ocr_result_key(key: str) -> str:
+    """Where the stored OCR result of a frame with content key ``key`` (sha256 hex of its pixels) lives."""
+    if not re.fullmatch(r"[0-9a-f]{64}", key):
+        raise ValueError(f"not an OCR result key: {key!r}")
+    return f"{OCR_RESULTS_PREFIX}/{key[:2]}/{key}.bin"
+
+
 def frames_root(recording_id: str) -> Path:
     return home() / "frames" / check_id(recording_id)
 

@@ -36,6 +36,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     # the audio's chunks for the segments stage (stages/chunks.py) and the key of each one's stored result;
     # what is covered is derived from these keys (chunkstore.coverage), never recorded a second time
     "chunks": pa.schema([("idx", _I), ("t0_ms", _I), ("t1_ms", _I), ("key", _S)]),
+    # the key of each ocr row's stored result (stages/ocr_cache.py: the frame's pixels); what gc keeps
+    "ocr_keys": pa.schema([("ms", _I), ("key", _S)]),
     "diarization": pa.schema([
         ("available", _B), ("requested", _B), ("reason", _S), ("engine", _S), ("engine_version", _S),
         ("segmentation_model", _S), ("embedding_model", _S), ("requested_num_speakers", _I),

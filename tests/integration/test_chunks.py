@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from fixture_facts import TWO_VOICES_PATH, unique_copy
+from fixture_facts import SCREENCAST_PATH, TWO_VOICES_PATH, unique_copy
 from typer.testing import CliRunner
 
 from talkthrough_assets import cli, pipeline, service, store
@@ -244,3 +244,35 @@ def test_kill_9_mid_run_loses_at_most_the_chunk_in_flight(tt_home, tmp_path):
     finally:
         del os.environ["TALKTHROUGH_CHUNK_S"]
     assert _transcript(rid) == want
+
+
+def test_ocr_results_are_keyed_by_frame_pixels_and_read_once(tt_home, tmp_path):
+    """#19 item 2: the same screens in another file are not read again; a damaged result is read again."""
+    a = service.process(unique_copy(SCREENCAST_PATH, tmp_path / "slides a.mp4", "ocr-a"))
+    assert a["status"] == "processed", a
+    ra = a["recording_id"]
+    rows, keys = store.read_rows("ocr", ra), store.read_rows("ocr_keys", ra)
+    assert rows and [k["ms"] for k in keys] == [r["ms"] for r in rows]
+    paths = {k["key"]: store.home() / store.ocr_result_key(k["key"]) for k in keys}
+    assert all(p.is_file() for p in paths.values())
+    md = pipeline.run_stage("ocr", ra).metadata  # a re-run reads nothing
+    assert md["frames_reused"] == md["frames_read"] == len(rows)
+    assert store.read_rows("ocr", ra) == rows
+
+    b = service.process(unique_copy(SCREENCAST_PATH, tmp_path / "slides b.mp4", "ocr-b"))
+    rb = b["recording_id"]
+    assert rb != ra and store.read_rows("ocr", rb) == rows
+    assert pipeline.run_stage("ocr", rb).metadata["frames_reused"] == len(rows)
+
+    first = paths[keys[0]["key"]]
+    first.write_bytes(first.read_bytes()[:-7] + b"garbage")  # damaged: detected by its checksum, read again
+    md = pipeline.run_stage("ocr", rb).metadata
+    assert md["frames_reused"] == len(rows) - 1 and store.read_rows("ocr", rb) == rows
+    C.decode_blob(first.read_bytes())  # replaced by a good one
+
+    service.forget(ra)  # b still uses every result
+    assert all(p.is_file() for p in paths.values())
+    gone = service.forget(rb)["removed"]
+    assert sorted(x for x in gone if "/chunks/ocr/" in x) == sorted(
+        store.data_location(store.ocr_result_key(k)) for k in paths)
+    assert not any(p.exists() for p in paths.values())
