@@ -14,7 +14,7 @@ from talkthrough_assets import settings as S
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted(p for pkg in ("talkthrough_assets", "talkthrough_mcp") for p in (ROOT / pkg).rglob("*.py"))
 # process-level set-up that writes the environment for Dagster and the children it starts (each commented there)
-WRITES_ENVIRONMENT = {"talkthrough_assets/__init__.py", "talkthrough_assets/service.py",
+WRITES_ENVIRONMENT = {"talkthrough_assets/__init__.py", "talkthrough_assets/instance.py",
                       "talkthrough_assets/ui_supervisor.py"}
 
 
