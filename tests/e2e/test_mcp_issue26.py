@@ -19,7 +19,7 @@ import pytest
 
 import fixture_facts as F
 import mcp_inspector
-from test_mcp_issue15 import _copy_home, _point_source
+from test_mcp_robustness import _copy_home, _point_source
 
 TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))
 SESSION_TIMEOUT_S = 300

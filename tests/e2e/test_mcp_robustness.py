@@ -1,4 +1,4 @@
-"""Issue #15 (MCP Inspector / load-client findings), each item against the real server: the installed
+"""The MCP server as real clients meet it (the Inspector and load-client findings of issue #15): the installed
 `talkthrough mcp` command driven by the mcp SDK's stdio client, over data the real pipeline made from
 the committed fixtures. No mocks."""
 
@@ -108,7 +108,7 @@ def ids(processed) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- item 1: one generation
 
-def test_item1_search_and_transcript_show_one_generation_during_a_rewrite(processed, tmp_path):
+def test_search_and_transcript_show_one_generation_during_a_rewrite(processed, tmp_path):
     """A diarized recording is re-transcribed (vocabulary change) while a client polls search and
     get_transcript: every response names one published generation, its content is that
     generation's, and search never points into a transcript other than the one get_transcript shows
@@ -181,7 +181,7 @@ def test_item1_search_and_transcript_show_one_generation_during_a_rewrite(proces
 
 # --------------------------------------------------------------------------- item 2: word-level t_ms
 
-def test_item2_search_points_at_the_first_matched_word(processed, pristine_home, ids):
+def test_search_points_at_the_first_matched_word(processed, pristine_home, ids):
     from talkthrough_assets import store
 
     sc, tv = ids[F.SCREENCAST_NAME], ids[F.TWO_VOICES_NAME]
@@ -209,7 +209,7 @@ def test_item2_search_points_at_the_first_matched_word(processed, pristine_home,
 
 # --------------------------------------------------------------------------- item 3: EOF during warm-up
 
-def test_item3_client_disconnect_during_index_warmup_exits_cleanly(processed, pristine_home, tmp_path):
+def test_client_disconnect_during_index_warmup_exits_cleanly(processed, pristine_home, tmp_path):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -241,7 +241,7 @@ def test_item3_client_disconnect_during_index_warmup_exits_cleanly(processed, pr
 
 # --------------------------------------------------------------------------- item 4: source identity
 
-def test_item4_same_size_bytes_with_a_reset_mtime_are_not_served_as_the_recording(processed, pristine_home, ids,
+def test_same_size_bytes_with_a_reset_mtime_are_not_served_as_the_recording(processed, pristine_home, ids,
                                                                                      tmp_path):
 
     sc = ids[F.SCREENCAST_NAME]
@@ -279,7 +279,7 @@ def test_item4_same_size_bytes_with_a_reset_mtime_are_not_served_as_the_recordin
 
 # --------------------------------------------------------------------------- item 5: capped responses
 
-def test_item5_query_length_and_every_response_are_capped(processed, pristine_home, ids, tmp_path):
+def test_query_length_and_every_response_are_capped(processed, pristine_home, ids, tmp_path):
     from talkthrough_mcp.reader import LIST_MAX_CHARS, SEARCH_MAX_CHARS, SEARCH_MAX_QUERY_CHARS
     from talkthrough_mcp.server import RESPONSE_MAX_CHARS
 
@@ -328,7 +328,7 @@ VALIDATION_CASES = [
 
 
 @pytest.mark.parametrize("tool,args,field", VALIDATION_CASES)
-def test_item6_schema_violations_are_structured_invalid_argument(validation_session, ids, tool, args, field):
+def test_schema_violations_are_structured_invalid_argument(validation_session, ids, tool, args, field):
     res = validation_session[(tool, json.dumps(args, sort_keys=True))]
     err = _error(res)
     assert err["error"] == "invalid_argument", err
@@ -420,7 +420,7 @@ def session(processed, pristine_home, ids, tmp_path_factory) -> dict:
     return anyio.run(run)
 
 
-def test_item7_plurals_typos_glued_ocr_and_no_one_letter_terms(session, pristine_home, ids, monkeypatch):
+def test_plurals_typos_glued_ocr_and_no_one_letter_terms(session, pristine_home, ids, monkeypatch):
     sc = ids[F.SCREENCAST_NAME]
     plural, singular = _payload(session["plural"]), _payload(session["singular"])
     assert plural["hits"] and [(h["source"], h["t_ms"]) for h in plural["hits"]] == \
@@ -455,7 +455,7 @@ def test_item7_plurals_typos_glued_ocr_and_no_one_letter_terms(session, pristine
     assert total == 4 and sc in {r["recording"] for r in rd.index.query("SELECT recording FROM m_recordings")}
 
 
-def test_item8_frames_at_instant_and_validity(session):
+def test_frames_at_instant_and_validity(session):
     at = _payload(session["at"])
     assert at["on_screen_frame_ms"] == 12000 and [f["ms"] for f in at["frames"]] == [12000]
     assert (at["frames"][0]["valid_from_ms"], at["frames"][0]["valid_to_ms"]) == (12000, 18000)
@@ -472,7 +472,7 @@ def test_item8_frames_at_instant_and_validity(session):
     assert _error(session["at_and_range"])["error"] == "invalid_argument"
 
 
-def test_item8_moment_speakers_and_search_speaker_filter(session):
+def test_moment_speakers_and_search_speaker_filter(session):
     m = _payload(session["moment_tv"])
     spk = m["speakers_in_range"]
     assert {s["speaker"] for s in spk} == {"S1", "S2"} and m["speaker_at_t"] == "S2"
@@ -490,7 +490,7 @@ def test_item8_moment_speakers_and_search_speaker_filter(session):
     assert _error(session["se_speaker_not_diarized"])["error"] == "invalid_argument"
 
 
-def test_item8_extract_frame_crop_and_full_resolution(session):
+def test_extract_frame_crop_and_full_resolution(session):
     def image(key):
         (c,) = [c for c in session[key].content if c.type == "image"]
         with Image.open(io.BytesIO(base64.b64decode(c.data))) as im:
@@ -506,7 +506,7 @@ def test_item8_extract_frame_crop_and_full_resolution(session):
     assert image("scaled") == (1568, 882)
 
 
-def test_item8_every_tool_has_an_output_schema_and_structured_content(session):
+def test_every_tool_has_an_output_schema_and_structured_content(session):
     import jsonschema
 
     tools = {t.name: t for t in session["tools"]}
@@ -524,7 +524,7 @@ def test_item8_every_tool_has_an_output_schema_and_structured_content(session):
         jsonschema.validate(res.structured_content, tools[tool].output_schema)
 
 
-def test_item9_no_server_paths_in_errors(session, pristine_home):
+def test_no_server_paths_in_errors(session, pristine_home):
     err = _error(session["unknown"])
     assert err["error"] == "unknown_recording" and str(pristine_home) not in err["message"]
     for key, res in session.items():
@@ -532,7 +532,7 @@ def test_item9_no_server_paths_in_errors(session, pristine_home):
             assert str(pristine_home) not in res.content[0].text and "/tmp/" not in res.content[0].text, key
 
 
-def test_item9_srt_cues_are_numbered_without_gaps(session):
+def test_srt_cues_are_numbered_without_gaps(session):
     import re
 
     for key in ("srt_s2", "srt_all"):
@@ -542,7 +542,7 @@ def test_item9_srt_cues_are_numbered_without_gaps(session):
     assert "[S1]" not in _payload(session["srt_s2"])["srt"]
 
 
-def test_item9_bad_prompt_arguments_are_invalid_params_not_tracebacks(session, ids):
+def test_bad_prompt_arguments_are_invalid_params_not_tracebacks(session, ids):
     from mcp.shared.exceptions import MCPError
     from mcp_types import INVALID_PARAMS
 
@@ -555,7 +555,7 @@ def test_item9_bad_prompt_arguments_are_invalid_params_not_tracebacks(session, i
     assert "Traceback" not in session["stderr"], session["stderr"]
 
 
-def test_item9_host_with_blanks_is_normalized_not_a_crash(processed, pristine_home):
+def test_host_with_blanks_is_normalized_not_a_crash(processed, pristine_home):
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "TALKTHROUGH_MCP_TOKEN"}
     env["TALKTHROUGH_HOME"] = str(pristine_home)
@@ -572,7 +572,7 @@ def test_item9_host_with_blanks_is_normalized_not_a_crash(processed, pristine_ho
     assert r.returncode == 2 and "invalid --host" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_item9_host_normalization_rules():
+def test_host_normalization_rules():
     from talkthrough_mcp.server import BindRefused, normalize_host
 
     assert normalize_host(" 127.0.0.1\t") == "127.0.0.1" and normalize_host("[::1]") == "::1"
