@@ -50,9 +50,10 @@ class _Command(TyperCommand):
 
 def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
     """Process recordings through the Dagster asset graph (in-process). Same bytes twice = no-op."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from . import pipeline, service
+    from .stages import runner
 
     files, skipped = service.collect(paths)
     err = _console()
@@ -80,7 +81,7 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
             pass
 
     try:
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=shown,
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=shown,
                       transient=True, disable=not live) as progress:
             for f in files:
                 task = progress.add_task(f"{_e(f.name)}: hashing", total=None)
@@ -105,7 +106,16 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
                     if lines:
                         say(f"{_name}: {what}")
 
+                def on_progress(stage, rid, info, _task=task, _name=f.name, _planned=planned, _done=done):
+                    eta = f", ETA {int(info['eta_s']) // 60}:{int(info['eta_s']) % 60:02d}" if info.get("eta_s") else ""
+                    count = f"{len(_done)}/{len(_planned)} stages, " if _planned else ""
+                    progress.update(_task, total=100, completed=round(100 * info["share"]), refresh=live,
+                                    description=f"{_e(_name)}: {count}{stage} {100 * info['share']:.0f}% of "
+                                                f"the audio ({info['text']}){eta}")
+
                 pipeline.listeners.append(on_stage)
+                if live:  # on a terminal only: with --json or in a pipe nothing changes
+                    runner.progress_listeners.append(on_progress)
                 try:
                     results.append(service.process(f, overrides=overrides, force=force, on_stages=on_stages))
                 except Exception as e:  # hashing/registration errors: report, continue with the next file
@@ -113,6 +123,8 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
                                     "reason": f"{type(e).__name__}: {e}"})
                 finally:
                     pipeline.listeners.remove(on_stage)
+                    if on_progress in runner.progress_listeners:
+                        runner.progress_listeners.remove(on_progress)
                     progress.remove_task(task)
     finally:
         if stream is not sys.stderr:

@@ -165,7 +165,7 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
     """The stage's output ({"meta", "segments", "words"}, as :func:`transcribe.transcribe`) and ``"chunks"``
     (what happened to each: reused, decoded, failed). ``decode_kw``: :func:`transcribe.decode`'s keywords.
     ``on_plan(rows)`` is called with the chunk rows (idx, t0_ms, t1_ms, key) before anything is decoded;
-    ``on_chunk(done, total, state)`` after each chunk."""
+    ``on_chunk(done, total, state, done_ms, total_ms)`` after each chunk."""
     t_start = time.perf_counter()
     bounds = bounds if bounds is not None else plan(samples, chunk_s)
     keys = chain_keys(samples, bounds, fp)
@@ -201,7 +201,7 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
             report[state] += 1
         results.append(res)
         if on_chunk:
-            on_chunk(row["idx"] + 1, len(rows), state)
+            on_chunk(row["idx"] + 1, len(rows), state, row["t1_ms"], rows[-1]["t1_ms"])
     out = assemble(results, rows, model_label=decode_kw.get("model_label"), audio_ms=len(samples) * 1000 // SR)
     out["meta"]["elapsed_s"] = round(time.perf_counter() - t_start, 3)
     out["chunks"] = report

@@ -21,7 +21,7 @@ from . import audio as audio_stage
 from . import chunks as C
 from . import terms as terms_stage
 from . import transcribe as T
-from .runner import StageResult, digest, probe_row, sharing_cpu, stage_reason, wav_path
+from .runner import StageResult, digest, probe_row, progress, sharing_cpu, stage_reason, wav_path
 
 FAILED_PREFIX = "Whisper failed on "  # the segments stage's reason when some chunks failed (re-run retries them)
 GC_MIN_AGE_S = 600.0  # a result younger than this is kept by gc (a run that began meanwhile may be writing it)
@@ -186,6 +186,23 @@ def metadata(rid: str, report: dict | None) -> dict:
 
 # --------------------------------------------------------------------------- the stage
 
+def _progress_to(rid: str):
+    """on_chunk -> runner.progress: the share of the audio transcribed, and an ETA from the pace of the
+    chunks decoded in this run (reused ones cost nothing)."""
+    t0 = time.monotonic()
+    state = {"decoded_ms": 0, "prev_ms": 0}
+
+    def on_chunk(done: int, total: int, how: str, done_ms: int, total_ms: int) -> None:
+        if how == "decoded":
+            state["decoded_ms"] += done_ms - state["prev_ms"]
+        state["prev_ms"] = done_ms
+        pace = (time.monotonic() - t0) / state["decoded_ms"] if state["decoded_ms"] else None
+        progress("segments", rid, {"share": done_ms / max(total_ms, 1), "text": f"{done} of {total} chunks",
+                                   "eta_s": pace * (total_ms - done_ms) if pace else None})
+
+    return on_chunk
+
+
 def run(rid: str, cfg: dict, engines) -> StageResult:
     from ..models import resolve_whisper
 
@@ -201,7 +218,7 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
         peak = audio_stage.peak(samples)
         shared = rid in sharing_cpu and bool(p["has_video"])  # the visual branch runs beside it
         # in chunks, each stored as soon as it is decoded under a content key (stages/chunks.py)
-        out = transcribe(rid, samples, cfg, model_ref=ref, model_label=label, language=cfg.get("language"),
+        out = transcribe(rid, samples, cfg, on_chunk=_progress_to(rid), model_ref=ref, model_label=label, language=cfg.get("language"),
                          threads=T.cpu_threads(shared=shared, override=config.get("TALKTHROUGH_WHISPER_THREADS")),
                          vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or T.BEAM_SIZE),
                          whisper=engines.whisper)

@@ -41,6 +41,19 @@ class StageResult:
     manifest: dict | None = None  # the manifest stage: the document it published
 
 
+# Progress inside a long stage (the segments stage after each chunk): (stage, recording id, {"share": 0..1,
+# "eta_s": seconds or None, "text": "3 of 10 chunks"}); the CLI draws it on a terminal.
+progress_listeners: list = []
+
+
+def progress(stage: str, rid: str, info: dict) -> None:
+    for fn in list(progress_listeners):
+        try:
+            fn(stage, rid, info)
+        except Exception:  # noqa: BLE001 - a display never breaks a stage
+            pass
+
+
 def digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

@@ -276,3 +276,46 @@ def test_ocr_results_are_keyed_by_frame_pixels_and_read_once(tt_home, tmp_path):
     assert sorted(x for x in gone if "/chunks/ocr/" in x) == sorted(
         store.data_location(store.ocr_result_key(k)) for k in paths)
     assert not any(p.exists() for p in paths.values())
+
+
+def test_on_a_terminal_the_share_of_audio_transcribed_is_shown(tmp_path):
+    """#19 item 4: a real pseudo-terminal shows the segments stage's share of the audio, chunk by chunk, with an
+    ETA; in a pipe the lines are the stage lines as before (no percentages)."""
+    import pty
+    import re
+    import select
+
+    src = unique_copy(TWO_VOICES_PATH, tmp_path / "progress.m4a", "chunks-progress")
+    home = tmp_path / "home"
+    env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"), COLUMNS="160",
+               TERM="xterm-256color", TALKTHROUGH_CHUNK_S="5")
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(src)]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + 500
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))
+    shown = re.findall(r"segments (\d+)% of the audio \((\d+) of (\d+) chunks\)(, ETA \d+:\d\d)?", text)
+    assert shown, text[-3000:]
+    total = int(shown[0][2])
+    assert total >= 4 and {int(d) for _, d, _, _ in shown} >= {1, total}, shown
+    assert int(shown[-1][0]) == 100 and any(eta for *_, eta in shown), shown
+    shares = [int(p) for p, *_ in shown]
+    assert shares == sorted(shares)
+
+    piped = subprocess.run(cmd + ["--force"], capture_output=True, text=True, env=env, timeout=500)
+    assert piped.returncode == 0 and "% of the audio" not in piped.stderr + piped.stdout, piped.stderr
