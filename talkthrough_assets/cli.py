@@ -199,6 +199,8 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
     checks = [(c, "ok" if k else "FAIL", d) for c, k, d in results]
     if media_ok:
         checks += selfcheck.engine_checks()
+    env = selfcheck.config_check()
+    checks.insert(0, env)
     ok = all(state != "FAIL" for _, state, _ in checks)
     if as_json:
         typer.echo(json.dumps({"ok": ok, "versions": vers,
@@ -209,6 +211,8 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
         for c, state, d in checks:
             typer.echo(f"{state:<4} {c}: {d}")
         typer.echo("all checks passed" if ok else
+                   "an environment variable holds a value it cannot take (see FAIL above): fix or unset it"
+                   if env[1] == "FAIL" and media_ok else
                    "the media stack is broken on this install (not your recordings): reinstall with "
                    "`pip install -c constraints.txt -e .` from the project folder" if not media_ok else
                    "an engine is broken on this install (see FAIL above): reinstall with "

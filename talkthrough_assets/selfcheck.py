@@ -104,6 +104,17 @@ def run() -> list[tuple[str, bool, str]]:
     return results
 
 
+def config_check() -> tuple[str, str, str]:
+    """(check, "ok" | "FAIL", detail): every TALKTHROUGH_* (and AWS_*) variable that is set holds a value
+    its declaration in :mod:`talkthrough_assets.config` accepts."""
+    name = "environment variables (README: Environment variables)"
+    problems = config.problems()
+    if problems:
+        return name, "FAIL", "; ".join(problems)
+    n = sum(config.is_set(v.name) for v in config.VARS)
+    return name, "ok", f"{n} set, every value accepted"
+
+
 def engine_checks(engines=None) -> list[tuple[str, str, str]]:
     """[(check, "ok" | "FAIL" | "warn", detail)]: the model-backed engines on inputs made here.
 

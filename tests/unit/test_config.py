@@ -76,3 +76,14 @@ def test_an_engine_setting_is_in_its_stage_config_hash_only(monkeypatch):
     monkeypatch.setenv("TALKTHROUGH_OCR_DET_SIDE", "800")
     after = {s: S.config_hash(s, cfg) for s in S.STAGES}
     assert {s for s in S.STAGES if before[s] != after[s]} == {"ocr"}
+
+
+def test_doctor_names_a_bad_variable_and_passes_good_ones(monkeypatch):
+    from talkthrough_assets import selfcheck
+
+    monkeypatch.setenv("TALKTHROUGH_STAGE_WORKERS", "2")
+    name, state, detail = selfcheck.config_check()
+    assert state == "ok" and "every value accepted" in detail
+    monkeypatch.setenv("TALKTHROUGH_DROP_INTERVAL_S", "soon")
+    name, state, detail = selfcheck.config_check()
+    assert state == "FAIL" and detail.startswith("TALKTHROUGH_DROP_INTERVAL_S='soon': expected a number")
