@@ -171,6 +171,13 @@ def _chunk_files(home: Path) -> int:
     return len([p for p in (home / "chunks").rglob("*") if p.is_file()]) if (home / "chunks").exists() else 0
 
 
+def _duration_h(media: Path) -> float:
+    import av
+
+    with av.open(str(media)) as c:
+        return c.duration / 1e6 / 3600
+
+
 def part_kill(args) -> None:
     import make_long_media as ml
 
@@ -181,6 +188,9 @@ def part_kill(args) -> None:
         clean_s, rc = _process(clean_home, media)
         assert rc == 0, f"clean run failed (exit {rc})"
         clean = _transcript(clean_home)
+        chunk_bytes = sum(p.stat().st_size for p in (clean_home / "chunks" / "whisper").rglob("*.bin"))
+        print(f"chunk results of the clean run: {chunk_bytes / 1024:.0f} KiB for {_duration_h(media):.2f} h of audio "
+              f"= {chunk_bytes / 1024 / _duration_h(media):.0f} KiB per hour", flush=True)
         kill_at = 0.6 * clean_s
         killed_s, rc = _process(crash_home, media, kill_after=kill_at)
         stored = _chunk_files(crash_home)

@@ -6,6 +6,7 @@ source registration. No Dagster here; Dagster assets are thin wrappers over :fun
 
 from __future__ import annotations
 
+import queue
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -170,7 +171,8 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
     """Run ``stages`` of one recording, each as soon as the selected stages it depends on are done,
     up to ``workers`` at a time (threads). Yields ``(stage, STARTED)`` when a stage starts and
     ``(stage, result)`` when it ends, in completion order, where a result is the stage's StageResult, a
-    :class:`StageError`, or :class:`Skipped` for the downstream of a failure. The caller's thread
+    :class:`StageError`, or :class:`Skipped` for the downstream of a failure; ``(stage, Progress(info))``
+    as a long stage reports it (the segments stage after each chunk: ``runner.progress``). The caller's thread
     does all the yielding (Dagster writes its events from there). ``engines``: the loaded models the
     stages run on (Dagster passes its resources; default: this process's, :func:`engines.shared`)."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -185,7 +187,15 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
     pending = list(selected)
     workers = workers or stage_workers()
     # the run holds the recording's writer lock throughout; its stage threads re-enter it
-    with store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S), \
+    events: queue.SimpleQueue = queue.SimpleQueue()
+
+    def on_progress(stage: str, rid: str, info: dict) -> None:
+        if rid == recording_id:
+            events.put((stage, Progress(info)))
+
+    runner.progress_listeners.append(on_progress)
+    with _removing(runner.progress_listeners, on_progress), \
+            store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S), \
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stage") as pool, \
             _sharing(recording_id, selected, workers):
         running: dict = {}
@@ -202,7 +212,9 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                     yield stage, STARTED
             if not running:
                 continue
-            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED, timeout=1.0)
+            while not events.empty():
+                yield events.get()
             for fut in sorted(finished, key=lambda f: S.STAGES.index(running[f])):
                 stage = running.pop(fut)
                 try:
@@ -213,6 +225,19 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                     continue
                 done.add(stage)
                 yield stage, result
+
+
+class Progress(dict):
+    """A progress report of a running stage, as :func:`run_stages` yields it (share, text, eta_s)."""
+
+
+@contextmanager
+def _removing(listeners: list, fn):
+    try:
+        yield
+    finally:
+        if fn in listeners:
+            listeners.remove(fn)
 
 
 def _has_video(recording_id: str) -> bool:

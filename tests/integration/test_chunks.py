@@ -319,3 +319,10 @@ def test_on_a_terminal_the_share_of_audio_transcribed_is_shown(tmp_path):
 
     piped = subprocess.run(cmd + ["--force"], capture_output=True, text=True, env=env, timeout=500)
     assert piped.returncode == 0 and "% of the audio" not in piped.stderr + piped.stdout, piped.stderr
+    # the Dagster run logs one progress line per chunk (its console log at INFO)
+    logged = subprocess.run(cmd + ["--force"], capture_output=True, text=True, timeout=500,
+                            env=dict(env, TALKTHROUGH_LOG_LEVEL="INFO"))
+    assert logged.returncode == 0, logged.stderr[-2000:]
+    lines = re.findall(r'Stage "segments": (\d+) % of the audio \((\d+) of (\d+) chunks\)', logged.stderr)
+    assert [int(d) for _, d, _ in lines] == list(range(1, total + 1)), logged.stderr[-3000:]
+    assert int(lines[-1][0]) == 100
