@@ -216,30 +216,35 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
         return {"meta": meta, "segments": [], "words": [], "dropped": [], "tokens": []}
     with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
         model = whisper.model(model_ref, threads)
-        seg_iter, info = model.transcribe(
-            samples, language=language or None, beam_size=beam_size, vad_filter=False,
-            word_timestamps=False, initial_prompt=prompt or vocabulary or None, hotwords=vocabulary or None,
-            condition_on_previous_text=condition_on_previous_text, temperature=temperature,
-        )
-        english_only = not model.model.is_multilingual
-        check = language_checker(whisper, threads) if (language_check and english_only) else None
+        # words are aligned after decoding, window by window, on the decoder's own encoder output (see
+        # word_timing.WindowAligner: decoding with word_timestamps=True lost the last words of a recording)
+        aligner = word_timing.WindowAligner(model, len(samples))
+        with aligner:
+            seg_iter, info = model.transcribe(
+                samples, language=language or None, beam_size=beam_size, vad_filter=False,
+                word_timestamps=False, initial_prompt=prompt or vocabulary or None, hotwords=vocabulary or None,
+                condition_on_previous_text=condition_on_previous_text, temperature=temperature,
+            )
+            aligner.language = info.language
+            english_only = not model.model.is_multilingual
+            check = language_checker(whisper, threads) if (language_check and english_only) else None
 
-        def drop(s, start: float, end: float, reason: str, lang: str | None = None) -> None:
-            dropped.append({"t0_ms": int(round(start * 1000)), "t1_ms": int(round(end * 1000)),
-                            "reason": reason, "text": s.text.strip(), "lang": lang})
+            def drop(s, start: float, end: float, reason: str, lang: str | None = None) -> None:
+                dropped.append({"t0_ms": int(round(start * 1000)), "t1_ms": int(round(end * 1000)),
+                                "reason": reason, "text": s.text.strip(), "lang": lang})
 
-        candidates, tokens = [], []
-        for s in seg_iter:
-            tokens.extend(int(t) for t in s.tokens)  # what Whisper conditions on next, kept or dropped
-            if regions is not None and not _has_speech(regions, s.start, s.end):
-                drop(s, s.start, s.end, "no speech in its time span (voice activity detection)")
-            elif max_compression_ratio is not None and (cr := compression_ratio(s.text)) > max_compression_ratio:
-                drop(s, s.start, s.end, f"repetition (compression ratio {cr:.1f} > {max_compression_ratio})")
-            else:
-                candidates.append(s)
-        # words are aligned after decoding, window by window (see word_timing.align_segments: decoding with
-        # word_timestamps=True lost the last words of a recording)
-        aligned = word_timing.align_segments(model, samples, candidates, info.language)
+            candidates, tokens = [], []
+            for s in seg_iter:
+                aligner.seen(s)
+                tokens.extend(int(t) for t in s.tokens)  # what Whisper conditions on next, kept or dropped
+                if regions is not None and not _has_speech(regions, s.start, s.end):
+                    drop(s, s.start, s.end, "no speech in its time span (voice activity detection)")
+                elif max_compression_ratio is not None and (cr := compression_ratio(s.text)) > max_compression_ratio:
+                    drop(s, s.start, s.end, f"repetition (compression ratio {cr:.1f} > {max_compression_ratio})")
+                else:
+                    candidates.append(s)
+                    aligner.add(s)
+            aligned = aligner.finish()
         segments, words = [], []
         seq = -1
         for s, a in zip(candidates, aligned):

@@ -97,39 +97,89 @@ PREPEND_PUNCTUATIONS = "\"'“¿([{-"
 APPEND_PUNCTUATIONS = "\"'.。,，!！?？:：”)]}、"
 
 
-def align_segments(model, samples: np.ndarray, segments: list, language: str | None) -> list[dict]:
-    """Word timestamps for segments decoded *without* them.
+class WindowAligner:
+    """Word timestamps for segments decoded *without* them, window by window, from the encoder output the
+    decoder itself used.
 
-    ``model`` is a faster_whisper.WhisperModel, ``segments`` its Segment tuples from
-    ``transcribe(word_timestamps=False)``. With ``word_timestamps=True`` faster-whisper moves its window to
-    the end of the last aligned word, and at the end of a recording the alignment stretches the last word over
-    the rest of the audio: the words after it ("... at the | train station") were never decoded (3 clips of
-    the eval set lost their last words). Decoding without word timestamps keeps bare faster-whisper's windows;
-    here each window is encoded again and its segments are aligned with faster-whisper's own DTW
-    (``add_word_timestamps``), as it does. Returns, per segment, ``{"start", "end", "words": [{"start",
-    "end", "word", "probability"}]}`` (times in seconds)."""
-    from faster_whisper.audio import pad_or_trim
-    from faster_whisper.tokenizer import Tokenizer
+    With ``word_timestamps=True`` faster-whisper moves its window to the end of the last aligned word, and at
+    the end of a recording the alignment stretches the last word over the rest of the audio: the words after
+    it ("... at the | train station") were never decoded (3 clips of the eval set lost their last words).
+    Decoding without word timestamps keeps bare faster-whisper's windows; each window's segments are then
+    aligned with faster-whisper's own DTW (``add_word_timestamps``), as it does, on the window's encoder
+    output, which :meth:`watch` captures while the decoder runs (encoding a window again cost ~50 % of the
+    decoding time on a screencast).
 
-    out: list[dict] = [{"start": s.start, "end": s.end, "words": []} for s in segments]
-    if not segments:
-        return out
-    tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe",
-                          language=language if model.model.is_multilingual else "en")
-    features = model.feature_extractor(samples)
-    content_frames = features.shape[-1] - 1
-    n_frames = model.feature_extractor.nb_max_frames
-    windows: dict[int, list[int]] = {}
-    for i, s in enumerate(segments):
-        windows.setdefault(int(s.seek), []).append(i)
-    last_speech = 0.0
-    for seek in sorted(windows):
-        size = max(1, min(n_frames, content_frames - seek))
-        encoded = model.encode(pad_or_trim(features[:, seek:seek + size]))
-        subs = [{"seek": seek, "start": segments[i].start, "end": segments[i].end, "tokens": list(segments[i].tokens)}
-                for i in windows[seek]]
-        last_speech = model.add_word_timestamps([subs], tokenizer, encoded, size, PREPEND_PUNCTUATIONS,
-                                                APPEND_PUNCTUATIONS, last_speech_timestamp=last_speech) or last_speech
-        for i, sub in zip(windows[seek], subs):
-            out[i] = {"start": sub["start"], "end": sub["end"], "words": sub.get("words", [])}
-    return out
+    Use::
+
+        with WindowAligner(model, n_samples) as al:
+            segments_iter, info = model.transcribe(samples, word_timestamps=False, ...)
+            al.language = info.language
+            for s in segments_iter:           # lazily: a window's segments come before the next encode
+                al.seen(s)                     # every segment, kept or not, in order
+                if keep(s): al.add(s)          # the ones to align
+            results = al.finish()              # per added segment: {"start", "end", "words": [...]}
+    """
+
+    def __init__(self, model, n_samples: int):
+        self.model = model
+        self.language: str | None = None  # set once the decoder knows it (before the first segment)
+        self._tokenizer = None
+        # faster-whisper's content frames: features.shape[-1] - 1 (160 padding samples, hop 160)
+        self.content_frames = (n_samples + 160) // 160 - 1
+        self.n_frames = model.feature_extractor.nb_max_frames
+        self._last = None
+        self._encoded: dict[int, object] = {}
+        self._pending: list[tuple[int, object]] = []  # (result index, segment) of the window not yet aligned
+        self._window = None
+        self._last_speech = 0.0
+        self.results: list[dict] = []
+
+    def __enter__(self):
+        original = self.model.encode
+
+        def encode(features):
+            self._last = original(features)
+            return self._last
+
+        self.model.encode = encode  # an instance attribute shadows the method while decoding
+        return self
+
+    def __exit__(self, *exc):
+        self.model.__dict__.pop("encode", None)
+        return False
+
+    def seen(self, segment) -> None:
+        seek = int(segment.seek)
+        if seek != self._window:
+            self._flush()
+            self._window = seek
+            self._encoded[seek] = self._last
+
+    def add(self, segment) -> None:
+        self.results.append({"start": segment.start, "end": segment.end, "words": []})
+        self._pending.append((len(self.results) - 1, segment))
+
+    def _flush(self) -> None:
+        if not self._pending:
+            self._encoded.pop(self._window, None)
+            return
+        seek = self._window
+        size = max(1, min(self.n_frames, self.content_frames - seek))
+        if self._tokenizer is None:
+            from faster_whisper.tokenizer import Tokenizer
+
+            multilingual = self.model.model.is_multilingual
+            self._tokenizer = Tokenizer(self.model.hf_tokenizer, multilingual, task="transcribe",
+                                        language=(self.language or "en") if multilingual else "en")
+        subs = [{"seek": seek, "start": s.start, "end": s.end, "tokens": list(s.tokens)} for _, s in self._pending]
+        last = self.model.add_word_timestamps([subs], self._tokenizer, self._encoded.pop(seek), size,
+                                              PREPEND_PUNCTUATIONS, APPEND_PUNCTUATIONS,
+                                              last_speech_timestamp=self._last_speech)
+        self._last_speech = last if last is not None else self._last_speech
+        for (i, _), sub in zip(self._pending, subs):
+            self.results[i] = {"start": sub["start"], "end": sub["end"], "words": sub.get("words", [])}
+        self._pending = []
+
+    def finish(self) -> list[dict]:
+        self._flush()
+        return self.results
