@@ -1,27 +1,28 @@
 #!/usr/bin/env python3
-"""Read-path benchmark for the MCP reader at library scale (default: 1000 recordings).
+"""Read-path benchmark for the MCP reader at library scale (issue #26, item 4; default 10 000 recordings).
 
-Generates synthetic rows for N recordings straight through ``store.write_table`` into a
-temporary TALKTHROUGH_HOME (recordings, wall_clock, probe, segments, keyframes, dedup, ocr,
-terms -- the same Hive layout the pipeline writes, one partition per recording), then
-times the reader functions the MCP tools call:
+Generates N synthetic recordings under a temporary TALKTHROUGH_HOME the way the pipeline's manifest
+stage publishes them: a manifest built by the real manifest stage, and the recording's search index part
+(``search_index.write_part``, one small Parquet) written before it. The first N - P recordings are then
+merged into the 16 index buckets (``search_index.compact``); the last P (``--pending``, default 5 %) stay
+unmerged parts, as a library being added to has them (a bucket is re-merged when a tenth of it is new).
 
-  * ``search``          ranked BM25 over the ``terms`` table (all recordings, both sources)
-  * ``get_transcript``  one recording's transcript page (json)
-  * ``list_recordings`` one page of the library listing
+Each reader is measured in its own fresh process (so its peak RSS is its own):
 
-Each is reported as p50/p95 in milliseconds and as a ratio against a baseline measured
-in the same run: ``SELECT count(*) FROM terms`` over the store's DuckDB views
-(``store.connect()``), i.e. what any all-recordings query over the Parquet tree pays just to
-glob and open every partition. Also reported: the same two-word match run directly on the
-views (no BM25, no mirror), the cold start of the reader's in-memory mirror (first listing,
-first search, full load), and an incremental refresh after one recording is rewritten.
+  * ``new``: the MCP reader as shipped (:class:`talkthrough_mcp.reader.Reader`, the persistent index);
+  * ``old``: the reader before it, in the same run (``bench/baseline/search_v1.py``: every manifest
+    tokenized into an in-memory DuckDB, BM25 in SQL).
+
+Reported per reader: cold start (process start to the first search answered, and to the index fully
+loaded), p50/p95 per query, peak RSS; and the ratio old/new of each. Then the incremental write of one more
+recording: its part, and the re-merge of its bucket.
 
 Usage:
-    python bench/bench_reads.py                     # 1000 recordings, temp home, removed after
-    python bench/bench_reads.py --recordings 200 --runs 30
+    python bench/bench_reads.py                          # 10 000 recordings, temp home, removed after
+    python bench/bench_reads.py --recordings 1000 --runs 20
     python bench/bench_reads.py --home /tmp/ttbench --keep   # reuse/keep the generated data
-    python bench/bench_reads.py --json              # machine-readable result on stdout
+    python bench/bench_reads.py --old-runs 0             # skip the old reader (it needs ~6 GB at 10 000)
+    python bench/bench_reads.py --json
 
 Nothing outside the chosen home is written.
 """
@@ -33,13 +34,17 @@ import itertools
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
 
 # Words the synthetic speech is drawn from: a Zipf-like mix of common words and a long
 # tail of "topic" words, so the BM25 IDF has both frequent and rare terms to chew on.
@@ -53,97 +58,133 @@ OCR_WORDS = ("ERROR WARN INFO OK FAILED PASSED DEPLOY PIPELINE BUILD ROLLBACK CO
              "DASHBOARD LATENCY GATEWAY TIMEOUT SERVICE CHECKOUT VERSION RESTORED READY").split()
 RARE_MARKER = "zebracorn"  # appears in exactly one recording: the selective query
 
+QUERIES = {  # name -> (query, keyword arguments); "ANY" recording_id: a random recording per call
+    "search_common_word": ("the", {}),
+    "search_topic_word": ("deploy", {}),          # Zipf rank 1: in about half of all segments
+    "search_two_words_and": ("rollback version", {}),
+    "search_three_words": ("the gateway deploy", {}),
+    "search_rare_word": (RARE_MARKER, {}),
+    "search_or_fallback": (f"{RARE_MARKER} ledger7", {}),
+    "search_phrase": ('"rollback version"', {}),
+    "search_one_recording": ("deploy", {"recording_id": "ANY"}),
+    "search_limit_50": ("gateway timeout", {"limit": 50}),
+}
+
 
 def _vocab(rng: random.Random, n_topic: int = 4000) -> list[str]:
-    topic = [f"{rng.choice(TOPIC_STEMS)}{i}" if i >= len(TOPIC_STEMS) else TOPIC_STEMS[i] for i in range(n_topic)]
-    return topic
+    return [f"{rng.choice(TOPIC_STEMS)}{i}" if i >= len(TOPIC_STEMS) else TOPIC_STEMS[i] for i in range(n_topic)]
 
 
-def generate(home: Path, n_recordings: int = 1000, n_segments: int = 200, n_frames: int = 60,
-             unique_every: int = 3, seed: int = 7) -> dict:
-    """Write N synthetic recordings through store.write_table under ``home``; return facts."""
-    os.environ["TALKTHROUGH_HOME"] = str(home)
+def _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames, unique_every=3):
     from talkthrough_assets import store
     from talkthrough_assets.stages import manifest as manifest_stage
-    from talkthrough_assets.stages import terms as terms_stage
 
-    rng = random.Random(seed)
-    topic = _vocab(rng)
-    cum = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(topic))))
-    ids = []
+    rid = f"{rng.getrandbits(64):016x}"
+    dur = n_segments * 6000
+    segs, marker = [], False
+    for s in range(n_segments):
+        words = [rng.choice(COMMON) if rng.random() < 0.55 else rng.choices(topic, cum_weights=cum)[0]
+                 for _ in range(rng.randint(8, 22))]
+        if r == n_recordings // 2 and s == n_segments // 2:
+            words.insert(3, RARE_MARKER)
+            marker = True
+        segs.append({"seq": s, "t0_ms": s * 6000, "t1_ms": s * 6000 + 5500, "text": " ".join(words).capitalize() + "."})
+    frames, dedup, ocr = [], [], []
+    step, last_unique = dur // n_frames, 0
+    for f in range(n_frames):
+        ms = f * step
+        uniq = f % unique_every == 0
+        if uniq:
+            last_unique = ms
+        frames.append({"ms": ms, "file": f"frames/{rid}/g0/{store.frame_file_name(ms)}"})
+        dedup.append({"ms": ms, "duplicate_of": None if uniq else last_unique})
+        if uniq:
+            ocr.append({"ms": ms, "text": "\n".join(" ".join(rng.choice(OCR_WORDS) for _ in range(rng.randint(2, 5)))
+                                                     for _ in range(rng.randint(2, 6)))})
+    start = f"2026-0{1 + r % 9}-{1 + r % 28:02d}T{r % 24:02d}:00:00.000+00:00"
+    probe = {"path": f"/nonexistent/rec_{r:05d}.mp4", "filename": f"rec_{r:05d}.mp4", "kind": "video",
+             "duration_ms": dur, "size_bytes": 1 << 20, "width": 1568, "height": 882, "video_codec": "h264",
+             "has_audio": True, "has_video": True, "cap_hit": False}
+    m = manifest_stage.build(
+        recording_id=rid, probe=probe, wall_clock={"start_utc": start, "tz_offset_min": 0, "source": "creation_time",
+                                                   "confidence": "medium", "available": True},
+        transcript={"available": True, "reason": None, "language": "en", "model": "synthetic"}, segments=segs,
+        words=[], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=frames, dedup=dedup,
+        ocr=ocr, settings={"max_frames": n_frames, "ocr": True})
+    return rid, m, marker
+
+
+def publish(rid: str, m: dict) -> tuple[float, str]:
+    """What the manifest stage does for the index: the part, then the manifest. Returns (seconds, part)."""
+    from talkthrough_assets import store
+    from talkthrough_assets.stages import search_index
+
+    t = time.perf_counter()
+    data = store.json_bytes(m)
+    part, _ = search_index.write_part(rid, m, data)
+    store.put_bytes(store.manifest_key(rid), data, fsync=False)
+    return time.perf_counter() - t, part
+
+
+def _make(args: tuple) -> tuple[str, bool]:
+    """Publish recording ``r`` (its own random stream, so workers need no order)."""
+    home, r, n_recordings, n_segments, n_frames, seed = args
+    os.environ["TALKTHROUGH_HOME"] = str(home)
+    rng = random.Random(f"{seed}-{r}")
+    topic = _vocab(random.Random(seed))
+    cum = _CUM.setdefault(len(topic), list(itertools.accumulate(1.0 / (i + 1) for i in range(len(topic)))))
+    rid, m, marker = _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames)
+    publish(rid, m)
+    return rid, marker
+
+
+_CUM: dict[int, list[float]] = {}
+
+
+def _merge_bucket(args: tuple) -> None:
+    home, b = args
+    os.environ["TALKTHROUGH_HOME"] = str(home)
+    from talkthrough_assets.stages import search_index
+
+    search_index.compact(b, force=True)
+
+
+def generate(home: Path, n_recordings: int, n_segments: int, n_frames: int, pending: int, seed: int = 7,
+             workers: int = 3) -> dict:
+    """N recordings published in ``workers`` processes; all but the last ``pending`` merged (as the lazily
+    merged buckets end up), the rest left as unmerged parts."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from talkthrough_assets.stages import search_index
+
     t0 = time.perf_counter()
+    ids: list[str] = []
     marker_rid = None
-    for r in range(n_recordings):
-        rid = f"{rng.getrandbits(64):016x}"
-        ids.append(rid)
-        dur = n_segments * 6000
-        segs = []
-        for s in range(n_segments):
-            words = [rng.choice(COMMON) if rng.random() < 0.55 else rng.choices(topic, cum_weights=cum)[0]
-                     for _ in range(rng.randint(8, 22))]
-            if r == n_recordings // 2 and s == n_segments // 2:
-                words.insert(3, RARE_MARKER)
-                marker_rid = rid
-            segs.append({"seq": s, "t0_ms": s * 6000, "t1_ms": s * 6000 + 5500,
-                         "text": " ".join(words).capitalize() + ".", "avg_logprob": -0.3, "no_speech_prob": 0.01})
-        frames, dedup, ocr = [], [], []
-        step = dur // n_frames
-        last_unique = 0
-        for f in range(n_frames):
-            ms = f * step
-            uniq = f % unique_every == 0
-            if uniq:
-                last_unique = ms
-            frames.append({"ms": ms, "file": f"frames/{rid}/g0/{store.frame_file_name(ms)}", "scene_score": 0.2,
-                           "width": 1568, "height": 882, "reason": "scene" if uniq else "floor"})
-            dedup.append({"ms": ms, "dhash": f"{rng.getrandbits(64):016x}",
-                          "duplicate_of": None if uniq else last_unique})
-            if uniq:
-                text = "\n".join(" ".join(rng.choice(OCR_WORDS) for _ in range(rng.randint(2, 5)))
-                                 for _ in range(rng.randint(2, 6)))
-                ocr.append({"ms": ms, "text": text, "boxes_json": "[]", "mean_score": 0.9, "engine": "synthetic"})
-        start = f"2026-0{1 + r % 9}-{1 + r % 28:02d}T{r % 24:02d}:00:00.000+00:00"
-        store.write_table("recordings", rid, [{
-            "filename": f"rec_{r:04d}.mp4", "path": f"/nonexistent/rec_{r:04d}.mp4", "kind": "video",
-            "duration_ms": dur, "size_bytes": 1 << 20, "recorded_at": start, "tz_offset_min": 0,
-            "wall_clock_source": "creation_time", "wall_clock_confidence": "medium", "language": "en",
-            "segment_count": n_segments, "frame_count": n_frames, "unique_frame_count": len(ocr),
-            "diarized": False, "speaker_count": 0, "has_audio": True, "has_video": True,
-            "transcript_available": True, "manifest_path": None, "processed_at": start}])
-        store.write_table("wall_clock", rid, [{"start_utc": start, "tz_offset_min": 0, "source": "creation_time",
-                                               "confidence": "medium", "available": True}])
-        store.write_table("segments", rid, segs)
-        store.write_table("keyframes", rid, frames)
-        store.write_table("dedup", rid, dedup)
-        store.write_table("ocr", rid, ocr)
-        store.write_table("terms", rid, terms_stage.term_rows("transcript", [(s["seq"], s["t0_ms"], s["text"])
-                                                                             for s in segs]), part="transcript")
-        store.write_table("terms", rid, terms_stage.term_rows("ocr", [(o["ms"], o["ms"], o["text"]) for o in ocr]),
-                          part="ocr")
-        # the read server serves published manifests (one generation per recording): publish one, built by
-        # the real manifest stage from the tables above, as the pipeline's manifest stage does last
-        probe = {"path": f"/nonexistent/rec_{r:04d}.mp4", "filename": f"rec_{r:04d}.mp4", "kind": "video",
-                 "duration_ms": dur, "size_bytes": 1 << 20, "width": 1568, "height": 882, "video_codec": "h264",
-                 "has_audio": True, "has_video": True, "cap_hit": False}
-        m = manifest_stage.build(
-            recording_id=rid, probe=probe, wall_clock={"start_utc": start, "tz_offset_min": 0, "source": "creation_time",
-                                                       "confidence": "medium", "available": True},
-            transcript={"available": True, "reason": None, "language": "en", "model": "synthetic"}, segments=segs,
-            words=[], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=frames, dedup=dedup,
-            ocr=ocr, settings={"max_frames": n_frames, "ocr": True})
-        store.put_json(store.manifest_key(rid), m)
+    job = [(home, r, n_recordings, n_segments, n_frames, seed) for r in range(n_recordings)]
+    with ProcessPoolExecutor(workers) as pool:
+        for i, (rid, marker) in enumerate(pool.map(_make, job[:n_recordings - pending], chunksize=20)):
+            ids.append(rid)
+            marker_rid = rid if marker else marker_rid
+            if i % 1000 == 999:
+                print(f"  {i + 1} recordings ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+        t = time.perf_counter()
+        list(pool.map(_merge_bucket, [(home, b) for b in search_index.BUCKETS]))
+        merged_s = round(time.perf_counter() - t, 1)
+        for rid, marker in pool.map(_make, job[n_recordings - pending:], chunksize=20):
+            ids.append(rid)
+            marker_rid = rid if marker else marker_rid
     return {"recordings": ids, "marker_recording": marker_rid, "generate_s": round(time.perf_counter() - t0, 1),
-            "segments_per_recording": n_segments, "frames_per_recording": n_frames}
+            "merge_all_buckets_s": merged_s, "merge_workers": workers, "pending_parts": pending,
+            "segments_per_recording": n_segments, "frames_per_recording": n_frames, "seed": seed}
 
 
 def _pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
-    k = max(0, min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1)))))
-    return xs[k]
+    return xs[max(0, min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1)))))]
 
 
 def _time(fn, runs: int) -> dict:
-    fn()  # warm-up (imports, first glob, OS cache)
+    fn()  # warm-up (the OS cache, first touch of the query's postings)
     xs = []
     for _ in range(runs):
         t = time.perf_counter()
@@ -152,111 +193,149 @@ def _time(fn, runs: int) -> dict:
     return {"p50_ms": round(statistics.median(xs), 2), "p95_ms": round(_pct(xs, 95), 2), "runs": runs}
 
 
-def run(home: Path, facts: dict, runs: int) -> dict:
+def measure(which: str, home: Path, runs: int, started: float) -> dict:
+    """One reader in this (fresh) process: cold start, queries, peak RSS."""
     os.environ["TALKTHROUGH_HOME"] = str(home)
-    from talkthrough_assets import store
-    from talkthrough_assets.stages import terms as terms_stage
+    facts = json.loads((home / "bench_facts.json").read_text())
     from talkthrough_mcp import reader
 
     rng = random.Random(1)
     ids = facts["recordings"]
-    views = store.connect()  # the store's own read path: views globbing every partition
-    results: dict = {"term_rows": views.execute("SELECT count(*) FROM terms").fetchone()[0]}
-    results["baseline_count_terms"] = _time(lambda: views.execute("SELECT count(*) FROM terms").fetchone(), runs)
-    base = results["baseline_count_terms"]["p50_ms"] or 1e-9
+    rd = reader.Reader(refresh_interval=1e9)
+    if which == "old":
+        sys.path.insert(0, str(HERE / "baseline"))
+        import search_v1
 
-    # cold start as the server does it: warm-up thread at startup, first requests race it
-    t = time.perf_counter()
-    rd = reader.Reader(refresh_interval=1.0)
+        rd._index = search_v1.LibraryIndex(refresh_interval=1e9)
+
+        def search(q, **kw):
+            return search_v1.search(lambda: rd.index, rd._snapshot, q, **kw)
+    else:
+        search = rd.search
+    res: dict = {"reader": which, "import_s": round(time.perf_counter() - started, 2)}
+    # cold start as the server does it: the warm-up thread at startup, the first requests racing it
     warm = threading.Thread(target=rd.warm)
     warm.start()
     rd.list_recordings(limit=20)
-    results["cold_first_list_recordings_s"] = round(time.perf_counter() - t, 2)
-    rd.search("deploy")
-    results["cold_first_search_s"] = round(time.perf_counter() - t, 2)
+    res["cold_first_list_s"] = round(time.perf_counter() - started, 2)
+    first = search("deploy")
+    res["cold_first_search_s"] = round(time.perf_counter() - started, 2)
+    res["cold_first_search_partial"] = "index" in first
     warm.join()
-    results["cold_mirror_load_s"] = round(time.perf_counter() - t, 2)
+    res["cold_index_loaded_s"] = round(time.perf_counter() - started, 2)
+    res["rss_after_load_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    if which == "new":
+        res["manifests_tokenized"] = rd.index.manifest_loads
+        res["parts_read"] = rd.index.loads - rd.index.manifest_loads
+    for name, (q, kw) in QUERIES.items():
+        def call(q=q, kw=kw):
+            args = {k: (rng.choice(ids) if v == "ANY" else v) for k, v in kw.items()}
+            return search(q, **args)
+        res[name] = _time(call, runs)
+    res["get_transcript"] = _time(lambda: rd.get_transcript(rng.choice(ids)), runs)
+    res["list_recordings"] = _time(lambda: rd.list_recordings(offset=rng.randrange(0, max(1, len(ids) - 20)),
+                                                              limit=20), runs)
+    hit = search(RARE_MARKER)
+    res["rare_marker_found"] = bool(hit["hits"]) and hit["hits"][0]["recording"] == facts["marker_recording"]
+    res["common_word_matches"] = search("the")["total_matches"]
+    res["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return res
 
-    queries = {
-        "search_common_word": lambda: rd.search("deploy"),
-        "search_two_words_and": lambda: rd.search("rollback version"),
-        "search_rare_word": lambda: rd.search(RARE_MARKER),
-        "search_or_fallback": lambda: rd.search(f"{RARE_MARKER} ledger7"),
-        "search_one_recording": lambda: rd.search("deploy", recording_id=rng.choice(ids)),
-        "search_limit_50": lambda: rd.search("gateway timeout", limit=50),
-        "get_transcript": lambda: rd.get_transcript(rng.choice(ids)),
-        "get_transcript_range": lambda: rd.get_transcript(rng.choice(ids), start_ms=300_000, end_ms=600_000),
-        "list_recordings": lambda: rd.list_recordings(offset=rng.randrange(0, max(1, len(ids) - 20)), limit=20),
-    }
-    for name, fn in queries.items():
-        r = _time(fn, runs)
-        r["x_baseline_p50"] = round(r["p50_ms"] / base, 3)
-        results[name] = r
 
-    # the same search straight over the store's views (what a reader without the mirror pays)
-    words = ["gateway", "timeout"]
-    glob_sql = ("SELECT recording, source, ref, sum(tf) FROM terms WHERE term IN ('gateway', 'timeout') "
-                "GROUP BY ALL HAVING count(*) = 2 ORDER BY 4 DESC LIMIT 10")
-    r = _time(lambda: views.execute(glob_sql).fetchall(), max(3, runs // 8))
-    r["x_baseline_p50"] = round(r["p50_ms"] / base, 3)
-    results["views_two_word_match_no_bm25"] = r
+def _child(which: str, home: Path, runs: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--measure", which, "--home", str(home), "--runs", str(runs)],
+                         capture_output=True, text=True)
+    if out.returncode:
+        return {"reader": which, "error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}
+    return json.loads(out.stdout)
 
-    # incremental refresh: one recording re-transcribed and its manifest republished (the server indexes
-    # published manifests, not the tables) -> the next search re-reads only that recording
-    rid = ids[0]
-    m = store.get_json(store.manifest_key(rid))
-    seg0 = m["transcript"]["segments"][0]
-    seg0["text"] = "freshly re-transcribed " + seg0["text"]
-    store.put_json(store.manifest_key(rid), m)
-    loads = rd.index.loads
+
+def incremental(home: Path, facts: dict) -> dict:
+    """One more recording: its part + manifest, then its bucket re-merged (forced: the lazily merged worst case)."""
+    os.environ["TALKTHROUGH_HOME"] = str(home)
+    from talkthrough_assets.stages import search_index
+
+    rng = random.Random("one more")
+    topic = _vocab(random.Random(facts["seed"]))
+    cum = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(topic))))
+    rid, m, _ = _recording(rng, topic, cum, 1, 3, facts["segments_per_recording"], facts["frames_per_recording"])
+    s, part = publish(rid, m)
     t = time.perf_counter()
-    rd.index.refresh(force=True)
-    hit = rd.search("freshly")
-    results["refresh_one_changed_recording_ms"] = round((time.perf_counter() - t) * 1000, 1)
-    results["refresh_manifests_reread"] = rd.index.loads - loads
-    results["refresh_found_new_text"] = any(h["recording"] == rid for h in hit["hits"])
-    hit = rd.search(RARE_MARKER)
-    results["rare_marker_found"] = bool(hit["hits"]) and hit["hits"][0]["recording"] == facts["marker_recording"]
-    views.close()
-    return results
+    lazy = search_index.maybe_compact(rid)
+    lazy_s = time.perf_counter() - t
+    t = time.perf_counter()
+    forced = search_index.compact(search_index.bucket_of(rid), force=True) if lazy is None else lazy
+    forced_s = time.perf_counter() - t if lazy is None else lazy_s
+    part_bytes = (home / search_index.PARTS / part).stat().st_size
+    return {"part_write_ms": round(s * 1000, 1), "part_kib": round(part_bytes / 1024, 1),
+            "lazy_merge_check_ms": round(lazy_s * 1000, 1), "lazy_merge_ran": lazy is not None,
+            "bucket_remerge_s": round(forced_s, 2), "bucket_recordings": forced["recordings"],
+            "bucket_postings": forced["postings"]}
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--recordings", type=int, default=1000)
+    ap.add_argument("--recordings", type=int, default=10_000)
     ap.add_argument("--segments", type=int, default=200, help="segments per recording")
     ap.add_argument("--frames", type=int, default=60, help="keyframes per recording (1/3 unique, with OCR)")
-    ap.add_argument("--runs", type=int, default=40, help="timed calls per measurement")
+    ap.add_argument("--pending", type=float, default=0.05, help="share of recordings left as unmerged parts")
+    ap.add_argument("--runs", type=int, default=40, help="timed calls per measurement (new reader)")
+    ap.add_argument("--old-runs", type=int, default=5, help="timed calls per measurement (old reader; 0: skip it)")
+    ap.add_argument("--workers", type=int, default=3, help="processes generating the library")
     ap.add_argument("--home", type=Path, help="data root to use (default: a new temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated data root")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--measure", choices=("new", "old"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.measure:
+        print(json.dumps(measure(a.measure, a.home, a.runs, started)))
+        return 0
 
     home = (a.home or Path(tempfile.mkdtemp(prefix="ttbench-"))).resolve()
     facts_file = home / "bench_facts.json"
     try:
         if facts_file.exists():
             facts = json.loads(facts_file.read_text())
-            print(f"reusing {facts['recordings'].__len__()} recordings under {home}", file=sys.stderr)
+            print(f"reusing {len(facts['recordings'])} recordings under {home}", file=sys.stderr)
         else:
             home.mkdir(parents=True, exist_ok=True)
             print(f"generating {a.recordings} recordings under {home} ...", file=sys.stderr)
-            facts = generate(home, a.recordings, a.segments, a.frames)
+            facts = generate(home, a.recordings, a.segments, a.frames, int(a.recordings * a.pending),
+                             workers=a.workers)
             facts_file.write_text(json.dumps(facts))
             print(f"  generated in {facts['generate_s']} s", file=sys.stderr)
-        res = run(home, facts, a.runs)
-        res["recordings"] = len(facts["recordings"])
+        res = {"recordings": len(facts["recordings"]), "pending_parts": facts["pending_parts"],
+               "generate_s": facts["generate_s"], "merge_all_buckets_s": facts["merge_all_buckets_s"]}
+        res["new"] = _child("new", home, a.runs)
+        res["old"] = _child("old", home, a.old_runs) if a.old_runs else None
+        res["incremental"] = incremental(home, facts)
         if a.json:
             print(json.dumps(res, indent=2))
-        else:
-            print(f"{res['recordings']} recordings, {res['term_rows']:,} term rows, {a.runs} runs each")
-            print(f"{'measurement':<30}{'p50 ms':>10}{'p95 ms':>10}{'x baseline':>12}")
-            for k, v in res.items():
-                if isinstance(v, dict):
-                    print(f"{k:<30}{v['p50_ms']:>10.2f}{v['p95_ms']:>10.2f}{v.get('x_baseline_p50', 1.0):>12.3f}")
-            for k, v in res.items():
-                if not isinstance(v, dict) and k not in ("term_rows", "recordings"):
-                    print(f"{k}: {v}")
+            return 0
+        new, old = res["new"], res["old"] or {}
+        print(f"{res['recordings']} recordings ({res['pending_parts']} as unmerged parts), "
+              f"{a.runs} runs each (old reader: {a.old_runs})")
+        if "error" in new or "error" in old:
+            print(f"errors: new={new.get('error')} old={old.get('error')}")
+        print(f"{'measurement':<26}{'new p50':>10}{'new p95':>10}{'old p50':>11}{'old p95':>11}{'old/new p95':>13}")
+        for k, v in new.items():
+            if isinstance(v, dict):
+                o = old.get(k) or {}
+                ratio = f"{o['p95_ms'] / max(v['p95_ms'], 1e-9):.1f}x" if o else "-"
+                print(f"{k:<26}{v['p50_ms']:>10.1f}{v['p95_ms']:>10.1f}{o.get('p50_ms', float('nan')):>11.1f}"
+                      f"{o.get('p95_ms', float('nan')):>11.1f}{ratio:>13}")
+        for k in ("cold_first_list_s", "cold_first_search_s", "cold_index_loaded_s", "rss_after_load_mb",
+                  "peak_rss_mb"):
+            ov = old.get(k)
+            ratio = f" ({ov / max(new[k], 1e-9):.1f}x)" if isinstance(ov, (int, float)) else ""
+            print(f"{k}: new {new.get(k)}  old {ov}{ratio}")
+        for k, v in new.items():
+            if not isinstance(v, dict) and k not in ("cold_first_list_s", "cold_first_search_s", "cold_index_loaded_s",
+                                                     "rss_after_load_mb", "peak_rss_mb", "reader"):
+                print(f"new {k}: {v}")
+        if res["incremental"]:
+            print("one more recording:", json.dumps(res["incremental"]))
     finally:
         if not a.keep and not a.home:
             shutil.rmtree(home, ignore_errors=True)

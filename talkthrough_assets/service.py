@@ -17,7 +17,7 @@ from .ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
 from .instance import (PG_URL_ENV, POSTGRES_STORAGE_YAML, _pin_pg_driver, ensure_dagster_home,  # noqa: F401
                        instance, instance_yaml)
-from .stages import chunkstore, wallclock
+from .stages import chunkstore, search_index, wallclock
 from .stages.wallclock import t_wall
 
 PREVIEW_SEGMENTS = 15
@@ -255,8 +255,8 @@ def resolve_recording(ref: str) -> str:
 
 
 def forget(rid: str, inst=None) -> dict:
-    """Remove a recording everywhere: every table's partition (search terms and aliases included), frames,
-    WAV, manifest, settings and its Dagster partition (the UI's partition list no longer has it; the past
+    """Remove a recording everywhere: every table's partition (search terms and aliases included), its search
+    index part and merged postings, frames, WAV, manifest, settings and its Dagster partition (the UI's partition list no longer has it; the past
     runs' event log stays, as Dagster's SQL event log cannot wipe one partition). Refused (PartitionBusy)
     while a run of it is queued or in progress. ValueError: nothing is known of that id."""
     from dagster import DagsterRunStatus, RunsFilter
@@ -277,6 +277,7 @@ def forget(rid: str, inst=None) -> dict:
         result_keys = chunkstore.keys_of(rid)
         removed = store.forget_recording(rid)
         removed += chunkstore.release(rid, result_keys)  # its Whisper/OCR results no other recording uses
+        removed += search_index.forget(rid)  # its index part and its postings in the merged bucket
         partition = inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
         if partition:
             inst.delete_dynamic_partition(registry.PARTITIONS_NAME, rid)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import config
-from .stages import audio, chunkstore, dedup, diarize, keyframes, manifest, ocr, probe, terms, transcribe, wallclock
+from .stages import audio, chunkstore, dedup, diarize, keyframes, manifest, ocr, probe, search_index, terms, transcribe, wallclock
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ SPECS: tuple[StageSpec, ...] = (
     StageSpec("audio", audio.run, ("probe",), (), audio.CODE_VERSION, ("audio/<id>.wav",),
               "16 kHz mono WAV cache of the first audio stream."),
     StageSpec("segments", chunkstore.run, ("audio",), transcribe.SETTINGS,
-              transcribe.CODE_VERSION, ("segments", "words", "transcripts", "terms/transcript", "chunks"),
+              transcribe.CODE_VERSION, ("segments", "words", "transcripts", "chunks"),
               "faster-whisper transcript segments + word timestamps (CPU int8, beam 5, VAD gate), decoded in "
               "chunks of a few minutes cut at silences, each kept under a content key (chunks/whisper/).",
               engines=True, engine=transcribe.engine_fingerprint,
@@ -126,12 +126,13 @@ SPECS: tuple[StageSpec, ...] = (
     StageSpec("dedup", dedup.run, ("keyframes",), (), dedup.CODE_VERSION, ("dedup",),
               "A keyframe is a duplicate only if no pixel or colour changed since its run's head; new frames "
               "record which bands changed."),
-    StageSpec("ocr", ocr.run, ("dedup",), ("ocr",), ocr.CODE_VERSION + "." + terms.CODE_VERSION, ("ocr", "terms/ocr", "ocr_keys"),
+    StageSpec("ocr", ocr.run, ("dedup",), ("ocr",), ocr.CODE_VERSION + ".1", ("ocr", "ocr_keys"),  # .1: it wrote terms until the manifest stage took them
               "RapidOCR over unique keyframes (only the changed bands when little changed).",
               engines=True, engine=ocr.engine_fingerprint),
     StageSpec("manifest", manifest.run, ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"), ("speaker_names",),
-              manifest.CODE_VERSION, ("manifests/<id>.json", "recordings"),
-              "talkthrough-manifest/v1 JSON + the recordings row.", kinds=frozenset({"json"}),
+              f"{manifest.CODE_VERSION}.{terms.CODE_VERSION}.{search_index.CODE_VERSION}",
+              ("manifests/<id>.json", "recordings", "terms", "index/parts/<id>.*.parquet"),
+              "talkthrough-manifest/v1 JSON, the recordings row, the search terms and index part of it.", kinds=frozenset({"json"}),
               checks=(Check("manifest_schema_valid", "ERROR",
                             "The published manifests/<id>.json parses and validates against "
                             "talkthrough-manifest/v1. Fails when it is missing, unreadable or invalid; the "

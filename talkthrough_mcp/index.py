@@ -1,123 +1,319 @@
-"""LibraryIndex: an in-memory DuckDB index over every recording's published manifest.
+"""LibraryIndex: the cross-recording index the listing and search read, over the pipeline's persistent
+search index (:mod:`talkthrough_assets.stages.search_index`), never re-tokenizing what it already holds.
 
-Why in memory: the store keeps one Hive partition per recording, so an all-recordings query over
-the ``read_parquet`` views opens every partition file (~1 s per query at 1000 recordings). The
-server is long-lived, so it builds the listing, the search documents and the BM25 statistics
-once and afterwards re-reads only the recordings whose manifest changed.
+Where a recording's postings come from, for the manifest published now (one listing of
+``manifests/``, one of ``index/parts/``, one of ``index/merged/``):
 
-Why from manifests: the manifest is written last by every run, atomically, and holds the whole
-generation (see :mod:`.snapshot`). Indexing it means search and the per-recording tools always
-agree on one generation, even while a re-run is rewriting the tables (issue #15, item 1). Each
-manifest's identity is (inode, size, mtime): every publish is a new inode, so no change is missed.
+1. its **merged bucket**, when the bucket holds the part that indexes this manifest: memory-mapped
+   Arrow files, term-sorted, so a query touches only its terms' postings and the final hits' text;
+2. else its **part** (one small Parquet written with the manifest), read into an in-memory delta;
+3. else the **manifest** itself (data processed before the index existed, or a part missing), indexed
+   into the delta with the same code the pipeline uses, in batches with a ``warming`` marker.
 
-Terms are :func:`terms.index_terms` (glued words split, plurals folded, one-letter fragments
-dropped), and every (document, term) row carries the time of the first word that produced the
-term (from the manifest's word timestamps), so a hit points at the matched word, not at the start
-of its segment (item 2).
+A part is paired with a manifest by name (the manifest's byte size and sha256 are in it), and the
+merged bucket records which part each of its recordings came from, so search and the per-recording
+tools serve one generation (issue #15, item 1). A superseded or forgotten recording's rows in a
+merged bucket are masked until the bucket is re-merged.
 
-Read-only: files are only read; nothing is written under the data root (or anywhere else).
+Search is exact BM25 over numpy arrays (:meth:`View.search`): per query term, the postings slice of
+each bucket, library-wide document frequencies from the same slices, per-document sums in dense
+arrays, then the top hits by a partial sort; the text, speaker and frame of only those hits are
+read. The listing and the lexicon (for typo suggestions and OCR substring matches) are small DuckDB
+tables.
+
+Read-only: nothing is written under the data root (or anywhere else).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
-from typing import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from talkthrough_assets import config, store
-from talkthrough_assets.stages import terms as terms_stage
+from talkthrough_assets.stages import search_index as si
 
 from . import snapshot
 
-BATCH = 200  # recordings per insert batch
+BATCH = 200  # manifests indexed per step of a (re)load from manifests
+MAX_CHUNKS = 8  # in-memory delta chunks before they are merged into one
+PUBLISH_EVERY_S = 30.0  # during a long load from manifests: how often what is indexed so far is published
 WARM_WAIT_S = 5.0  # a reader's wait for the server's first index build (then: a partial answer, said so)
 WARM_WAIT_ENV = "TALKTHROUGH_MCP_WARM_WAIT_S"
+K1 = 1.2
+B = 0.75
+_NO_T = np.iinfo(np.int64).max
 
 _S, _I, _B = pa.string(), pa.int64(), pa.bool_()
-SCHEMAS: dict[str, pa.Schema] = {
-    "recordings": pa.schema([
-        ("recording", _S), ("filename", _S), ("kind", _S), ("duration_ms", _I), ("recorded_at", _S),
-        ("tz_offset_min", _I), ("wall_clock_source", _S), ("wall_clock_confidence", _S), ("language", _S),
-        ("segment_count", _I), ("frame_count", _I), ("unique_frame_count", _I), ("diarized", _B),
-        ("speaker_count", _I), ("has_audio", _B), ("has_video", _B), ("transcript_available", _B),
-        ("processed_at", _S), ("generation", _S)]),
-    # search documents: transcript segments (speaker-attributed when diarized) and OCR'd unique frames
-    "docs": pa.schema([("recording", _S), ("source", _S), ("ref", _I), ("t0_ms", _I), ("t1_ms", _I),
-                       ("speaker", _S), ("speaker_name", _S), ("text", _S)]),
-    "terms": pa.schema([("recording", _S), ("source", _S), ("ref", _I), ("t_ms", _I), ("term", _S),
-                        ("tf", _I), ("doc_len", _I)]),
-    "frames": pa.schema([("recording", _S), ("ms", _I), ("unique_ms", _I)]),
-}
+RECORDINGS_SCHEMA = pa.schema([
+    ("recording", _S), ("filename", _S), ("kind", _S), ("duration_ms", _I), ("recorded_at", _S),
+    ("tz_offset_min", _I), ("wall_clock_source", _S), ("wall_clock_confidence", _S), ("language", _S),
+    ("segment_count", _I), ("frame_count", _I), ("unique_frame_count", _I), ("diarized", _B),
+    ("speaker_count", _I), ("has_audio", _B), ("has_video", _B), ("transcript_available", _B),
+    ("processed_at", _S), ("generation", _S)])
 _DUCK = {_S: "VARCHAR", _I: "BIGINT", _B: "BOOLEAN"}
 
 
-def _q(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
+def _read_part(name: str) -> pa.Table | None:
+    try:
+        return si.read_part(name)
+    except (OSError, ValueError, KeyError, pa.ArrowException):
+        return None  # a damaged or vanished part: the manifest says the same
 
 
-def _chunks(rids: list[str], size: int = 500) -> Iterable[str]:
-    for i in range(0, len(rids), size):
-        yield ", ".join(_q(r) for r in rids[i:i + size])
-
-
-def _first_word_times(segments: list[dict], words: list[list]) -> list[dict[str, int]]:
-    """Per segment: term -> t0 of the first word producing it. Each word goes to the segment that
-    holds its midpoint (segments and words are both in time order)."""
-    out: list[dict[str, int]] = [{} for _ in segments]
-    if not segments or not words:
-        return out
-    i = 0
-    for w in words:
-        mid = (w[0] + w[1]) / 2
-        while i + 1 < len(segments) and segments[i + 1]["t0_ms"] <= mid:
-            i += 1
-        seen = out[i]
-        for term in terms_stage.index_terms(w[2]):
-            seen.setdefault(term, int(w[0]))
+def _positions(seg: "Segment", d: np.ndarray) -> np.ndarray:
+    """Document -> its index in ``d`` (-1 where absent), over the bucket's documents."""
+    out = np.full(len(seg.doc_rec), -1, dtype=np.int64)
+    out[d] = np.arange(len(d))
     return out
 
 
-def rows_for(snap: snapshot.Snapshot, out: dict[str, dict[str, list]] | None = None) -> dict[str, dict[str, list]]:
-    """Append one recording's index rows to ``out`` (table -> column -> values, :data:`SCHEMAS` order)."""
-    if out is None:
-        out = {t: {c: [] for c in s.names} for t, s in SCHEMAS.items()}
-    rid, r = snap.rid, snap.rec
-    for c in SCHEMAS["recordings"].names:
-        out["recordings"][c].append(rid if c == "recording" else snap.generation if c == "generation" else r[c])
-    docs, terms, frames = out["docs"], out["terms"], out["frames"]
-    d_cols = [docs[c] for c in SCHEMAS["docs"].names]
-    t_cols = [terms[c] for c in SCHEMAS["terms"].names]
+class Segment:
+    """A :class:`si.Bundle` ready for queries: numpy views of its columns (zero-copy over the
+    memory-mapped files of a merged bucket), a term -> postings-range map, and which of its
+    recordings are live."""
 
-    def doc(source, ref, t0, t1, who, name, text):
-        for col, v in zip(d_cols, (rid, source, ref, t0, t1, who, name, text)):
-            col.append(v)
-        toks = terms_stage.index_terms(text)
-        n = len(toks)
-        first = firsts.get(ref, {}) if source == "transcript" else {}
-        for term, tf in Counter(toks).items():
-            for col, v in zip(t_cols, (rid, source, ref, first.get(term, t0), term, tf, n)):
-                col.append(v)
+    def __init__(self, bundle: si.Bundle):
+        self.bundle = bundle
+        col = bundle.column
+        self.doc_rec, self.doc_source = col("docs", "rec"), col("docs", "source")
+        self.doc_ref, self.doc_len, self.doc_spk = col("docs", "ref"), col("docs", "doc_len"), col("docs", "spk")
+        self.text = bundle.docs.column("text")
+        self.p_doc, self.p_tf, self.p_t = col("postings", "doc"), col("postings", "tf"), col("postings", "t_ms")
+        self.starts, self.ends = col("lex", "start"), col("lex", "end")
+        self.lex = {t: i for i, t in enumerate(bundle.lex.column("term").to_pylist())}
+        self.df_t, self.df_o = col("lex", "df_transcript"), col("lex", "df_ocr")
+        self.all_live = False
+        self.recs = bundle.recs
+        self.rid_index = {r["rid"]: i for i, r in enumerate(self.recs)}
+        self.rec_live = np.zeros(len(self.recs), dtype=bool)
+        self.live = np.zeros(len(self.doc_rec), dtype=bool)
+        self.rec_rank = np.zeros(len(self.recs), dtype=np.int64)
 
-    firsts = {s["seq"]: f for s, f in zip(snap.segments, _first_word_times(snap.segments, snap.words))}
-    for s in snap.segments:
-        who = s.get("speaker")
-        doc("transcript", s["seq"], s["t0_ms"], s["t1_ms"], who, snap.names.get(who) if who else None, s["text"])
-    for f in snap.frames:
-        frames["recording"].append(rid)
-        frames["ms"].append(f["ms"])
-        frames["unique_ms"].append(f["ms"] if f["duplicate_of"] is None else f["duplicate_of"])
-        if f["duplicate_of"] is None and f["ocr_text"]:
-            doc("ocr", f["ms"], f["ms"], f["ms"], None, None, f["ocr_text"])
-    return out
+    def set_live(self, rids: set[str], rank: dict[str, int]) -> None:
+        self.rec_live = np.array([r["rid"] in rids for r in self.recs], dtype=bool)
+        self.all_live = bool(self.rec_live.all())
+        self.live = self.rec_live[self.doc_rec] if len(self.doc_rec) else np.zeros(0, dtype=bool)
+        self.rec_rank = np.array([rank.get(r["rid"], -1) for r in self.recs], dtype=np.int64)
+
+    def source_totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(live documents, their summed length) per source code."""
+        src, ln = self.doc_source[self.live], self.doc_len[self.live]
+        return (np.bincount(src, minlength=2)[:2].astype(np.float64),
+                np.bincount(src, weights=ln, minlength=2)[:2])
+
+
+@dataclass
+class View:
+    """One consistent state of the index: what a query reads (swapped whole by a refresh)."""
+    segments: list[Segment] = field(default_factory=list)
+    where: dict[str, tuple[int, int]] = field(default_factory=dict)  # rid -> (segment, rec)
+    generation: dict[str, str] = field(default_factory=dict)
+    n: np.ndarray = field(default_factory=lambda: np.zeros(2))       # live documents per source
+    avgdl: np.ndarray = field(default_factory=lambda: np.ones(2))
+
+    def search(self, pairs: list[tuple[str, str | None, str, float]], nwords: int, rid: str | None = None,
+               who: str | None = None, fetch: int = 10) -> tuple[list[dict], int, int, dict[str, int]]:
+        """BM25 of the (query word, source or None, index term, weight) ``pairs``: documents holding every
+        query word when there are any (else any of them), best first; returns (the best ``fetch`` hits
+        as rows, documents with every word, documents with any, documents per word). Document frequencies
+        are library-wide (all live documents), whatever ``rid`` (one recording) or ``who`` (a speaker
+        label, name or word of a name, folded) restrict the hits to."""
+        qwords = list(dict.fromkeys(p[0] for p in pairs))
+        qi = {w: i for i, w in enumerate(qwords)}
+        qdf = np.zeros((len(qwords), 2))
+        # 1. per bucket and query word: the live postings (views when the whole bucket is live), and the
+        #    library-wide document frequency (from the lexicon when nothing in the bucket is masked)
+        picked: list[list[tuple]] = []
+        for seg in self.segments:
+            got = []
+            for w, msrc, term, weight in pairs:
+                i = seg.lex.get(term)
+                if i is None:
+                    continue
+                sl = slice(int(seg.starts[i]), int(seg.ends[i]))
+                d, tf, t = seg.p_doc[sl], seg.p_tf[sl], seg.p_t[sl]
+                if seg.all_live and msrc is None:
+                    qdf[qi[w]] += (seg.df_t[i], seg.df_o[i])
+                else:
+                    keep = seg.live[d]
+                    src = seg.doc_source[d]
+                    if msrc is not None:
+                        keep &= src == si.SOURCES.index(msrc)
+                    d, tf, t = d[keep], tf[keep], t[keep]
+                    qdf[qi[w]] += np.bincount(src[keep], minlength=2)[:2]
+                if len(d):
+                    got.append((qi[w], weight, d, tf, t))
+            picked.append(got)
+        n = self.n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            idf = np.log(1 + (n - qdf + 0.5) / (qdf + 0.5))
+        # 2. per bucket: each word's documents, sorted (a word and its expansions: tf summed, the earliest
+        #    time), narrowed to one recording or speaker
+        per_word = np.zeros(len(qwords), dtype=np.int64)
+        state = []
+        for seg, got in zip(self.segments, picked):
+            if not got:
+                continue
+            allow = self._filter(seg, rid, who)
+            if allow is False:
+                continue
+            words = {}
+            for q in range(len(qwords)):
+                mine = [g for g in got if g[0] == q]
+                if not mine:
+                    continue
+                if len(mine) == 1:
+                    _, wt, d, tf, t = mine[0]
+                    tf = tf * wt if wt != 1 else tf
+                else:
+                    d_all = np.concatenate([g[2] for g in mine])
+                    tf_all = np.concatenate([g[3] * g[1] for g in mine])
+                    t_all = np.concatenate([g[4] for g in mine])
+                    d = np.unique(d_all)
+                    pos = np.searchsorted(d, d_all)
+                    tf = np.bincount(pos, weights=tf_all, minlength=len(d))
+                    t = np.full(len(d), _NO_T, dtype=np.int64)
+                    np.minimum.at(t, pos, t_all)
+                if allow is not None:
+                    k = allow[d]
+                    d, tf, t = d[k], tf[k], t[k]
+                if len(d):
+                    words[q] = (d, tf, t)
+                    per_word[q] += len(d)
+            if words:
+                state.append((seg, words))
+        # 3. documents with every word: the rarest word's, looked up in the others' through a position map
+        #    over the bucket's documents (linear in the postings, no binary search)
+        inter = []
+        n_all = 0
+        for seg, words in state:
+            if len(words) < nwords:
+                continue
+            order = sorted(words, key=lambda q: len(words[q][0]))
+            cand = words[order[0]][0]
+            pos = {order[0]: None}  # None: the word's own order (every candidate, in place)
+            for q in order[1:]:
+                p = _positions(seg, words[q][0])[cand]
+                ok = p >= 0
+                cand = cand[ok]
+                pos = {k: (np.flatnonzero(ok) if v is None else v[ok]) for k, v in pos.items()}
+                pos[q] = p[ok]
+                if not len(cand):
+                    break
+            if len(cand):
+                inter.append((seg, words, cand, pos))
+                n_all += len(cand)
+        n_any = n_all
+        if not n_all:  # no document has them all: any of them, OR-ranked
+            inter = []
+            for seg, words in state:
+                if len(words) == 1:
+                    q, (d, _, _) = next(iter(words.items()))
+                    inter.append((seg, words, d, {q: None}))
+                    continue
+                cand = np.unique(np.concatenate([w[0] for w in words.values()]))
+                inter.append((seg, words, cand, {q: _positions(seg, d)[cand] for q, (d, _, _) in words.items()}))
+            n_any = sum(len(c) for _, _, c, _ in inter)
+        # 4. BM25 of those documents only, and the best `fetch` of each bucket
+        tops = []
+        for seg, words, cand, pos in inter:
+            score = np.zeros(len(cand))
+            s = seg.doc_source[cand]
+            ocr = s == 1
+            norm = K1 * (1 - B + B * seg.doc_len[cand] / np.where(ocr, self.avgdl[1], self.avgdl[0]))
+            for q, (d, tf, t) in words.items():
+                w_idf = np.where(ocr, idf[q, 1], idf[q, 0])
+                p = pos[q]
+                if p is None:  # every candidate, in order
+                    score += w_idf * tf * (K1 + 1) / (tf + norm)
+                else:
+                    hit = p >= 0
+                    tfq = tf[p[hit]]
+                    score[hit] += w_idf[hit] * tfq * (K1 + 1) / (tfq + norm[hit])
+            keep = np.arange(len(cand))
+            if len(cand) > fetch:  # a partial sort: the best `fetch` scores, ties at the edge kept
+                kth = -np.partition(-score, fetch - 1)[fetch - 1]
+                keep = np.flatnonzero(score >= kth)
+            c = cand[keep]
+            bits = np.zeros(len(c), dtype=np.int64)
+            matched = np.zeros(len(c), dtype=np.int64)
+            tmin = np.full(len(c), _NO_T, dtype=np.int64)
+            for q, (d, tf, t) in words.items():  # which words, and the first time, of the kept ones only
+                p = keep if pos[q] is None else pos[q][keep]
+                hit = p >= 0
+                bits[hit] |= 1 << q
+                matched[hit] += 1
+                tmin[hit] = np.minimum(tmin[hit], t[p[hit]])
+            tops.append((seg, c, score[keep], seg.rec_rank[seg.doc_rec[c]], tmin, s[keep], bits, matched))
+        if not tops:
+            return [], n_all, n_any, {w: int(c) for w, c in zip(qwords, per_word)}
+        sc = np.concatenate([t[2] for t in tops])
+        rank = np.concatenate([t[3] for t in tops])
+        tt = np.concatenate([t[4] for t in tops])
+        src = np.concatenate([t[5] for t in tops])
+        # score DESC, recording, t_ms, source ('ocr' before 'transcript')
+        order = np.lexsort((src == 0, tt, rank, -sc))[:fetch]
+        where = [(ti, j) for ti, t in enumerate(tops) for j in range(len(t[1]))]
+        rows = []
+        for o in order:
+            ti, j = where[o]
+            seg, cand, score, _, tmin, srcs, bits, matched = tops[ti]
+            doc = int(cand[j])
+            rec = seg.recs[int(seg.doc_rec[doc])]
+            who_, name = seg.bundle.speakers[int(seg.doc_spk[doc])]
+            t_ms = int(tmin[j])
+            r = rec["rec"]
+            rows.append({"recording": rec["rid"], "source": si.SOURCES[int(srcs[j])], "ref": int(seg.doc_ref[doc]),
+                         "t_ms": t_ms, "matched": int(matched[j]), "score": float(score[j]),
+                         "terms": [w for i, w in enumerate(qwords) if int(bits[j]) >> i & 1],
+                         "filename": r["filename"], "generation": self.generation.get(rec["rid"]),
+                         "recorded_at": r["recorded_at"], "tz_offset_min": r["tz_offset_min"],
+                         "text": seg.text[doc].as_py(), "speaker": who_, "speaker_name": name,
+                         "frame_ms": si.frame_on_screen(rec["frames"], t_ms)})
+        return rows, n_all, n_any, {w: int(c) for w, c in zip(qwords, per_word)}
+
+    @staticmethod
+    def _filter(seg: Segment, rid: str | None, who: str | None):
+        """None (every document), False (none in this segment), or a mask over its documents."""
+        allow = None
+        if rid is not None:
+            i = seg.rid_index.get(rid)
+            if i is None or not seg.rec_live[i]:
+                return False
+            lo, hi = seg.recs[i]["docs"]
+            allow = np.zeros(len(seg.doc_rec), dtype=bool)
+            allow[lo:hi] = True
+        if who is not None:
+            ok = [c for c, (label, name) in enumerate(seg.bundle.speakers)
+                  if speaker_is(label, name, who)]
+            if not ok:
+                return False
+            m = np.isin(seg.doc_spk, np.array(ok, dtype=seg.doc_spk.dtype))
+            allow = m if allow is None else allow & m
+        return allow
+
+
+def speaker_is(label: str | None, name: str | None, who: str) -> bool:
+    """A label (S1), a full name, or one word of a name ("alice" matches "Alice Stone"); ``who`` folded."""
+    if label is None:
+        return False
+    if label.lower() == who:
+        return True
+    if name:
+        low = name.lower()
+        return low == who or who in low.split(" ")
+    return False
 
 
 class LibraryIndex:
-    """Tables ``m_recordings``, ``m_docs``, ``m_terms``, ``m_frames``; BM25 statistics ``m_df`` /
-    ``m_stats`` (per source, over all recordings)."""
+    """The listing (``m_recordings``) and lexicon (``m_df``: source, term, df) in DuckDB, the postings in
+    :class:`View` over the pipeline's search index."""
 
     def __init__(self, refresh_interval: float | None = None):
         if refresh_interval is None:
@@ -127,24 +323,24 @@ class LibraryIndex:
         self.warm_wait_s = config.get(WARM_WAIT_ENV)
         self.con = duckdb.connect(":memory:")
         self._lock = threading.Lock()
-        self._sigs: dict[str, tuple] = {}
         self._checked = float("-inf")
-        self._indexed = False
         self._warming: tuple[int, int] | None = None  # (indexed, total) during a long load
-        self.loads = 0  # manifests (re)indexed so far: observable by tests and the bench
+        self.loads = 0  # recordings (re)indexed from a part or a manifest: observable by tests and the bench
+        self.manifest_loads = 0  # of which from a manifest (tokenized here)
         self.damaged: dict[str, str] = {}  # rid -> reason, for manifests that could not be read
-        ddl = [f"CREATE TABLE m_{t} ({', '.join(f'{f.name} {_DUCK[f.type]}' for f in s)})" for t, s in SCHEMAS.items()]
-        ddl += [
-            # maintained incrementally: df per term, and n / total_len per source (every (doc, term)
-            # row has tf and doc_len with sum(tf) = doc_len per doc, so sum(tf / doc_len) counts docs)
-            "CREATE TABLE m_df (source VARCHAR, term VARCHAR, df DOUBLE)",
-            "CREATE TABLE m_df_delta (source VARCHAR, term VARCHAR, df DOUBLE)",
-            "CREATE TABLE m_sums (source VARCHAR, n DOUBLE, total_len DOUBLE)",
-            "CREATE VIEW m_stats AS SELECT source, round(sum(n)) AS n, sum(total_len) / round(sum(n)) AS avgdl "
-            "FROM m_sums GROUP BY source HAVING round(sum(n)) > 0",
-        ]
-        for stmt in ddl:
-            self.con.execute(stmt)
+        self.view = View()
+        self._buckets: dict[str, tuple[tuple, Segment]] = {}  # bucket -> (pointer stamp, segment)
+        # recordings not served from a merged bucket: rid -> (source key, part table, generation)
+        self._delta: dict[str, tuple[tuple, pa.Table, str]] = {}
+        self._want: dict[str, tuple] = {}
+        self._chunks: dict[int, Segment] = {}  # delta chunks by id
+        self._home: dict[str, int] = {}  # rid -> the chunk holding its current rows
+        self._next_chunk = 0
+        self._dirty = False  # chunks added since the last publish
+        self._bad: dict[str, tuple] = {}  # rid -> the source key of a manifest that could not be read
+        cols = ", ".join(f"{f.name} {_DUCK[f.type]}" for f in RECORDINGS_SCHEMA)
+        self.con.execute(f"CREATE TABLE m_recordings ({cols})")
+        self.con.execute("CREATE TABLE m_df (source VARCHAR, term VARCHAR, df DOUBLE)")
 
     # ------------------------------------------------------------------ refresh
 
@@ -158,47 +354,6 @@ class LibraryIndex:
                 out[rid] = sig
         return out
 
-    def _apply(self, w: duckdb.DuckDBPyConnection, remove: list[str], snaps: list[snapshot.Snapshot]) -> None:
-        """Replace the rows of ``remove`` by those of ``snaps`` in one transaction."""
-        cols: dict[str, dict[str, list]] = {t: {c: [] for c in s.names} for t, s in SCHEMAS.items()}
-        for snap in snaps:
-            rows_for(snap, cols)
-        w.execute("BEGIN TRANSACTION")
-        try:
-            if remove:
-                self._term_stats(w, remove, -1)
-                for t in SCHEMAS:
-                    for chunk in _chunks(remove):
-                        w.execute(f"DELETE FROM m_{t} WHERE recording IN ({chunk})")
-            for t, c in cols.items():
-                if c["recording"]:
-                    tbl = pa.table(c, schema=SCHEMAS[t])
-                    w.register("incoming", tbl)
-                    w.execute(f"INSERT INTO m_{t} SELECT * FROM incoming")
-                    w.unregister("incoming")
-            added = [s.rid for s in snaps]
-            if added:
-                self._term_stats(w, added, +1)
-            w.execute("CREATE OR REPLACE TABLE m_sums AS SELECT source, sum(n) AS n, sum(total_len) AS total_len "
-                      "FROM m_sums GROUP BY source")
-            w.execute("CREATE OR REPLACE TABLE m_df AS SELECT source, term, sum(df) AS df FROM "
-                      "(SELECT * FROM m_df UNION ALL SELECT * FROM m_df_delta) GROUP BY source, term "
-                      "HAVING sum(df) > 0")
-            w.execute("DELETE FROM m_df_delta")
-            w.execute("COMMIT")
-        except BaseException:
-            w.execute("ROLLBACK")
-            raise
-
-    @staticmethod
-    def _term_stats(w: duckdb.DuckDBPyConnection, rids: list[str], sign: int) -> None:
-        for chunk in _chunks(rids):
-            where = f"recording IN ({chunk})"
-            w.execute(f"INSERT INTO m_df_delta SELECT source, term, {sign} * count(*) FROM m_terms "
-                      f"WHERE {where} GROUP BY source, term")
-            w.execute(f"INSERT INTO m_sums SELECT source, {sign} * sum(tf::DOUBLE / doc_len), {sign} * sum(tf) "
-                      f"FROM m_terms WHERE {where} AND doc_len > 0 GROUP BY source")
-
     def warming(self) -> str | None:
         """``"warming (n of N recordings indexed)"`` while a long (re)load runs on another thread (the
         server's warm-up), else None. Readers wait for it at most ``warm_wait_s``, then answer from
@@ -207,10 +362,10 @@ class LibraryIndex:
         return f"warming ({w[0]} of {w[1]} recordings indexed)" if w else None
 
     def refresh(self, force: bool = False, stop: threading.Event | None = None) -> bool:
-        """Re-index recordings whose manifest changed (at most every ``refresh_interval`` seconds
-        unless forced). ``stop`` ends a long (re)load between batches; what is left is picked up by
-        the next refresh. Returns whether anything changed. While another thread runs a long load
-        (more than one batch), waits at most ``warm_wait_s`` for it."""
+        """Follow the published manifests and the search index (at most every ``refresh_interval``
+        seconds unless forced). ``stop`` ends a long load from manifests between batches; what is left
+        is picked up by the next refresh. Returns whether anything changed. While another thread runs
+        a long load, waits at most ``warm_wait_s`` for it."""
         deadline = time.monotonic() + self.warm_wait_s
         while not self._lock.acquire(timeout=0.05):  # a short refresh is waited for; a long load only so long
             if self._warming and time.monotonic() >= deadline:
@@ -221,53 +376,190 @@ class LibraryIndex:
             self._warming = None
             self._lock.release()
 
+    def _load_buckets(self) -> bool:
+        stamps = {n[:-5]: st for n, st in store.file_stamps(si.MERGED).items()
+                  if n.endswith(".json") and n[:-5] in si.BUCKETS}
+        changed = False
+        for b in sorted(set(self._buckets) | set(stamps)):
+            st = stamps.get(b)
+            if st is None:
+                del self._buckets[b]
+                changed = True
+            elif b not in self._buckets or self._buckets[b][0] != st:
+                try:
+                    loaded = si.load_bucket(b)
+                except (OSError, ValueError, KeyError, pa.ArrowException):
+                    loaded = None  # replaced while read: the next refresh reads the new one
+                if loaded is not None:
+                    self._buckets[b] = (st, Segment(loaded[1]))
+                    changed = True
+        return changed
+
     def _refresh(self, force: bool, stop: threading.Event | None) -> bool:
         if not force and time.monotonic() - self._checked < self.refresh_interval:
             return False
         seen = self._scan()
-        gone = [rid for rid in self._sigs if rid not in seen]
-        stale = sorted(rid for rid, sig in seen.items() if self._sigs.get(rid) != sig)
-        if len(stale) > BATCH:
-            self._warming = (len(seen) - len(stale), len(seen))
-        changed = False
+        parts = si.list_parts()
+        changed = self._load_buckets()
+        want: dict[str, tuple] = {}
+        for rid, sig in seen.items():
+            part = si.choose_part(parts.get(rid, []), sig[1])
+            bk = self._buckets.get(rid[0])
+            i = bk[1].rid_index.get(rid) if bk else None
+            if part and i is not None and bk[1].recs[i]["part"] == part:
+                want[rid] = ("merged", part, sig)
+            elif part:
+                want[rid] = ("part", part, sig)
+            else:
+                want[rid] = ("manifest", sig)
+        for rid in [r for r in self.damaged if r not in seen]:
+            self.damaged.pop(rid, None)
+            self._bad.pop(rid, None)
+        for rid in list(self._delta):
+            if want.get(rid, ("gone",))[0] not in ("part", "manifest"):
+                del self._delta[rid]
+                self._home.pop(rid, None)
+                changed = True
+        todo = sorted(rid for rid, w in want.items() if w[0] != "merged" and
+                      (rid not in self._delta or self._delta[rid][0] != w) and
+                      self._bad.get(rid) != w)
+        changed = changed or want != self._want
+        self._want = want
+        if len(todo) > BATCH:
+            self._warming = (len(seen) - len(todo), len(seen))
+        # parts first, all at once (read in threads: no tokenizing), then manifests in batches
+        parts_todo = [rid for rid in todo if want[rid][0] == "part"]
+        todo = parts_todo + [rid for rid in todo if want[rid][0] != "part"]
+        with ThreadPoolExecutor(4) as pool:
+            tables = dict(zip(parts_todo, pool.map(lambda rid: _read_part(want[rid][1]), parts_todo)))
+        stopped = False
+        steps = [parts_todo] if parts_todo else []
+        rest = todo[len(parts_todo):]
+        steps += [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)] or ([] if steps else [[]])
+        published = float("-inf")
+        pending: list[str] = []
+        unpublished = 0
+        for i, batch in enumerate(steps):
+            if i and stop is not None and stop.is_set():
+                stopped = True
+                break
+            for rid in batch:
+                if stop is not None and stop.is_set():
+                    break
+                self._load_one(rid, want[rid], tables.get(rid))
+                time.sleep(0)  # let the transport's thread run (a client may be closing the session)
+            pending += [rid for rid in batch if rid in self._delta and self._delta[rid][0] == want[rid]]
+            # during a long load the view is republished about once a second, not after every batch
+            unpublished += len(batch)
+            if self._warming and i + 1 < len(steps) and time.monotonic() - published < PUBLISH_EVERY_S:
+                continue
+            # each publish adds one in-memory chunk (a query reads every chunk), merged into one later
+            self._add_chunk(pending)
+            pending = []
+            if len(self._chunks) > MAX_CHUNKS and not self._warming:
+                self._add_chunk(list(self._delta))
+            if todo or changed or self._dirty:
+                self._publish(seen)
+                published = time.monotonic()
+            if self._warming:
+                self._warming = (self._warming[0] + unpublished, self._warming[1])
+            unpublished = 0
+        if pending:  # loaded before a stop: published by the next refresh
+            self._add_chunk(pending)
+            self._dirty = True
+        if len(self._chunks) > 1 and not stopped and self._warming:  # after a long load: one chunk
+            self._add_chunk(list(self._delta))
+            self._publish(seen)
+        self._checked = time.monotonic()
+        return changed or bool(todo)
+
+    def _add_chunk(self, rids: list[str]) -> None:
+        """A new delta chunk holding ``rids`` (their rows in older chunks are masked); empty chunks go."""
+        if rids:
+            cid = self._next_chunk
+            self._next_chunk += 1
+            self._chunks[cid] = Segment(si.merge(None, set(), [(self._delta[r][0][1] if self._delta[r][0][0] == "part"
+                                                                 else "", self._delta[r][1]) for r in rids]))
+            for r in rids:
+                self._home[r] = cid
+        used = set(self._home.values())
+        for cid in [c for c in self._chunks if c not in used]:
+            del self._chunks[cid]
+
+    def _load_one(self, rid: str, w: tuple, part: pa.Table | None = None) -> None:
+        """Index one recording into the delta, from its part (read already, or None when it could not
+        be), else from its manifest."""
+        if w[0] == "part" and part is not None:
+            self._delta[rid] = (w, part, snapshot.generation_of(w[2]))
+            self.loads += 1
+            return
+        try:
+            snap = snapshot.read(rid, w[-1])
+        except snapshot.DamagedManifest as e:
+            self.damaged[rid] = str(e)
+            self._bad[rid] = w  # not read again until it changes
+            self._delta.pop(rid, None)
+            self._home.pop(rid, None)
+            return
+        if snap is None:
+            self._delta.pop(rid, None)
+            self._home.pop(rid, None)
+            return
+        self.damaged.pop(rid, None)
+        self._bad.pop(rid, None)
+        docs = si.documents(snap.segments, snap.words, snap.frames, snap.names)
+        t = si.part_table(rid, snap.rec, docs, snap.frames, snap.sig[1] if len(snap.sig) > 1 else 0, "")
+        self._delta[rid] = (w, t, snap.generation)
+        self.loads += 1
+        self.manifest_loads += 1
+
+    def _publish(self, seen: dict[str, tuple]) -> None:
+        """Build the view of the current buckets and delta and swap it in, with the listing and lexicon."""
+        live_merged = {rid for rid, w in self._want.items() if w[0] == "merged"}
+        segments = [seg for _, (_, seg) in sorted(self._buckets.items())]
+        chunk_live: dict[int, set[str]] = {}
+        for rid, cid in self._home.items():
+            chunk_live.setdefault(cid, set()).add(rid)
+        chunks = {id(seg): chunk_live.get(cid, set()) for cid, seg in self._chunks.items()}
+        segments += [seg for _, seg in sorted(self._chunks.items())]
+        live = live_merged | set(self._home)
+        rank = {rid: i for i, rid in enumerate(sorted(live))}
+        generation = {rid: snapshot.generation_of(seen[rid]) for rid in live_merged}
+        generation.update({rid: self._delta[rid][2] for rid in self._home})
+        where: dict[str, tuple[int, int]] = {}
+        n, total = np.zeros(2), np.zeros(2)
+        rows = {c: [] for c in RECORDINGS_SCHEMA.names}
+        for si_, seg in enumerate(segments):
+            seg.set_live(chunks.get(id(seg), live_merged), rank)
+            a, b = seg.source_totals()
+            n += a
+            total += b
+            for ri, r in enumerate(seg.recs):
+                if seg.rec_live[ri]:
+                    where[r["rid"]] = (si_, ri)
+                    for c in RECORDINGS_SCHEMA.names:
+                        rows[c].append(generation[r["rid"]] if c == "generation" else r["rec"].get(c))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            avgdl = np.where(n > 0, total / np.maximum(n, 1), 1.0)
+        self.view = View(segments, where, generation, n, avgdl)
+        self._dirty = False
+        recs = pa.table(rows, schema=RECORDINGS_SCHEMA)
+        lex = [seg.bundle.lex for seg in segments if seg.bundle.lex.num_rows]
         w = self.con.cursor()
         try:
-            if gone:
-                self._apply(w, gone, [])
-                for rid in gone:
-                    self._sigs.pop(rid, None)
-                    self.damaged.pop(rid, None)
-                changed = True
-            for i in range(0, len(stale), BATCH):
-                if stop is not None and stop.is_set():
-                    return changed
-                batch, snaps = stale[i:i + BATCH], []
-                for rid in batch:
-                    try:
-                        snap = snapshot.read(rid, seen[rid])
-                    except snapshot.DamagedManifest as e:
-                        self.damaged[rid] = str(e)
-                        snap = None
-                    if snap is not None:
-                        snaps.append(snap)
-                        self.damaged.pop(rid, None)
-                self._apply(w, [rid for rid in batch if rid in self._sigs], snaps)
-                for snap in snaps:  # the signature of the bytes actually indexed
-                    self._sigs[snap.rid] = snap.sig
-                for rid in batch:
-                    if rid in self.damaged:
-                        self._sigs.pop(rid, None)
-                self.loads += len(snaps)
-                changed = True
-                if self._warming:
-                    self._warming = (self._warming[0] + len(batch), self._warming[1])
-            if changed and not self._indexed:
-                w.execute("CREATE INDEX m_terms_term ON m_terms(term)")
-                self._indexed = True
+            w.register("incoming", recs)
+            w.execute("BEGIN TRANSACTION")
+            w.execute("DELETE FROM m_recordings")
+            w.execute("INSERT INTO m_recordings SELECT * FROM incoming")
+            w.execute("DELETE FROM m_df")
+            if lex:
+                w.register("lex", pa.concat_tables(lex))
+                w.execute("INSERT INTO m_df SELECT 'transcript', term, sum(df_transcript) FROM lex "
+                          "WHERE df_transcript > 0 GROUP BY term UNION ALL "
+                          "SELECT 'ocr', term, sum(df_ocr) FROM lex WHERE df_ocr > 0 GROUP BY term")
+            w.execute("COMMIT")
         finally:
             w.close()
-        self._checked = time.monotonic()
-        return changed
 
     def query(self, sql: str, params: list | tuple | dict = (), refresh: bool = True) -> list[dict]:
         """Run ``sql`` on a fresh cursor (after a refresh unless ``refresh`` is False)."""

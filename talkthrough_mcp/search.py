@@ -1,8 +1,7 @@
 """The search tool: BM25 over the library index (:mod:`.index`), AND of the query's words first and
 OR-ranked when no document has them all, OCR terms that merely contain a word at half weight, typo
 suggestions, and hits as pointers (recording, source, t_ms, t_wall, on-screen frame, a short snippet),
-trimmed to a character budget. One SQL statement per search, so ranking and hit context come from one
-snapshot of the index."""
+trimmed to a character budget. Ranking and hit context come from one view of the index."""
 
 from __future__ import annotations
 
@@ -18,9 +17,7 @@ from .errors import InvalidArgument
 from .index import LibraryIndex
 from .transcript import speaker_match
 
-# BM25 parameters (Robertson/Lucene defaults); IDF per source over all recordings.
-K1 = 1.2
-B = 0.75
+# BM25 parameters (Robertson/Lucene defaults, in .index); IDF per source over all recordings.
 SUBSTRING_WEIGHT = 0.5   # an OCR term that merely contains the query word counts half
 
 SEARCH_MAX_HITS = 50
@@ -61,10 +58,6 @@ def snippet(text: str, terms: set[str], width: int = SNIPPET_CHARS) -> str:
             cut = cut[:sp]
     out = ("…" if start > 0 else "") + cut + ("…" if start + len(cut) < len(flat) else "")
     return out[:width]
-
-
-def _sql_str(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
 
 
 def expand(index: LibraryIndex,
@@ -159,58 +152,9 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
     pairs, inside = expand(index, words)
     for w, (a, b) in split.items():  # the word, or its two halves (kept below only when adjacent)
         pairs += [(w, None, a, SPLIT_WEIGHT), (w, None, b, SPLIT_WEIGHT)]
-    literal = ", ".join(_sql_str(t) for t in dict.fromkeys(p[2] for p in pairs))  # [^\W_]+ terms: safe to inline
-    scope = f"AND recording = '{rid}'" if rid else ""  # rid is validated hex: safe to inline
     who = " ".join(speaker.casefold().split()) if speaker is not None else None
-    # a label (S1), a full name, or one word of a name ("Alice" matches "Alice Stone"): transcript.name_matches
-    speaker_join = ("JOIN m_docs sd ON sd.recording = t.recording AND sd.source = t.source AND sd.ref = t.ref "
-                    "AND (lower(sd.speaker) = $who OR lower(sd.speaker_name) = $who "
-                    "OR list_contains(string_split(lower(sd.speaker_name), ' '), $who))") if who is not None else ""
-    # one statement, so ranking and hit context come from one snapshot of the index
-    rows = index.query(f"""
-    WITH map AS (SELECT unnest($q::VARCHAR[]) AS qword, unnest($src::VARCHAR[]) AS msource,
-                        unnest($term::VARCHAR[]) AS term, unnest($weight::DOUBLE[]) AS weight),
-    hits AS MATERIALIZED (
-        SELECT t.recording, t.source, t.ref, t.t_ms, m.qword, t.tf * m.weight AS tf, t.doc_len
-        FROM (SELECT * FROM m_terms WHERE term IN ({literal}) {scope}) t
-        JOIN map m ON m.term = t.term AND (m.msource IS NULL OR m.msource = t.source)
-        {speaker_join}
-    ), per_doc AS MATERIALIZED (
-        SELECT recording, source, ref, qword, sum(tf) AS tf, max(doc_len) AS doc_len, min(t_ms) AS t_ms
-        FROM hits GROUP BY recording, source, ref, qword
-    ), qdf AS (
-        SELECT m.qword, d.source, sum(d.df) AS df FROM map m
-        JOIN m_df d ON d.term = m.term AND (m.msource IS NULL OR m.msource = d.source) GROUP BY m.qword, d.source
-    ), scored AS MATERIALIZED (
-        SELECT p.recording, p.source, p.ref, min(p.t_ms) AS t_ms, count(*) AS matched, list(p.qword) AS terms,
-               sum(ln(1 + (s.n - q.df + 0.5) / (q.df + 0.5))
-                   * p.tf * ({K1} + 1) / (p.tf + {K1} * (1 - {B} + {B} * p.doc_len / s.avgdl))) AS score
-        FROM per_doc p
-        JOIN qdf q ON q.qword = p.qword AND q.source = p.source    -- document frequency: all recordings
-        JOIN m_stats s ON s.source = p.source                      -- N and avgdl: all recordings
-        GROUP BY p.recording, p.source, p.ref
-    ), counts AS (
-        SELECT count(*) FILTER (WHERE matched = $nwords) AS n_all, count(*) AS n_any FROM scored
-    ), top AS (
-        SELECT s.*, c.n_all, c.n_any FROM scored s, counts c
-        WHERE c.n_all = 0 OR s.matched = $nwords
-        ORDER BY s.score DESC, s.recording, s.t_ms, s.source LIMIT $limit
-    )
-    SELECT top.*, r.filename, r.generation, r.recorded_at, r.tz_offset_min, d.text, d.speaker, d.speaker_name,
-           f.unique_ms AS frame_ms,
-           (SELECT list({{'term': qword, 'docs': docs}}) FROM (
-                SELECT qword, count(*) AS docs FROM per_doc GROUP BY qword)) AS per_word
-    FROM top
-    JOIN m_recordings r ON r.recording = top.recording
-    LEFT JOIN m_docs d ON d.recording = top.recording AND d.source = top.source AND d.ref = top.ref
-    ASOF LEFT JOIN m_frames f ON f.recording = top.recording AND top.t_ms >= f.ms
-    ORDER BY top.score DESC, top.recording, top.t_ms, top.source
-    """, {"q": [p[0] for p in pairs], "src": [p[1] for p in pairs], "term": [p[2] for p in pairs],
-          "weight": [p[3] for p in pairs], "nwords": len(words), "limit": fetch,
-          **({"who": who} if who is not None else {})}, refresh=False)
-    per_word = {w["term"]: int(w["docs"]) for w in (rows[0]["per_word"] or [])} if rows else {}
-    n_all = int(rows[0]["n_all"]) if rows else 0
-    n_any = int(rows[0]["n_any"]) if rows else 0
+    # one view of the index (swapped whole by a refresh), so ranking and hit context agree
+    rows, n_all, n_any, per_word = index.view.search(pairs, len(words), rid, who, fetch)
     mode = "and" if len(words) == 1 or n_all else "or"
     if phrases or split:
         def keep(r) -> bool:

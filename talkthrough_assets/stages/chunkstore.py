@@ -19,7 +19,6 @@ from .. import config, store
 from ..errors import StageError
 from . import audio as audio_stage
 from . import chunks as C
-from . import terms as terms_stage
 from . import transcribe as T
 from .runner import StageResult, digest, probe_row, progress, sharing_cpu, stage_reason, wav_path
 
@@ -226,8 +225,6 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
             raise StageError(out["reason"])
     store.write_table("segments", rid, out["segments"])
     store.write_table("words", rid, out["words"])
-    docs = [(s["seq"], s["t0_ms"], s["text"]) for s in out["segments"]]
-    store.write_table("terms", rid, terms_stage.term_rows("transcript", docs), part="transcript")
     store.write_table("transcripts", rid, [out["meta"]])
     m = out["meta"]
     head = " ".join(s["text"] for s in out["segments"][:5])[:400]

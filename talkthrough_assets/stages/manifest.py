@@ -11,6 +11,7 @@ from ..errors import StageError
 from .diarize.speaker_names import name_candidates
 from .keyframes import CAP_REASON_PREFIX
 from .wallclock import view as wallclock_view
+from . import search_index
 from .runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
 CODE_VERSION = "4"  # 4: frames.cap_hit only when a cap left frames out (with its reason)
@@ -188,7 +189,18 @@ def run(rid: str, cfg: dict) -> StageResult:
     problems = validate(m)
     if problems:
         raise StageError("manifest invalid: " + "; ".join(problems))
-    path = store.put_json(store.manifest_key(rid), m)
+    data = store.json_bytes(m)
+    # the search index of this generation (issue #26): the SQL terms table and the MCP server's part,
+    # both from the manifest about to be published, written before it
+    part, docs = search_index.write_part(rid, m, data)
+    for source in search_index.SOURCES:
+        store.write_table("terms", rid, search_index.term_table_rows(docs, source), part=source)
+    path = store.put_bytes(store.manifest_key(rid), data)
+    search_index.drop_parts(rid, keep=part)
+    try:
+        search_index.maybe_compact(rid)  # merged lazily: a failure here costs only speed
+    except Exception:
+        pass
     row = recording_row(m, str(path))
     store.write_table("recordings", rid, [row])
     store.ensure_catalog()

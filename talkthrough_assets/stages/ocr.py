@@ -16,7 +16,6 @@ import threading
 
 from .. import config, store
 from . import ocr_cache
-from . import terms as terms_stage
 from .runner import StageResult, digest
 
 CODE_VERSION = "6"
@@ -312,8 +311,6 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
             rows.append({"engine": status, **r})
     store.write_table("ocr", rid, rows)
     store.write_table("ocr_keys", rid, keys)
-    docs = [(r["ms"], r["ms"], r["text"]) for r in rows if r["text"]]
-    store.write_table("terms", rid, terms_stage.term_rows("ocr", docs), part="ocr")
     md = {"engine": status, "frames_read": len(rows), "frames_read_in_bands": partial,
-          "frames_with_text": len(docs), "frames_reused": reused}
+          "frames_with_text": sum(1 for r in rows if r["text"]), "frames_reused": reused}
     return StageResult(md, digest(rows))

@@ -1,4 +1,7 @@
-"""Search terms: the folding shared by the index writer and the query side (BM25 lives in SQL)."""
+"""Search terms: one tokenizer for the ``terms`` table, the search index parts and MCP queries.
+
+:func:`index_terms` (folded, glued words split, plurals folded, one-letter fragments dropped) is the
+only tokenizer: the SQL ``terms`` table and the MCP search index hold the same terms (issue #26)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
-CODE_VERSION = "1"
+CODE_VERSION = "2"  # 2: index_terms (plurals folded, glued words split) and first-word times
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
@@ -20,21 +23,6 @@ def fold(text: str) -> str:
 def tokens(text: str) -> list[str]:
     return _TOKEN.findall(fold(text))
 
-
-def term_rows(source: str, docs: list[tuple[int, int, str]]) -> list[dict]:
-    """docs: (ref, t_ms, text) -> one row per (doc, term) with term frequency and doc length."""
-    rows = []
-    for ref, t_ms, text in docs:
-        toks = tokens(text)
-        for term, tf in Counter(toks).items():
-            rows.append({"source": source, "ref": int(ref), "t_ms": int(t_ms), "term": term, "tf": tf,
-                         "doc_len": len(toks)})
-    return rows
-
-
-# --------------------------------------------------------------------------- read-side index terms
-# Additive helpers for the MCP read server's own index (built from manifests). ``tokens`` and
-# ``term_rows`` above are unchanged, so the pipeline's ``terms`` table and its CODE_VERSION are too.
 
 # word boundaries inside glued tokens: camelCase, HTTPServer, ERROR503 / 503GATEWAY
 _GLUE = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
@@ -67,3 +55,40 @@ def index_terms(text: str) -> list[str]:
     """Search terms of ``text``: folded tokens, glued words split (camelCase, letter/digit runs),
     one-letter fragments dropped, plurals folded. Used for documents and queries alike."""
     return [t for chunk in (text or "").split() for t in _chunk_terms(chunk)]
+
+
+def first_word_times(segments: list[dict], words: list[list]) -> list[dict[str, int]]:
+    """Per segment (in the given order, which is time order): term -> t0 of the first word producing it.
+    Each word ``[t0_ms, t1_ms, word]`` goes to the segment that holds its midpoint."""
+    out: list[dict[str, int]] = [{} for _ in segments]
+    if not segments or not words:
+        return out
+    i = 0
+    for w in words:
+        mid = (w[0] + w[1]) / 2
+        while i + 1 < len(segments) and segments[i + 1]["t0_ms"] <= mid:
+            i += 1
+        seen = out[i]
+        for term in index_terms(w[2]):
+            seen.setdefault(term, int(w[0]))
+    return out
+
+
+def doc_terms(text: str, t0_ms: int, first: dict[str, int] | None = None) -> tuple[int, list[tuple[str, int, int]]]:
+    """(document length, [(term, tf, t_ms)]): the index rows of one document, t_ms the first word that
+    produced the term when word times are known, else the document's start."""
+    toks = index_terms(text)
+    first = first or {}
+    return len(toks), [(term, tf, int(first.get(term, t0_ms))) for term, tf in Counter(toks).items()]
+
+
+def term_rows(source: str, docs: list[tuple[int, int, str]],
+              firsts: list[dict[str, int]] | None = None) -> list[dict]:
+    """docs: (ref, t_ms, text) -> one row per (doc, term) with term frequency, doc length and the time
+    of its first word (``firsts``: per doc, from :func:`first_word_times`)."""
+    rows = []
+    for i, (ref, t_ms, text) in enumerate(docs):
+        n, terms = doc_terms(text, t_ms, firsts[i] if firsts else None)
+        for term, tf, t in terms:
+            rows.append({"source": source, "ref": int(ref), "t_ms": t, "term": term, "tf": tf, "doc_len": n})
+    return rows

@@ -16,6 +16,9 @@ Layout under ``$TALKTHROUGH_HOME`` (default ``~/.talkthrough``)::
     models/                                         downloaded model cache
     locks/<id>.lock                                 per-recording flock (no TALKTHROUGH_PG_URL)
     locks/dagster-instance.lock                     held while the Dagster instance is opened (first-start race)
+    locks/index-<b>.lock                            held while search index bucket <b> is merged
+    index/parts/<id>.<bytes>.<sha12>.parquet        search index part of one published manifest
+    index/merged/<b>.json, <b>/<seq>-*.arrow        the parts merged per bucket (derived data)
     state/dropdir-<folder key>/                     drop-folder sensor state (the cursor names one)
 
 Every write is temp-file + ``os.replace`` in the same directory, so a reader sees the
@@ -39,11 +42,11 @@ from __future__ import annotations
 # locks (per-recording writer lock), frames (keyframe generations), catalog (DuckDB views). Callers use
 # this package's names (``store.write_table``); the modules are the layout, not a second API.
 from .atomic import atomic_path, atomic_write_bytes
-from .backend import (delete_file, delete_tree, exists, file_stamps, get_bytes, get_json, list_names, local_file,
-                      parquet_source, publish_file, put_bytes, put_json, stamp, write_parquet)
+from .backend import (delete_file, delete_tree, exists, file_stamps, get_bytes, get_json, json_bytes, list_names,
+                      local_file, parquet_source, publish_file, put_bytes, put_json, stamp, write_parquet)
 from .catalog import CATALOG_VERSION, connect, ensure_catalog, frames_view_sql, remote_dataset, view_sql
 from .frames import generation_key, new_frames_generation, prune_frame_generations, publish_frames_generation
-from .locks import PG_URL_ENV, PartitionBusy, instance_lock, partition_lock
+from .locks import PG_URL_ENV, PartitionBusy, instance_lock, named_lock, partition_lock
 from .paths import (CHUNKS_PREFIX, OCR_RESULTS_PREFIX, ocr_result_key, ID_RE, REMOTE_SCHEMES, SCHEMA_PARTITION, InvalidRecordingId, audio_key, audio_path,
                     catalog_path, check_id, check_key, chunk_result_key, dagster_home, data_location, data_url, dropdir_state_dir,
                     frame_file_name, frames_key, frames_root, home, instance_lock_path, is_remote, local_path,
@@ -55,11 +58,12 @@ from .tables import (delete_partition, ensure_schema_files, forget_recording, ha
 
 __all__ = [
     "atomic_path", "atomic_write_bytes",
-    "delete_file", "delete_tree", "exists", "file_stamps", "get_bytes", "get_json", "list_names", "local_file",
+    "delete_file", "delete_tree", "exists", "file_stamps", "get_bytes", "get_json", "json_bytes", "list_names",
+    "local_file",
     "parquet_source", "publish_file", "put_bytes", "put_json", "stamp", "write_parquet",
     "CATALOG_VERSION", "connect", "ensure_catalog", "frames_view_sql", "remote_dataset", "view_sql",
     "generation_key", "new_frames_generation", "prune_frame_generations", "publish_frames_generation",
-    "PG_URL_ENV", "PartitionBusy", "instance_lock", "partition_lock",
+    "PG_URL_ENV", "PartitionBusy", "instance_lock", "named_lock", "partition_lock",
     "CHUNKS_PREFIX", "chunk_result_key", "OCR_RESULTS_PREFIX", "ocr_result_key", "ID_RE", "REMOTE_SCHEMES", "SCHEMA_PARTITION", "InvalidRecordingId", "audio_key", "audio_path", "catalog_path",
     "check_id", "check_key", "dagster_home", "data_location", "data_url", "dropdir_state_dir", "frame_file_name",
     "frames_key", "frames_root", "home", "instance_lock_path", "is_remote", "local_path", "lock_path",

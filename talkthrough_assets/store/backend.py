@@ -140,8 +140,13 @@ def get_json(key: str, default: Any = None) -> Any:
     return default if data is None else json.loads(data)
 
 
+def json_bytes(obj: Any) -> bytes:
+    """The bytes :func:`put_json` publishes for ``obj``."""
+    return json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False).encode()
+
+
 def put_json(key: str, obj: Any) -> str:
-    return put_bytes(key, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False).encode())
+    return put_bytes(key, json_bytes(obj))
 
 
 def parquet_source(key: str) -> tuple[str, Any]:

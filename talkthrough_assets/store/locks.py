@@ -13,7 +13,7 @@ from typing import Iterator
 
 from .. import config
 from ..errors import TalkthroughError
-from .paths import dagster_home, data_url, instance_lock_path, is_remote, lock_path
+from .paths import dagster_home, data_url, home, instance_lock_path, is_remote, lock_path
 
 PG_URL_ENV = "TALKTHROUGH_PG_URL"
 
@@ -68,6 +68,12 @@ def instance_lock(timeout_s: float = 300.0):
     busy = TimeoutError(f"the Dagster instance under {dagster_home()} is being created by another process "
                         f"and was not ready within {timeout_s:.0f} s (lock: {instance_lock_path()})")
     return _flock_file(instance_lock_path(), time.monotonic() + timeout_s, busy)
+
+
+def named_lock(name: str, timeout_s: float, busy: Exception):
+    """Exclusive ``flock`` on ``locks/<name>.lock`` on this machine, waiting at most ``timeout_s``, else
+    ``busy`` (e.g. one merger per search index bucket)."""
+    return _flock_file(home() / "locks" / f"{name}.lock", time.monotonic() + timeout_s, busy)
 
 
 @contextmanager
