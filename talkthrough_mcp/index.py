@@ -160,8 +160,8 @@ class View:
         for seg, got in zip(self.segments, picked):
             if not got:
                 continue
-            allow = self._filter(seg, rid, who)
-            if allow is False:
+            narrow = self._filter(seg, rid, who)
+            if narrow is False:
                 continue
             words = {}
             for q in range(len(qwords)):
@@ -180,6 +180,10 @@ class View:
                     tf = np.bincount(pos, weights=tf_all, minlength=len(d))
                     t = np.full(len(d), _NO_T, dtype=np.int64)
                     np.minimum.at(t, pos, t_all)
+                rng, allow = narrow
+                if rng is not None:  # d is sorted: one recording's documents are one slice of it
+                    a, b = np.searchsorted(d, rng)
+                    d, tf, t = d[a:b], tf[a:b], t[a:b]
                 if allow is not None:
                     k = allow[d]
                     d, tf, t = d[k], tf[k], t[k]
@@ -280,23 +284,21 @@ class View:
 
     @staticmethod
     def _filter(seg: Segment, rid: str | None, who: str | None):
-        """None (every document), False (none in this segment), or a mask over its documents."""
-        allow = None
+        """False (no document of this segment), else (document range or None, mask or None): one
+        recording's documents are a range (cut from a sorted postings list by binary search)."""
+        allow, rng = None, None
         if rid is not None:
             i = seg.rid_index.get(rid)
             if i is None or not seg.rec_live[i]:
                 return False
-            lo, hi = seg.recs[i]["docs"]
-            allow = np.zeros(len(seg.doc_rec), dtype=bool)
-            allow[lo:hi] = True
+            rng = tuple(seg.recs[i]["docs"])
         if who is not None:
             ok = [c for c, (label, name) in enumerate(seg.bundle.speakers)
                   if speaker_is(label, name, who)]
             if not ok:
                 return False
-            m = np.isin(seg.doc_spk, np.array(ok, dtype=seg.doc_spk.dtype))
-            allow = m if allow is None else allow & m
-        return allow
+            allow = np.isin(seg.doc_spk, np.array(ok, dtype=seg.doc_spk.dtype))
+        return rng, allow
 
 
 def speaker_is(label: str | None, name: str | None, who: str) -> bool:
