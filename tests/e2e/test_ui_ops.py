@@ -21,7 +21,7 @@ import subprocess
 import pytest
 from fixture_facts import FIXTURES_DIR, SILENT_NAME
 from test_webserver import (CHECKS, REPO, _events, _free_port, _launch, _page_text, _partition_events, _tags,
-                            assert_one_line_failure, browser, gql, running_ui, talkthrough_command, wait_run)
+                            assert_one_line_failure, gql, running_ui, talkthrough_command, wait_run)
 
 from talkthrough_assets import service
 from talkthrough_assets.settings import STAGES

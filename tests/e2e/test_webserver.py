@@ -407,20 +407,6 @@ def test_zero_byte_drop_file_is_named_while_waiting_then_fails_with_its_reason_a
 
 # ------------------------------------------------------------------ what a person sees, in Chromium
 
-CHROMIUM = "/usr/bin/chromium"  # Debian's package (.ci/run installs it); no browser download
-
-
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: apt-get install -y chromium"
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _page_text(page, url: str, wait_for: str, timeout_ms: int = 60_000) -> str:

@@ -246,8 +246,11 @@ def test_kill_9_mid_run_loses_at_most_the_chunk_in_flight(tt_home, tmp_path):
     assert _transcript(rid) == want
 
 
-def test_ocr_results_are_keyed_by_frame_pixels_and_read_once(tt_home, tmp_path):
-    """#19 item 2: the same screens in another file are not read again; a damaged result is read again."""
+def test_ocr_results_are_keyed_by_frame_pixels_and_read_once(tt_home, tmp_path, monkeypatch):
+    """#19 item 2: the same screens in another file are not read again; a damaged result is read again.
+    On a data root of its own: in the shared one the session's processed fixtures use the same screens, and
+    forgetting a and b rightly keeps their results."""
+    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
     a = service.process(unique_copy(SCREENCAST_PATH, tmp_path / "slides a.mp4", "ocr-a"))
     assert a["status"] == "processed", a
     ra = a["recording_id"]
