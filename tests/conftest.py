@@ -128,3 +128,24 @@ def s3():
         pytest.skip(f"no S3 endpoint here: {e}")
     yield server
     server.stop()
+
+
+# ------------------------------------------------------------------ Chromium (e2e)
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's package (.ci/run installs it); no browser download
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One Chromium for the session (the e2e browser tests). Defined once, here: a module that imported a
+    session fixture from another module got a second sync_playwright running beside the first, which
+    Playwright refuses."""
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: apt-get install -y chromium"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield b
+        finally:
+            b.close()
