@@ -228,3 +228,34 @@ def remux_audio(src: Path, dst: Path) -> Path:
                 p.stream = s
                 o.mux(p)
     return dst
+
+
+def run_on_terminal(cmd: list[str], env: dict, timeout_s: float = 500) -> str:
+    """Run ``cmd`` on a real pseudo-terminal; its whole output with the ANSI escapes removed. Fails the
+    test unless it exits 0."""
+    import os
+    import pty
+    import re
+    import select
+    import subprocess
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))

@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from fixture_facts import SCREENCAST_PATH, TWO_VOICES_PATH, unique_copy
+from fixture_facts import SCREENCAST_PATH, TWO_VOICES_PATH, run_on_terminal, unique_copy
 from typer.testing import CliRunner
 
 from talkthrough_assets import cli, pipeline, service, store
@@ -284,34 +284,14 @@ def test_ocr_results_are_keyed_by_frame_pixels_and_read_once(tt_home, tmp_path, 
 def test_on_a_terminal_the_share_of_audio_transcribed_is_shown(tmp_path):
     """#19 item 4: a real pseudo-terminal shows the segments stage's share of the audio, chunk by chunk, with an
     ETA; in a pipe the lines are the stage lines as before (no percentages)."""
-    import pty
     import re
-    import select
 
     src = unique_copy(TWO_VOICES_PATH, tmp_path / "progress.m4a", "chunks-progress")
     home = tmp_path / "home"
     env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"), COLUMNS="160",
                TERM="xterm-256color", TALKTHROUGH_CHUNK_S="5")
     cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(src)]
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    out, deadline = b"", time.monotonic() + 500
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    assert proc.wait(timeout=60) == 0
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))
+    text = run_on_terminal(cmd, env)
     shown = re.findall(r"segments (\d+)% of the audio \((\d+) of (\d+) chunks\)(, ETA \d+:\d\d)?", text)
     assert shown, text[-3000:]
     total = int(shown[0][2])

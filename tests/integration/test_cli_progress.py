@@ -5,14 +5,11 @@ when Dagster's step log capture took over stderr); in a pipe each stage prints o
 from __future__ import annotations
 
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
-import time
 
-from fixture_facts import SILENT_PATH
+from fixture_facts import SILENT_PATH, run_on_terminal
 
 STAGES = ["probe", "wall_clock", "audio", "segments", "turns", "keyframes", "dedup", "ocr", "manifest"]
 CMD = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(SILENT_PATH)]
@@ -25,25 +22,7 @@ def _env(tmp_path) -> dict:
 
 
 def test_on_a_terminal_the_display_follows_every_stage_of_the_run(tmp_path):
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(CMD, stdin=slave, stdout=slave, stderr=slave, env=_env(tmp_path), close_fds=True)
-    os.close(slave)
-    out, deadline = b"", time.monotonic() + 500
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    assert proc.wait(timeout=60) == 0
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))
+    text = run_on_terminal(CMD, _env(tmp_path))
     assert "silent_video.mp4  processed" in text, text[-2000:]
     # what the spinner line showed while the run's step was capturing stderr: the stages, one by one
     shown = re.findall(r"silent_video\.mp4: (\d)/9 stages, (\w+) (ok|started)", text)
