@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Chunked Whisper (stages/chunks.py) against the whole-recording decode, in one run:
 
-    python bench/bench_chunks.py [--parts wer,kill] [--chunk-s 180] [--stress-s 20] [--only SUBSTR] [--no-eval]
+    python bench/bench_chunks.py [--parts wer,kill,prefix] [--chunk-s 180] [--stress-s 20] [--only SUBSTR] [--no-eval]
 
 * ``wer``: every eval clip (bench/evalset.py, ~/.cache/talkthrough-eval) and the 30-min bench meeting
   (bench/make_long_media.py) decoded whole (``transcribe.transcribe``, the stage before chunking) and in chunks
@@ -12,6 +12,13 @@
 * ``kill``: ``talkthrough process`` of the meeting in a fresh data root (clean run, timed), then in another fresh
   root the same run killed with SIGKILL at 60 % of the clean run's time and run again: the re-run's time over
   the clean run's (target <= 0.5) and whether the transcript is identical to the clean run's.
+* ``prefix`` (not in the default parts): the meeting's first ``--prefix-s`` (1200) seconds cut out of it the way an
+  export of a shorter take would be (PyAV, its AAC packets copied, nothing re-encoded); first whether the decoded
+  16 kHz samples of the cut are the 30-min file's first samples (and the same for a 48-kHz stereo AAC take,
+  which goes through the resampler: ``--prefix-48k-s``), then ``talkthrough process`` of the cut in a data root,
+  of the 30-min file in the same root, and of the 30-min file in a fresh root: chunks reused / decoded (from the
+  stored keys before the run against the recording's ``chunks`` table), wall and CPU seconds of the whole run
+  and of the segments stage, and whether the transcripts are identical.
 """
 
 from __future__ import annotations
@@ -206,6 +213,138 @@ def part_kill(args) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _cut(src: Path, dst: Path, seconds: float) -> Path:
+    """The first ``seconds`` of ``src``'s audio in a new file, its packets copied (an export of a shorter take)."""
+    import av
+
+    with av.open(str(src)) as i, av.open(str(dst), "w") as o:
+        s = i.streams.audio[0]
+        out = o.add_stream_from_template(s)
+        for pkt in i.demux(s):
+            if pkt.dts is None:
+                continue
+            if pkt.pts * s.time_base >= seconds:
+                break
+            pkt.stream = out
+            o.mux(pkt)
+    return dst
+
+
+def _same_samples(long_path: Path, short_path: Path, work: Path, label: str) -> None:
+    """Print whether the short file's decoded 16-kHz samples are the long file's first ones."""
+    import numpy as np
+
+    from talkthrough_assets.stages import audio as A
+    from talkthrough_assets.stages import chunks as C
+
+    A.extract_wav(long_path, work / "long.wav")
+    A.extract_wav(short_path, work / "short.wav")
+    a, b = A.load_wav(work / "long.wav"), A.load_wav(work / "short.wav")
+    n = min(len(a), len(b))
+    diff = np.nonzero(a[:n] != b[:n])[0]
+    where = (f"the first {diff[0]} of {len(b)} samples identical ({len(diff)} differ, from the cut's last "
+             f"{len(b) - diff[0]} on)") if len(diff) else f"all {len(b)} samples identical"
+    pa, pb = C.plan(a), C.plan(b)
+    ka, kb = set(C.chain_keys(a, pa, "bench")), C.chain_keys(b, pb, "bench")
+    print(f"{label}: {where}; chunk keys of the cut also in the long file's plan: "
+          f"{sum(k in ka for k in kb)} of {len(kb)}", flush=True)
+
+
+def _run_json(home: Path, media: Path) -> tuple[dict, float, float]:
+    """``talkthrough process --json`` in ``home``: (its summary, wall s, CPU s of it and its children)."""
+    import json
+    import resource
+
+    env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"))
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(media), "--json"]
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    p = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)
+    out = out[0] if isinstance(out, list) else out
+    return out, wall, (ru2.ru_utime - ru.ru_utime) + (ru2.ru_stime - ru.ru_stime)
+
+
+def _rows(home: Path, table: str, rid: str) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    files = sorted((home / "tables" / table / f"recording={rid}").glob("*.parquet"))
+    return [r for f in files for r in pq.read_table(f).to_pylist()]
+
+
+def _stored_keys(home: Path) -> set[str]:
+    return {p.stem for p in (home / "chunks" / "whisper").rglob("*.bin")} if (home / "chunks").exists() else set()
+
+
+def part_prefix(args) -> None:
+    import make_long_media as ml
+
+    media = ml.ensure_media(quiet=True)["meeting"]
+    work = Path(tempfile.mkdtemp(prefix="bench-prefix-"))
+    load0 = os.getloadavg()
+    try:
+        short = _cut(media, work / f"meeting_first{args.prefix_s / 60:.0f}min.m4a", args.prefix_s)
+        print(f"== a longer take sharing its first {args.prefix_s / 60:.0f} min with a processed one "
+              f"(chunk {args.chunk_s:.0f} s)")
+        _same_samples(media, short, work, f"{media.name} (16 kHz AAC) cut at {args.prefix_s:.0f} s by packet copy")
+        if args.prefix_48k_s:
+            _same_samples(*_take_48k(media, work, args.prefix_48k_s), work,
+                          f"a 48-kHz stereo AAC take of its first {args.prefix_48k_s * 1.3:.0f} s cut at "
+                          f"{args.prefix_48k_s:.0f} s")
+        shared, fresh = work / "shared", work / "fresh"
+        os.environ["TALKTHROUGH_CHUNK_S"] = str(args.chunk_s)
+        runs = {}
+        for name, home, path in (("cut, first root", shared, short), ("30 min, fresh root", fresh, media),
+                                 ("30 min, same root", shared, media)):
+            before = _stored_keys(home)
+            out, wall, cpu = _run_json(home, path)
+            rid = out["recording_id"]
+            plan = sorted(_rows(home, "chunks", rid), key=lambda r: r["idx"])
+            stage = {r["stage"]: r for r in _rows(home, "stage_runs", rid)}
+            reused = sum(r["key"] in before for r in plan)
+            new = [r for r in plan if r["key"] not in before]
+            runs[name] = {"wall": wall, "cpu": cpu, "seg": stage["segments"]["elapsed_s"],
+                          "text": [(s["t0_ms"], s["t1_ms"], s["text"]) for s in
+                                   sorted(_rows(home, "segments", rid), key=lambda s: s["seq"])]}
+            span = f"{new[0]['t0_ms'] / 1000:.0f}-{new[-1]['t1_ms'] / 1000:.0f} s" if new else "-"
+            print(f"{name:20} {len(plan):>3} chunks: {reused:>2} reused, {len(new):>2} decoded ({span}); "
+                  f"process {wall:6.1f} s wall / {cpu:6.1f} s CPU; segments stage {runs[name]['seg']:6.1f} s",
+                  flush=True)
+        a, b = runs["30 min, same root"], runs["30 min, fresh root"]
+        print(f"30 min after the cut vs fresh: process {a['wall'] / b['wall']:.2f}x wall, {a['cpu'] / b['cpu']:.2f}x CPU; "
+              f"segments stage {a['seg'] / b['seg']:.2f}x; transcripts identical: {a['text'] == b['text']}")
+        print(f"load average {load0[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _take_48k(media: Path, work: Path, cut_s: float) -> tuple[Path, Path]:
+    """A 48-kHz stereo AAC file of the meeting's first 1.3 x ``cut_s`` seconds and its first ``cut_s`` by packet
+    copy (a recorder's usual format: the 16-kHz samples come out of the resampler)."""
+    import av
+
+    take = work / "take48k.m4a"
+    with av.open(str(media)) as i, av.open(str(take), "w") as o:
+        st = o.add_stream("aac", rate=48000)
+        st.layout = "stereo"
+        rs = av.AudioResampler(format="fltp", layout="stereo", rate=48000)
+        for fr in i.decode(audio=0):
+            if fr.pts is not None and fr.pts * fr.time_base > 1.3 * cut_s:
+                break
+            for f in rs.resample(fr):
+                for p in st.encode(f):
+                    o.mux(p)
+        for f in rs.resample(None):
+            for p in st.encode(f):
+                o.mux(p)
+        for p in st.encode(None):
+            o.mux(p)
+    return take, _cut(take, work / "take48k_cut.m4a", cut_s)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parts", default="wer,kill")
@@ -214,6 +353,8 @@ def main() -> int:
     ap.add_argument("--only")
     ap.add_argument("--no-eval", action="store_true", help="the meeting alone")
     ap.add_argument("--meeting-s", type=float, default=0.0, help="only the meeting's first this many seconds")
+    ap.add_argument("--prefix-s", type=float, default=1200.0, help="prefix: the shorter take's length")
+    ap.add_argument("--prefix-48k-s", type=float, default=370.0, help="prefix: the 48-kHz take's cut (0: none)")
     args = ap.parse_args()
     from talkthrough_assets.stages import chunks as C
 
@@ -223,6 +364,8 @@ def main() -> int:
         part_wer(args)
     if "kill" in parts:
         part_kill(args)
+    if "prefix" in parts:
+        part_prefix(args)
     return 0
 
 

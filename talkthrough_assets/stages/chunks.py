@@ -13,7 +13,10 @@ key has no stored result, then assembles the stage's tables as the whole-recordi
 * Cuts are placed in the longest silence near every ``chunk_s`` seconds (Silero VAD speech probability under
   :data:`SILENCE_P`, searched +-:data:`SEARCH_SHARE` of ``chunk_s`` around the target), at a multiple of the
   VAD's 512-sample window, so no word is split or heard twice. The plan depends only on the audio before
-  each cut: a recording that starts with another's samples gets the same first chunks.
+  each cut, and a cut is searched only where at least :data:`TAIL_GUARD` samples follow the search window:
+  a recording that starts with another's samples (a longer export of the same take) gets the same chunks
+  except the shorter one's last, even when the last samples of the shorter file differ (a resampler's flush
+  changes the last few; bench/bench_chunks.py --parts prefix).
 * A stored result carries the sha256 of its payload: one that does not match is recomputed, never used.
 * A chunk whose decoding raises is recorded (range and reason) and the others go on; its key stays
   without a result, so the next run decodes it again. The chunks after it are decoded without its context
@@ -40,6 +43,7 @@ WIN = 512  # Silero VAD window (samples): cuts fall on multiples of it
 CHUNK_S = 180.0  # target chunk length (TALKTHROUGH_CHUNK_S), see bench/bench_chunks.py
 SEARCH_SHARE = 0.1  # a cut is searched within +-10 % of the target length
 SILENCE_P = 0.1  # speech probability under which a window is silence (the VAD gate's threshold)
+TAIL_GUARD = SR  # 1 s: a file's last samples are not heard when a cut is placed (they may differ in a longer take)
 SMOOTH_WINDOWS = 16  # ~0.5 s: without a silent window, the cut goes where the smoothed probability is lowest
 MAGIC = b"TTCHUNK1\n"
 PROMPT_TOKENS = 223  # faster-whisper's previous-text prompt: the last max_length // 2 - 1 tokens
@@ -87,7 +91,7 @@ def plan(samples: np.ndarray, chunk_s: float | None = None) -> list[tuple[int, i
     lo_off = int(target * (1 - SEARCH_SHARE)) // WIN * WIN
     hi_off = int(target * (1 + SEARCH_SHARE)) // WIN * WIN
     out, pos = [], 0
-    while n - pos > hi_off:
+    while n - pos > hi_off + TAIL_GUARD:
         lo, hi = pos + lo_off, pos + hi_off
         cut = lo + WIN * quietest(speech_probs(samples[lo:hi]))
         out.append((pos, cut))
