@@ -22,6 +22,7 @@ from .errors import InternalError, StageError
 from .stages import chunkstore
 from .stages import keyframes as keyframes_stage
 from .stages import manifest as manifest_stage
+from .stages import partial as partial_stage
 from .stages import probe as probe_stage
 from .stages import runner
 from .stages import transcribe as transcribe_stage
@@ -194,6 +195,7 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
             events.put((stage, Progress(info)))
 
     runner.progress_listeners.append(on_progress)
+    previews: partial_stage.Publisher | None = None
     with _removing(runner.progress_listeners, on_progress), \
             store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S), \
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stage") as pool, \
@@ -214,7 +216,11 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                 continue
             finished, _ = wait(list(running), return_when=FIRST_COMPLETED, timeout=1.0)
             while not events.empty():
-                yield events.get()
+                event = events.get()
+                if event[0] == "segments" and "manifest" in selected and "segments" not in done:
+                    previews = previews or _previews(recording_id, selected, done)
+                    previews.chunk_done()  # a partial generation of the transcript so far, when one is due
+                yield event
             for fut in sorted(finished, key=lambda f: S.STAGES.index(running[f])):
                 stage = running.pop(fut)
                 try:
@@ -225,6 +231,16 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                     continue
                 done.add(stage)
                 yield stage, result
+
+
+def _previews(recording_id: str, selected: list[str], done: set[str]) -> partial_stage.Publisher:
+    """The partial generations of this run (#19 item 5, ``stages/partial.py``): its wall clock only once this
+    run's is current (not selected: current already; selected: once done)."""
+    def wall_clock() -> dict | None:
+        return store.read_one("wall_clock", recording_id) if "wall_clock" not in selected or "wall_clock" in done \
+            else None
+
+    return partial_stage.Publisher(recording_id, S.effective(recording_id), wall_clock=wall_clock)
 
 
 class Progress(dict):

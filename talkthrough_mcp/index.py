@@ -55,7 +55,7 @@ RECORDINGS_SCHEMA = pa.schema([
     ("tz_offset_min", _I), ("wall_clock_source", _S), ("wall_clock_confidence", _S), ("language", _S),
     ("segment_count", _I), ("frame_count", _I), ("unique_frame_count", _I), ("diarized", _B),
     ("speaker_count", _I), ("has_audio", _B), ("has_video", _B), ("transcript_available", _B),
-    ("processed_at", _S), ("generation", _S)])
+    ("processed_at", _S), ("partial_to_ms", _I), ("partial_next_ms", _I), ("generation", _S)])
 _DUCK = {_S: "VARCHAR", _I: "BIGINT", _B: "BOOLEAN"}
 
 
@@ -278,6 +278,7 @@ class View:
                          "terms": [w for i, w in enumerate(qwords) if int(bits[j]) >> i & 1],
                          "filename": r["filename"], "generation": self.generation.get(rec["rid"]),
                          "recorded_at": r["recorded_at"], "tz_offset_min": r["tz_offset_min"],
+                         "partial_to_ms": r.get("partial_to_ms"), "partial_next_ms": r.get("partial_next_ms"),
                          "text": seg.text[doc].as_py(), "speaker": who_, "speaker_name": name,
                          "frame_ms": si.frame_on_screen(rec["frames"], t_ms)})
         return rows, n_all, n_any, {w: int(c) for w, c in zip(qwords, per_word)}

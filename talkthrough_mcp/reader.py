@@ -113,6 +113,9 @@ class Reader:
                 "diarized": bool(r["diarized"]), "has_audio": bool(r["has_audio"]), "has_video": bool(r["has_video"]),
                 "transcript_available": bool(r["transcript_available"]), "generation": r["generation"],
             }
+            if r["partial_to_ms"] is not None:  # a run in progress published the transcript so far (#19)
+                item.update(snapshot.marking(r["partial_to_ms"], r["partial_next_ms"]))
+                item.pop("partial_note")
             size = len(dumps(item)) + 1
             if items and used + size > LIST_MAX_CHARS:
                 break
@@ -121,6 +124,9 @@ class Reader:
         nxt = offset + len(items)
         out = {"total": total, "offset": offset, "limit": limit, "returned": len(items), "recordings": items,
                "next_offset": nxt if nxt < total else None}
+        if any(i.get("partial") for i in items):
+            out["partial_note"] = ("recordings marked partial are still being processed: their transcript so far "
+                                   "covers covered_ms and goes on at next_start_ms; list again later")
         warming = self.index.warming()
         if warming:  # the server's first index build is still running: a partial listing, said so
             out["index"] = warming
@@ -166,6 +172,7 @@ class Reader:
                     "matching": len(pool), "truncated": False, "next_start_ms": None}
             if not pool:
                 meta["note"] = "this recording has no stored keyframes"
+            meta.update({k: v for k, v in snapshot.partial_fields(snap).items() if k != "next_start_ms"})
             return images.image_result(rid, page, wc, meta)
         start, end = range_arg(rec, start_ms, end_ms)
         limit = limit_arg("limit", FRAMES_MAX if limit is None else limit, 1, FRAMES_MAX)
@@ -180,6 +187,8 @@ class Reader:
             meta["note"] = "no stored keyframes start in this range" + (
                 f"; the frame on screen at start_ms is {on} ms (get_frames with at_ms={start})" if on is not None
                 else "" if include_duplicates else " (try include_duplicates=true)")
+        # a run in progress: frames come with the finished generation (next_start_ms stays the frames' paging)
+        meta.update({k: v for k, v in snapshot.partial_fields(snap).items() if k != "next_start_ms"})
         return images.image_result(rid, page, wc, meta)
 
     # ---------------------------------------------------------------- get_moment
@@ -238,6 +247,11 @@ class Reader:
         meta["transcript"]["segment_at_t"] = at[0] if at else None
         if tr.get("reason"):
             meta["transcript"]["reason"] = tr["reason"]
+        if snap.partial:  # a run in progress: the window's transcript may not be covered yet (#19)
+            mark = snapshot.partial_fields(snap)
+            meta.update(partial=True, covered_ms=mark["covered_ms"], partial_note=mark["partial_note"])
+            if not tr["truncated"] and mark["next_start_ms"] is not None and hi > mark["covered_ms"][1]:
+                meta["transcript"]["next_start_ms"] = max(lo, mark["next_start_ms"])
         if snap.diarized:
             speakers, speaker_at = self._speakers_in_range(snap, lo, hi, t)
             meta["speakers_in_range"] = speakers

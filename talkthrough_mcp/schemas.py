@@ -15,6 +15,15 @@ _NSTR = {"type": ["string", "null"]}
 _GEN = {"type": "string", "description": "label of the recording's published generation; it changes when the "
                                          "recording is reprocessed (restart paging when it does)"}
 
+_PARTIAL = {"type": "boolean", "description": "true: a provisional generation of a run still in progress (the "
+                                             "transcript of the chunks finished so far, no frames or speakers yet); "
+                                             "absent once the finished generation is published"}
+_COVERED = {"type": "array", "items": _INT, "minItems": 2, "maxItems": 2,
+            "description": "with partial: the [start, end] ms the transcript so far covers"}
+_GOES_ON = {"type": ["integer", "null"], "description": "with partial: where the covered transcript ends and goes on "
+                                                        "(null: the whole audio is transcribed, frames/speakers follow)"}
+PARTIAL = {"partial": _PARTIAL, "covered_ms": _COVERED, "partial_note": _STR}
+
 WALL_CLOCK = {
     "type": ["object", "null"],
     "description": "the recording's wall-clock anchor: t_wall = start_utc + t_ms; null when unknown (every t_wall "
@@ -46,10 +55,12 @@ LIST_RECORDINGS = _obj({
         "counts": _obj({"segments": _INT, "frames": _INT, "unique_frames": _INT, "speakers": _INT},
                        ["segments", "frames", "unique_frames", "speakers"]),
         "diarized": _BOOL, "has_audio": _BOOL, "has_video": _BOOL, "transcript_available": _BOOL, "generation": _GEN,
+        "partial": _PARTIAL, "covered_ms": _COVERED, "next_start_ms": _GOES_ON,
     }, ["id", "generation", "filename", "duration_ms", "recorded_at", "counts", "diarized", "has_audio", "has_video",
         "transcript_available"])},
     "index": {"type": "string", "description": "present while the server's first index build runs: "
                                                "'warming (n of N recordings indexed)'; the listing is partial"},
+    "partial_note": _STR,
 }, ["total", "offset", "limit", "returned", "recordings", "next_offset"])
 
 GET_TRANSCRIPT = _obj({
@@ -58,7 +69,7 @@ GET_TRANSCRIPT = _obj({
     "srt": _STR, "returned": _INT, "truncated": _BOOL, "next_start_ms": _NINT,
     "continue_with": {"type": "object"}, "speaker_names": {"type": "object", "additionalProperties": _STR},
     "name_hints": {"type": "object", "additionalProperties": {"type": "array", "items": _STR}},
-    "name_hints_note": _STR, "transcript_available": _BOOL, "reason": _STR, "note": _STR,
+    "name_hints_note": _STR, "transcript_available": _BOOL, "reason": _STR, "note": _STR, **PARTIAL,
 }, ["recording", "filename", "generation", "format", "diarized", "wall_clock", "start_ms", "end_ms", "returned", "truncated",
     "next_start_ms"])
 
@@ -66,7 +77,7 @@ GET_FRAMES = _obj({
     "recording": _STR, "filename": _STR, "generation": _GEN, "start_ms": _INT, "end_ms": _INT, "at_ms": _INT, "t_wall": _NSTR,
     "on_screen_frame_ms": _NINT, "include_duplicates": _BOOL, "wall_clock": WALL_CLOCK,
     "frames": {"type": "array", "items": FRAME}, "returned": _INT, "matching": _INT, "truncated": _BOOL,
-    "next_start_ms": _NINT, "note": _STR, "missing_frame_ms": {"type": "array", "items": _INT},
+    "next_start_ms": _NINT, "note": _STR, "missing_frame_ms": {"type": "array", "items": _INT}, **PARTIAL,
 }, ["recording", "filename", "generation", "include_duplicates", "wall_clock", "frames", "returned", "matching", "truncated",
     "next_start_ms"])
 
@@ -78,7 +89,7 @@ GET_MOMENT = _obj({
                        ["start_ms", "end_ms", "segments", "truncated", "next_start_ms", "segment_at_t"]),
     "speakers_in_range": {"type": ["array", "null"], "items": SPEAKER_IN_RANGE,
                           "description": "who spoke within the transcript window (null: not diarized)"},
-    "speaker_at_t": _NSTR, "speaker_name_at_t": _STR, "note": _STR,
+    "speaker_at_t": _NSTR, "speaker_name_at_t": _STR, "note": _STR, **PARTIAL,
 }, ["recording", "filename", "generation", "t_ms", "t_wall", "wall_clock", "frames", "transcript", "speakers_in_range",
     "speaker_at_t"])
 
@@ -91,7 +102,10 @@ SEARCH = _obj({
         "speaker_name": _STR, "matched": {"type": "array", "items": _STR},
     }, ["recording", "source", "t_ms", "t_wall", "frame_ms", "score", "snippet"])},
     "recordings": {"type": "object", "description": "recording id -> {filename, generation} of every hit's recording",
-                   "additionalProperties": _obj({"filename": _STR, "generation": _GEN}, ["filename", "generation"])},
+                   "additionalProperties": _obj({"filename": _STR, "generation": _GEN, "partial": _PARTIAL,
+                                                 "covered_ms": _COVERED, "next_start_ms": _GOES_ON},
+                                                ["filename", "generation"])},
+    "partial_note": _STR,
     "note": _STR, "more": _STR, "matched_terms": {"type": "array", "items": _STR},
     "unmatched_terms": {"type": "array", "items": _STR},
     "did_you_mean": {"type": "object", "additionalProperties": {"type": "array", "items": _STR}},

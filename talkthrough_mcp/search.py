@@ -200,6 +200,9 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
             hit["matched"] = sorted(r["terms"], key=words.index)
         # filename and generation once per recording, not on every hit (issue #26, item 5)
         rec = None if r["recording"] in recs else {"filename": r["filename"], "generation": r["generation"]}
+        if rec is not None and r.get("partial_to_ms") is not None:  # a run in progress: its transcript so far
+            rec.update(snapshot.marking(r["partial_to_ms"], r.get("partial_next_ms")))
+            rec.pop("partial_note")
         size = len(dumps(hit)) + 1 + (len(dumps(rec)) + 22 if rec else 0)
         if out["hits"] and used + size > SEARCH_MAX_CHARS:
             break
@@ -209,6 +212,9 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
         used += size
     hits = out["hits"]
     out["recordings"] = recs
+    if any(rec.get("partial") for rec in recs.values()):
+        out["partial_note"] = ("hits in recordings marked partial come from a run still in progress (its transcript "
+                               "so far, up to covered_ms): search again later for the rest")
     out["returned"] = len(hits)
     matched = [w for w in words if per_word.get(w)]
     missing = [w for w in words if not per_word.get(w)]

@@ -8,7 +8,9 @@ server uses it as the per-recording generation pointer *and* snapshot: one ``ope
 consistent generation across all tables, while a re-run rewrites the Parquet tables underneath
 (those stay the source of truth for SQL users; the server reads only the published manifest).
 
-A recording with no manifest has no finished run yet. Parsed manifests are cached by the file's
+A manifest with a ``partial`` block is the provisional generation of a run still in progress (issue #19: the
+transcript of the chunks finished so far, ``stages/partial.py``); :func:`partial_fields` is how every tool
+marks an answer from it. A recording with no manifest has no run that got that far yet. Parsed manifests are cached by the file's
 identity (inode, size, mtime): every publish is a new inode, so a cache entry never outlives it.
 """
 
@@ -47,6 +49,7 @@ class Snapshot:
     turns: list[list] = field(default_factory=list)   # [t0_ms, t1_ms, label]
     transcript_reason: str | None = None
     source_path: str | None = None
+    partial: dict | None = None   # a provisional generation of a run in progress (its manifest's `partial`)
 
     @property
     def generation(self) -> str:
@@ -74,13 +77,18 @@ def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
         # the recordings row the manifest stage writes, less what readers are not shown (paths, size)
         rec = {"recording": rid, **{k: v for k, v in manifest_stage.recording_row(m).items()
                                     if k not in ("path", "size_bytes", "manifest_path")}}
+        partial = m.get("partial") or None
+        if partial is not None:
+            partial = {**partial, "covered_ms": [int(x) for x in partial["covered_ms"]]}
+        if partial:  # the listing's partial columns (a finished generation's row is the recordings row)
+            rec.update(partial_to_ms=partial["covered_ms"][1], partial_next_ms=partial.get("next_start_ms"))
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise DamagedManifest(f"manifest of {rid} is not a valid talkthrough-manifest/v1 ({type(e).__name__})") from None
     return Snapshot(rid=rid, sig=sig, rec=rec, wall_clock=wc, segments=segments,
                     words=sorted(tr.get("words") or [], key=lambda w: w[0]), frames=frames, diarized=diarized,
                     names=names, speakers=list(di.get("speakers") or []) if diarized else [],
                     turns=list(di.get("turns") or []) if diarized else [], transcript_reason=tr.get("reason"),
-                    source_path=media.get("path"))
+                    source_path=media.get("path"), partial=partial)
 
 
 def read(rid: str, sig: tuple | None = None) -> Snapshot | None:
@@ -140,3 +148,18 @@ class SnapshotCache:
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
         return snap
+
+
+def partial_fields(snap: Snapshot) -> dict:
+    """What marks an answer from a partial generation: ``partial: true``, the transcript's ``covered_ms``
+    ([0, end]) and ``next_start_ms`` where it ends (null once the whole audio is transcribed and only frames
+    or speakers are left), and a note to come back; {} for a finished generation."""
+    return marking(snap.partial["covered_ms"][1], snap.partial.get("next_start_ms")) if snap.partial else {}
+
+
+def marking(covered_to_ms: int, next_start_ms: int | None) -> dict:
+    """The partial marking from the covered end alone (the listing and search read it from the index)."""
+    rest = ("the rest of the transcript" if next_start_ms is not None else "frames and speakers")
+    return {"partial": True, "covered_ms": [0, int(covered_to_ms)], "next_start_ms": next_start_ms,
+            "partial_note": f"still being processed: the transcript so far covers 0-{int(covered_to_ms)} ms; "
+                            f"{rest} will follow: call again later (the generation label changes)"}

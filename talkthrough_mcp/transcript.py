@@ -1,6 +1,8 @@
 """get_transcript's answer: one page of a recording's transcript from its snapshot, as JSON segments or
 SRT cues, cut at a character budget with ``truncated``, ``next_start_ms`` and ``continue_with`` for the
-next page, optionally one speaker's segments only."""
+next page, optionally one speaker's segments only. From a partial generation (a run in progress) the page says
+``partial: true`` with the ``covered_ms`` range, and ``next_start_ms`` (``truncated`` false) is where the covered
+transcript ends: the same call later continues there."""
 
 from __future__ import annotations
 
@@ -112,9 +114,17 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     out["returned"] = len(items)
     out["truncated"] = next_start is not None
     out["next_start_ms"] = next_start
-    if next_start is not None:
+    later = None
+    if snap.partial:  # a run in progress: the transcript so far; where it goes on, once it has (issue #19)
+        mark = snapshot.partial_fields(snap)
+        out.update(partial=True, covered_ms=mark["covered_ms"], partial_note=mark["partial_note"])
+        goes_on = mark["next_start_ms"]
+        if next_start is None and goes_on is not None and end > mark["covered_ms"][1]:
+            later = out["next_start_ms"] = max(start, goes_on)
+    if next_start is not None or later is not None:
         same = {"end_ms": end_ms, "speaker": speaker, "format": format if format != "json" else None,
                 "max_chars": max_chars if max_chars != TRANSCRIPT_MAX_CHARS else None,
                 "with_t_wall": True if with_t_wall else None}
-        out["continue_with"] = {"id": rid, "start_ms": next_start, **{k: v for k, v in same.items() if v is not None}}
+        out["continue_with"] = {"id": rid, "start_ms": next_start if next_start is not None else later,
+                                **{k: v for k, v in same.items() if v is not None}}
     return out

@@ -123,6 +123,11 @@ def validate(manifest: dict) -> list[str]:
     tr = manifest.get("transcript") or {}
     if not tr.get("available") and tr.get("segments"):
         problems.append("transcript unavailable but has segments")
+    partial = manifest.get("partial")
+    if partial is not None:  # a provisional generation of a run in progress (stages/partial.py)
+        cov = partial.get("covered_ms") if isinstance(partial, dict) else None
+        if not (isinstance(cov, list) and len(cov) == 2 and all(isinstance(x, int) for x in cov) and cov[0] <= cov[1]):
+            problems.append("partial.covered_ms is not a [start, end] pair of milliseconds")
     return problems
 
 
@@ -189,7 +194,8 @@ def run(rid: str, cfg: dict) -> StageResult:
     problems = validate(m)
     if problems:
         raise StageError("manifest invalid: " + "; ".join(problems))
-    data = store.json_bytes(m)
+    # never the size of the generation published now (a reader pairs a manifest with its index part by size)
+    data = search_index.distinct_size(rid, store.json_bytes(m))
     # the search index of this generation (issue #26): the SQL terms table and the MCP server's part,
     # both from the manifest about to be published, written before it
     part, docs = search_index.write_part(rid, m, data)

@@ -80,7 +80,14 @@ def recording_row(rid: str, m: dict) -> dict:
         "diarized": diarized, "speaker_count": len(di.get("speakers") or []) if diarized else 0,
         "has_audio": bool(media.get("has_audio")), "has_video": bool(media.get("has_video")),
         "transcript_available": bool(tr.get("available")), "processed_at": m.get("created_at"),
+        # a partial generation (#19, stages/partial.py): where its transcript ends and goes on (absent when final)
+        **partial_columns(m),
     }
+
+
+def partial_columns(m: dict) -> dict:
+    p = m.get("partial") or None
+    return {"partial_to_ms": int(p["covered_ms"][1]), "partial_next_ms": p.get("next_start_ms")} if p else {}
 
 
 def documents(segments: list[dict], words: list[list], frames: list[dict], names: dict[str, str]) -> list[dict]:
@@ -185,6 +192,20 @@ def choose_part(parts: list[tuple[str, tuple]], manifest_size: int) -> str | Non
     """The part indexing a published manifest of ``manifest_size`` bytes (the newest if two match)."""
     fit = [(st[2], name) for name, st in parts if parse_part_name(name)[1] == manifest_size]
     return max(fit)[1] if fit else None
+
+
+def distinct_size(rid: str, data: bytes) -> bytes:
+    """``data`` (a manifest about to be published), padded with trailing newlines until its size differs from
+    every index part of ``rid`` there is (the published generation's included): a reader pairs the published
+    manifest with its part by size (:func:`choose_part`), so two generations of one recording must never have
+    the same size (the manifest stage and the partial generations of #19 publish many)."""
+    sizes = {parse_part_name(name)[1] for name, _ in list_parts().get(rid, [])}
+    st = store.stamp(store.manifest_key(rid))
+    if st is not None:
+        sizes.add(st[1])
+    while len(data) in sizes:
+        data += b"\n"
+    return data
 
 
 def write_part(rid: str, m: dict, data: bytes) -> tuple[str, list[dict]]:
