@@ -7,6 +7,7 @@ source registration. No Dagster here; Dagster assets are thin wrappers over :fun
 from __future__ import annotations
 
 import queue
+import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -18,6 +19,7 @@ from . import settings as S
 from . import store
 from .engines import Engines
 from .engines import shared as shared_engines
+from . import stop as stop_flag
 from .errors import InternalError, StageError
 from .stages import chunkstore
 from .stages import keyframes as keyframes_stage
@@ -97,9 +99,15 @@ def _notify(stage: str, rid: str, state: str, info: dict) -> None:
 
 
 def run_stage(stage: str, recording_id: str, overrides: dict | None = None,
-              engines: Engines | None = None) -> StageResult:
+              engines: Engines | None = None, stop: "threading.Event | None" = None) -> StageResult:
     """Run one stage for one recording; persist ``overrides`` first; record success or failure.
-    ``engines``: the loaded models (default: this process's, :func:`engines.shared`)."""
+    ``engines``: the loaded models (default: this process's, :func:`engines.shared`). ``stop``: set when the
+    run is to stop; the stage then ends at its next checkpoint with :class:`stop.Interrupted`."""
+    with stop_flag.bound(stop):
+        return _run_stage(stage, recording_id, overrides, engines)
+
+
+def _run_stage(stage: str, recording_id: str, overrides: dict | None, engines: Engines | None) -> StageResult:
     store.check_id(recording_id)
     _notify(stage, recording_id, "started", {})
     if overrides:
@@ -110,6 +118,7 @@ def run_stage(stage: str, recording_id: str, overrides: dict | None = None,
     try:
         with store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S):
             extra = (engines or shared_engines(),) if stage in ENGINE_STAGES else ()
+            stop_flag.checkpoint()  # stopped while it waited for the lock
             result = RUNNERS[stage](recording_id, cfg, *extra)
     except store.PartitionBusy as e:
         _notify(stage, recording_id, "failed", {"reason": str(e)})
@@ -187,6 +196,7 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
     failed: dict[str, str] = {}  # stage -> the failed stage it traces back to
     pending = list(selected)
     workers = workers or stage_workers()
+    stop = threading.Event()  # set when the caller stops listening: the stage threads end at a checkpoint
     # the run holds the recording's writer lock throughout; its stage threads re-enter it
     events: queue.SimpleQueue = queue.SimpleQueue()
 
@@ -201,36 +211,39 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stage") as pool, \
             _sharing(recording_id, selected, workers):
         running: dict = {}
-        while pending or running:
-            for stage in list(pending):
-                bad = next((d for d in deps[stage] if d in failed), None)
-                if bad is not None:
-                    pending.remove(stage)
-                    failed[stage] = failed[bad]
-                    yield stage, Skipped(stage, failed[bad])
-                elif all(d in done for d in deps[stage]) and len(running) < workers:
-                    pending.remove(stage)
-                    running[pool.submit(run_stage, stage, recording_id, None, engines)] = stage
-                    yield stage, STARTED
-            if not running:
-                continue
-            finished, _ = wait(list(running), return_when=FIRST_COMPLETED, timeout=1.0)
-            while not events.empty():
-                event = events.get()
-                if event[0] == "segments" and "manifest" in selected and "segments" not in done:
-                    previews = previews or _previews(recording_id, selected, done)
-                    previews.chunk_done()  # a partial generation of the transcript so far, when one is due
-                yield event
-            for fut in sorted(finished, key=lambda f: S.STAGES.index(running[f])):
-                stage = running.pop(fut)
-                try:
-                    result = fut.result()
-                except StageError as e:
-                    failed[stage] = stage
-                    yield stage, e
+        try:
+            while pending or running:
+                for stage in list(pending):
+                    bad = next((d for d in deps[stage] if d in failed), None)
+                    if bad is not None:
+                        pending.remove(stage)
+                        failed[stage] = failed[bad]
+                        yield stage, Skipped(stage, failed[bad])
+                    elif all(d in done for d in deps[stage]) and len(running) < workers:
+                        pending.remove(stage)
+                        running[pool.submit(run_stage, stage, recording_id, None, engines, stop)] = stage
+                        yield stage, STARTED
+                if not running:
                     continue
-                done.add(stage)
-                yield stage, result
+                finished, _ = wait(list(running), return_when=FIRST_COMPLETED, timeout=1.0)
+                while not events.empty():
+                    event = events.get()
+                    if event[0] == "segments" and "manifest" in selected and "segments" not in done:
+                        previews = previews or _previews(recording_id, selected, done)
+                        previews.chunk_done()  # a partial generation of the transcript so far, when one is due
+                    yield event
+                for fut in sorted(finished, key=lambda f: S.STAGES.index(running[f])):
+                    stage = running.pop(fut)
+                    try:
+                        result = fut.result()
+                    except StageError as e:
+                        failed[stage] = stage
+                        yield stage, e
+                        continue
+                    done.add(stage)
+                    yield stage, result
+        finally:  # normal end, an error or interrupt in the caller (Ctrl-C, SIGTERM), the generator closed
+            stop.set()  # before the pool's exit waits for its threads: they end at their next checkpoint
 
 
 def _previews(recording_id: str, selected: list[str], done: set[str]) -> partial_stage.Publisher:

@@ -35,6 +35,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import stop
 from . import transcribe as T
 
 CHUNK_FORMAT = "1"  # the stored result's layout and the planning rule: part of every key
@@ -181,6 +182,7 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
     report = {"total": len(rows), "reused": 0, "decoded": 0, "corrupt": 0, "unstored": 0, "failed": []}
     chain_ok = True  # False after a failed chunk: what follows lacks its context, so it is not stored
     for row, (a, b) in zip(rows, bounds):
+        stop.checkpoint()  # a stopped run ends here: the chunks before this one are stored
         res, state = None, "decoded"
         blob = load(row["key"])
         if blob is not None:
@@ -195,6 +197,8 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
                     save(row["key"], encode(res))
                 else:
                     report["unstored"] += 1
+            except stop.Interrupted:
+                raise
             except Exception as e:  # noqa: BLE001 - one chunk's failure is recorded; the others go on
                 chain_ok = False
                 res, state = None, "failed"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from .. import stop
 from ..errors import BadMediaError
 from ..mediaio import open_input
 from ..store import frame_file_name
@@ -77,6 +78,7 @@ class Keeper:
 
     def offer(self, frame, t: float, thumb, *, adjacent: bool) -> None:
         """``adjacent``: ``prev_thumb`` is the frame right before this one (scores a cut exactly)."""
+        stop.checkpoint()
         score = None
         if self.prev_thumb is not None and adjacent:
             change = changed_fraction(self.prev_thumb, thumb)

@@ -14,7 +14,7 @@ import json
 import os
 import threading
 
-from .. import config, store
+from .. import config, stop, store
 from . import ocr_cache
 from .runner import StageResult, digest
 
@@ -280,6 +280,7 @@ def read_frames(engine, frames: list[dict]) -> list[dict]:
     out: list[dict] = []
     prev_boxes: list[dict] | None = None
     for f in frames:
+        stop.checkpoint()
         if f.get("bands") is not None and prev_boxes is not None:
             boxes, read = changed_boxes(engine, f["path"], f["bands"], prev_boxes), "bands"
         else:

@@ -12,7 +12,7 @@ import json
 
 from typing import Callable
 
-from .. import store
+from .. import stop, store
 from . import chunks as C
 
 
@@ -47,6 +47,7 @@ def read_frames(frames: list[dict], *, fingerprint: dict, read_full: Callable, r
     prev_boxes: list[dict] | None = None
     base = fingerprint
     for f in frames:
+        stop.checkpoint()  # a stopped run ends here: the frames read so far are stored
         band_read = f.get("bands") is not None and prev_boxes is not None
         extra = dict(base, bands=f["bands"], previous=prev_boxes) if band_read else base
         key = _pixels_key(f["path"], extra)

@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import config, store
+from .. import config, stop, store
 from . import audio as audio_stage
 from . import word_timing
 from .runner import CheckResult, wav_path
@@ -235,6 +235,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
 
             candidates, tokens = [], []
             for s in seg_iter:
+                stop.checkpoint()  # between Whisper windows (a chunk is lost whole when stopped, never half stored)
                 aligner.seen(s)
                 tokens.extend(int(t) for t in s.tokens)  # what Whisper conditions on next, kept or dropped
                 if regions is not None and not _has_speech(regions, s.start, s.end):

@@ -309,3 +309,41 @@ def test_on_a_terminal_the_share_of_audio_transcribed_is_shown(tmp_path):
     lines = re.findall(r'Stage "segments": (\d+) % of the audio \((\d+) of (\d+) chunks\)', logged.stderr)
     assert [int(d) for _, d, _ in lines] == list(range(1, total + 1)), logged.stderr[-3000:]
     assert int(lines[-1][0]) == 100
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_run_ends_at_the_next_window_and_a_rerun_resumes(tt_home, tmp_path, monkeypatch, sig):
+    """SIGTERM (a service manager, `docker stop`) or Ctrl-C (SIGINT) while Whisper runs: the run stops at the next
+    Whisper window instead of transcribing the rest of the recording first; it says why, records the reason,
+    keeps the finished chunks, and a re-run decodes only the rest."""
+    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
+    src = unique_copy(TWO_VOICES_PATH, tmp_path / "stopped.m4a", f"chunks-stop-{int(sig)}")
+    rid = service.recording_id_for(src)
+    env = dict(os.environ, TALKTHROUGH_CHUNK_S="4", TALKTHROUGH_STAGE_WORKERS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "talkthrough_assets.cli", "process", str(src), "--json"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:  # stop once the first chunk is stored
+            rows = store.read_rows("chunks", rid) if store.has_partition("chunks", rid) else []
+            if rows and any(_path(r["key"]).exists() for r in rows):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run finished before it could be stopped"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0, (out, err)
+    result = json.loads(out)[0]
+    assert result["status"] == "failed" and "interrupted" in result["reason"], result
+    assert "Traceback" not in err, err[-2000:]
+    rows = _plan(rid)
+    stored = sum(_path(r["key"]).exists() for r in rows)
+    assert 1 <= stored < len(rows), (stored, len(rows))  # stopped long before the last chunk
+    runs = {r["stage"]: r for r in store.read_rows("stage_runs", rid, part=None)}
+    assert runs["segments"]["status"] == "failed" and "interrupted" in runs["segments"]["reason"]
+    monkeypatch.setenv("TALKTHROUGH_CHUNK_S", "4")
+    md = _segments_md(rid)  # the re-run: the stopped run's chunks are kept and reused
+    assert md["chunks_reused"] == stored and md["chunks_decoded"] == len(rows) - stored, md
