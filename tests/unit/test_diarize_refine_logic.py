@@ -99,3 +99,40 @@ class TestOverlap:
         out, added = R.add_overlap(turns, counts, max_gap_ms=2000)
         assert (out, added) == (turns, 0)
         assert R.add_overlap([T(0, 1000, "S1")], counts) == ([T(0, 1000, "S1")], 0)
+
+
+class TestReassign:
+    def test_a_window_whose_voice_is_another_labels_moves_to_that_label(self):
+        # S1 talks 0-12 s, S2 12-24 s; the clustering gave S1 the stretch 4.5-7.5 s, where S2's voice is heard
+        turns = [T(0, 12000, "S1"), T(12000, 24000, "S2")]
+        wins = R.windows_of(turns, 24000)
+        starts = np.array([s for s, _ in wins])
+        s2_voice = (starts >= 12000) | ((starts >= 4500) & (starts + R.WINDOW_MS <= 7500))
+        vec = np.where(s2_voice[:, None], _voice(2, len(wins)), _voice(1, len(wins)))
+        out, moved = R.reassign_windows(turns, wins, vec, 24000)
+        assert moved == int(((starts >= 4500) & (starts + R.WINDOW_MS <= 7500)).sum()) == 3
+        # the middle half of each moved window goes to S2; S1 keeps its own voice before and after
+        assert out == [T(0, 4870, "S1"), T(4870, 7120, "S2"), T(7120, 12000, "S1"), T(12000, 24000, "S2")]
+
+    def test_labels_of_consistent_voices_are_left_alone(self):
+        turns = [T(0, 12000, "S1"), T(12000, 24000, "S2")]
+        wins = R.windows_of(turns, 24000)
+        starts = np.array([s for s, _ in wins])
+        vec = np.where((starts >= 12000)[:, None], _voice(2, len(wins)), _voice(1, len(wins)))
+        assert R.reassign_windows(turns, wins, vec, 24000) == (turns, 0)
+
+    def test_one_label_or_a_labels_only_window_is_not_moved(self):
+        assert R.reassign_windows([T(0, 6000, "S1")], R.windows_of([T(0, 6000, "S1")], 6000),
+                                  _voice(1, 7), 6000) == ([T(0, 6000, "S1")], 0)
+        turns = [T(0, 1500, "S1"), T(1500, 9000, "S2")]
+        wins = R.windows_of(turns, 9000)
+        assert [lab for _, lab in wins].count("S1") == 1
+        vec = _voice(2, len(wins))  # S1's single window sounds like S2: no other S1 window to compare with
+        assert R.reassign_windows(turns, wins, vec, 9000) == (turns, 0)
+
+
+class TestSegmentationCounts:
+    def test_expected_count_of_powerset_probabilities(self):
+        probs = np.array([[1, 0, 0, 0, 0, 0, 0], [0, 0.5, 0.5, 0, 0, 0, 0], [0, 0, 0, 0, 0.5, 0.5, 0],
+                          [0.2, 0.4, 0, 0, 0.4, 0, 0]], dtype=float)
+        assert np.allclose(R.expected_count(probs), [0.0, 1.0, 2.0, 1.2])
