@@ -9,14 +9,24 @@ Configs: ``bare``; ``unrefined`` (the segments stage without its word-timing ste
 segments stage as it runs: :mod:`talkthrough_assets.stages.word_timing` applied).
 
 References (bench/eval/word_times.json, with their sources):
+  * the TIMIT corpus sample of NLTK (160 sentences, 16 speakers, hand-labelled ``.wrd`` word boundaries;
+    CC BY-NC-SA), read from kenderdukristel/Projekt-DAlgo at a pinned commit (``TIMIT MIT/``) into the eval
+    cache (``$TALKTHROUGH_EVAL_CACHE`` or ``~/.cache/talkthrough-eval``, folder ``word_times/``), from
+    local bare git mirrors with ``--git-root`` or from raw.githubusercontent.com, each file checked against
+    its sha256 and git blob id; written by bench/eval/build_word_times.py;
   * ``deepspeech_LDC93S1.wav``: LDC's free TIMIT sample, i.e. TIMIT TRAIN/DR1/FCJF0/SA1 (same 46 797
-    samples); word boundaries from TIMIT's hand-labelled ``SA1.WRD``.
+    samples); word boundaries from TIMIT's hand-labelled ``SA1.WRD``;
   * ``leopard_test_librispeech-1272-128104-0000.wav``: LibriSpeech dev-clean 1272-128104-0000; word
     boundaries from the Montreal Forced Aligner alignments of LibriSpeech (CorentinJ/librispeech-alignments).
 
+Each clip has a ``split``: the constants of stages/word_timing.py are chosen on ``tune`` (TIMIT dialect
+regions 1, 3, 5, 7 and the two clips above); ``heldout`` (regions 2, 4, 6, 8: other speakers) is the
+figure to report.
+
 A hypothesis word is matched to a reference word by a word-level alignment of the normalised texts; only
-exact matches are scored. Prints per-clip and pooled median / p90 / max absolute start error (ms) and the
-mean signed error (positive = late). Target (#23): p90 < 100 ms.
+exact matches are scored. Prints per-split median / p90 / max absolute start error (ms) and the mean
+signed error (positive = late). Target (#23): p90 < 100 ms on the held-out half. ``--dump FILE`` keeps the
+decoded words (bare and unrefined) per clip, to try refinements without decoding again.
 """
 
 from __future__ import annotations
@@ -70,9 +80,15 @@ def hyp_words(words: list[tuple[float, str]]) -> tuple[list[str], list[float]]:
 
 
 def errors_ms(ref: list[dict], words: list[tuple[float, str]]) -> list[float]:
-    rtoks = [norm(r["word"])[0] for r in ref]
+    """Signed start errors (ms) of the hypothesis words that match a reference word; a reference word that
+    normalises to several tokens ("rag-bag") is scored on its first."""
+    rtoks, rstart = [], []
+    for r in ref:
+        for k, tok in enumerate(norm(r["word"])):
+            rtoks.append(tok)
+            rstart.append(r["start_s"] if k == 0 else None)
     htoks, hstarts = hyp_words(words)
-    return [1000 * (hstarts[j] - ref[i]["start_s"]) for i, j in align(rtoks, htoks)]
+    return [1000 * (hstarts[j] - rstart[i]) for i, j in align(rtoks, htoks) if rstart[i] is not None]
 
 
 def stats(errs: list[float]) -> dict:
@@ -85,49 +101,98 @@ def stats(errs: list[float]) -> dict:
             "max_ms": round(float(a.max())), "mean_signed_ms": round(float(np.mean(errs)))}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json")
-    ap.add_argument("--model", help="whisper model (default: the pipeline's)")
-    args = ap.parse_args()
+def clip_audio(clip: dict, cache: Path, git_root: Path | None) -> Path:
+    """The clip's audio file: under ../shared/eval/media (``file``), or fetched into ``cache`` (``sources``)."""
+    if "file" in clip:
+        return SHARED / clip["file"]
+    import fetch_eval
+
+    (src,) = clip["sources"]
+    path = cache / "word_times" / f"{clip['id']}.wav"
+    if not (path.is_file() and fetch_eval.sha256(path.read_bytes()) == src["sha256"]):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(fetch_eval.read_source(src, git_root))
+    return path
+
+
+def load_refs(split: str = "all") -> list[dict]:
+    clips = json.loads((ROOT / "bench" / "eval" / "word_times.json").read_text())["clips"]
+    return [c for c in clips if split == "all" or c["split"] == split]
+
+
+def decode_all(refs: list[dict], model: str | None, cache: Path, git_root: Path | None) -> dict:
+    """Per clip: the bare faster-whisper words and the segments stage's words before refinement."""
     from faster_whisper import WhisperModel
 
     from talkthrough_assets import models
     from talkthrough_assets.stages import transcribe as T
 
-    refs = json.loads((ROOT / "bench" / "eval" / "word_times.json").read_text())["clips"]
-    ref_model, label = models.resolve_whisper(args.model)
+    ref_model, label = models.resolve_whisper(model)
     bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads())
+    out = {"model": label, "clips": {}}
+    for n, clip in enumerate(refs, 1):
+        samples = _decode(clip_audio(clip, cache, git_root))
+        segs, _ = bare.transcribe(samples, word_timestamps=True)
+        res = T.transcribe(samples, model_ref=ref_model, model_label=label, refine_words=False)
+        out["clips"][clip["id"]] = {
+            "bare": [(w.start, w.word) for s in segs for w in (s.words or [])],
+            "unrefined": [{k: w[k] for k in ("seq", "t0_ms", "t1_ms", "word")} for w in res["words"]]}
+        print(f"  decoded {n}/{len(refs)} {clip['id']}", file=sys.stderr)
+    return out
+
+
+def score(refs: list[dict], dec: dict, cache: Path, git_root: Path | None, refine=None) -> dict:
+    """{split: {config: [signed errors]}} for bare, unrefined and pipeline (``refine``, default
+    word_timing.refine)."""
     from talkthrough_assets.stages import word_timing
 
-    pooled: dict[str, list[float]] = {"bare": [], "unrefined": [], "pipeline": []}
-    out = {"model": label, "clips": []}
-    print(f"model {label}")
-    print(f"{'clip':46} {'config':9} {'n':>3} {'median':>7} {'p90':>6} {'max':>6} {'signed':>7}")
+    refine = refine or word_timing.refine
+    errs: dict = {}
     for clip in refs:
-        samples = _decode(SHARED / clip["file"])
-        segs, _ = bare.transcribe(samples, word_timestamps=True)
-        got = {"bare": [(w.start, w.word) for s in segs for w in (s.words or [])]}
-        res = T.transcribe(samples, model_ref=ref_model, model_label=label, refine_words=False)
-        got["unrefined"] = [(w["t0_ms"] / 1000, w["word"]) for w in res["words"]]
-        got["pipeline"] = [(w["t0_ms"] / 1000, w["word"]) for w in word_timing.refine(samples, res["words"], label)]
-        row = {"clip": clip["file"], "reference": clip["reference"]}
-        for c, words in got.items():
-            e = errors_ms(clip["words"], words)
-            pooled[c] += e
-            row[c] = stats(e)
-            s = row[c]
-            print(f"{clip['file'][:46]:46} {c:9} {s['n']:>3} {s.get('median_ms', '-'):>7} {s.get('p90_ms', '-'):>6} "
-                  f"{s.get('max_ms', '-'):>6} {s.get('mean_signed_ms', '-'):>7}")
-        out["clips"].append(row)
-    print("\n== pooled (absolute start error, ms)")
-    for c, e in pooled.items():
-        s = stats(e)
-        out[c] = s
-        print(f"  {c:9} n={s['n']} median {s['median_ms']} p90 {s['p90_ms']} max {s['max_ms']} "
-              f"signed mean {s['mean_signed_ms']}")
-    b, p = out["bare"]["p90_ms"], out["pipeline"]["p90_ms"]
-    print(f"  ratio pipeline/bare p90: {p / b:.2f}" if b else "")
+        d = dec["clips"][clip["id"]]
+        samples = _decode(clip_audio(clip, cache, git_root))
+        got = {"bare": [tuple(x) for x in d["bare"]],
+               "unrefined": [(w["t0_ms"] / 1000, w["word"]) for w in d["unrefined"]],
+               "pipeline": [(w["t0_ms"] / 1000, w["word"]) for w in refine(samples, d["unrefined"], dec["model"])]}
+        for split in (clip["split"], "all"):
+            for c, words in got.items():
+                errs.setdefault(split, {}).setdefault(c, []).extend(errors_ms(clip["words"], words))
+    return errs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--model", help="whisper model (default: the pipeline's)")
+    ap.add_argument("--split", default="all", choices=("all", "tune", "heldout"))
+    ap.add_argument("--cache", type=Path, default=None, help="eval cache (default $TALKTHROUGH_EVAL_CACHE or "
+                                                              "~/.cache/talkthrough-eval)")
+    ap.add_argument("--git-root", type=Path, default=None, help="folder of bare git mirrors (owner+name/repo)")
+    ap.add_argument("--dump", type=Path, help="keep the decoded words here (JSON)")
+    ap.add_argument("--from-dump", type=Path, help="score words decoded before (--dump) instead of decoding")
+    args = ap.parse_args()
+    import fetch_eval
+
+    cache = args.cache or fetch_eval.default_cache()
+    refs = load_refs(args.split)
+    if args.from_dump:
+        dec = json.loads(args.from_dump.read_text())
+    else:
+        dec = decode_all(refs, args.model, cache, args.git_root)
+        if args.dump:
+            args.dump.write_text(json.dumps(dec))
+    errs = score(refs, dec, cache, args.git_root)
+    out = {"model": dec["model"], "clips": len(refs), "speakers": len({c.get("speaker", c["id"]) for c in refs})}
+    print(f"model {dec['model']}: {len(refs)} clips (absolute start error, ms; signed mean: + = late)")
+    print(f"{'split':8} {'config':9} {'n':>5} {'median':>7} {'p90':>6} {'max':>6} {'signed':>7}")
+    for split, by in errs.items():
+        for c, e in by.items():
+            s = stats(e)
+            out.setdefault(split, {})[c] = s
+            print(f"{split:8} {c:9} {s['n']:>5} {s['median_ms']:>7} {s['p90_ms']:>6} {s['max_ms']:>6} "
+                  f"{s['mean_signed_ms']:>7}")
+        b, p = out[split]["bare"]["p90_ms"], out[split]["pipeline"]["p90_ms"]
+        print(f"{split:8} ratio pipeline/bare p90: {p / b:.2f}" if b else "")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
     return 0

@@ -22,7 +22,7 @@ from . import audio as audio_stage
 from . import word_timing
 from .runner import CheckResult, wav_path
 
-CODE_VERSION = "7"
+CODE_VERSION = "8"
 SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the config hash (and chunk keys) cover
 # Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults, same model, same run
 # (eval clips, the 10-min screencast and the 30-min meeting of bench/make_long_media.py):
@@ -90,7 +90,9 @@ class Whisper:
 
                 while len(self._models) >= self.max_models:
                     self._models.popitem(last=False)
-                self._models[key] = WhisperModel(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3])
+                # better alignment heads where measured (word_timing.ALIGNMENT_HEADS; decoding is unchanged)
+                self._models[key] = WhisperModel(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
+                                                 files=word_timing.model_files(model_ref))
             return self._models[key]
 
     def warm(self, model_ref: str, threads: int | None = None) -> None:

@@ -116,7 +116,7 @@ def test_word_starts_are_near_timits_hand_labels():
     """TIMIT's hand-labelled word boundaries of LDC's free sample (bench/eval/word_times.json): the first
     word no longer starts in the silence before it (Whisper put it at 0.0 s, 191 ms early), and the median
     start error stays well under Whisper's own (106 ms on this clip); bench/bench_word_timing.py has the
-    figures."""
+    figures on NLTK's TIMIT sample (16 speakers)."""
     sys.path.insert(0, str(ROOT / "bench"))
     import bench_word_timing as bwt
 
@@ -129,6 +129,29 @@ def test_word_starts_are_near_timits_hand_labels():
     assert abs(errs[0]) <= 60, errs  # "she": 0.191 s in TIMIT
     s = bwt.stats(errs)
     assert s["median_ms"] <= 80 and s["max_ms"] <= 200, s
+
+
+def test_the_better_alignment_heads_change_word_times_but_no_word():
+    """tiny.en is loaded with two of its cross-attention heads for the word alignment
+    (word_timing.ALIGNMENT_HEADS): the decoded text is the same as with the model folder as it is, only
+    the aligned word times differ."""
+    from faster_whisper import WhisperModel
+
+    from talkthrough_assets.stages import word_timing
+
+    ref, _ = models.resolve_whisper()
+    files = word_timing.model_files(ref)
+    assert files is not None, "the bundled tiny.en has openai's default heads: they are replaced"
+    plain = WhisperModel(ref, device="cpu", compute_type="int8", cpu_threads=1)
+    better = WhisperModel(ref, device="cpu", compute_type="int8", cpu_threads=1, files=files)
+    moved = 0
+    for name in ("deepspeech_LDC93S1.wav", "whisper_jfk.flac"):
+        samples = bench_asr._decode(MEDIA / "asr" / name)
+        a = [w for s in plain.transcribe(samples, word_timestamps=True)[0] for w in s.words]
+        b = [w for s in better.transcribe(samples, word_timestamps=True)[0] for w in s.words]
+        assert [w.word for w in a] == [w.word for w in b]
+        moved += sum(abs(x.start - y.start) >= 0.02 for x, y in zip(a, b))
+    assert moved >= 5, moved
 
 
 @pytest.mark.parametrize("cut", [0.6, 0.8])

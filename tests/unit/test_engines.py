@@ -36,7 +36,7 @@ def test_whisper_loads_each_model_once_and_a_warmup_load_is_waited_for_not_repea
     gate = threading.Event()
 
     class FakeModel:
-        def __init__(self, ref, device, compute_type, cpu_threads):
+        def __init__(self, ref, device, compute_type, cpu_threads, files=None):
             loads.append((ref, device, compute_type, cpu_threads))
             gate.wait(5)
 

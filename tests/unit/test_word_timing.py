@@ -1,5 +1,7 @@
 """Word timing refinement (stages.word_timing) on synthetic audio whose onsets are known exactly."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -35,17 +37,58 @@ def test_a_word_after_a_pause_that_starts_late_moves_back_but_not_into_the_previ
     assert out[1]["t0_ms"] >= out[0]["t1_ms"]
 
 
-def test_touching_words_move_by_the_models_measured_lag_and_stay_ordered():
+def test_touching_words_move_by_the_models_measured_offset_and_stay_ordered():
     x = _audio([(0.2, 1.6)])
     words = [{"seq": 0, "idx": i, "t0_ms": 200 + 300 * i, "t1_ms": 500 + 300 * i, "word": f" w{i}"}
              for i in range(4)]
-    out = WT.refine(x, words, "tiny.en")
-    lag = WT.LAG_MS["tiny.en"]
-    assert [w["t0_ms"] for w in out[1:]] == [500 - lag, 800 - lag, 1100 - lag]
-    assert [w["t1_ms"] for w in out[:3]] == [500 - lag, 800 - lag, 1100 - lag]
-    assert all(b["t0_ms"] - a["t0_ms"] >= WT.MIN_WORD_MS for a, b in zip(out, out[1:]))
-    same = WT.refine(x, words, "some-unmeasured-model")  # lag 0: only the first word (after silence) moves
+    for label, lag in (("late-model", 80), ("early-model", -70)):  # + = late: moved earlier; - = moved later
+        WT.LAG_MS[label] = lag
+        try:
+            out = WT.refine(x, words, label)
+        finally:
+            del WT.LAG_MS[label]
+        assert [w["t0_ms"] for w in out[1:]] == [500 - lag, 800 - lag, 1100 - lag]
+        assert [w["t1_ms"] for w in out[:3]] == [500 - lag, 800 - lag, 1100 - lag]
+        assert all(b["t0_ms"] - a["t0_ms"] >= WT.MIN_WORD_MS for a, b in zip(out, out[1:]))
+        assert all(w["t1_ms"] - w["t0_ms"] >= WT.MIN_WORD_MS for w in out)
+    same = WT.refine(x, words, "some-unmeasured-model")  # offset 0: only the first word (after silence) moves
     assert same[1:] == words[1:] and abs(same[0]["t0_ms"] - 200) <= 30
+
+
+def test_a_word_moved_later_keeps_its_minimum_length():
+    x = _audio([(0.2, 1.0)])
+    words = [{"seq": 0, "idx": 0, "t0_ms": 200, "t1_ms": 500, "word": " one"},
+             {"seq": 0, "idx": 1, "t0_ms": 500, "t1_ms": 600, "word": " two"}]
+    WT.LAG_MS["early-model"] = -300
+    try:
+        out = WT.refine(x, words, "early-model")
+    finally:
+        del WT.LAG_MS["early-model"]
+    assert out[1]["t0_ms"] == 600 - WT.MIN_WORD_MS and out[1]["t1_ms"] == 600
+    assert out[0]["t1_ms"] == out[1]["t0_ms"]
+
+
+def _model_folder(tmp_path, heads):
+    (tmp_path / "config.json").write_text(json.dumps({"alignment_heads": heads, "suppress_ids": [1, 2]}))
+    (tmp_path / "model.bin").write_bytes(b"weights")
+    (tmp_path / "vocabulary.txt").write_text("a\nb\n")
+    return tmp_path
+
+
+def test_a_model_with_measured_heads_is_loaded_with_the_better_ones(tmp_path):
+    entry = WT.ALIGNMENT_HEADS["tiny.en"]
+    files = WT.model_files(str(_model_folder(tmp_path, entry["default"])))
+    assert sorted(files) == ["config.json", "model.bin", "vocabulary.txt"]
+    cfg = json.loads(files["config.json"])
+    assert cfg["alignment_heads"] == entry["heads"] and cfg["suppress_ids"] == [1, 2]
+    assert files["model.bin"] == b"weights"
+    assert json.loads((tmp_path / "config.json").read_text())["alignment_heads"] == entry["default"]  # untouched
+
+
+def test_other_models_load_as_they_are(tmp_path):
+    assert WT.model_files(str(_model_folder(tmp_path, [[0, 1], [1, 1]]))) is None
+    assert WT.model_files(str(tmp_path / "missing")) is None
+    assert WT.model_files("tiny.en") is None  # a name, not a folder
 
 
 def test_the_input_is_not_modified_and_empty_input_is_fine():
