@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import re
 import sys
 import time
@@ -163,10 +164,14 @@ def clips(only: str | None, long: bool) -> list[dict]:
     return out
 
 
+CPU: dict[str, float] = {}  # config -> CPU seconds (this process, every thread) of its last run
+
+
 def run_bare(model, samples) -> tuple[list[tuple[float, str]], float]:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     segs, _ = model.transcribe(samples)
     res = [(s.start, s.text) for s in segs]
+    CPU["bare"] = time.process_time() - c
     return res, time.perf_counter() - t
 
 
@@ -177,8 +182,9 @@ def run_pipeline(samples, ref_model: str, label: str, config: str = "pipeline",
                  **kw) -> tuple[list[tuple[float, str]], float]:
     from talkthrough_assets.stages import transcribe as T
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     out = T.transcribe(samples, model_ref=ref_model, model_label=label, **kw)
+    CPU[config] = time.process_time() - c
     DROPPED[config] = json.loads(out["meta"]["dropped"])
     return [(s["t0_ms"] / 1000, s["text"]) for s in out["segments"]], time.perf_counter() - t
 
@@ -225,6 +231,8 @@ def main() -> int:
     configs = args.configs.split(",")
     bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads()) \
         if "bare" in configs else None
+    if set(configs) - {"bare"}:  # loaded before timing, as bare's is (the language check's model is not)
+        T.default_whisper().model(ref_model)
     kw = {"pipeline": {}, "greedy": {"beam_size": 1}}
     rows = []
     cl = clips(args.only, args.long)
@@ -236,7 +244,7 @@ def main() -> int:
         for c in configs:
             segs, secs = (run_bare(bare, samples) if c == "bare"
                           else run_pipeline(samples, ref_model, label, config=c, **kw[c]))
-            row[c] = {**score(clip, segs), "s": round(secs, 2)}
+            row[c] = {**score(clip, segs), "s": round(secs, 2), "cpu": round(CPU[c], 2)}
             if c != "bare":
                 row[c]["dropped"] = DROPPED[c]
         rows.append(row)
@@ -258,8 +266,9 @@ def main() -> int:
         n = sum(r["ref_words"] for r in scored)
         inv = sum(r[c]["invented"] for r in rows)
         secs = sum(r[c]["s"] for r in rows)
+        cpu = sum(r[c]["cpu"] for r in rows)
         print(f"{c:10} WER {100 * err / max(n, 1):5.2f}% ({err}/{n} words, {len(scored)} clips)  "
-              f"invented over non-English {inv:4d}  {secs:7.1f} s")
+              f"invented over non-English {inv:4d}  {secs:7.1f} s  {cpu:7.1f} s CPU")
     if "bare" in configs:
         for c in configs:
             if c == "bare":
@@ -268,9 +277,11 @@ def main() -> int:
             empty = [r["clip"] for r in rows if r["kind"] != "non_english" and r["clip"] != MULTI
                      and r[c]["words"] == 0 and r["bare"]["words"] > 0]
             ratio = sum(r[c]["s"] for r in rows) / max(sum(r["bare"]["s"] for r in rows), 1e-9)
+            cpu_ratio = sum(r[c]["cpu"] for r in rows) / max(sum(r["bare"]["cpu"] for r in rows), 1e-9)
             lost = sum(len(r[c].get("dropped", [])) for r in rows if r["kind"] != "non_english" and r["clip"] != MULTI)
             print(f"{c} vs bare: worse on {len(worse)} clip(s) {worse}; empty where bare has text: {empty}; "
-                  f"segments dropped on English clips: {lost}; time ratio {ratio:.2f}x")
+                  f"segments dropped on English clips: {lost}; time ratio {ratio:.2f}x, CPU {cpu_ratio:.2f}x "
+                  f"(load average {os.getloadavg()[0]:.1f})")
 
     if args.repeat:
         targets = [c for c in cl if c["kind"] == "non_english" or c["name"] == MULTI]

@@ -80,9 +80,12 @@ def frame_db(samples: np.ndarray) -> np.ndarray:
     hop, win = SR * HOP_MS // 1000, SR * WIN_MS // 1000
     x = np.asarray(samples, dtype=np.float32)
     n = max(1, int(np.ceil(len(x) / hop)))
-    pad = np.pad(x, (win // 2, win + hop))
-    idx = np.arange(n)[:, None] * hop + np.arange(win)[None, :]
-    db = 10 * np.log10(np.mean(pad[idx] ** 2, axis=1) + 1e-10)
+    pad = np.pad(x, (win // 2, win + hop)).astype(np.float64)
+    # window sums of squares from one running sum (a frame-by-window copy of a 30-min recording was 290 MB
+    # and 0.7 s CPU per 5 min of audio)
+    energy = np.concatenate(([0.0], np.cumsum(pad * pad)))
+    start = np.arange(n) * hop
+    db = 10 * np.log10(np.maximum(energy[start + win] - energy[start], 0.0) / win + 1e-10)
     return np.convolve(np.pad(db, 1, mode="edge"), np.ones(3) / 3, mode="valid")  # 3-frame smoothing
 
 

@@ -35,3 +35,26 @@ def test_compression_ratio_is_the_segments_own_text():
     assert T.compression_ratio("Okay.") < 1.0
     assert T.compression_ratio("the rest of " * 20) > T.MAX_COMPRESSION_RATIO
     assert T.compression_ratio("") == 0.0
+
+
+def _words(*probs):
+    return [{"probability": p} for p in probs]
+
+
+def test_doubtful_rule_catches_the_measured_non_english_segments_with_margin():
+    """(window avg_logprob, mean word probability) of segments tiny.en wrote over non-English speech in the
+    eval set (bench/bench_asr.py): the highest avg_logprob ones, and the highest word probability one.
+    Each is still checked when moved 0.1 towards confidence on avg_logprob or to 3x its word probability."""
+    for lp, mp in [(-0.203, 0.19), (-0.466, 0.191), (-0.617, 0.899), (-0.683, 0.826)]:
+        assert T._doubtful(lp, _words(mp))
+        assert T._doubtful(lp, _words(min(0.99, 3 * mp))) or T._doubtful(lp + 0.1, _words(mp))
+    assert T._doubtful(-0.2, _words(0.57)) and T._doubtful(-0.51, _words(0.99))
+
+
+def test_confident_english_is_not_sent_to_the_language_check():
+    """The bench meeting's TTS English (avg_logprob >= -0.25, mean word probability 0.56-0.85) was checked at
+    the earlier cut of 0.85 and never dropped; most of it is no longer checked."""
+    assert not T._doubtful(-0.05, _words(0.78, 0.74))
+    assert not T._doubtful(-0.25, _words(0.83))
+    assert T._doubtful(-0.05, _words(0.5, 0.6))  # low word confidence is still checked
+    assert T._doubtful(-0.3, [])  # no aligned words: checked
