@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-CODE_VERSION = "2"
+CODE_VERSION = "3"
 SR = 16000
 HOP_MS = 10
 WIN_MS = 25
