@@ -146,6 +146,7 @@ def export(rid: str, fmt: str, *, wall_clock: bool = False) -> str:
     snap = snapshot.read(rid)
     if snap is None:
         raise ValueError(f"recording {rid} has no finished run (no manifest): process it first")
+    snapshot.require_finished(snap)
     names = snap.names if any(s.get("speaker") for s in snap.segments) else {}
     return render(fmt, snap.segments, names, snap.wall_clock, wall_clock=wall_clock,
                   title=snap.rec["filename"], recording_id=rid)

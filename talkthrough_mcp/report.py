@@ -58,6 +58,7 @@ def build(rid: str) -> str:
     snap = snapshot.read(store.check_id(rid))
     if snap is None:
         raise ValueError(f"recording {rid} has no finished run (no manifest): process it first")
+    snapshot.require_finished(snap)
     return render(snap, store.get_json(store.manifest_key(rid)) or {}, _thumb)
 
 

@@ -163,3 +163,13 @@ def marking(covered_to_ms: int, next_start_ms: int | None) -> dict:
     return {"partial": True, "covered_ms": [0, int(covered_to_ms)], "next_start_ms": next_start_ms,
             "partial_note": f"still being processed: the transcript so far covers 0-{int(covered_to_ms)} ms; "
                             f"{rest} will follow: call again later (the generation label changes)"}
+
+
+def require_finished(snap: Snapshot) -> Snapshot:
+    """``snap`` when it is a finished generation; ValueError saying what is there when it is partial (a file
+    written from it, an export or a report, would look finished)."""
+    if snap.partial:
+        raise ValueError(f"recording {snap.rid} is still being processed: only a partial transcript "
+                         f"(0-{snap.partial['covered_ms'][1]} ms) is published; wait for the run to finish "
+                         "(MCP tools read the partial one, marked partial)")
+    return snap

@@ -149,6 +149,13 @@ def test_read_tools_mark_a_partial_answer(home, monkeypatch):
     later = transcript.page(snap, start_ms=20_000)  # past the covered range: come back for the same start
     assert later["segments"] == [] and later["next_start_ms"] == 20_000
 
+    # a file written from it would look finished: export and report refuse, saying why
+    from talkthrough_mcp import formats, report
+
+    for make in (lambda: formats.export(RID, "srt"), lambda: report.build(RID)):
+        with pytest.raises(ValueError, match="still being processed: only a partial transcript"):
+            make()
+
     monkeypatch.setenv("TALKTHROUGH_MCP_REFRESH_S", "0")
     reader = Reader(refresh_interval=0.0)
     listed = reader.list_recordings()["recordings"]
@@ -171,3 +178,4 @@ def test_read_tools_mark_a_partial_answer(home, monkeypatch):
     assert "partial" not in page and page["next_start_ms"] is None and page["generation"] != snap.generation
     assert "partial" not in reader.list_recordings()["recordings"][0]
     assert "partial" not in reader.search("gateway")["recordings"][RID]
+    assert "deploy the gateway" in formats.export(RID, "txt")
