@@ -16,6 +16,7 @@ from .cli_output import console_on as _console_on
 from .cli_output import esc as _e
 from .cli_output import print_summary as _print_summary
 from .cli_output import progress_stream as _progress_stream
+from .cli_progress import FileProgress
 from .stagespec import SETTINGS
 
 
@@ -87,10 +88,13 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
                 task = progress.add_task(f"{_e(f.name)}: hashing", total=None)
                 planned: list[str] = []
                 done: list[str] = []
+                board = FileProgress()  # audio transcribed and video scanned, one bar, the later ETA
 
-                def on_stage(stage, rid, state, info, _task=task, _name=f.name, _planned=planned, _done=done):
+                def on_stage(stage, rid, state, info, _task=task, _name=f.name, _planned=planned, _done=done,
+                             _board=board):
                     if state in ("ok", "failed") and stage not in _done:
                         _done.append(stage)
+                        _board.finished(stage)
                     count = f"{len(_done)}/{len(_planned)} stages, " if _planned else ""
                     took = f" in {info['elapsed_s']:.1f} s" if state == "ok" and "elapsed_s" in info else ""
                     # drawn at once (not at the next tick): a fast stage still shows on the terminal
@@ -106,12 +110,12 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
                     if lines:
                         say(f"{_name}: {what}")
 
-                def on_progress(stage, rid, info, _task=task, _name=f.name, _planned=planned, _done=done):
-                    eta = f", ETA {int(info['eta_s']) // 60}:{int(info['eta_s']) % 60:02d}" if info.get("eta_s") else ""
+                def on_progress(stage, rid, info, _task=task, _name=f.name, _planned=planned, _done=done,
+                                _board=board):
+                    _board.report(stage, info)
                     count = f"{len(_done)}/{len(_planned)} stages, " if _planned else ""
-                    progress.update(_task, total=100, completed=round(100 * info["share"]), refresh=live,
-                                    description=f"{_e(_name)}: {count}{stage} {100 * info['share']:.0f}% of "
-                                                f"the audio ({info['text']}){eta}")
+                    progress.update(_task, total=100, completed=_board.percent(), refresh=live,
+                                    description=f"{_e(_name)}: {count}{_e(_board.text())}")
 
                 pipeline.listeners.append(on_stage)
                 if live:  # on a terminal only: with --json or in a pipe nothing changes

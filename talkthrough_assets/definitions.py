@@ -297,9 +297,10 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                 if res is pipeline.STARTED:
                     context.log.info(f'Started stage "{stage}"')
                     continue
-                if isinstance(res, pipeline.Progress):  # one line per chunk of a long stage
+                if isinstance(res, pipeline.Progress):  # one line per chunk / per step of the keyframe scan
                     eta = f", ETA {res['eta_s']:.0f} s" if res.get("eta_s") else ""
-                    context.log.info(f'Stage "{stage}": {100 * res["share"]:.0f} % of the audio ({res["text"]}){eta}')
+                    what = res.get("what") or "the audio"
+                    context.log.info(f'Stage "{stage}": {100 * res["share"]:.0f} % of {what} ({res["text"]}){eta}')
                     continue
                 if isinstance(res, Exception):
                     reason = str(res) if isinstance(res, pipeline.Skipped) else f"{stage}: {res.reason}"

@@ -75,10 +75,13 @@ class Keeper:
         # True while the last offered frame is the one right before the next candidate (a GOP
         # decoded in full up to the next I-frame): then that I-frame is scored as a neighbour.
         self.contiguous = False
+        self.on_time = None  # called with each offered frame's time (the stage's progress: frames scanned)
 
     def offer(self, frame, t: float, thumb, *, adjacent: bool) -> None:
         """``adjacent``: ``prev_thumb`` is the frame right before this one (scores a cut exactly)."""
         stop.checkpoint()
+        if self.on_time is not None:
+            self.on_time(t)
         score = None
         if self.prev_thumb is not None and adjacent:
             change = changed_fraction(self.prev_thumb, thumb)

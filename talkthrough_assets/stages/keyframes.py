@@ -36,6 +36,7 @@ benchmarks compare against, and what ``mode="full"`` forces. Kept frames are rot
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from .. import store
@@ -43,7 +44,7 @@ from ..errors import BadMediaError
 from ..mediaio import open_input
 from .keyframe_scan import Keeper, full_pass, iframe_pass, video_stream
 from .probe import frame_floor_s
-from .runner import CheckResult, StageResult, digest, probe_row
+from .runner import CheckResult, StageResult, digest, probe_row, progress
 
 CODE_VERSION = "3"  # 3: the budget is paced over the whole recording and spent on distinct screens
 MAX_WIDTH = 1568
@@ -51,11 +52,12 @@ MAX_WIDTH = 1568
 
 def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: float, max_frames: int = 120,
             scene_threshold: float = 0.04, max_width: int = MAX_WIDTH, max_seconds: float | None = None,
-            mode: str = "auto") -> dict:
+            mode: str = "auto", on_time=None) -> dict:
     """Write keyframes into ``out_dir``.
 
     Returns {"frames": [...], "floor_s", "cap_hit", "decoded", "path", "gops", "gops_decoded",
-    "max_gop_s", "rotation", "width", "height"}. ``mode``: "auto" (I-frames + refined GOPs) or "full"."""
+    "max_gop_s", "rotation", "width", "height"}. ``mode``: "auto" (I-frames + refined GOPs) or "full".
+    ``on_time(t)``: called with the time of every frame the scan looks at, in time order (progress)."""
     import av
 
     if mode not in ("auto", "full"):
@@ -66,6 +68,7 @@ def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: f
     floor_s = frame_floor_s(span, max_frames)
     keeper = Keeper(out_dir, floor_s=floor_s, threshold=scene_threshold, max_frames=max_frames,
                      max_width=max_width, max_seconds=max_seconds, span_s=span)
+    keeper.on_time = on_time
     stats = {"decoded": 0, "gops": 0, "gops_decoded": 0, "max_gop_s": 0.0}
     try:
         container = open_input(src)
@@ -157,6 +160,39 @@ def _live_generations(rid: str) -> set[str]:
     return live
 
 
+PROGRESS_STEP = 0.05  # a progress report each time the scan moved on by this share of the video ...
+PROGRESS_MIN_S = 0.25  # ... at most this often, and at least every PROGRESS_QUIET_S while it moves
+PROGRESS_QUIET_S = 10.0
+
+
+def scan_progress(rid: str, span_s: float, clock=time.monotonic):
+    """on_time -> runner.progress("keyframes", ...): the share of the video scanned (the time of the frame the scan
+    is at) and an ETA from this run's pace, each PROGRESS_STEP of the video (at most every PROGRESS_MIN_S) or
+    PROGRESS_QUIET_S: at most ~20 lines per scan plus one per 10 s in the Dagster run's log."""
+    t0 = clock()
+    state = {"at": t0, "share": 0.0}
+
+    def on_time(t: float) -> None:
+        now = clock()
+        share = min(max(t / span_s, 0.0), 1.0) if span_s > 0 else 1.0
+        waited = now - state["at"]
+        if share <= state["share"] or waited < PROGRESS_MIN_S or (
+                share - state["share"] < PROGRESS_STEP and waited < PROGRESS_QUIET_S):
+            return
+        state.update(at=now, share=share)
+        pace = (now - t0) / share
+        progress("keyframes", rid, {"share": share, "what": "the video scanned",
+                                    "text": f"frames to {_clock(t)} of {_clock(span_s)}",
+                                    "eta_s": pace * (1 - share)})
+
+    return on_time
+
+
+def _clock(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
 def run(rid: str, cfg: dict) -> StageResult:
     p = probe_row(rid)
     if not p["has_video"]:
@@ -165,9 +201,11 @@ def run(rid: str, cfg: dict) -> StageResult:
                            [frame_index_check(rid, [])])
     gen = store.new_frames_generation(rid)
     try:
+        span_s = min(p["duration_ms"] / 1000, p["max_seconds"]) if p["cap_hit"] else p["duration_ms"] / 1000
         res = extract(p["path"], gen, duration_s=p["duration_ms"] / 1000, max_frames=int(cfg["max_frames"]),
                       scene_threshold=float(cfg["scene_threshold"]),
-                      max_seconds=p["max_seconds"] if p["cap_hit"] else None)
+                      max_seconds=p["max_seconds"] if p["cap_hit"] else None,
+                      on_time=scan_progress(rid, span_s))
     except BadMediaError as e:
         # the video stream cannot be read (header-only, unknown codec ...): processed up to the damage,
         # i.e. no frames, a recorded reason, and the rest of the recording still goes through

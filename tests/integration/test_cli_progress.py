@@ -42,5 +42,26 @@ def test_in_a_pipe_each_stage_prints_a_line(tmp_path):
     assert all(done) and sorted(m.group(2) for m in done) == sorted(STAGES), lines
     assert [int(m.group(1)) for m in done] == list(range(1, 10))
     assert "\x1b[" not in proc.stderr and "silent_video.mp4  processed" in proc.stdout
+    assert "% of the video scanned" not in proc.stderr + proc.stdout  # progress bars on a terminal only
     (head,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("silent_video.mp4  processed")]
     assert len(head) > 80 and head.endswith("stages: " + ", ".join(STAGES)), proc.stdout  # one line, unwrapped
+
+
+def test_on_a_terminal_a_video_shows_audio_transcribed_and_frames_scanned_with_an_eta(tmp_path):
+    """#19 item 4: per file, the share of the audio transcribed (chunk by chunk) and of the video scanned for
+    keyframes, one bar, an ETA (in a pipe nothing of it: test_in_a_pipe_each_stage_prints_a_line)."""
+    from fixture_facts import SCREENCAST_NAME, SCREENCAST_PATH
+
+    env = dict(_env(tmp_path), COLUMNS="220", TALKTHROUGH_CHUNK_S="5")
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(SCREENCAST_PATH)]
+    text = run_on_terminal(cmd, env)
+    assert f"{SCREENCAST_NAME}  processed" in text, text[-2000:]
+    scanned = re.findall(r"keyframes (\d+)% of the video scanned \(frames to (\d+):(\d\d) of (\d+):(\d\d)\)", text)
+    assert scanned, text[-3000:]
+    assert all(0 < int(p) <= 100 for p, *_ in scanned)
+    span = int(scanned[0][3]) * 60 + int(scanned[0][4])
+    assert all(int(m) * 60 + int(s) <= span for _, m, s, _, _ in scanned)
+    heard = re.findall(r"segments (\d+)% of the audio \((\d+) of (\d+) chunks\)", text)
+    assert heard and int(heard[0][2]) >= 3, text[-3000:]
+    assert re.search(r"% of the (audio|video scanned) \([^)]*\), ETA \d+:\d\d", text), text[-3000:]
+
