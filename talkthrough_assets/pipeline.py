@@ -288,10 +288,13 @@ def _overlaps(recording_id: str, stages: list[str], workers: int) -> bool:
 
 
 def prewarm(recording_id: str, stages: list[str], engines: Engines | None = None) -> None:
-    """Load the engines the planned stages will need in background threads (ONNX Runtime and
-    CTranslate2 release the GIL while loading), so loading overlaps whatever runs first (the
-    CLI: Dagster's import and startup). Loads into ``engines`` (default: this process's, the
-    ones Dagster's resources hand the run)."""
+    """Load the engines the planned stages will need: OCR in a background thread (ONNX Runtime releases
+    the GIL while loading), so loading overlaps whatever runs first (the CLI: Dagster's import and
+    startup); Whisper here, before it (~2 s): a CTranslate2 model loaded in a thread while Dagster was
+    imported decoded its first chunk at ~5x the CPU (the 30-min bench meeting's first 3-min chunk: 74 s of
+    CPU vs 13 s when loaded first, same output; bench/bench_partial.py, whose first partial transcript
+    waited for it). Loads into ``engines`` (default: this process's, the ones Dagster's resources hand
+    the run)."""
     import threading
 
     engines = engines or shared_engines()
@@ -302,7 +305,7 @@ def prewarm(recording_id: str, stages: list[str], engines: Engines | None = None
 
         threads = transcribe_stage.cpu_threads(shared=_overlaps(recording_id, stages, stage_workers()),
                                                override=config.get("TALKTHROUGH_WHISPER_THREADS"))
-        jobs.append(lambda: engines.whisper.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads))
+        _quietly(lambda: engines.whisper.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads))
     if "ocr" in stages and cfg.get("ocr") and _may_have_video(recording_id):
         jobs.append(lambda: engines.ocr.status(True))
     for job in jobs:
