@@ -206,6 +206,7 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
 
     runner.progress_listeners.append(on_progress)
     previews: partial_stage.Publisher | None = None
+    reasons: dict[str, str] = {}
     with _removing(runner.progress_listeners, on_progress), \
             store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S), \
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stage") as pool, \
@@ -238,12 +239,15 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                         result = fut.result()
                     except StageError as e:
                         failed[stage] = stage
+                        reasons.setdefault("first", f"{stage}: {e.reason}")
                         yield stage, e
                         continue
                     done.add(stage)
                     yield stage, result
         finally:  # normal end, an error or interrupt in the caller (Ctrl-C, SIGTERM), the generator closed
             stop.set()  # before the pool's exit waits for its threads: they end at their next checkpoint
+            if previews is not None and "manifest" not in done:  # its partial generation says the run stopped
+                previews.stopped(reasons.get("first", "the run was stopped"))
 
 
 def _previews(recording_id: str, selected: list[str], done: set[str]) -> partial_stage.Publisher:

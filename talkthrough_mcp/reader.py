@@ -249,7 +249,7 @@ class Reader:
             meta["transcript"]["reason"] = tr["reason"]
         if snap.partial:  # a run in progress: the window's transcript may not be covered yet (#19)
             mark = snapshot.partial_fields(snap)
-            meta.update(partial=True, covered_ms=mark["covered_ms"], partial_note=mark["partial_note"])
+            meta.update({k: v for k, v in mark.items() if k != "next_start_ms"})
             if not tr["truncated"] and mark["next_start_ms"] is not None and hi > mark["covered_ms"][1]:
                 meta["transcript"]["next_start_ms"] = max(lo, mark["next_start_ms"])
         if snap.diarized:

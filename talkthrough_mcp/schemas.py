@@ -22,7 +22,9 @@ _COVERED = {"type": "array", "items": _INT, "minItems": 2, "maxItems": 2,
             "description": "with partial: the [start, end] ms the transcript so far covers"}
 _GOES_ON = {"type": ["integer", "null"], "description": "with partial: where the covered transcript ends and goes on "
                                                         "(null: the whole audio is transcribed, frames/speakers follow)"}
-PARTIAL = {"partial": _PARTIAL, "covered_ms": _COVERED, "partial_note": _STR}
+PARTIAL = {"partial": _PARTIAL, "covered_ms": _COVERED, "partial_note": _STR,
+           "partial_stopped": {"type": "string", "description": "with partial: the run that published it ended "
+                                                                "without its final generation, and why"}}
 
 WALL_CLOCK = {
     "type": ["object", "null"],

@@ -154,7 +154,15 @@ def partial_fields(snap: Snapshot) -> dict:
     """What marks an answer from a partial generation: ``partial: true``, the transcript's ``covered_ms``
     ([0, end]) and ``next_start_ms`` where it ends (null once the whole audio is transcribed and only frames
     or speakers are left), and a note to come back; {} for a finished generation."""
-    return marking(snap.partial["covered_ms"][1], snap.partial.get("next_start_ms")) if snap.partial else {}
+    if not snap.partial:
+        return {}
+    out = marking(snap.partial["covered_ms"][1], snap.partial.get("next_start_ms"))
+    if snap.partial.get("stopped"):  # the run publishing it ended without its final generation
+        out["partial_stopped"] = snap.partial["stopped"]
+        out["partial_note"] = (f"the run processing this recording stopped ({snap.partial['stopped']}): the "
+                               f"transcript covers only 0-{snap.partial['covered_ms'][1]} ms until it is processed "
+                               "again (talkthrough process)")
+    return out
 
 
 def marking(covered_to_ms: int, next_start_ms: int | None) -> dict:

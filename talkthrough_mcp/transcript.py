@@ -117,7 +117,7 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     later = None
     if snap.partial:  # a run in progress: the transcript so far; where it goes on, once it has (issue #19)
         mark = snapshot.partial_fields(snap)
-        out.update(partial=True, covered_ms=mark["covered_ms"], partial_note=mark["partial_note"])
+        out.update({k: v for k, v in mark.items() if k != "next_start_ms"})
         goes_on = mark["next_start_ms"]
         if next_start is None and goes_on is not None and end > mark["covered_ms"][1]:
             later = out["next_start_ms"] = max(start, goes_on)

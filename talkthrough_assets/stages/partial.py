@@ -168,3 +168,24 @@ class Publisher:
         self.cost_s = self.last_at - t0
         self.published += 1
         return True
+
+    def stopped(self, reason: str) -> bool:
+        """The run ends without its final generation (a stage failed, it was stopped): when it published a
+        partial one, publish it once more saying so (``partial.stopped``), so a reader does not wait for more;
+        True if it did. A run killed outright cannot: its partial stays as it was, marked partial."""
+        if not self.enabled or not self.published:
+            return False
+        try:
+            m = build(self.rid, self.cfg, wall_clock=self.wall_clock(), model_label=self.label, cache=self.cache)
+            if m is None:
+                return False
+            m["partial"]["stopped"] = reason[:300]
+            m["partial"]["note"] = (f"the run that was processing this recording stopped ({reason[:300]}); the "
+                                    f"transcript covers {C._clock(0)}-{C._clock(m['partial']['covered_ms'][1])} "
+                                    "until it is processed again")
+            publish(self.rid, m)
+            return True
+        except Exception as e:  # noqa: BLE001 - a preview never breaks the run
+            self.errors += 1
+            self.last_error = f"{type(e).__name__}: {e}"[:300]
+            return False

@@ -179,3 +179,21 @@ def test_read_tools_mark_a_partial_answer(home, monkeypatch):
     assert "partial" not in reader.list_recordings()["recordings"][0]
     assert "partial" not in reader.search("gateway")["recordings"][RID]
     assert "deploy the gateway" in formats.export(RID, "txt")
+
+
+def test_a_run_that_stops_says_so_in_its_partial_generation(home):
+    from talkthrough_mcp import snapshot, transcript
+
+    rows = home
+    quiet = partial.Publisher(RID, {}, wall_clock=lambda: None, clock=Clock())
+    assert not quiet.stopped("segments: boom") and store.get_bytes(store.manifest_key(RID)) is None  # nothing of its own
+    pub = partial.Publisher(RID, {}, wall_clock=lambda: None, clock=Clock())
+    _store(rows[0], 0)
+    assert pub.chunk_done()
+    _store(rows[1], 1)  # decoded before the failure: the stopped generation covers it too
+    assert pub.stopped("turns: diarization crashed")
+    m = json.loads(store.get_bytes(store.manifest_key(RID)))
+    assert m["partial"]["stopped"] == "turns: diarization crashed" and m["partial"]["covered_ms"] == [0, 15_000]
+    page = transcript.page(snapshot.read(RID))
+    assert page["partial"] is True and page["partial_stopped"] == "turns: diarization crashed"
+    assert "stopped (turns: diarization crashed)" in page["partial_note"] and page["next_start_ms"] == 15_000
