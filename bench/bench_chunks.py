@@ -18,7 +18,14 @@
   which goes through the resampler: ``--prefix-48k-s``), then ``talkthrough process`` of the cut in a data root,
   of the 30-min file in the same root, and of the 30-min file in a fresh root: chunks reused / decoded (from the
   stored keys before the run against the recording's ``chunks`` table), wall and CPU seconds of the whole run
-  and of the segments stage, and whether the transcripts are identical.
+  and of the segments stage, and whether the transcripts are identical; before that the same with the segments
+  stage's work alone in this process (``chunks.transcribe_chunked``, wall and CPU; ``--no-process``: only that).
+* ``ab`` (not in the default parts): the time of chunking alone, made robust against a loaded machine: the
+  meeting's first ``--meeting-s`` seconds (default: all of it) decoded whole and in chunks alternately (ABAB...,
+  ``--repeat`` pairs, one warm model, the in-memory store empty each time), wall and CPU seconds (this process's
+  threads) of each, the medians and the median of the pairs' ratios, with the load average; the encoder passes
+  each way (a chunk's last window is padded to 30 s like any window: the structural cost of a cut), and the
+  planning's own cost (VAD over the search windows, the keys' sha256).
 """
 
 from __future__ import annotations
@@ -213,6 +220,72 @@ def part_kill(args) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def part_ab(args) -> None:
+    import statistics
+
+    from faster_whisper import WhisperModel
+
+    import make_long_media as ml
+    from talkthrough_assets import models
+    from talkthrough_assets.stages import chunks as C
+    from talkthrough_assets.stages import transcribe as T
+
+    ref, label = models.resolve_whisper()
+    kw = dict(model_ref=ref, model_label=label)
+    T.default_whisper().warm(ref)
+    samples = BA._decode(ml.ensure_media(quiet=True)["meeting"])
+    if args.meeting_s:
+        samples = samples[:int(args.meeting_s * 16000)]
+    encodes = [0]
+    real_encode = WhisperModel.encode
+
+    def counting_encode(self, features):  # counts the encoder passes (the aligner wraps the instance's)
+        encodes[0] += 1
+        return real_encode(self, features)
+
+    WhisperModel.encode = counting_encode
+    c0, w0 = time.process_time(), time.perf_counter()
+    bounds = C.plan(samples, args.chunk_s)
+    C.chain_keys(samples, bounds, "bench")
+    plan_cpu, plan_wall = time.process_time() - c0, time.perf_counter() - w0
+    print(f"== whole vs {len(bounds)} chunks of ~{args.chunk_s:.0f} s, {len(samples) / 16000 / 60:.1f} min of the meeting, "
+          f"{args.repeat} ABAB pairs ({label}, {T.cpu_threads()} threads)")
+    print(f"planning + keys: {plan_cpu:.2f} s CPU / {plan_wall:.2f} s wall")
+
+    def whole():
+        return T.transcribe(samples, **kw)
+
+    def chunked():
+        mem: dict[str, bytes] = {}
+        return C.transcribe_chunked(samples, fp="bench", load=mem.get, save=mem.__setitem__,
+                                    chunk_s=args.chunk_s, **kw)
+
+    runs: dict[str, list[tuple[float, float, int, float]]] = {"whole": [], "chunked": []}
+    texts = {}
+    for i in range(args.repeat):
+        for name, fn in (("whole", whole), ("chunked", chunked)) if i % 2 == 0 else (("chunked", chunked), ("whole", whole)):
+            load = os.getloadavg()[0]
+            encodes[0] = 0
+            c0, w0 = time.process_time(), time.perf_counter()
+            out = fn()
+            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+            runs[name].append((wall, cpu, encodes[0], load))
+            texts[name] = [s["text"] for s in out["segments"]]
+            print(f"  {i + 1}. {name:8} {wall:7.1f} s wall {cpu:7.1f} s CPU {encodes[0]:>4} encoder passes  "
+                  f"(load {load:.1f})", flush=True)
+    WhisperModel.encode = real_encode
+    med = {n: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v)) for n, v in runs.items()}
+    pair_w = statistics.median(c[0] / w[0] for c, w in zip(runs["chunked"], runs["whole"]))
+    pair_c = statistics.median(c[1] / w[1] for c, w in zip(runs["chunked"], runs["whole"]))
+    print(f"median whole {med['whole'][0]:.1f} s wall / {med['whole'][1]:.1f} s CPU; chunked {med['chunked'][0]:.1f} s / "
+          f"{med['chunked'][1]:.1f} s")
+    print(f"chunked / whole: wall {med['chunked'][0] / med['whole'][0]:.3f}x (median of pairs {pair_w:.3f}x), "
+          f"CPU {med['chunked'][1] / med['whole'][1]:.3f}x (median of pairs {pair_c:.3f}x); encoder passes "
+          f"{runs['chunked'][0][2]} vs {runs['whole'][0][2]}; load {min(r[3] for v in runs.values() for r in v):.1f}-"
+          f"{max(r[3] for v in runs.values() for r in v):.1f}; same words: "
+          f"{' '.join(texts['chunked']).split() == ' '.join(texts['whole']).split()}")
+
+
 def _cut(src: Path, dst: Path, seconds: float) -> Path:
     """The first ``seconds`` of ``src``'s audio in a new file, its packets copied (an export of a shorter take)."""
     import av
@@ -294,6 +367,9 @@ def part_prefix(args) -> None:
             _same_samples(*_take_48k(media, work, args.prefix_48k_s), work,
                           f"a 48-kHz stereo AAC take of its first {args.prefix_48k_s * 1.3:.0f} s cut at "
                           f"{args.prefix_48k_s:.0f} s")
+        _prefix_whisper(media, short, args)
+        if args.no_process:
+            return
         shared, fresh = work / "shared", work / "fresh"
         os.environ["TALKTHROUGH_CHUNK_S"] = str(args.chunk_s)
         runs = {}
@@ -319,6 +395,33 @@ def part_prefix(args) -> None:
         print(f"load average {load0[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _prefix_whisper(media: Path, short: Path, args) -> None:
+    """The segments stage's work alone, in this process (one warm model; wall and this process's CPU seconds):
+    the cut into a store, then the 30-min file with that store, then the 30-min file with an empty store."""
+    from talkthrough_assets import models
+    from talkthrough_assets.stages import chunks as C
+    from talkthrough_assets.stages import transcribe as T
+
+    ref, label = models.resolve_whisper()
+    T.default_whisper().warm(ref)
+    long_s, short_s = BA._decode(media), BA._decode(short)
+    shared: dict[str, bytes] = {}
+    res = {}
+    for name, samples, mem in (("cut, empty store", short_s, shared), ("30 min, same store", long_s, shared),
+                               ("30 min, empty store", long_s, {})):
+        load = os.getloadavg()[0]
+        c0, w0 = time.process_time(), time.perf_counter()
+        out = C.transcribe_chunked(samples, fp="bench", load=mem.get, save=mem.__setitem__, chunk_s=args.chunk_s,
+                                   model_ref=ref, model_label=label)
+        res[name] = (time.perf_counter() - w0, time.process_time() - c0, out["segments"])
+        ch = out["chunks"]
+        print(f"Whisper alone, {name:20} {ch['total']:>3} chunks: {ch['reused']:>2} reused, {ch['decoded']:>2} decoded; "
+              f"{res[name][0]:6.1f} s wall / {res[name][1]:6.1f} s CPU (load {load:.1f})", flush=True)
+    a, b = res["30 min, same store"], res["30 min, empty store"]
+    print(f"Whisper alone, 30 min after the cut vs from nothing: {a[0] / b[0]:.2f}x wall, {a[1] / b[1]:.2f}x CPU; "
+          f"transcripts identical: {a[2] == b[2]}", flush=True)
 
 
 def _take_48k(media: Path, work: Path, cut_s: float) -> tuple[Path, Path]:
@@ -353,6 +456,8 @@ def main() -> int:
     ap.add_argument("--only")
     ap.add_argument("--no-eval", action="store_true", help="the meeting alone")
     ap.add_argument("--meeting-s", type=float, default=0.0, help="only the meeting's first this many seconds")
+    ap.add_argument("--no-process", action="store_true", help="prefix: Whisper alone, no `process` runs")
+    ap.add_argument("--repeat", type=int, default=3, help="ab: pairs of runs (whole, chunked)")
     ap.add_argument("--prefix-s", type=float, default=1200.0, help="prefix: the shorter take's length")
     ap.add_argument("--prefix-48k-s", type=float, default=370.0, help="prefix: the 48-kHz take's cut (0: none)")
     args = ap.parse_args()
@@ -366,6 +471,8 @@ def main() -> int:
         part_kill(args)
     if "prefix" in parts:
         part_prefix(args)
+    if "ab" in parts:
+        part_ab(args)
     return 0
 
 
