@@ -136,3 +136,37 @@ class TestSegmentationCounts:
         probs = np.array([[1, 0, 0, 0, 0, 0, 0], [0, 0.5, 0.5, 0, 0, 0, 0], [0, 0, 0, 0, 0.5, 0.5, 0],
                           [0.2, 0.4, 0, 0, 0.4, 0, 0]], dtype=float)
         assert np.allclose(R.expected_count(probs), [0.0, 1.0, 2.0, 1.2])
+
+
+class TestOverlapByVoice:
+    def test_the_second_speaker_is_the_nearby_label_whose_voice_is_heard(self):
+        # S1 talks 0-3 s, S2 3-5 s, S3 5-8 s; the count hears two voices at 3.5-4.5 s. By time, S1 and S3
+        # are both near; the stretch's voice is S3's, so S3 is added, not the nearest-in-time S1
+        turns = [T(0, 3000, "S1"), T(3000, 5000, "S2"), T(5000, 8000, "S3")]
+        counts = np.ones(800)
+        counts[350:450] = 1.8
+        v = _voice(7, 3)
+        voices = {"S1": v[0], "S2": v[1], "S3": v[2]}
+        asked = []
+
+        def voice_of(t0, t1):
+            asked.append((t0, t1))
+            return v[2]
+
+        out, added = R.add_overlap(turns, counts, voices=voices, voice_of=voice_of)
+        assert asked == [(3500, 4500)] and added == 1000
+        assert out == [T(0, 3000, "S1"), T(3000, 5000, "S2"), T(3500, 8000, "S3")]
+        by_time, _ = R.add_overlap(turns, counts)  # by time: each frame's nearest, S1 for the first half
+        assert by_time == [T(0, 3000, "S1"), T(3000, 5000, "S2"), T(3500, 4000, "S1"), T(4000, 8000, "S3")]
+
+    def test_where_the_chosen_voice_already_talks_nothing_is_added(self):
+        # two voices heard at 2.5-3.5 s, across the change from S1 to S2; the stretch sounds like S2: S2 is
+        # added where S1 talks (2.5-3 s), and nothing where S2 already talks
+        turns = [T(0, 3000, "S1"), T(3000, 5000, "S2"), T(5000, 6000, "S3")]
+        counts = np.ones(600)
+        counts[250:350] = 1.8
+        v = _voice(8, 3)
+        out, added = R.add_overlap(turns, counts, voices={"S1": v[0], "S2": v[1], "S3": v[2]},
+                                   voice_of=lambda a, b: v[1])
+        assert added == 500
+        assert out == [T(0, 3000, "S1"), T(2500, 5000, "S2"), T(5000, 6000, "S3")]
