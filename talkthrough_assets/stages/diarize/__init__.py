@@ -32,7 +32,7 @@ from .labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_
 from .models import ModelUnavailable, resolve_models
 from .refine import refine_turns
 
-CODE_VERSION = "5"
+CODE_VERSION = "6"
 ENGINE = "sherpa-onnx"
 
 # a given count the engine's own N-way clustering fell short of (it clusters 10-s window embeddings, and
