@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 SHARED = ROOT.parent / "shared" / "eval" / "media"
-MULTI = "faster_whisper_multilingual.mp3"
+MULTI = ("faster_whisper_multilingual.mp3", "fw_multilingual_en_de")  # its name in the shared media / the eval set
 MULTI_EN_END_S = 30.0
 MIT_EN = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software and "
           "associated documentation files (the \"Software\"), to deal in the Software without restriction, "
@@ -148,7 +148,7 @@ def clips(only: str | None, long: bool) -> list[dict]:
             text = ref.get("transcript")
             name = Path(f["file"]).name
             cut = None
-            if name == MULTI:
+            if name in MULTI:
                 text, cut = MIT_EN, MULTI_EN_END_S
             kind = "asr" if text else "speech"
             out.append({"name": name, "path": SHARED / f["file"], "kind": kind, "ref": text, "cut_s": cut})
@@ -274,17 +274,19 @@ def main() -> int:
             if c == "bare":
                 continue
             worse = [r["clip"] for r in rows if "errors" in r[c] and r[c]["errors"] > r["bare"]["errors"]]
-            empty = [r["clip"] for r in rows if r["kind"] != "non_english" and r["clip"] != MULTI
+            empty = [r["clip"] for r in rows if r["kind"] != "non_english" and r["clip"] not in MULTI
                      and r[c]["words"] == 0 and r["bare"]["words"] > 0]
             ratio = sum(r[c]["s"] for r in rows) / max(sum(r["bare"]["s"] for r in rows), 1e-9)
             cpu_ratio = sum(r[c]["cpu"] for r in rows) / max(sum(r["bare"]["cpu"] for r in rows), 1e-9)
-            lost = sum(len(r[c].get("dropped", [])) for r in rows if r["kind"] != "non_english" and r["clip"] != MULTI)
+            lost = sum(len(r[c].get("dropped", [])) for r in rows if r["kind"] != "non_english" and r["clip"] not in MULTI)
             print(f"{c} vs bare: worse on {len(worse)} clip(s) {worse}; empty where bare has text: {empty}; "
                   f"segments dropped on English clips: {lost}; time ratio {ratio:.2f}x, CPU {cpu_ratio:.2f}x "
                   f"(load average {os.getloadavg()[0]:.1f})")
 
     if args.repeat:
-        targets = [c for c in cl if c["kind"] == "non_english" or c["name"] == MULTI]
+        targets = [c for c in cl if c["kind"] == "non_english" or c["name"] in MULTI]
+        if not targets:
+            sys.exit("--repeat: no non-English or English-then-German clip selected (see --only)")
         stop = mp.Event()
         burners = [mp.Process(target=_burn, args=(stop,), daemon=True) for _ in range(args.load)]
         for b in burners:
