@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Chunked vs whole-file Whisper on one long recording, one warm model, same run (#19 "total time within 5 %").
+
+    python bench/bench_chunk_cost.py [--media PATH] [--seconds N] [--threads 2]
+
+Decodes the audio (default: the 30-min bench meeting from bench/make_long_media.py) once in the segments
+stage's chunks (``chunks.transcribe_chunked``, nothing stored) and once whole (``transcribe.transcribe``), the
+pipeline's own settings, and prints wall and CPU seconds and their ratios (chunked / whole). Unlike
+``bench_chunks.py --parts ab`` (alternating pairs on a cut) this covers the whole recording in one pass each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from talkthrough_assets.models import resolve_whisper  # noqa: E402
+from talkthrough_assets.stages import chunks as C  # noqa: E402
+from talkthrough_assets.stages import transcribe as T  # noqa: E402
+
+
+def decode_16k(path: str) -> np.ndarray:
+    import av
+
+    out = []
+    with av.open(path) as c:
+        r = av.AudioResampler(format="s16", layout="mono", rate=16000)
+        for f in c.decode(audio=0):
+            for g in r.resample(f):
+                out.append(g.to_ndarray().reshape(-1))
+    return np.concatenate(out).astype(np.float32) / 32768
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--media", default="/tmp/talkthrough-bench-media/meeting_30min.m4a")
+    ap.add_argument("--seconds", type=float, default=0, help="only the first N seconds (0: all)")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    x = decode_16k(args.media)
+    if args.seconds:
+        x = x[:int(args.seconds * 16000)]
+    ref, label = resolve_whisper(None)
+    w = T.Whisper()
+    w.model(ref, args.threads)  # loaded before either timing
+    print(f"{len(x) / 16000:.0f} s of audio, tiny.en on {args.threads} threads, load average {os.getloadavg()[0]:.1f}")
+    res = {}
+    for name in ("chunked", "whole"):
+        t, c = time.perf_counter(), time.process_time()
+        if name == "chunked":
+            out = C.transcribe_chunked(x, fp="bench", load=lambda k: None, save=lambda k, b: None, model_ref=ref,
+                                       model_label=label, threads=args.threads, whisper=w)
+        else:
+            out = T.transcribe(x, model_ref=ref, model_label=label, threads=args.threads, whisper=w)
+        res[name] = (time.perf_counter() - t, time.process_time() - c, len(out["segments"]))
+        print(f"{name:8s} wall {res[name][0]:7.1f} s  cpu {res[name][1]:7.1f} s  segments {res[name][2]}")
+    print(f"chunked / whole: wall {res['chunked'][0] / res['whole'][0]:.2f}x, cpu {res['chunked'][1] / res['whole'][1]:.2f}x "
+          f"(load average {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
