@@ -43,8 +43,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import bench_asr as BA  # noqa: E402  (the eval clips, the meeting's reference, WER)
+from fixture_facts import copy_audio_packets  # noqa: E402  (a packet-copied cut: an export of a shorter take)
 
 
 def _wer(clip: dict, segs) -> tuple[float | None, dict]:
@@ -286,23 +288,6 @@ def part_ab(args) -> None:
           f"{' '.join(texts['chunked']).split() == ' '.join(texts['whole']).split()}")
 
 
-def _cut(src: Path, dst: Path, seconds: float) -> Path:
-    """The first ``seconds`` of ``src``'s audio in a new file, its packets copied (an export of a shorter take)."""
-    import av
-
-    with av.open(str(src)) as i, av.open(str(dst), "w") as o:
-        s = i.streams.audio[0]
-        out = o.add_stream_from_template(s)
-        for pkt in i.demux(s):
-            if pkt.dts is None:
-                continue
-            if pkt.pts * s.time_base >= seconds:
-                break
-            pkt.stream = out
-            o.mux(pkt)
-    return dst
-
-
 def _same_samples(long_path: Path, short_path: Path, work: Path, label: str) -> None:
     """Print whether the short file's decoded 16-kHz samples are the long file's first ones."""
     import numpy as np
@@ -359,7 +344,7 @@ def part_prefix(args) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-prefix-"))
     load0 = os.getloadavg()
     try:
-        short = _cut(media, work / f"meeting_first{args.prefix_s / 60:.0f}min.m4a", args.prefix_s)
+        short = copy_audio_packets(media, work / f"meeting_first{args.prefix_s / 60:.0f}min.m4a", args.prefix_s)
         print(f"== a longer take sharing its first {args.prefix_s / 60:.0f} min with a processed one "
               f"(chunk {args.chunk_s:.0f} s)")
         _same_samples(media, short, work, f"{media.name} (16 kHz AAC) cut at {args.prefix_s:.0f} s by packet copy")
@@ -445,7 +430,7 @@ def _take_48k(media: Path, work: Path, cut_s: float) -> tuple[Path, Path]:
                 o.mux(p)
         for p in st.encode(None):
             o.mux(p)
-    return take, _cut(take, work / "take48k_cut.m4a", cut_s)
+    return take, copy_audio_packets(take, work / "take48k_cut.m4a", cut_s)
 
 
 def main() -> int:

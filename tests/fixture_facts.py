@@ -219,14 +219,24 @@ def unique_copy(src: Path, dst: Path, salt: str) -> Path:
 def remux_audio(src: Path, dst: Path) -> Path:
     """The fixture's audio packets in another container (Matroska): same speech, other bytes (a recording of
     its own)."""
+    return copy_audio_packets(src, dst, format="matroska")
+
+
+def copy_audio_packets(src: Path, dst: Path, seconds: float | None = None, format: str | None = None) -> Path:
+    """``src``'s audio packets copied into ``dst``, nothing re-encoded; with ``seconds``, only those before it
+    (an export of a shorter take, like ``ffmpeg -t N -c copy``)."""
     import av
 
-    with av.open(str(src)) as i, av.open(str(dst), "w", format="matroska") as o:
-        s = o.add_stream_from_template(i.streams.audio[0])
-        for p in i.demux(i.streams.audio[0]):
-            if p.dts is not None:
-                p.stream = s
-                o.mux(p)
+    with av.open(str(src)) as i, av.open(str(dst), "w", format=format) as o:
+        s = i.streams.audio[0]
+        out = o.add_stream_from_template(s)
+        for p in i.demux(s):
+            if p.dts is None:
+                continue
+            if seconds is not None and p.pts * s.time_base >= seconds:
+                break
+            p.stream = out
+            o.mux(p)
     return dst
 
 

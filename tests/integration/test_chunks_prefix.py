@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixture_facts import TWO_VOICES_PATH
+from fixture_facts import TWO_VOICES_PATH, copy_audio_packets
 
 from talkthrough_assets import models, service, store
 from talkthrough_assets.stages import audio as audio_stage
@@ -36,23 +36,6 @@ def _take_48k(src: Path, dst: Path) -> Path:
     return dst
 
 
-def _cut(src: Path, dst: Path, seconds: float) -> Path:
-    """The first ``seconds`` of ``src`` with its AAC packets copied (an export of a shorter take)."""
-    import av
-
-    with av.open(str(src)) as i, av.open(str(dst), "w") as o:
-        s = i.streams.audio[0]
-        out = o.add_stream_from_template(s)
-        for p in i.demux(s):
-            if p.dts is None:
-                continue
-            if p.pts * s.time_base >= seconds:
-                break
-            p.stream = out
-            o.mux(p)
-    return dst
-
-
 def _stored() -> set[str]:
     root = store.home() / store.CHUNKS_PREFIX
     return {p.stem for p in root.rglob("*.bin")} if root.exists() else set()
@@ -67,7 +50,7 @@ def test_a_longer_take_reuses_every_chunk_of_the_shorter_but_its_last(tmp_path, 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
     monkeypatch.setenv("TALKTHROUGH_CHUNK_S", str(CHUNK_S))
     take = _take_48k(TWO_VOICES_PATH, tmp_path / "take.m4a")
-    short = _cut(take, tmp_path / "take first 16 s.m4a", CUT_S)
+    short = copy_audio_packets(take, tmp_path / "take first 16 s.m4a", CUT_S)
 
     # the shorter file's samples are the longer one's first, except the last few (the resampler's flush)
     audio_stage.extract_wav(take, tmp_path / "long.wav")
