@@ -17,26 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_asr import _decode as decode_16k  # noqa: E402  (the eval benches' 16-kHz mono decode)
 from talkthrough_assets.models import resolve_whisper  # noqa: E402
 from talkthrough_assets.stages import chunks as C  # noqa: E402
 from talkthrough_assets.stages import transcribe as T  # noqa: E402
-
-
-def decode_16k(path: str) -> np.ndarray:
-    import av
-
-    out = []
-    with av.open(path) as c:
-        r = av.AudioResampler(format="s16", layout="mono", rate=16000)
-        for f in c.decode(audio=0):
-            for g in r.resample(f):
-                out.append(g.to_ndarray().reshape(-1))
-    return np.concatenate(out).astype(np.float32) / 32768
 
 
 def main() -> None:
