@@ -5,13 +5,11 @@ Pure: the CLI feeds it the stages' progress reports (``runner.progress``) and dr
 
 from __future__ import annotations
 
+from .stages.runner import hms
+
 # the long stages that report progress, in the order they are shown, and what their share is of
 SHOWN = {"segments": "the audio", "keyframes": "the video scanned"}
 
-
-def clock(seconds: float) -> str:
-    s = int(seconds)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
 class FileProgress:
@@ -47,4 +45,4 @@ class FileProgress:
             what = r.get("what") or SHOWN.get(stage, "done")
             parts.append(f"{stage} {100 * r['share']:.0f}% of {what}" + (f" ({r['text']})" if r.get("text") else ""))
         eta = self.eta_s()
-        return ", ".join(parts) + (f", ETA {clock(eta)}" if eta else "")
+        return ", ".join(parts) + (f", ETA {hms(eta)}" if eta else "")

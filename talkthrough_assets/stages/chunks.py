@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import stop
 from . import transcribe as T
+from .runner import hms
 
 CHUNK_FORMAT = "1"  # the stored result's layout and the planning rule: part of every key
 SR = 16000
@@ -276,10 +277,7 @@ def covered_text(rows: list[dict], have: list[bool]) -> str:
             ranges.append([r["t0_ms"], r["t1_ms"]])
     text = f"{sum(have)} of {len(rows)} chunks"
     if ranges:
-        text += ", " + ", ".join(f"{_clock(a)}-{_clock(b)}" for a, b in ranges)
+        text += ", " + ", ".join(f"{hms(a / 1000)}-{hms(b / 1000)}" for a, b in ranges)
     return text
 
 
-def _clock(ms: int) -> str:
-    s = ms // 1000
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"

@@ -20,7 +20,7 @@ from ..errors import StageError
 from . import audio as audio_stage
 from . import chunks as C
 from . import transcribe as T
-from .runner import StageResult, digest, probe_row, progress, sharing_cpu, stage_reason, wav_path
+from .runner import StageResult, digest, hms, probe_row, progress, sharing_cpu, stage_reason, wav_path
 
 FAILED_PREFIX = "Whisper failed on "  # the segments stage's reason when some chunks failed (re-run retries them)
 GC_MIN_AGE_S = 600.0  # a result younger than this is kept by gc (a run that began meanwhile may be writing it)
@@ -54,7 +54,7 @@ def transcribe(rid: str, samples, cfg: dict, *, on_chunk=None, **decode_kw) -> d
                                on_plan=lambda rows: store.write_table("chunks", rid, rows), **decode_kw)
     failed = out["chunks"]["failed"]
     if failed:
-        ranges = "; ".join(f"{C._clock(f['t0_ms'])}-{C._clock(f['t1_ms'])}: {f['reason']}" for f in failed)
+        ranges = "; ".join(f"{hms(f['t0_ms'] / 1000)}-{hms(f['t1_ms'] / 1000)}: {f['reason']}" for f in failed)
         out["reason"] = (f"{FAILED_PREFIX}{len(failed)} of {out['chunks']['total']} chunks ({ranges}); "
                          "the next run decodes them again")
     return out

@@ -44,7 +44,7 @@ from ..errors import BadMediaError
 from ..mediaio import open_input
 from .keyframe_scan import Keeper, full_pass, iframe_pass, video_stream
 from .probe import frame_floor_s
-from .runner import CheckResult, StageResult, digest, probe_row, progress
+from .runner import CheckResult, StageResult, digest, hms, probe_row, progress
 
 CODE_VERSION = "3"  # 3: the budget is paced over the whole recording and spent on distinct screens
 MAX_WIDTH = 1568
@@ -182,15 +182,11 @@ def scan_progress(rid: str, span_s: float, clock=time.monotonic):
         state.update(at=now, share=share)
         pace = (now - t0) / share
         progress("keyframes", rid, {"share": share, "what": "the video scanned",
-                                    "text": f"frames to {_clock(t)} of {_clock(span_s)}",
+                                    "text": f"frames to {hms(t)} of {hms(span_s)}",
                                     "eta_s": pace * (1 - share)})
 
     return on_time
 
-
-def _clock(s: float) -> str:
-    s = int(s)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
 def run(rid: str, cfg: dict) -> StageResult:

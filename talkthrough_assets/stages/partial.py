@@ -34,7 +34,7 @@ from .. import store
 from . import chunks as C
 from . import chunkstore, search_index
 from . import manifest as manifest_stage
-from .runner import probe_row
+from .runner import hms, probe_row
 
 EVERY_S = 30.0  # at most one partial generation per this many seconds of wall time (after the first)
 MAX_SHARE = 0.05  # and publishing never takes more than this share of the wall time
@@ -85,7 +85,7 @@ def build(rid: str, cfg: dict, *, wall_clock: dict | None, model_label: str | No
     out = C.assemble(results, covered, model_label=model_label, audio_ms=end)
     meta = dict(out["meta"])
     if not out["segments"]:
-        meta["reason"] = f"no speech in {C._clock(0)}-{C._clock(end)} so far; the rest is still being transcribed"
+        meta["reason"] = f"no speech in {hms(0)}-{hms(end / 1000)} so far; the rest is still being transcribed"
     p = probe_row(rid)
     m = manifest_stage.build(
         recording_id=rid, probe=p, wall_clock=wall_clock, transcript=meta, segments=out["segments"],
@@ -102,7 +102,7 @@ def marker(end_ms: int, total_ms: int, covered: int, chunks: int, coverage: str)
             "audio_ms": int(total_ms), "chunks_covered": covered, "chunks": chunks, "coverage": coverage,
             "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "note": "provisional: the recording is still being processed; the transcript so far covers "
-                    f"{C._clock(0)}-{C._clock(end_ms)} of {C._clock(total_ms)} (no frames or speakers yet)"}
+                    f"{hms(0)}-{hms(end_ms / 1000)} of {hms(total_ms / 1000)} (no frames or speakers yet)"}
 
 
 def publish(rid: str, m: dict) -> str:
@@ -181,7 +181,7 @@ class Publisher:
                 return False
             m["partial"]["stopped"] = reason[:300]
             m["partial"]["note"] = (f"the run that was processing this recording stopped ({reason[:300]}); the "
-                                    f"transcript covers {C._clock(0)}-{C._clock(m['partial']['covered_ms'][1])} "
+                                    f"transcript covers {hms(0)}-{hms(m['partial']['covered_ms'][1] / 1000)} "
                                     "until it is processed again")
             publish(self.rid, m)
             return True

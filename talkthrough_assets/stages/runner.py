@@ -54,6 +54,12 @@ def progress(stage: str, rid: str, info: dict) -> None:
             pass
 
 
+def hms(seconds: float) -> str:
+    """Recording time for reading: ``M:SS``, or ``H:MM:SS`` from an hour on (whole seconds, truncated)."""
+    s = int(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
 def digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

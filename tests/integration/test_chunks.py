@@ -21,6 +21,7 @@ from talkthrough_assets import cli, pipeline, service, store
 from talkthrough_assets.stages import chunkstore
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages import chunks as C
+from talkthrough_assets.stages.runner import hms
 
 CHUNK_S = "6"
 
@@ -147,7 +148,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     assert len(store.read_rows("segments", rid)) > 0
     reason = pipeline.stage_reason(rid, "segments")
     assert reason.startswith(chunkstore.FAILED_PREFIX) and "decoder crashed on this chunk" in reason
-    assert f"{C._clock(bad['t0_ms'])}-{C._clock(bad['t1_ms'])}" in reason, reason
+    assert f"{hms(bad['t0_ms'] / 1000)}-{hms(bad['t1_ms'] / 1000)}" in reason, reason
     assert pipeline.stage_state(rid)["segments"]["status"] == "ok"
     # the other chunks are transcribed and stored; the failed one has no result and is not covered
     segs = store.read_rows("segments", rid)
