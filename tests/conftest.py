@@ -98,6 +98,14 @@ def drop(tmp_path, tt_home, monkeypatch) -> Path:
     return d
 
 
+def _unavailable(reason: str) -> None:
+    """Skip with the reason; where the runner says the servers must be there (.ci/run sets
+    TALKTHROUGH_REQUIRE_SERVERS=1 after installing them), fail instead, so CI never counts a skip as a pass."""
+    if os.environ.get("TALKTHROUGH_REQUIRE_SERVERS") == "1":
+        pytest.fail(f"required server unavailable (TALKTHROUGH_REQUIRE_SERVERS=1): {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def pg():
     """One throwaway Postgres cluster (Debian's `postgresql`, which .ci/run installs) for the session;
@@ -107,11 +115,11 @@ def pg():
     try:
         import dagster_postgres  # noqa: F401
     except ImportError:
-        pytest.skip("dagster-postgres is not installed (pip install -c constraints.txt -e '.[test]')")
+        _unavailable("dagster-postgres is not installed (pip install -c constraints.txt -e '.[test]')")
     try:
         cluster = start_cluster()
     except PgUnavailable as e:
-        pytest.skip(f"Postgres cannot be started here: {e}")
+        _unavailable(f"Postgres cannot be started here: {e}")
     yield cluster
     cluster.stop()
 
@@ -125,7 +133,7 @@ def s3():
     try:
         server = S3Server()
     except S3Unavailable as e:
-        pytest.skip(f"no S3 endpoint here: {e}")
+        _unavailable(f"no S3 endpoint here: {e}")
     yield server
     server.stop()
 

@@ -35,16 +35,31 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _parent_for(as_postgres: bool) -> str | None:
+    """Where the cluster's temp dir goes. As root, the `postgres` user must be able to walk down to it: a private
+    TMPDIR (.ci/run's `mktemp -d` is mode 700) would make initdb fail with "Permission denied", so then the
+    world-writable sticky /tmp (or /var/tmp) is used instead."""
+    if not as_postgres:
+        return None
+    import stat
+
+    for cand in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+        d = Path(cand).resolve()
+        if d.is_dir() and all(p.stat().st_mode & stat.S_IXOTH for p in (d, *d.parents)):
+            return str(d)
+    return None
+
+
 class Cluster:
     user = "talkthrough"
     password = "talkthrough-test"
 
     def __init__(self) -> None:
         self.bindir = _bindir()
-        self.root = Path(tempfile.mkdtemp(prefix="talkthrough-pg-"))
+        self._as_postgres = os.geteuid() == 0
+        self.root = Path(tempfile.mkdtemp(prefix="talkthrough-pg-", dir=_parent_for(self._as_postgres)))
         self.data = self.root / "data"
         self.port = _free_port()
-        self._as_postgres = os.geteuid() == 0
         self.started = False
 
     def _run(self, *args: str, timeout: float = 120) -> str:

@@ -24,7 +24,7 @@ import bench_asr  # noqa: E402  (norm, edits, MIT_EN: pure scoring shared with t
 @pytest.fixture(scope="module")
 def multilingual(tmp_path_factory):
     wav = tmp_path_factory.mktemp("asr") / "multilingual.wav"
-    audio.extract_wav(MEDIA / "asr" / bench_asr.MULTI, wav)
+    audio.extract_wav(MEDIA / "asr" / bench_asr.MULTI[0], wav)
     return audio.load_wav(wav)
 
 
