@@ -40,8 +40,27 @@ def main() -> None:
     w = T.Whisper()
     w.model(ref, args.threads)  # loaded before either timing
     print(f"{len(x) / 16000:.0f} s of audio, tiny.en on {args.threads} threads, load average {os.getloadavg()[0]:.1f}")
+    checks = {"n": 0, "cpu": 0.0}  # the language checks (multilingual base) each decode makes, and their CPU
+    real_checker = T.language_checker
+
+    def counting_checker(whisper, threads=None):
+        check = real_checker(whisper, threads)
+        if check is None:
+            return None
+
+        def counted(samples):
+            c0 = time.process_time()
+            try:
+                return check(samples)
+            finally:
+                checks["n"] += 1
+                checks["cpu"] += time.process_time() - c0
+        return counted
+
+    T.language_checker = counting_checker
     res = {}
     for name in ("chunked", "whole"):
+        checks.update(n=0, cpu=0.0)
         t, c = time.perf_counter(), time.process_time()
         if name == "chunked":
             out = C.transcribe_chunked(x, fp="bench", load=lambda k: None, save=lambda k, b: None, model_ref=ref,
@@ -49,7 +68,8 @@ def main() -> None:
         else:
             out = T.transcribe(x, model_ref=ref, model_label=label, threads=args.threads, whisper=w)
         res[name] = (time.perf_counter() - t, time.process_time() - c, len(out["segments"]))
-        print(f"{name:8s} wall {res[name][0]:7.1f} s  cpu {res[name][1]:7.1f} s  segments {res[name][2]}")
+        print(f"{name:8s} wall {res[name][0]:7.1f} s  cpu {res[name][1]:7.1f} s  segments {res[name][2]}  "
+              f"language checks {checks['n']} ({checks['cpu']:.1f} s CPU)")
     print(f"chunked / whole: wall {res['chunked'][0] / res['whole'][0]:.2f}x, cpu {res['chunked'][1] / res['whole'][1]:.2f}x "
           f"(load average {os.getloadavg()[0]:.1f})")
 

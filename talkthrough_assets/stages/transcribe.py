@@ -22,7 +22,7 @@ from . import audio as audio_stage
 from . import word_timing
 from .runner import CheckResult, wav_path
 
-CODE_VERSION = "9"
+CODE_VERSION = "10"
 SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the config hash (and chunk keys) cover
 # Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults, same model, same run
 # (eval clips, the 10-min screencast and the 30-min meeting of bench/make_long_media.py):
@@ -162,6 +162,23 @@ def _context(t0: float, t1: float, n: int) -> tuple[int, int]:
     return int(a * 16000), int(b * 16000)
 
 
+def check_groups(spans: list[tuple[float, float]]) -> list[list[int]]:
+    """The doubtful segments' spans (seconds, in decoding order) grouped for one language check each: a group
+    starts at a segment and takes the next ones while the group ends within LANGUAGE_CHECK_MAX_S of its start, so
+    the check's audio (:func:`_context` of the group's span) holds every segment of the group. A lone segment is
+    heard as before. Short segments one after another (a chunked decode writes more, shorter segments: 992 vs
+    399 on the 30-min bench meeting) share one check instead of one each over nearly the same seconds."""
+    groups: list[list[int]] = []
+    start = 0.0
+    for i, (t0, t1) in enumerate(spans):
+        if groups and t1 - start <= LANGUAGE_CHECK_MAX_S and t0 >= start:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+            start = t0
+    return groups
+
+
 def _doubtful(avg_logprob: float, words: list[dict]) -> bool:
     probs = [w["probability"] for w in words]
     mean_p = sum(probs) / len(probs) if probs else 0.0
@@ -253,11 +270,18 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
                     candidates.append(s)
                     aligner.add(s)
             aligned = aligner.finish()
+        verdicts: dict[int, tuple[str, float, float]] = {}
+        if check is not None:
+            doubtful = [i for i, (s, a) in enumerate(zip(candidates, aligned)) if _doubtful(s.avg_logprob, a["words"])]
+            for group in check_groups([(aligned[i]["start"], aligned[i]["end"]) for i in doubtful]):
+                t0, t1 = aligned[doubtful[group[0]]]["start"], max(aligned[doubtful[j]]["end"] for j in group)
+                verdict = check(samples[slice(*_context(t0, t1, len(samples)))])
+                verdicts.update((doubtful[j], verdict) for j in group)
         segments, words = [], []
         seq = -1
-        for s, a in zip(candidates, aligned):
-            if check is not None and _doubtful(s.avg_logprob, a["words"]):
-                lang, p, p_en = check(samples[slice(*_context(a["start"], a["end"], len(samples)))])
+        for i, (s, a) in enumerate(zip(candidates, aligned)):
+            if i in verdicts:
+                lang, p, p_en = verdicts[i]
                 if lang != "en" and p >= LANGUAGE_CHECK_MIN_TOP_P and p_en < LANGUAGE_CHECK_MIN_P:
                     drop(s, a["start"], a["end"], f"spoken language is {lang} (p={p:.2f}, P(en)={p_en:.3f}); "
                          f"the English-only model {model_label} cannot transcribe it", lang)

@@ -58,3 +58,23 @@ def test_confident_english_is_not_sent_to_the_language_check():
     assert not T._doubtful(-0.25, _words(0.83))
     assert T._doubtful(-0.05, _words(0.5, 0.6))  # low word confidence is still checked
     assert T._doubtful(-0.3, [])  # no aligned words: checked
+
+
+def test_short_doubtful_segments_within_10_s_share_one_language_check():
+    spans = [(1.0, 2.5), (2.6, 4.0), (5.0, 10.9), (11.5, 12.0), (30.0, 31.0)]
+    assert T.check_groups(spans) == [[0, 1, 2], [3], [4]]
+
+
+def test_every_segment_of_a_group_is_inside_the_audio_its_check_hears():
+    spans = [(float(t), t + 1.2) for t in range(0, 60, 2)]
+    groups = T.check_groups(spans)
+    assert sum(len(g) for g in groups) == len(spans) and len(groups) < len(spans)
+    for g in groups:
+        t0, t1 = spans[g[0]][0], max(spans[j][1] for j in g)
+        a, b = T._context(t0, t1, 120 * 16000)
+        assert all(a <= spans[j][0] * 16000 and spans[j][1] * 16000 <= b for j in g), g
+
+
+def test_a_long_doubtful_segment_is_checked_alone():
+    assert T.check_groups([(0.0, 12.0), (12.5, 13.0)]) == [[0], [1]]
+    assert T.check_groups([]) == []
