@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 import zlib
 from typing import Callable
@@ -39,7 +40,7 @@ from .. import stop
 from . import transcribe as T
 from .runner import hms
 
-CHUNK_FORMAT = "1"  # the stored result's layout and the planning rule: part of every key
+CHUNK_FORMAT = "2"  # the stored result's layout and the planning rule: part of every key
 SR = 16000
 WIN = 512  # Silero VAD window (samples): cuts fall on multiples of it
 CHUNK_S = 180.0  # target chunk length (TALKTHROUGH_CHUNK_S), see bench/bench_chunks.py
@@ -48,6 +49,7 @@ SILENCE_P = 0.1  # speech probability under which a window is silence (the VAD g
 TAIL_GUARD = SR  # 1 s: a file's last samples are not heard when a cut is placed (they may differ in a longer take)
 SMOOTH_WINDOWS = 16  # ~0.5 s: without a silent window, the cut goes where the smoothed probability is lowest
 MAGIC = b"TTCHUNK1\n"
+LOOP_RUN = 4  # this many segments in a row with the same text: a loop (see _decode_chunk)
 PROMPT_TOKENS = 223  # faster-whisper's previous-text prompt: the last max_length // 2 - 1 tokens
 
 
@@ -180,7 +182,8 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
     if on_plan:
         on_plan(rows)
     results: list[dict | None] = []
-    report = {"total": len(rows), "reused": 0, "decoded": 0, "corrupt": 0, "unstored": 0, "failed": []}
+    report = {"total": len(rows), "reused": 0, "decoded": 0, "corrupt": 0, "unstored": 0, "recontext": 0,
+              "failed": []}
     chain_ok = True  # False after a failed chunk: what follows lacks its context, so it is not stored
     for row, (a, b) in zip(rows, bounds):
         stop.checkpoint()  # a stopped run ends here: the chunks before this one are stored
@@ -194,6 +197,7 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
         if res is None:
             try:
                 res = _decode_chunk(samples[a:b], dict(decode_kw, prompt=context(results[-1] if results else None)))
+                report["recontext"] += bool(res.get("recontext"))
                 if chain_ok:
                     save(row["key"], encode(res))
                 else:
@@ -218,11 +222,32 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
     return out
 
 
+def loop_run(out: dict) -> int:
+    """The longest run of kept segments one after another with the same text (case and punctuation aside):
+    Whisper caught in a loop writes "Okay." 100 times over real speech. Dropped segments do not count: a loop
+    over the silence at a chunk's end is dropped by the VAD gate and is not the next chunk's context."""
+    best = run = 0
+    prev = None
+    for text in (x["text"] for x in out["segments"]):
+        key = re.sub(r"\W+", " ", text.lower()).strip()
+        run = run + 1 if key and key == prev else 1
+        prev, best = key, max(best, run)
+    return best
+
+
 def _decode_chunk(samples: np.ndarray, decode_kw: dict) -> dict:
     """One chunk through the drop rules, as stored (times from the chunk's first sample; "tail": the context
-    for the next chunk)."""
+    for the next chunk). A chunk decoded with the previous chunk's context that comes out in a loop
+    (:data:`LOOP_RUN`) is decoded again without it, and the result with the shorter loop is kept ("recontext":
+    true): on the 30-min bench meeting a loop of "Okay." in one chunk's context made the next five chunks
+    nothing but "Okay.". Both decodes are deterministic, so the choice is too."""
     out = T.decode(samples, **decode_kw)
     prompt = decode_kw.get("prompt") or []
+    if prompt and loop_run(out) >= LOOP_RUN:
+        again = T.decode(samples, **dict(decode_kw, prompt=None))
+        if loop_run(again) < loop_run(out):
+            out, prompt = again, []
+            out["recontext"] = True
     out["tail"] = (list(prompt) + out.pop("tokens"))[-PROMPT_TOKENS:]
     return out
 

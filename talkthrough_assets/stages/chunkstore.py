@@ -179,7 +179,7 @@ def metadata(rid: str, report: dict | None) -> dict:
     if report:
         md.update(chunks_reused=report["reused"], chunks_decoded=report["decoded"],
                   chunks_corrupt_recomputed=report["corrupt"], chunks_failed=len(report["failed"]),
-                  chunks_unstored=report["unstored"])
+                  chunks_unstored=report["unstored"], chunks_redecoded_without_context=report.get("recontext", 0))
     return md
 
 

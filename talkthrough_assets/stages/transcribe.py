@@ -218,8 +218,9 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
            language_check: bool = True, threads: int | None = None, whisper: Whisper | None = None,
            refine_words: bool = True, prompt: list[int] | None = None) -> dict:
     """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens"} (times in
-    ms from the first sample; each dropped segment keeps its "lang"; "tokens": the text tokens Whisper wrote,
-    kept or dropped, the context for what follows); :func:`finish` makes it the stage's output. ``prompt``:
+    ms from the first sample; each dropped segment keeps its "lang"; "tokens": the tokens of the segments kept,
+    the context for what follows: a dropped segment's are not, so a hallucination over the silence at a chunk's
+    end ("Okay. Okay. ...", dropped by the VAD gate) cannot become the next chunk's prompt); :func:`finish` makes it the stage's output. ``prompt``:
     the tokens said before (a previous chunk's context) instead of the vocabulary as the initial prompt.
     ``whisper``: where the model is loaded (default: :func:`default_whisper`). ``language_check``: check the
     doubtful segments of an English-only model with the multilingual model's language detection.
@@ -257,11 +258,10 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
                 dropped.append({"t0_ms": int(round(start * 1000)), "t1_ms": int(round(end * 1000)),
                                 "reason": reason, "text": s.text.strip(), "lang": lang})
 
-            candidates, tokens = [], []
+            candidates = []
             for s in seg_iter:
                 stop.checkpoint()  # between Whisper windows (a chunk is lost whole when stopped, never half stored)
                 aligner.seen(s)
-                tokens.extend(int(t) for t in s.tokens)  # what Whisper conditions on next, kept or dropped
                 if regions is not None and not _has_speech(regions, s.start, s.end):
                     drop(s, s.start, s.end, "no speech in its time span (voice activity detection)")
                 elif max_compression_ratio is not None and (cr := compression_ratio(s.text)) > max_compression_ratio:
@@ -277,7 +277,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
                 t0, t1 = aligned[doubtful[group[0]]]["start"], max(aligned[doubtful[j]]["end"] for j in group)
                 verdict = check(samples[slice(*_context(t0, t1, len(samples)))])
                 verdicts.update((doubtful[j], verdict) for j in group)
-        segments, words = [], []
+        segments, words, tokens = [], [], []
         seq = -1
         for i, (s, a) in enumerate(zip(candidates, aligned)):
             if i in verdicts:
@@ -287,6 +287,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
                          f"the English-only model {model_label} cannot transcribe it", lang)
                     continue
             seq += 1
+            tokens.extend(int(t) for t in s.tokens)
             text = s.text.strip()
             segments.append({"seq": seq, "t0_ms": int(round(a["start"] * 1000)),
                              "t1_ms": int(round(a["end"] * 1000)), "text": text,

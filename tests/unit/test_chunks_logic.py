@@ -79,3 +79,15 @@ def test_coverage_text_merges_adjacent_covered_chunks():
     assert C.covered_text(rows, [False] * 5) == "0 of 5 chunks"
     long = [{"t0_ms": 0, "t1_ms": 4_000_000}]
     assert C.covered_text(long, [True]) == "1 of 1 chunks, 0:00-1:06:40"
+
+
+def _seg(t0, text):
+    return {"t0_ms": t0, "t1_ms": t0 + 500, "text": text}
+
+
+def test_loop_run_is_the_longest_run_of_one_kept_text():
+    out = {"segments": [_seg(0, "Okay."), _seg(1, "okay"), _seg(2, "OKAY!"), _seg(3, "Right."), _seg(4, "Okay.")],
+           "dropped": [_seg(5, "Okay.")] * 10}
+    assert C.loop_run(out) == 3  # case and punctuation aside; dropped segments do not count
+    assert C.loop_run({"segments": [], "dropped": []}) == 0
+    assert C.loop_run({"segments": [_seg(0, "No."), _seg(1, "No, no."), _seg(2, "No.")], "dropped": []}) == 1

@@ -1,0 +1,64 @@
+"""A chunk's context (the previous chunk's last tokens, its prompt) must not carry a loop into the chunks after it.
+
+The case (tests/data/make_loop_case.py): 30 s of the 30-min bench meeting and the context its chunk was given
+when the loop was found, ending in 27 "Okay." that tiny.en wrote over the silence at the previous chunk's end.
+With that context, Whisper writes "Okay." over every sentence, and each chunk handed the loop on: the last five
+chunks of the meeting were nothing but "Okay." (chunked WER 46.5 % vs 8.1 % whole). Real faster-whisper."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from talkthrough_assets.models import resolve_whisper
+from talkthrough_assets.stages import audio, chunks, transcribe
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory):
+    wav = tmp_path_factory.mktemp("loop") / "loop.wav"
+    audio.extract_wav(DATA / "loop_context.m4a", wav)
+    ref, label = resolve_whisper(None)
+    kw = dict(model_ref=ref, model_label=label, threads=2, whisper=transcribe.Whisper())
+    return audio.load_wav(wav), json.loads((DATA / "loop_context.json").read_text())["prompt"], kw
+
+
+def _words(segments) -> str:
+    return re.sub(r"[^a-z0-9 ]+", "", " ".join(s["text"] for s in segments).lower())
+
+
+def test_the_case_is_a_loop_with_that_context(case):
+    samples, prompt, kw = case
+    out = transcribe.decode(samples, prompt=prompt, **kw)
+    assert chunks.loop_run(out) >= chunks.LOOP_RUN, [s["text"] for s in out["segments"]]
+
+
+def test_a_chunk_in_a_loop_is_decoded_again_without_its_context(case):
+    samples, prompt, kw = case
+    out = chunks._decode_chunk(samples, dict(kw, prompt=prompt))
+    assert out.get("recontext") is True
+    assert chunks.loop_run(out) < chunks.LOOP_RUN
+    said = _words(out["segments"])
+    for phrase in ("incident on monday", "checkout service", "version 41", "release plan for version 42"):
+        assert phrase in said, said
+    tokenizer = kw["whisper"].model(kw["model_ref"], 2).hf_tokenizer
+    tail = tokenizer.decode([t for t in out["tail"] if t < 50257])
+    assert "okay" not in tail.lower() and "version 42" in tail, tail  # the next chunk's context is the new text
+
+
+def test_the_context_handed_on_holds_only_the_segments_kept(case):
+    samples, prompt, kw = case
+    out = transcribe.decode(samples, prompt=prompt, **kw)
+    assert out["dropped"], "the case has segments the VAD gate drops"
+    tokenizer = kw["whisper"].model(kw["model_ref"], 2).hf_tokenizer
+    handed = tokenizer.decode([t for t in out["tokens"] if t < 50257])
+    assert _words([{"text": handed}]).split() == _words(out["segments"]).split()
+
+
+def test_a_chunk_without_a_loop_keeps_its_context(case):
+    samples, _, kw = case
+    good = chunks._decode_chunk(samples, dict(kw, prompt=[50257 - 1]))  # a harmless one-token context
+    assert not good.get("recontext") and chunks.loop_run(good) < chunks.LOOP_RUN
