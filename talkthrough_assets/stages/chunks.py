@@ -40,10 +40,12 @@ from .. import stop
 from . import transcribe as T
 from .runner import hms
 
-CHUNK_FORMAT = "2"  # the stored result's layout and the planning rule: part of every key
+CHUNK_FORMAT = "3"  # the stored result's layout and the planning rule: part of every key
 SR = 16000
 WIN = 512  # Silero VAD window (samples): cuts fall on multiples of it
 CHUNK_S = 180.0  # target chunk length (TALKTHROUGH_CHUNK_S), see bench/bench_chunks.py
+FIRST_CHUNK_S = 60.0  # the first chunk's target (at most CHUNK_S): the first partial transcript is readable once it
+# is decoded (stages/partial.py); at 180 s that took 16 % of the 30-min meeting's run (bench/bench_partial.py)
 SEARCH_SHARE = 0.1  # a cut is searched within +-10 % of the target length
 SILENCE_P = 0.1  # speech probability under which a window is silence (the VAD gate's threshold)
 TAIL_GUARD = SR  # 1 s: a file's last samples are not heard when a cut is placed (they may differ in a longer take)
@@ -89,13 +91,17 @@ def quietest(probs: np.ndarray) -> int:
 
 
 def plan(samples: np.ndarray, chunk_s: float | None = None) -> list[tuple[int, int]]:
-    """[(start, end)] sample ranges covering the audio, cut at silences near every ``chunk_s`` seconds."""
+    """[(start, end)] sample ranges covering the audio, cut at silences near every ``chunk_s`` seconds (the
+    first near FIRST_CHUNK_S, when that is shorter)."""
     n = len(samples)
-    target = max(WIN, int((chunk_s or CHUNK_S) * SR) // WIN * WIN)
-    lo_off = int(target * (1 - SEARCH_SHARE)) // WIN * WIN
-    hi_off = int(target * (1 + SEARCH_SHARE)) // WIN * WIN
+    chunk_s = chunk_s or CHUNK_S
     out, pos = [], 0
-    while n - pos > hi_off + TAIL_GUARD:
+    while True:
+        target = max(WIN, int((min(FIRST_CHUNK_S, chunk_s) if not out else chunk_s) * SR) // WIN * WIN)
+        lo_off = int(target * (1 - SEARCH_SHARE)) // WIN * WIN
+        hi_off = int(target * (1 + SEARCH_SHARE)) // WIN * WIN
+        if n - pos <= hi_off + TAIL_GUARD:
+            break
         lo, hi = pos + lo_off, pos + hi_off
         cut = lo + WIN * quietest(speech_probs(samples[lo:hi]))
         out.append((pos, cut))
