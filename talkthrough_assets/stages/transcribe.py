@@ -166,8 +166,8 @@ def check_groups(spans: list[tuple[float, float]]) -> list[list[int]]:
     """The doubtful segments' spans (seconds, in decoding order) grouped for one language check each: a group
     starts at a segment and takes the next ones while the group ends within LANGUAGE_CHECK_MAX_S of its start, so
     the check's audio (:func:`_context` of the group's span) holds every segment of the group. A lone segment is
-    heard as before. Short segments one after another (a chunked decode writes more, shorter segments: 992 vs
-    399 on the 30-min bench meeting) share one check instead of one each over nearly the same seconds."""
+    heard as before. Short segments one after another share one check instead of one each over nearly the same
+    seconds (a decode caught writing "Okay." over and over: 231 checks, 34 s CPU, became 66)."""
     groups: list[list[int]] = []
     start = 0.0
     for i, (t0, t1) in enumerate(spans):
