@@ -220,7 +220,8 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens"} (times in
     ms from the first sample; each dropped segment keeps its "lang"; "tokens": the tokens of the segments kept,
     the context for what follows: a dropped segment's are not, so a hallucination over the silence at a chunk's
-    end ("Okay. Okay. ...", dropped by the VAD gate) cannot become the next chunk's prompt); :func:`finish` makes it the stage's output. ``prompt``:
+    end ("Okay. Okay. ...", dropped by the VAD gate) cannot become the next chunk's prompt); :func:`finish` makes
+    it the stage's output. ``prompt``:
     the tokens said before (a previous chunk's context) instead of the vocabulary as the initial prompt.
     ``whisper``: where the model is loaded (default: :func:`default_whisper`). ``language_check``: check the
     doubtful segments of an English-only model with the multilingual model's language detection.
