@@ -17,7 +17,9 @@ References (bench/eval/word_times.json, with their sources):
   * ``deepspeech_LDC93S1.wav``: LDC's free TIMIT sample, i.e. TIMIT TRAIN/DR1/FCJF0/SA1 (same 46 797
     samples); word boundaries from TIMIT's hand-labelled ``SA1.WRD``;
   * ``leopard_test_librispeech-1272-128104-0000.wav``: LibriSpeech dev-clean 1272-128104-0000; word
-    boundaries from the Montreal Forced Aligner alignments of LibriSpeech (CorentinJ/librispeech-alignments).
+    boundaries from the Montreal Forced Aligner alignments of LibriSpeech (CorentinJ/librispeech-alignments);
+  * ``fsdd_*``: spoken digits with 0.15-0.2 s pauses between them (counting, a code read out), built from the
+    Free Spoken Digit Dataset by bench/eval/build_pause_clips.py; word times are the parts' exact spans.
 
 Each clip has a ``split``: the constants of stages/word_timing.py are chosen on ``tune`` (TIMIT dialect
 regions 1, 3, 5, 7 and the two clips above); ``heldout`` (regions 2, 4, 6, 8: other speakers) is the
@@ -107,6 +109,10 @@ def clip_audio(clip: dict, cache: Path, git_root: Path | None) -> Path:
         return SHARED / clip["file"]
     import fetch_eval
 
+    if "eval_clip" in clip:  # a clip of the evaluation set (bench/eval/manifest.json), built by fetch_eval
+        fetch_eval.fetch(cache=cache, git_root=git_root, only=clip["eval_clip"], log=lambda *a: None)
+        return cache / f"{clip['eval_clip']}.wav"
+
     (src,) = clip["sources"]
     path = cache / "word_times" / f"{clip['id']}.wav"
     if not (path.is_file() and fetch_eval.sha256(path.read_bytes()) == src["sha256"]):
@@ -115,9 +121,9 @@ def clip_audio(clip: dict, cache: Path, git_root: Path | None) -> Path:
     return path
 
 
-def load_refs(split: str = "all") -> list[dict]:
+def load_refs(split: str = "all", only: str | None = None) -> list[dict]:
     clips = json.loads((ROOT / "bench" / "eval" / "word_times.json").read_text())["clips"]
-    return [c for c in clips if split == "all" or c["split"] == split]
+    return [c for c in clips if (split == "all" or c["split"] == split) and (not only or only in c["id"])]
 
 
 def decode_all(refs: list[dict], model: str | None, cache: Path, git_root: Path | None) -> dict:
@@ -154,7 +160,8 @@ def score(refs: list[dict], dec: dict, cache: Path, git_root: Path | None, refin
         got = {"bare": [tuple(x) for x in d["bare"]],
                "unrefined": [(w["t0_ms"] / 1000, w["word"]) for w in d["unrefined"]],
                "pipeline": [(w["t0_ms"] / 1000, w["word"]) for w in refine(samples, d["unrefined"], dec["model"])]}
-        for split in (clip["split"], "all"):
+        group = f"pauses-{clip['split']}" if clip.get("eval_clip") else clip["split"]  # the pause clips apart
+        for split in (group, "all"):
             for c, words in got.items():
                 errs.setdefault(split, {}).setdefault(c, []).extend(errors_ms(clip["words"], words))
     return errs
@@ -165,6 +172,7 @@ def main() -> int:
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--model", help="whisper model (default: the pipeline's)")
     ap.add_argument("--split", default="all", choices=("all", "tune", "heldout"))
+    ap.add_argument("--only", help="clips whose id contains this")
     ap.add_argument("--cache", type=Path, default=None, help="eval cache (default $TALKTHROUGH_EVAL_CACHE or "
                                                               "~/.cache/talkthrough-eval)")
     ap.add_argument("--git-root", type=Path, default=None, help="folder of bare git mirrors (owner+name/repo)")
@@ -174,7 +182,7 @@ def main() -> int:
     import fetch_eval
 
     cache = args.cache or fetch_eval.default_cache()
-    refs = load_refs(args.split)
+    refs = load_refs(args.split, args.only)
     if args.from_dump:
         dec = json.loads(args.from_dump.read_text())
     else:

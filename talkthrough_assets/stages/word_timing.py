@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-CODE_VERSION = "3"
+CODE_VERSION = "4"
 SR = 16000
 HOP_MS = 10
 WIN_MS = 25
@@ -42,6 +42,11 @@ ONSET_DB = 12.0  # an onset is the first frame within this many dB of the word's
 ONSET_REACH_MS = 1200  # how far into a word after a pause its onset is searched
 ONSET_BACK_MS = 400  # ... and how far before Whisper's start (never before the previous word's end)
 ONSET_LEAD_MS = 20  # an onset is placed this much before the first loud frame
+# a pause: at least PAUSE_MIN_MS of frames PAUSE_DB under the loud part around them, searched within
+# PAUSE_REACH_MS of Whisper's start (the spoken-digit clips of bench/eval/build_pause_clips.py)
+PAUSE_MIN_MS = 80
+PAUSE_DB = 30.0
+PAUSE_REACH_MS = 300
 # measured steady offset of word starts per model (+ = late), with the heads of ALIGNMENT_HEADS where it has
 # an entry (bench_word_timing.py, tune half)
 LAG_MS = {"tiny.en": -70, "tiny": 80}
@@ -93,6 +98,31 @@ def _frame(ms: float) -> int:
     return int(round(ms / HOP_MS))
 
 
+def _pause(db: np.ndarray, a: int, b: int, near: int, floor: float) -> tuple[int, int] | None:
+    """The pause in frames [a, b) nearest frame ``near``: a run of at least ``PAUSE_MIN_MS`` of frames quieter
+    than ``PAUSE_DB`` under the loud part around it (and near the recording's floor), as (first frame, frame
+    after it); None when there is none."""
+    seg = db[a:b]
+    if len(seg) < PAUSE_MIN_MS // HOP_MS:
+        return None
+    level = float(np.percentile(seg, 90))
+    quiet = seg < max(level - PAUSE_DB, floor + 0.25 * (level - floor))
+    best, i, n = None, 0, len(seg)
+    while i < n:
+        if not quiet[i]:
+            i += 1
+            continue
+        j = i
+        while j < n and quiet[j]:
+            j += 1
+        if (j - i) * HOP_MS >= PAUSE_MIN_MS:
+            dist = min(abs(a + i - near), abs(a + j - near))
+            if best is None or dist < best[0]:
+                best = (dist, a + i, a + j)
+        i = j
+    return None if best is None else (best[1], best[2])
+
+
 def refine(samples: np.ndarray, words: list[dict], model_label: str | None = None) -> list[dict]:
     """Return a copy of ``words`` (dicts with ``seq``, ``t0_ms``, ``t1_ms``, in time order) with refined
     starts. ``model_label`` picks the measured offset (``LAG_MS``: + = late, moved earlier; - = early, moved
@@ -110,16 +140,30 @@ def refine(samples: np.ndarray, words: list[dict], model_label: str | None = Non
         if t1 - t0 < 2 * MIN_WORD_MS:
             continue
         lo_ms = (prev["t1_ms"] if prev is not None else 0)
-        if prev is None or prev["seq"] != w["seq"] or t0 - prev["t1_ms"] >= 2 * HOP_MS:
+        after_pause = prev is None or prev["seq"] != w["seq"] or t0 - prev["t1_ms"] >= 2 * HOP_MS
+        if not after_pause:
+            # touching words: a short pause between them that the alignment ran over (counting, a list, a
+            # code read out: "one, two, three" with ~0.2 s between the words)
+            a = _frame(max(prev["t0_ms"] + MIN_WORD_MS, t0 - PAUSE_REACH_MS))
+            b = min(_frame(min(t1 - MIN_WORD_MS, t0 + PAUSE_REACH_MS)), nf)
+            gap = _pause(db, a, b, _frame(t0), floor) if b > a else None
+            if gap is not None:
+                prev["t1_ms"] = min(prev["t1_ms"], gap[0] * HOP_MS)
+                lo_ms, after_pause = prev["t1_ms"], True
+        if after_pause:
             a = _frame(max(lo_ms, t0 - ONSET_BACK_MS))
             b = min(_frame(min(t1, t0 + ONSET_REACH_MS)), nf)
             if b <= a:
                 continue
             seg = db[a:b]
             level = max(float(np.percentile(seg, 90)), floor)
-            loud = np.nonzero(seg >= max(level - ONSET_DB, floor + 0.5 * (level - floor)))[0]
+            # the word's own onset comes after the last pause before it: where the search reaches back over the
+            # end of the word before (its aligned end is often early), that word's loud tail is not this onset
+            gap = _pause(db, a, min(b, _frame(t0) + PAUSE_REACH_MS // HOP_MS), _frame(t0), floor)
+            start = gap[1] - a if gap is not None else 0
+            loud = np.nonzero(seg[start:] >= max(level - ONSET_DB, floor + 0.5 * (level - floor)))[0]
             if len(loud):
-                new = (a + int(loud[0])) * HOP_MS - ONSET_LEAD_MS
+                new = (a + start + int(loud[0])) * HOP_MS - ONSET_LEAD_MS
                 w["t0_ms"] = int(min(max(new, a * HOP_MS, lo_ms), t1 - MIN_WORD_MS))
         elif lag:
             new = min(max(t0 - lag, prev["t0_ms"] + MIN_WORD_MS), t1 - MIN_WORD_MS)

@@ -97,3 +97,29 @@ def test_the_input_is_not_modified_and_empty_input_is_fine():
     WT.refine(x, words, "tiny.en")
     assert words[0]["t0_ms"] == 0
     assert WT.refine(x, [], "tiny.en") == []
+
+
+def test_counted_words_with_short_pauses_start_at_their_own_onsets():
+    """'one, two, three' with 0.2 s between the words: the alignment makes each word start where the one before
+    it ends (in the pause); the start moves onto the word's own onset and the word before ends at the pause."""
+    bursts = [(0.3, 0.6), (0.8, 1.1), (1.3, 1.6), (1.8, 2.1)]
+    x = _audio(bursts)
+    words = [{"seq": 0, "idx": 0, "t0_ms": 300, "t1_ms": 560, "word": " one"},
+             {"seq": 0, "idx": 1, "t0_ms": 560, "t1_ms": 1020, "word": " two"},
+             {"seq": 0, "idx": 2, "t0_ms": 1020, "t1_ms": 1560, "word": " three"},
+             {"seq": 0, "idx": 3, "t0_ms": 1560, "t1_ms": 2100, "word": " four"}]
+    out = WT.refine(x, words, "tiny.en")
+    for w, (a, _) in zip(out[1:], bursts[1:]):
+        assert abs(w["t0_ms"] - a * 1000) <= 30, out
+    for prev, w in zip(out, out[1:]):
+        assert prev["t1_ms"] <= w["t0_ms"], out
+
+
+def test_a_word_after_a_pause_does_not_start_in_the_loud_tail_of_the_word_before():
+    """The aligned end of the word before is early: the onset search reaches back over its tail, and the onset
+    is the one after the pause."""
+    x = _audio([(0.3, 0.7), (0.9, 1.3)])
+    words = [{"seq": 0, "idx": 0, "t0_ms": 300, "t1_ms": 500, "word": " seven"},
+             {"seq": 0, "idx": 1, "t0_ms": 560, "t1_ms": 1300, "word": " three"}]
+    out = WT.refine(x, words, "tiny.en")
+    assert abs(out[1]["t0_ms"] - 900) <= 30, out
