@@ -19,7 +19,7 @@ References (bench/eval/word_times.json, with their sources):
   * ``leopard_test_librispeech-1272-128104-0000.wav``: LibriSpeech dev-clean 1272-128104-0000; word
     boundaries from the Montreal Forced Aligner alignments of LibriSpeech (CorentinJ/librispeech-alignments);
   * ``fsdd_*``: spoken digits with 0.15-0.2 s pauses between them (counting, a code read out), built from the
-    Free Spoken Digit Dataset by bench/eval/build_pause_clips.py; word times are the parts' exact spans.
+    Free Spoken Digit Dataset by bench/eval/build_more_clips.py; word times are the parts' exact spans.
 
 Each clip has a ``split``: the constants of stages/word_timing.py are chosen on ``tune`` (TIMIT dialect
 regions 1, 3, 5, 7 and the two clips above); ``heldout`` (regions 2, 4, 6, 8: other speakers) is the
@@ -131,6 +131,7 @@ def decode_all(refs: list[dict], model: str | None, cache: Path, git_root: Path 
     from faster_whisper import WhisperModel
 
     from talkthrough_assets import models
+    from talkthrough_assets.stages import chunks as C
     from talkthrough_assets.stages import transcribe as T
 
     ref_model, label = models.resolve_whisper(model)
@@ -139,7 +140,7 @@ def decode_all(refs: list[dict], model: str | None, cache: Path, git_root: Path 
     for n, clip in enumerate(refs, 1):
         samples = _decode(clip_audio(clip, cache, git_root))
         segs, _ = bare.transcribe(samples, word_timestamps=True)
-        res = T.transcribe(samples, model_ref=ref_model, model_label=label, refine_words=False)
+        res = C.transcribe(samples, model_ref=ref_model, model_label=label, refine_words=False)
         out["clips"][clip["id"]] = {
             "bare": [(w.start, w.word) for s in segs for w in (s.words or [])],
             "unrefined": [{k: w[k] for k in ("seq", "t0_ms", "t1_ms", "word")} for w in res["words"]]}

@@ -43,7 +43,7 @@ ONSET_REACH_MS = 1200  # how far into a word after a pause its onset is searched
 ONSET_BACK_MS = 400  # ... and how far before Whisper's start (never before the previous word's end)
 ONSET_LEAD_MS = 20  # an onset is placed this much before the first loud frame
 # a pause: at least PAUSE_MIN_MS of frames PAUSE_DB under the loud part around them, searched within
-# PAUSE_REACH_MS of Whisper's start (the spoken-digit clips of bench/eval/build_pause_clips.py)
+# PAUSE_REACH_MS of Whisper's start (the spoken-digit clips of bench/eval/build_more_clips.py)
 PAUSE_MIN_MS = 80
 PAUSE_DB = 30.0
 PAUSE_REACH_MS = 300

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Maintainer tool: add the spoken-digit clips with short pauses to the evaluation set.
+"""Maintainer tool: add clips from sources the first evaluation set did not use (short phrases, pauses, digits).
+
+1. Spoken digits with short pauses.
 
 Free Spoken Digit Dataset (Jakobovski/free-spoken-digit-dataset, CC BY-SA 4.0): 6 English speakers, one digit
 per 8-kHz WAV, trimmed by its authors to the word. Each clip here plays one speaker's digits one after another
@@ -14,7 +16,11 @@ turns). Both go into bench/eval/manifest.json (kind ``asr``, tags ``numbers``, `
 bench/eval/word_times.json (``split``: george, jackson, lucas tune the word-timing constants; nicolas, theo,
 yweweler are held out).
 
-    python bench/eval/build_pause_clips.py --git-root /work/.mirror
+2. Uberi/speech_recognition's test clips (BSD-3-Clause): ``english.wav`` (1.6 s, "one two three": the text its
+   tests expect from every engine), ``french.aiff`` and ``chinese.flac`` (short non-English phrases, their texts
+   as the repository's tests give them for IBM's recognizer).
+
+    python bench/eval/build_more_clips.py --git-root /work/.mirror
 """
 
 from __future__ import annotations
@@ -42,6 +48,29 @@ CODE = [4, 0, 7, 5, 9, 1, 3, 8, 2, 6]
 CLIPS = {"count": (COUNT, 0.15), "code": (CODE, 0.20)}
 
 
+SR_REPO = "Uberi/speech_recognition"
+SR_LICENCE = "BSD-3-Clause"
+SR_CLIPS = [  # id, kind, language, path, text, tags
+    ("sr_english_one_two_three", "asr", "en", "tests/english.wav", "one two three", ["numbers", "short", "command"]),
+    ("sr_french_dictee", "non_english", "fr", "tests/french.aiff", "si la dictée numéro un", ["short", "read"]),
+    ("sr_chinese", "non_english", "zh", "tests/chinese.flac", "砸 自己 的 脚", ["short", "read"]),
+]
+
+
+def _mirror(git_root: Path, repo: str) -> Path:
+    root = git_root / repo.replace("/", "+") / "repo"
+    return root / ".git" if (root / ".git").is_dir() else root
+
+
+def _duration(data: bytes) -> float:
+    import io
+
+    import av
+
+    with av.open(io.BytesIO(data)) as c:
+        return round(sum(f.samples for f in c.decode(audio=0)) / c.streams.audio[0].rate, 3)
+
+
 def git(root: Path, *args: str) -> bytes:
     return subprocess.run(["git", "--git-dir", str(root), *args], check=True, capture_output=True).stdout
 
@@ -50,12 +79,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--git-root", type=Path, required=True)
     args = ap.parse_args()
-    root = args.git_root / REPO.replace("/", "+") / "repo"
-    root = root / ".git" if (root / ".git").is_dir() else root
+    root = _mirror(args.git_root, REPO)
     commit = git(root, "rev-parse", "HEAD").decode().strip()
     man_path, wt_path = HERE / "manifest.json", HERE / "word_times.json"
     man, wt = json.loads(man_path.read_text()), json.loads(wt_path.read_text())
-    man["clips"] = [c for c in man["clips"] if not c["id"].startswith("fsdd_")]
+    man["clips"] = [c for c in man["clips"] if not c["id"].startswith(("fsdd_", "sr_"))]
     wt["clips"] = [c for c in wt["clips"] if not c["id"].startswith("fsdd_")]
     man["repos"][REPO] = {"commits": [commit], "licence": LICENCE}
     for spk, split in SPEAKERS.items():
@@ -82,9 +110,21 @@ def main() -> int:
                 "reference": f"word spans of the concat (bench/fetch_eval.py): each FSDD digit file trimmed to its "
                              f"speech (10-ms frames >= 5 % of the loudest, 50 ms padding), {gap} s of silence between",
                 "words": [{"word": w, "start_s": a, "end_s": b} for a, b, w in turns]})
+    sr = _mirror(args.git_root, SR_REPO)
+    sr_commit = git(sr, "rev-parse", "HEAD").decode().strip()
+    man["repos"][SR_REPO] = {"commits": [sr_commit], "licence": SR_LICENCE}
+    for cid, kind, lang, path, text, tags in SR_CLIPS:
+        data = git(sr, "show", f"{sr_commit}:{path}")
+        src = {"repo": SR_REPO, "commit": sr_commit, "path": path,
+               "blob": git(sr, "rev-parse", f"{sr_commit}:{path}").decode().strip(), "size": len(data),
+               "sha256": F.sha256(data)}
+        man["clips"].append({"id": cid, "kind": kind, "language": lang, "file": cid + Path(path).suffix,
+                             "sources": [src], "sha256": F.sha256(data), "text": text,
+                             "text_source": "the text the repository's tests expect (tests/test_recognition.py)",
+                             "tags": tags, "licence": SR_LICENCE, "duration_s": _duration(data)})
     man_path.write_text(json.dumps(man, indent=1, ensure_ascii=False) + "\n")
     wt_path.write_text(build_word_times.dump(wt))
-    print(f"{len(SPEAKERS) * len(CLIPS)} clips from {REPO}@{commit[:10]}")
+    print(f"{len(SPEAKERS) * len(CLIPS)} clips from {REPO}@{commit[:10]}, {len(SR_CLIPS)} from {SR_REPO}@{sr_commit[:10]}")
     return 0
 
 
