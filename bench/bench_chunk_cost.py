@@ -4,7 +4,7 @@
     python bench/bench_chunk_cost.py [--media PATH] [--seconds N] [--threads 2]
 
 Decodes the audio (default: the 30-min bench meeting from bench/make_long_media.py) once in the segments
-stage's chunks (``chunks.transcribe_chunked``, nothing stored) and once whole (``transcribe.transcribe``), the
+stage's chunks (``chunks.transcribe_chunked``, nothing stored) and once whole (``transcribe.decode`` on the whole recording), the
 pipeline's own settings, and prints wall and CPU seconds and their ratios (chunked / whole). Unlike
 ``bench_chunks.py --parts ab`` (alternating pairs on a cut) this covers the whole recording in one pass each.
 """
@@ -66,7 +66,7 @@ def main() -> None:
             out = C.transcribe_chunked(x, fp="bench", load=lambda k: None, save=lambda k, b: None, model_ref=ref,
                                        model_label=label, threads=args.threads, whisper=w)
         else:
-            out = T.transcribe(x, model_ref=ref, model_label=label, threads=args.threads, whisper=w)
+            out = T.finish(T.decode(x, model_ref=ref, model_label=label, threads=args.threads, whisper=w))
         res[name] = (time.perf_counter() - t, time.process_time() - c, len(out["segments"]))
         print(f"{name:8s} wall {res[name][0]:7.1f} s  cpu {res[name][1]:7.1f} s  segments {res[name][2]}  "
               f"language checks {checks['n']} ({checks['cpu']:.1f} s CPU)")

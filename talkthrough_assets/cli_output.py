@@ -71,6 +71,8 @@ def print_summary(s: dict) -> None:
               + (f"; speakers: {s['speakers']}" if s.get("diarized") else "")
               + (f" ({esc(s['speakers_note'])})" if s.get("diarized") and s.get("speakers_note") else ""),
               highlight=False)
+    if tr.get("dropped_words") or tr.get("uncovered_speech_s") or tr.get("doubtful_segments"):
+        out.print("  " + esc(quality_line(tr)), highlight=False)
     if tr.get("coverage"):
         out.print(f"  chunks: {esc(tr['coverage'])}", highlight=False)
     if tr.get("chunks_reason"):
@@ -87,3 +89,18 @@ def print_summary(s: dict) -> None:
         out.print(f"  report: {esc(s['report'])}", highlight=False)
     if fr.get("contact_sheet"):
         out.print(f"  contact sheet: {esc(fr['contact_sheet'])}", highlight=False)
+
+
+def quality_line(tr: dict) -> str:
+    """"dropped 41 words (repetition 30, no speech in its time span 11); 2 segments kept in doubt; 1.3 s of 212.0 s
+    of speech without words" (the transcript's quality, summary line)."""
+    parts = []
+    if tr.get("dropped_words"):
+        why = ", ".join(f"{k} {v}" for k, v in sorted(tr.get("dropped_why", {}).items(), key=lambda kv: -kv[1]))
+        parts.append(f"dropped {tr['dropped_words']} words ({why})")
+    if tr.get("doubtful_segments"):
+        parts.append(f"{tr['doubtful_segments']} segment(s) kept in doubt (language)")
+    if tr.get("uncovered_speech_s"):
+        parts.append(f"{tr['uncovered_speech_s']:.1f} s of {tr.get('speech_s', 0):.1f} s of speech without words")
+    return "; ".join(parts)
+

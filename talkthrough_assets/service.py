@@ -17,7 +17,7 @@ from .ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
 from .instance import (PG_URL_ENV, POSTGRES_STORAGE_YAML, _pin_pg_driver, ensure_dagster_home,  # noqa: F401
                        instance, instance_yaml)
-from .stages import chunkstore, search_index, wallclock
+from .stages import chunkstore, search_index, transcribe, wallclock
 from .stages.wallclock import t_wall
 
 PREVIEW_SEGMENTS = 15
@@ -301,7 +301,8 @@ def summary(rid: str) -> dict:
                        "language": rec["language"], "segments": rec["segment_count"],
                        # chunks with a stored Whisper result (derived from the chunk keys), and failed ones
                        "coverage": (chunkstore.coverage(rid) or {}).get("text"),
-                       "chunks_reason": pipeline.stage_reason(rid, "segments")},
+                       "chunks_reason": pipeline.stage_reason(rid, "segments"),
+                       **{k: v for k, v in transcribe.quality(tr).items() if k != "uncovered"}},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
                    "dir": store.data_location(store.frames_key(rid)),
                    "reason": pipeline.stage_reason(rid, "keyframes"), "contact_sheet": _contact_sheet(rid)},

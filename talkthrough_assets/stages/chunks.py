@@ -40,7 +40,7 @@ from .. import stop
 from . import transcribe as T
 from .runner import hms
 
-CHUNK_FORMAT = "3"  # the stored result's layout and the planning rule: part of every key
+CHUNK_FORMAT = "4"  # the stored result's layout and the planning rule: part of every key
 SR = 16000
 WIN = 512  # Silero VAD window (samples): cuts fall on multiples of it
 CHUNK_S = 180.0  # target chunk length (TALKTHROUGH_CHUNK_S), see bench/bench_chunks.py
@@ -52,7 +52,7 @@ TAIL_GUARD = SR  # 1 s: a file's last samples are not heard when a cut is placed
 SMOOTH_WINDOWS = 16  # ~0.5 s: without a silent window, the cut goes where the smoothed probability is lowest
 MAGIC = b"TTCHUNK1\n"
 LOOP_RUN = 4  # this many segments in a row with the same text: a loop (see _decode_chunk)
-PROMPT_TOKENS = 223  # faster-whisper's previous-text prompt: the last max_length // 2 - 1 tokens
+PROMPT_TOKENS = T.PROMPT_TOKENS
 
 
 # --------------------------------------------------------------------------- planning
@@ -176,7 +176,7 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
                        chunk_s: float | None = None,
                        on_plan: Callable[[list[dict]], None] | None = None,
                        on_chunk: Callable[[int, int, str], None] | None = None, **decode_kw) -> dict:
-    """The stage's output ({"meta", "segments", "words"}, as :func:`transcribe.transcribe`) and ``"chunks"``
+    """The stage's output ({"meta", "segments", "words"}, times in ms; :func:`transcribe.finish`) and ``"chunks"``
     (what happened to each: reused, decoded, failed). ``decode_kw``: :func:`transcribe.decode`'s keywords.
     ``on_plan(rows)`` is called with the chunk rows (idx, t0_ms, t1_ms, key) before anything is decoded;
     ``on_chunk(done, total, state, done_ms, total_ms)`` after each chunk."""
@@ -228,6 +228,13 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
     return out
 
 
+def transcribe(samples: np.ndarray, **decode_kw) -> dict:
+    """The segments stage's output for ``samples`` as the stage makes it (:func:`transcribe_chunked`: the same
+    chunks, contexts and drop rules), with nothing stored or reused: for the benchmarks and the accuracy tests.
+    ``decode_kw``: :func:`transcribe.decode`'s keywords."""
+    return transcribe_chunked(samples, fp="unstored", load=lambda key: None, save=lambda key, blob: None, **decode_kw)
+
+
 def loop_run(out: dict) -> int:
     """The longest run of kept segments one after another with the same text (case and punctuation aside):
     Whisper caught in a loop writes "Okay." 100 times over real speech. Dropped segments do not count: a loop
@@ -254,6 +261,7 @@ def _decode_chunk(samples: np.ndarray, decode_kw: dict) -> dict:
         if loop_run(again) < loop_run(out):
             out, prompt = again, []
             out["recontext"] = True
+    out.pop("seg_tokens", None)
     out["tail"] = (list(prompt) + out.pop("tokens"))[-PROMPT_TOKENS:]
     return out
 
@@ -261,7 +269,8 @@ def _decode_chunk(samples: np.ndarray, decode_kw: dict) -> dict:
 def assemble(results: list[dict | None], rows: list[dict], *, model_label: str | None, audio_ms: int) -> dict:
     """Chunk results (None: failed) -> the stage's output, times shifted by each chunk's start, segments
     numbered in order."""
-    segments, words, dropped = [], [], []
+    segments, words, dropped, doubtful, gaps = [], [], [], [], []
+    speech_ms = 0
     language = language_p = None
     reasons = set()
     for res, row in zip(results, rows):
@@ -278,8 +287,9 @@ def assemble(results: list[dict | None], rows: list[dict], *, model_label: str |
             segments.append(dict(s, seq=len(segments), t0_ms=s["t0_ms"] + off, t1_ms=s["t1_ms"] + off))
         for w in res["words"]:
             words.append(dict(w, seq=seq_of[w["seq"]], t0_ms=w["t0_ms"] + off, t1_ms=w["t1_ms"] + off))
-        for d in res["dropped"]:
-            dropped.append(dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off))
+        for kind, into in (("dropped", dropped), ("doubtful", doubtful), ("uncovered", gaps)):
+            into += [dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off) for d in res.get(kind, [])]
+        speech_ms += res.get("speech_ms", 0)
     if language is None:  # no chunk with segments: the first chunk that detected one
         for res in results:
             if res is not None and res["meta"].get("language"):
@@ -291,7 +301,8 @@ def assemble(results: list[dict | None], rows: list[dict], *, model_label: str |
     meta = {"available": True, "reason": reason, "language": language, "language_probability": language_p,
             "model": model_label, "segment_count": len(segments), "word_count": len(words), "audio_ms": audio_ms,
             "elapsed_s": 0.0, "dropped_count": len(dropped), "dropped": "[]"}
-    return T.finish({"meta": meta, "segments": segments, "words": words, "dropped": dropped})
+    return T.finish({"meta": meta, "segments": segments, "words": words, "dropped": dropped,
+                     "doubtful": doubtful, "uncovered": gaps, "speech_ms": speech_ms})
 
 
 # --------------------------------------------------------------------------- coverage

@@ -231,6 +231,8 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
     md = {"available": m["available"], "reason": m["reason"] or "", "language": m["language"] or "",
           "segments": m["segment_count"], "words": m["word_count"], "transcript_head": head,
           "elapsed_s": m["elapsed_s"], "dropped_segments": m.get("dropped_count") or 0,
+          **{k: v for k, v in T.quality(m).items() if k in ("dropped_words", "doubtful_segments", "speech_s",
+                                                            "uncovered_speech_s")},
           **metadata(rid, out.get("chunks"))}
     checks = [T.transcript_check(p["has_audio"] and peak > 1000, m["segment_count"])]
     return StageResult(md, digest(out["segments"]), checks, reason=out.get("reason"))

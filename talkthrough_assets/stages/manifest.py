@@ -10,11 +10,12 @@ from .. import store
 from ..errors import StageError
 from .diarize.speaker_names import name_candidates
 from .keyframes import CAP_REASON_PREFIX
+from .transcribe import quality as transcript_quality
 from .wallclock import view as wallclock_view
 from . import search_index
 from .runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
-CODE_VERSION = "4"  # 4: frames.cap_hit only when a cap left frames out (with its reason)
+CODE_VERSION = "5"  # 5: transcript.quality (dropped words by reason, doubtful segments, uncovered speech)
 SCHEMA = "talkthrough-manifest/v1"
 
 REQUIRED_KEYS = ("schema", "job_id", "created_at", "media", "wall_clock", "transcript", "frames", "caps",
@@ -61,6 +62,8 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
             for s in seg_out
         ],
         "words": [[w["t0_ms"], w["t1_ms"], w["word"]] for w in words],
+        # what the drop rules removed (words, by reason), kept in doubt, and the speech left without words
+        "quality": transcript_quality(tr),
     }
     if diarization and diarization.get("requested"):
         block = {k: diarization.get(k) for k in (

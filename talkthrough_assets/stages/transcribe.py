@@ -1,15 +1,18 @@
-"""segments: faster-whisper on the 16 kHz WAV (CPU int8, beam 5, VAD on, word timestamps; repetition loops
-and, for an English-only model, segments whose audio is another language are dropped with a recorded reason).
+"""segments: faster-whisper on the 16 kHz WAV (CPU int8, beam 5, VAD on, word timestamps). Repetition loops lose
+their tail, text over no voice activity and (for an English-only model) segments whose audio is another language
+are dropped with a recorded reason, and speech no segment covers is decoded again on its own.
 
 The loaded models live in a :class:`Whisper` object that the caller owns and passes in (the pipeline gets
 the process's one from ``talkthrough_assets.engines``, Dagster from its ``whisper`` resource); a call
 without one uses :func:`default_whisper`, the same process-wide object. The stage's ``run()`` (in chunks of the
-recording, each result kept) is ``stages/chunkstore.py``."""
+recording, each result kept) is ``stages/chunkstore.py``; ``chunks.transcribe`` is the same decode with nothing
+stored."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 import zlib
@@ -22,7 +25,7 @@ from . import audio as audio_stage
 from . import word_timing
 from .runner import CheckResult, wav_path
 
-CODE_VERSION = "10"
+CODE_VERSION = "11"
 SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the config hash (and chunk keys) cover
 # Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults, same model, same run
 # (eval clips, the 10-min screencast and the 30-min meeting of bench/make_long_media.py):
@@ -30,12 +33,14 @@ SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the 
 # * Whisper hears the whole recording with the text said before as context, as bare faster-whisper does. Cutting
 #   the audio to VAD speech and/or dropping the context cost 5 points of WER on the 30-min meeting (13.6 % vs
 #   8.1 % on its first 5 min; VAD filter alone 10.0 %). Voice activity is used as a gate instead: a segment whose
-#   time span has no speech at all (Silero VAD, threshold 0.1) is dropped, which is what the filter protected against;
+#   time span has no speech at all (Silero VAD, threshold 0.1) is dropped, which is what the filter protected against
+#   (its speech, if it was real text given a wrong span, is left uncovered and decoded again: see COVERAGE_MIN_S);
 # * no temperature fallback: faster-whisper's ladder re-decodes a failed window by sampling, random per call
 #   (CTranslate2's sampler runs in its worker threads, which ctranslate2.set_random_seed does not reach);
 #   beam search alone gives the same words every run (tests/integration/test_determinism.py);
 # * a segment whose own text's compression ratio is over 2.4 (faster-whisper's repetition threshold, which it
-#   applies per window: "the rest of the rest of the rest ...") is dropped;
+#   applies per window: "the rest of the rest of the rest ...") loses its repeated tail (:func:`loop_cut`), or is
+#   dropped when no loop can be cut off;
 # * an English-only model's doubtful segments (see LANGUAGE_CHECK_*) get a language check by the multilingual
 #   base model over the segment and its surrounding seconds: a segment whose audio is confidently not English
 #   (P(en) < 0.05 and another language leads with p >= 0.8, see below) is dropped. Every drop is recorded with its reason (transcripts.dropped).
@@ -61,6 +66,29 @@ LANGUAGE_CHECK_MIN_TOP_P = 0.8  # ... with at least this probability. Measured o
 # P(en) >= 0.11 (a far-field "Okay." on an AMI excerpt, read as Portuguese at p=0.65; a 1-s "7 of clubs" as
 # Ukrainian at p=0.30, P(en)=0.07)
 VAD_GATE_PAD_MS = 400
+PROMPT_TOKENS = 223  # faster-whisper's previous-text prompt: the last max_length // 2 - 1 tokens
+# Language ID is evidence only on enough speech. The check's usual verdict (the multilingual encoder run on the
+# checked audio alone, cheap) is trusted on at least LANGUAGE_MIN_SPEECH_S of speech: the shortest amount at which
+# it called >= 99 % of English windows of the eval set English (bench/bench_language_id.py). On less, it misjudged
+# short English (a 1.6-s Indian-English ARCTIC prompt as Welsh, a 1.8-s Common Voice clip as Japanese, "seven of
+# clubs" as Ukrainian): there the language is detected the way Whisper was trained to, on the audio padded to a
+# 30-s window (~0.5 s CPU, only for such short audio), which called all 36 short English clips of the set English
+# (P(en) >= 0.45) and every short non-English clip not English (P(en) <= 0.06). Such a segment is dropped only
+# when P(en) < LANGUAGE_SHORT_MAX_P_EN and the English model itself is unsure of its words (mean word
+# probability under LANGUAGE_KEEP_WORD_P; its text over non-English speech was <= 0.66); otherwise it is kept and
+# the doubt recorded (transcripts.doubtful).
+LANGUAGE_MIN_SPEECH_S = 4.0
+LANGUAGE_SHORT_MAX_P_EN = 0.1
+LANGUAGE_KEEP_WORD_P = 0.8
+# Coverage: voice activity that no kept segment covers for at least this long is decoded again on its own (its
+# own window, the text before it as prompt): Whisper's long-form decoding jumps over speech now and then (27 s of
+# a narrated scene), and a segment whose text was given a wrong time span or was cut as a loop leaves its speech
+# uncovered.
+COVERAGE_MIN_S = 1.0
+COVERAGE_MARGIN_S = 0.5  # audio heard on either side of an uncovered span when it is decoded again
+COVER_SLACK_MS = 250  # a kept segment covers its aligned span widened by this much
+LOOP_MIN_REPEATS = 3  # a phrase said this many times in a row ends a segment's text (2 for phrases of
+LOOP_LONG_PHRASE = 4  # at least this many words)
 
 
 def cpu_threads(shared: bool = False, override: int | None = None) -> int:
@@ -136,13 +164,17 @@ def language_checker(whisper: "Whisper", threads: int | None = None):
     if path is None:
         return None
 
-    def check(samples: np.ndarray) -> tuple[str, float, float]:
+    def check(samples: np.ndarray, padded: bool = False) -> tuple[str, float, float]:
         # The encoder runs on the segment's own frames, not on Whisper's padded 30-s window: CTranslate2
         # accepts the shorter input and it costs ~1/10 (0.03-0.1 s for 3-5 s of audio instead of 0.5 s).
+        # ``padded``: on Whisper's 30-s window, as it was trained (see LANGUAGE_MIN_SPEECH_S).
         import ctranslate2
 
         model = whisper.model(str(path), threads)
-        feats = model.feature_extractor(samples)[:, : max(1, len(samples) // 160)]
+        feats = model.feature_extractor(samples)
+        n = model.feature_extractor.nb_max_frames
+        feats = (np.pad(feats[:, :n], ((0, 0), (0, max(0, n - feats.shape[1])))) if padded
+                 else feats[:, : max(1, len(samples) // 160)])
         view = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None].astype(np.float32)))
         ranked = [(tok.strip("<|>"), float(p)) for tok, p in model.model.detect_language(view)[0]]
         return ranked[0][0], ranked[0][1], dict(ranked).get("en", 0.0)
@@ -205,10 +237,77 @@ def _has_speech(regions: list[tuple[int, int]], t0: float, t1: float) -> bool:
     return any(s < b and e > a for s, e in regions)
 
 
-def transcribe(samples: np.ndarray, **kw) -> dict:
-    """Return {"meta": {...}, "segments": [...], "words": [...]} with integer millisecond times (the whole
-    recording decoded at once; the stage decodes it in chunks, see ``stages.chunks``). Keywords: :func:`decode`."""
-    return finish(decode(samples, **kw))
+def core_speech(regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The gate's regions without the padding the VAD adds on either side: the speech itself (samples)."""
+    pad = VAD_GATE_PAD_MS * 16
+    return [(a + pad, b - pad) for a, b in regions if b - a > 2 * pad]
+
+
+def speech_in(core: list[tuple[int, int]], a: int, b: int) -> float:
+    """Seconds of ``core`` speech within samples [a, b)."""
+    return sum(max(0, min(e, b) - max(s, a)) for s, e in core) / 16000
+
+
+def uncovered(core: list[tuple[int, int]], covered: list[tuple[int, int]], min_len: int) -> list[tuple[int, int]]:
+    """Parts of the ``core`` speech (samples) that no ``covered`` span overlaps, at least ``min_len`` long."""
+    out = []
+    spans = sorted(covered)
+    for s, e in core:
+        pos = s
+        for a, b in spans:
+            if b <= pos or a >= e:
+                continue
+            if a > pos:
+                out.append((pos, a))
+            pos = max(pos, b)
+        if pos < e:
+            out.append((pos, e))
+    return [(a, b) for a, b in out if b - a >= min_len]
+
+
+def _key(word: str) -> str:
+    return re.sub(r"[^\w']+", "", word.lower())
+
+
+def loop_cut(text: str) -> int | None:
+    """How many words of ``text`` to keep when it runs into a loop: the words up to the end of the first time a
+    phrase is said :data:`LOOP_MIN_REPEATS` times in a row (twice for a phrase of :data:`LOOP_LONG_PHRASE` words or
+    more); None when no phrase repeats so. "Thanks for the update. The rest of the rest of the rest of" keeps
+    "Thanks for the update. The rest of"."""
+    keys = [_key(w) for w in text.split()]
+    n = len(keys)
+    for i in range(n):
+        for k in range(1, min(12, (n - i) // 2) + 1):
+            need = 2 if k >= LOOP_LONG_PHRASE else LOOP_MIN_REPEATS
+            phrase = keys[i:i + k]
+            if i + need * k > n or not any(phrase):
+                continue
+            reps, j = 1, i + k
+            while j + k <= n and keys[j:j + k] == phrase:
+                reps, j = reps + 1, j + k
+            if reps >= need:
+                return i + k
+    return None
+
+
+def _trimmed(model, s, n_words: int):
+    """Segment ``s`` with only its first ``n_words`` words (text and tokens), or None when its tokens cannot be
+    cut there."""
+    import dataclasses
+
+    want = s.text.split()[:n_words]
+    toks = list(s.tokens)
+    for k in range(1, len(toks) + 1):
+        text = model.hf_tokenizer.decode(toks[:k])
+        if text.split()[:n_words] == want and len(text.split()) >= n_words:
+            return dataclasses.replace(s, text=text, tokens=toks[:k])
+    return None
+
+
+def _empty(meta: dict, reason: str, t_start: float) -> dict:
+    meta.update(reason=reason, elapsed_s=round(time.perf_counter() - t_start, 3))
+    return {"meta": meta, "segments": [], "words": [], "dropped": [], "tokens": [], "doubtful": [],
+            "uncovered": [], "speech_ms": 0}
 
 
 def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
@@ -216,30 +315,119 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
            condition_on_previous_text: bool = CONDITION_ON_PREVIOUS_TEXT,
            max_compression_ratio: float | None = MAX_COMPRESSION_RATIO, temperature=TEMPERATURE,
            language_check: bool = True, threads: int | None = None, whisper: Whisper | None = None,
-           refine_words: bool = True, prompt: list[int] | None = None) -> dict:
-    """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens"} (times in
-    ms from the first sample; each dropped segment keeps its "lang"; "tokens": the tokens of the segments kept,
-    the context for what follows: a dropped segment's are not, so a hallucination over the silence at a chunk's
-    end ("Okay. Okay. ...", dropped by the VAD gate) cannot become the next chunk's prompt); :func:`finish` makes
-    it the stage's output. ``prompt``:
-    the tokens said before (a previous chunk's context) instead of the vocabulary as the initial prompt.
-    ``whisper``: where the model is loaded (default: :func:`default_whisper`). ``language_check``: check the
-    doubtful segments of an English-only model with the multilingual model's language detection.
-    ``refine_words``: move word starts onto the audio (:mod:`.word_timing`)."""
+           refine_words: bool = True, prompt: list[int] | None = None, coverage: bool = True,
+           all_doubtful: bool = False) -> dict:
+    """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens", "doubtful",
+    "uncovered", "speech_ms"} (times in ms from the first sample; each dropped segment keeps its "lang"; "tokens":
+    the tokens of the segments kept, the context for what follows: a dropped segment's are not, so a
+    hallucination over the silence at a chunk's end ("Okay. Okay. ...", dropped by the VAD gate) cannot become
+    the next chunk's prompt); :func:`finish` makes it the stage's output. ``prompt``: the tokens said before (a
+    previous chunk's context) instead of the vocabulary as the initial prompt. ``whisper``: where the model is
+    loaded (default: :func:`default_whisper`). ``language_check``: check the doubtful segments of an English-only
+    model with the multilingual model's language detection (``all_doubtful``: every segment).
+    ``refine_words``: move word starts onto the audio (:mod:`.word_timing`). ``coverage``: decode again, on its
+    own, speech that no kept segment covers (:data:`COVERAGE_MIN_S`); what stays uncovered is listed with why.
+
+    Nothing is deleted to fix a time span or a loop: a loop loses its repeated tail (:func:`loop_cut`), and a
+    segment whose span holds no voice activity is dropped only as text: its speech, wherever it is, is left
+    uncovered and decoded again. "doubtful": segments kept although the language check doubted them."""
     t_start = time.perf_counter()
     audio_ms = int(len(samples) * 1000 / 16000)
     meta = {"available": True, "reason": None, "language": None, "language_probability": None,
             "model": model_label, "segment_count": 0, "word_count": 0, "audio_ms": audio_ms, "elapsed_s": 0.0,
             "dropped_count": 0, "dropped": "[]"}
     if len(samples) < 1600:  # < 0.1 s: nothing to transcribe
-        meta.update(reason="no speech detected (audio shorter than 0.1 s)")
-        return {"meta": meta, "segments": [], "words": [], "dropped": [], "tokens": []}
+        return _empty(meta, "no speech detected (audio shorter than 0.1 s)", t_start)
     whisper = whisper or default_whisper()
-    dropped: list[dict] = []
     regions = speech_regions(samples) if vad else None
     if regions == []:  # the gate would drop every segment: Whisper is not run at all (a silent screencast)
-        meta.update(reason="no speech detected (no voice activity)", elapsed_s=round(time.perf_counter() - t_start, 3))
-        return {"meta": meta, "segments": [], "words": [], "dropped": [], "tokens": []}
+        return _empty(meta, "no speech detected (no voice activity)", t_start)
+    core = core_speech(regions) if regions is not None else [(0, len(samples))]
+    opts = dict(model_ref=model_ref, model_label=model_label, language=language, vocabulary=vocabulary,
+                beam_size=beam_size, condition_on_previous_text=condition_on_previous_text,
+                max_compression_ratio=max_compression_ratio, temperature=temperature,
+                language_check=language_check, threads=threads, whisper=whisper)
+    res = _pass(samples, regions, core, prompt=prompt, all_doubtful=all_doubtful, **opts)
+    entries, dropped, doubtful = res["entries"], res["dropped"], res["doubtful"]
+    gaps: list[dict] = []
+    if regions is not None:
+        def covered() -> list[tuple[int, int]]:
+            slack = COVER_SLACK_MS * 16
+            spans = [(e["seg"]["t0_ms"] * 16 - slack, e["seg"]["t1_ms"] * 16 + slack) for e in entries]
+            return spans + [(d["t0_ms"] * 16, d["t1_ms"] * 16) for d in dropped if d.get("lang")]
+
+        for a, b in (uncovered(core, covered(), int(COVERAGE_MIN_S * 16000)) if coverage else []):
+            m = int(COVERAGE_MARGIN_S * 16000)
+            w0, w1 = max(0, a - m), min(len(samples), b + m)
+            # the text kept before it is its context (not the prompt this audio came with: a prompt that sent
+            # Whisper into a loop would do it again)
+            before = [t for e in entries if e["seg"]["t1_ms"] * 16 <= a for t in e["tokens"]]
+            sub = decode(samples[w0:w1], **opts, prompt=before[-PROMPT_TOKENS:] or None,
+                         refine_words=False, coverage=False, all_doubtful=True)
+            off = w0 * 1000 // 16000
+            kept = 0
+            for e in _entries_of(sub):
+                t0, t1 = e["seg"]["t0_ms"] + off, e["seg"]["t1_ms"] + off
+                inside = min(t1, b // 16) - max(t0, a // 16)
+                if inside * 2 < max(1, t1 - t0) or any(_key(x["seg"]["text"]) == _key(e["seg"]["text"])
+                                                       for x in entries if abs(x["seg"]["t0_ms"] - t0) < 5000):
+                    continue
+                entries.append(_shift(e, off))
+                kept += 1
+            dropped += [dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off,
+                             reason=d["reason"] + " (speech decoded again)") for d in sub["dropped"]]
+            doubtful += [dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off) for d in sub["doubtful"]]
+            gaps.append({"t0_ms": a // 16, "t1_ms": b // 16, "kept": kept})
+        still = uncovered(core, covered(), int(COVERAGE_MIN_S * 16000))
+        gaps = [{"t0_ms": a // 16, "t1_ms": b // 16, "reason": _gap_reason(a, b, dropped, coverage)}
+                for a, b in still]
+    entries.sort(key=lambda e: (e["seg"]["t0_ms"], e["seg"]["t1_ms"]))
+    segments, words, tokens, seg_tokens = [], [], [], []
+    for seq, e in enumerate(entries):
+        segments.append(dict(e["seg"], seq=seq))
+        words += [dict(w, seq=seq) for w in e["words"]]
+        tokens += e["tokens"]
+        seg_tokens.append(e["tokens"])
+    dropped.sort(key=lambda d: d["t0_ms"])
+    if refine_words:
+        words = word_timing.refine(samples, words, model_label)
+    info = res["info"]
+    meta.update(language=info.language, language_probability=float(info.language_probability),
+                segment_count=len(segments), word_count=len(words), dropped_count=len(dropped),
+                elapsed_s=round(time.perf_counter() - t_start, 3))
+    return {"meta": meta, "segments": segments, "words": words, "dropped": dropped, "tokens": tokens,
+            "seg_tokens": seg_tokens, "doubtful": doubtful, "uncovered": gaps,
+            "speech_ms": int(sum(b - a for a, b in core) / 16)}
+
+
+def _gap_reason(a: int, b: int, dropped: list[dict], decoded_again: bool) -> str:
+    """Why speech [a, b) (samples) has no transcript: what was dropped over it, else Whisper wrote nothing."""
+    over = [d for d in dropped if d["t0_ms"] * 16 < b and d["t1_ms"] * 16 > a]
+    if over:
+        return "dropped: " + over[0]["reason"]
+    return "decoded again: no words" if decoded_again else "no words"
+
+
+def _entries_of(out: dict) -> list[dict]:
+    """A decode's kept segments as entries (segment, its words, its tokens), for merging."""
+    by_seq: dict[int, list] = {}
+    for w in out["words"]:
+        by_seq.setdefault(w["seq"], []).append(w)
+    toks = out.get("seg_tokens") or [[] for _ in out["segments"]]
+    return [{"seg": s, "words": by_seq.get(s["seq"], []), "tokens": t} for s, t in zip(out["segments"], toks)]
+
+
+def _shift(e: dict, off: int) -> dict:
+    return {"seg": dict(e["seg"], t0_ms=e["seg"]["t0_ms"] + off, t1_ms=e["seg"]["t1_ms"] + off),
+            "words": [dict(w, t0_ms=w["t0_ms"] + off, t1_ms=w["t1_ms"] + off) for w in e["words"]],
+            "tokens": e["tokens"]}
+
+
+def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: str, language, vocabulary,
+          beam_size: int, condition_on_previous_text: bool, max_compression_ratio, temperature, language_check: bool,
+          threads, whisper: Whisper, prompt, all_doubtful: bool) -> dict:
+    """One Whisper decode of ``samples`` through the drop rules: {"entries", "dropped", "doubtful", "info"}."""
+    dropped: list[dict] = []
     with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
         model = whisper.model(model_ref, threads)
         # words are aligned after decoding, window by window, on the decoder's own encoder output (see
@@ -257,53 +445,71 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
 
             def drop(s, start: float, end: float, reason: str, lang: str | None = None) -> None:
                 dropped.append({"t0_ms": int(round(start * 1000)), "t1_ms": int(round(end * 1000)),
-                                "reason": reason, "text": s.text.strip(), "lang": lang})
+                                "reason": reason, "text": s.text.strip(), "lang": lang,
+                                "words": len(s.text.split())})
 
-            candidates = []
+            candidates, trimmed = [], set()
             for s in seg_iter:
                 stop.checkpoint()  # between Whisper windows (a chunk is lost whole when stopped, never half stored)
                 aligner.seen(s)
                 if regions is not None and not _has_speech(regions, s.start, s.end):
                     drop(s, s.start, s.end, "no speech in its time span (voice activity detection)")
-                elif max_compression_ratio is not None and (cr := compression_ratio(s.text)) > max_compression_ratio:
-                    drop(s, s.start, s.end, f"repetition (compression ratio {cr:.1f} > {max_compression_ratio})")
-                else:
-                    candidates.append(s)
-                    aligner.add(s)
+                    continue
+                if max_compression_ratio is not None and (cr := compression_ratio(s.text)) > max_compression_ratio:
+                    keep = loop_cut(s.text)
+                    cut = _trimmed(model, s, keep) if keep else None
+                    if cut is None or compression_ratio(cut.text) > max_compression_ratio:
+                        drop(s, s.start, s.end, f"repetition (compression ratio {cr:.1f} > {max_compression_ratio})")
+                        continue
+                    rest = s.text.split()[keep:]
+                    dropped.append({"t0_ms": int(round(s.start * 1000)), "t1_ms": int(round(s.end * 1000)),
+                                    "reason": f"repeated tail cut (compression ratio {cr:.1f} > "
+                                              f"{max_compression_ratio})", "text": " ".join(rest), "lang": None,
+                                    "words": len(rest)})
+                    trimmed.add(len(candidates))
+                    s = cut
+                candidates.append(s)
+                aligner.add(s)
             aligned = aligner.finish()
-        verdicts: dict[int, tuple[str, float, float]] = {}
+        verdicts: dict[int, tuple[str, float, float, float]] = {}
         if check is not None:
-            doubtful = [i for i, (s, a) in enumerate(zip(candidates, aligned)) if _doubtful(s.avg_logprob, a["words"])]
+            doubtful = [i for i, (s, a) in enumerate(zip(candidates, aligned))
+                        if all_doubtful or i in trimmed or _doubtful(s.avg_logprob, a["words"])]
             for group in check_groups([(aligned[i]["start"], aligned[i]["end"]) for i in doubtful]):
                 t0, t1 = aligned[doubtful[group[0]]]["start"], max(aligned[doubtful[j]]["end"] for j in group)
-                verdict = check(samples[slice(*_context(t0, t1, len(samples)))])
-                verdicts.update((doubtful[j], verdict) for j in group)
-        segments, words, tokens = [], [], []
-        seq = -1
-        for i, (s, a) in enumerate(zip(candidates, aligned)):
-            if i in verdicts:
-                lang, p, p_en = verdicts[i]
-                if lang != "en" and p >= LANGUAGE_CHECK_MIN_TOP_P and p_en < LANGUAGE_CHECK_MIN_P:
-                    drop(s, a["start"], a["end"], f"spoken language is {lang} (p={p:.2f}, P(en)={p_en:.3f}); "
-                         f"the English-only model {model_label} cannot transcribe it", lang)
+                a, b = _context(t0, t1, len(samples))
+                speech_s = speech_in(core, a, b)
+                verdict = check(samples[a:b], padded=speech_s < LANGUAGE_MIN_SPEECH_S)
+                verdicts.update((doubtful[j], (*verdict, speech_s)) for j in group)
+    entries, doubts = [], []
+    for i, (s, a) in enumerate(zip(candidates, aligned)):
+        if i in verdicts:
+            lang, p, p_en, speech_s = verdicts[i]
+            probs = [w["probability"] for w in a["words"]]
+            mean_p = sum(probs) / len(probs) if probs else 0.0
+            short = speech_s < LANGUAGE_MIN_SPEECH_S
+            if (lang != "en" and p >= LANGUAGE_CHECK_MIN_TOP_P and p_en < LANGUAGE_CHECK_MIN_P) if not short \
+                    else (lang != "en" and p_en < LANGUAGE_SHORT_MAX_P_EN):
+                what = f"spoken language is {lang} (p={p:.2f}, P(en)={p_en:.3f}, {speech_s:.1f} s of speech"
+                evidence = {"p": round(p, 3), "p_en": round(p_en, 4), "speech_s": round(speech_s, 2),
+                            "word_p": round(mean_p, 3)}
+                if not short or mean_p < LANGUAGE_KEEP_WORD_P:
+                    drop(s, a["start"], a["end"], f"{what}, word probability {mean_p:.2f}); the English-only "
+                         f"model {model_label} cannot transcribe it", lang)
+                    dropped[-1]["evidence"] = evidence
                     continue
-            seq += 1
-            tokens.extend(int(t) for t in s.tokens)
-            text = s.text.strip()
-            segments.append({"seq": seq, "t0_ms": int(round(a["start"] * 1000)),
-                             "t1_ms": int(round(a["end"] * 1000)), "text": text,
-                             "avg_logprob": float(s.avg_logprob), "no_speech_prob": float(s.no_speech_prob)})
-            for i, w in enumerate(a["words"]):
-                words.append({"seq": seq, "idx": i, "t0_ms": int(round(w["start"] * 1000)),
-                              "t1_ms": int(round(w["end"] * 1000)), "word": w["word"],
-                              "prob": float(w["probability"])})
-        dropped.sort(key=lambda d: d["t0_ms"])
-    if refine_words:
-        words = word_timing.refine(samples, words, model_label)
-    meta.update(language=info.language, language_probability=float(info.language_probability),
-                segment_count=len(segments), word_count=len(words), dropped_count=len(dropped),
-                elapsed_s=round(time.perf_counter() - t_start, 3))
-    return {"meta": meta, "segments": segments, "words": words, "dropped": dropped, "tokens": tokens}
+                doubts.append({"t0_ms": int(round(a["start"] * 1000)), "t1_ms": int(round(a["end"] * 1000)),
+                               "text": s.text.strip(), "lang": lang, "evidence": evidence,
+                               "reason": f"kept: {what}, but the English model's word probability is "
+                               f"{mean_p:.2f})"})
+        entries.append({"seg": {"t0_ms": int(round(a["start"] * 1000)), "t1_ms": int(round(a["end"] * 1000)),
+                                "text": s.text.strip(), "avg_logprob": float(s.avg_logprob),
+                                "no_speech_prob": float(s.no_speech_prob)},
+                        "words": [{"idx": k, "t0_ms": int(round(w["start"] * 1000)),
+                                   "t1_ms": int(round(w["end"] * 1000)), "word": w["word"],
+                                   "prob": float(w["probability"])} for k, w in enumerate(a["words"])],
+                        "tokens": [int(t) for t in s.tokens]})
+    return {"entries": entries, "dropped": dropped, "doubtful": doubts, "info": info}
 
 
 def finish(out: dict) -> dict:
@@ -320,14 +526,39 @@ def finish(out: dict) -> dict:
         else:
             meta["reason"] = "no speech detected"
     meta["dropped_count"] = len(dropped)
+    meta["dropped_words"] = sum(d.get("words", len(d["text"].split())) for d in dropped)
     meta["dropped"] = json.dumps([{k: v for k, v in d.items() if k != "lang"} for d in dropped], ensure_ascii=False)
+    doubtful, gaps = out.get("doubtful") or [], out.get("uncovered") or []
+    meta["doubtful_count"] = len(doubtful)
+    meta["doubtful"] = json.dumps(doubtful, ensure_ascii=False)
+    meta["speech_ms"] = int(out.get("speech_ms") or 0)
+    meta["uncovered_ms"] = sum(g["t1_ms"] - g["t0_ms"] for g in gaps)
+    meta["uncovered"] = json.dumps(gaps, ensure_ascii=False)
     return {"meta": meta, "segments": segments, "words": out["words"]}
+
+
+def quality(meta: dict | None) -> dict:
+    """What the drop rules removed, what they kept in doubt and the speech left without words, from a
+    transcripts row: {"dropped_segments", "dropped_words", "dropped_why": {reason: words}, "doubtful_segments",
+    "speech_s", "uncovered_speech_s", "uncovered": [[t0_ms, t1_ms, reason]]} (zeros for an older row)."""
+    meta = meta or {}
+    why: dict[str, int] = {}
+    for d in json.loads(meta.get("dropped") or "[]"):
+        key = re.sub(r" \(.*", "", d["reason"]).split(";")[0]
+        why[key] = why.get(key, 0) + int(d.get("words", len(d.get("text", "").split())))
+    gaps = json.loads(meta.get("uncovered") or "[]")
+    return {"dropped_segments": int(meta.get("dropped_count") or 0), "dropped_words": sum(why.values()),
+            "dropped_why": why, "doubtful_segments": int(meta.get("doubtful_count") or 0),
+            "speech_s": round((meta.get("speech_ms") or 0) / 1000, 1),
+            "uncovered_speech_s": round((meta.get("uncovered_ms") or 0) / 1000, 1),
+            "uncovered": [[g["t0_ms"], g["t1_ms"], g["reason"]] for g in gaps]}
 
 
 def unavailable(reason: str, model_label: str | None = None) -> dict:
     return {"meta": {"available": False, "reason": reason, "language": None, "language_probability": None,
                      "model": model_label, "segment_count": 0, "word_count": 0, "audio_ms": 0, "elapsed_s": 0.0,
-                     "dropped_count": 0, "dropped": "[]"},
+                     "dropped_count": 0, "dropped": "[]", "dropped_words": 0, "doubtful_count": 0,
+                     "doubtful": "[]", "speech_ms": 0, "uncovered_ms": 0, "uncovered": "[]"},
             "segments": [], "words": []}
 
 

@@ -27,7 +27,12 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("segment_count", _I), ("word_count", _I), ("audio_ms", _I), ("elapsed_s", _F),
         # segments the drop rules removed (stages.transcribe): their count, and a JSON list of
         # {t0_ms, t1_ms, reason, text}
-        ("dropped_count", _I), ("dropped", _S),
+        ("dropped_count", _I), ("dropped", _S), ("dropped_words", _I),
+        # segments kept although the language check doubted them (too little speech to tell), JSON like dropped
+        ("doubtful_count", _I), ("doubtful", _S),
+        # voice activity (ms) and the speech no transcript word covers after it was decoded again on its own:
+        # total ms and a JSON list of {t0_ms, t1_ms, reason} (derived from the chunk results, not a second ledger)
+        ("speech_ms", _I), ("uncovered_ms", _I), ("uncovered", _S),
     ]),
     "segments": pa.schema([
         ("seq", _I), ("t0_ms", _I), ("t1_ms", _I), ("text", _S), ("avg_logprob", _F), ("no_speech_prob", _F),

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from talkthrough_assets import models
-from talkthrough_assets.stages import audio, transcribe
+from talkthrough_assets.stages import audio, chunks
 
 ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media" / "asr" / "faster_whisper_multilingual.mp3"
@@ -23,10 +23,10 @@ MEDIA = ROOT.parent / "shared" / "eval" / "media" / "asr" / "faster_whisper_mult
 CHILD = """
 import json, sys
 from talkthrough_assets import models
-from talkthrough_assets.stages import audio, transcribe
+from talkthrough_assets.stages import audio, chunks
 samples = audio.load_wav(sys.argv[1])
 ref, label = models.resolve_whisper()
-out = transcribe.transcribe(samples, model_ref=ref, model_label=label)
+out = chunks.transcribe(samples, model_ref=ref, model_label=label)
 print(json.dumps([[w["t0_ms"], w["word"]] for w in out["words"]]))
 """
 
@@ -46,7 +46,7 @@ def wav(tmp_path_factory):
 
 def test_words_are_the_same_quiet_and_with_every_core_busy(wav):
     ref, label = models.resolve_whisper()
-    quiet = transcribe.transcribe(audio.load_wav(wav), model_ref=ref, model_label=label)
+    quiet = chunks.transcribe(audio.load_wav(wav), model_ref=ref, model_label=label)
     quiet_words = [[w["t0_ms"], w["word"]] for w in quiet["words"]]
     assert len(quiet_words) > 60  # the English half
 

@@ -78,3 +78,37 @@ def test_every_segment_of_a_group_is_inside_the_audio_its_check_hears():
 def test_a_long_doubtful_segment_is_checked_alone():
     assert T.check_groups([(0.0, 12.0), (12.5, 13.0)]) == [[0], [1]]
     assert T.check_groups([]) == []
+
+
+# --------------------------------------------------------------------------- loops lose their tail, not the segment
+
+def test_a_loop_at_the_end_of_a_segment_keeps_the_words_before_it_and_one_round():
+    text = "Thanks for the update. The rest of the rest of the rest of the rest of"
+    keep = T.loop_cut(text)
+    assert " ".join(text.split()[:keep]) == "Thanks for the update. The rest of"
+
+
+def test_a_long_sentence_said_twice_in_a_row_is_cut_after_its_first_time():
+    text = "Scene four. Now we look at the metrics. Now we look at the metrics."
+    assert " ".join(text.split()[:T.loop_cut(text)]) == "Scene four. Now we look at the metrics."
+
+
+def test_a_short_word_said_twice_is_not_a_loop():
+    assert T.loop_cut("it was very very good and then we left") is None
+    assert T.loop_cut("Okay. Okay. Okay. Okay.") == 1
+
+
+# --------------------------------------------------------------------------- coverage of voice activity
+
+def test_uncovered_speech_is_the_voice_activity_no_segment_overlaps():
+    core = [(0, 32000), (48000, 96000)]  # 0-2 s, 3-6 s
+    covered = [(0, 30000), (50000, 60000)]
+    assert T.uncovered(core, covered, 16000) == [(60000, 96000)]  # 0.125 s and 0.125 s left out: too short
+    assert T.uncovered(core, covered, 1000) == [(30000, 32000), (48000, 50000), (60000, 96000)]
+    assert T.uncovered(core, [], 16000) == core
+
+
+def test_core_speech_is_the_gate_region_without_its_padding():
+    pad = T.VAD_GATE_PAD_MS * 16
+    assert T.core_speech([(0, 2 * pad + 1600), (10 * pad, 11 * pad)]) == [(pad, pad + 1600)]
+    assert T.speech_in([(0, 16000), (32000, 48000)], 8000, 40000) == 1.0

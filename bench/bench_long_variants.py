@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Long narrated media, several seeds and voices: does the pipeline keep every spoken word bare faster-whisper
+keeps, and does it cover the speech bare faster-whisper skips?
+
+    python bench/bench_long_variants.py [--seeds 1,2,3,4,5] [--minutes 10] [--json FILE]
+
+Each seed is a screencast narration of bench/make_long_media.py (``narration_variant``: scene order and
+lengths, pauses, speaking rate and espeak-ng voice vary with the seed), decoded in the same run by bare
+faster-whisper with its defaults (same model, same threads) and by the segments stage's decoder as the
+pipeline runs it (``chunks.transcribe_chunked``, nothing stored). Printed per seed and pooled: WER against the
+script, words kept, words the drop rules removed, scene introductions transcribed (>= 80 % of an
+introduction's words found in the words timed within its span +-1 s), and the speech (voice activity, the gate's
+regions without their padding) that no segment covers, for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_asr import edits, norm  # noqa: E402
+
+
+def covered_share(words: list[tuple[float, float, str]], span: tuple[float, float], text: str) -> float:
+    said = norm(text)
+    heard = [t for a, b, w in words if b >= span[0] - 1 and a <= span[1] + 1 for t in norm(w)]
+    pool = list(heard)
+    hit = 0
+    for w in said:
+        if w in pool:
+            pool.remove(w)
+            hit += 1
+    return hit / max(1, len(said))
+
+
+def uncovered_s(core, spans_ms) -> float:
+    from talkthrough_assets.stages import transcribe as T
+
+    slack = T.COVER_SLACK_MS  # as the pipeline counts it: a segment covers its span +- this
+    gaps = T.uncovered(core, [((a - slack) * 16, (b + slack) * 16) for a, b in spans_ms],
+                       int(T.COVERAGE_MIN_S * 16000))
+    return sum(b - a for a, b in gaps) / 16000
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", default="1,2,3,4,5")
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--json")
+    ap.add_argument("--dump", help="append each seed's words (bare, pipeline) and script here (JSON lines)")
+    args = ap.parse_args()
+    import make_long_media as ml
+    from faster_whisper import WhisperModel
+
+    from talkthrough_assets import models
+    from talkthrough_assets.stages import chunks as C
+    from talkthrough_assets.stages import transcribe as T
+
+    ref, label = models.resolve_whisper()
+    bare = WhisperModel(ref, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads())
+    T.default_whisper().model(ref)
+    rows = []
+    print(f"model {label}; {args.minutes:g}-min narrations; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'seed':>4} {'voice':15} {'config':8} {'WER':>6} {'words':>6} {'dropped':>8} {'intros':>7} "
+          f"{'uncovered s':>11} {'s':>6}")
+    for seed in [int(x) for x in args.seeds.split(",")]:
+        audio, said = ml.narration_variant(seed, minutes=args.minutes)
+        voice = ml.VARIANT_VOICES[seed % len(ml.VARIANT_VOICES)]
+        ref_words = [w for x in said for w in norm(x["text"])]
+        core = T.core_speech(T.speech_regions(audio))
+        intros = [x for x in said if x["intro"]]
+        res = {}
+        t = time.perf_counter()
+        segs, _ = bare.transcribe(audio, word_timestamps=True)
+        segs = list(segs)
+        res["bare"] = {"s": time.perf_counter() - t,
+                       "words": [(w.start, w.end, w.word) for s in segs for w in (s.words or [])],
+                       "spans": [(int(s.start * 1000), int(s.end * 1000)) for s in segs], "dropped": 0}
+        t = time.perf_counter()
+        out = C.transcribe(audio, model_ref=ref, model_label=label)
+        res["pipeline"] = {"s": time.perf_counter() - t,
+                           "words": [(w["t0_ms"] / 1000, w["t1_ms"] / 1000, w["word"]) for w in out["words"]],
+                           "spans": [(s["t0_ms"], s["t1_ms"]) for s in out["segments"]],
+                           "dropped": out["meta"]["dropped_words"],
+                           "dropped_list": json.loads(out["meta"]["dropped"])}
+        for cfg, r in res.items():
+            hyp = [t for _, _, w in r["words"] for t in norm(w)]
+            row = {"seed": seed, "voice": voice, "config": cfg, "ref_words": len(ref_words),
+                   "errors": edits(ref_words, hyp), "words": len(hyp), "dropped_words": r["dropped"],
+                   "intros": sum(covered_share(r["words"], (x["t0_s"], x["t1_s"]), x["text"]) >= 0.8 for x in intros),
+                   "intros_total": len(intros), "uncovered_s": round(uncovered_s(core, r["spans"]), 1),
+                   "speech_s": round(sum(b - a for a, b in core) / 16000, 1), "s": round(r["s"], 1)}
+            rows.append(row)
+            print(f"{seed:4d} {voice:15} {cfg:8} {100 * row['errors'] / row['ref_words']:5.1f}% {row['words']:6d} "
+                  f"{row['dropped_words']:8d} {row['intros']:3d}/{row['intros_total']:<3d} "
+                  f"{row['uncovered_s']:11.1f} {row['s']:6.1f}", flush=True)
+        if args.dump:
+            with open(args.dump, "a") as f:
+                f.write(json.dumps({"seed": seed, "said": said, "bare": res["bare"]["words"],
+                                    "pipeline": res["pipeline"]["words"]}) + "\n")
+        for d in res["pipeline"]["dropped_list"]:
+            print(f"       dropped {d['t0_ms'] / 1000:.1f}-{d['t1_ms'] / 1000:.1f} s: {d['reason'][:70]} | {d['text'][:60]!r}")
+    print("\n== pooled")
+    for cfg in ("bare", "pipeline"):
+        r = [x for x in rows if x["config"] == cfg]
+        print(f"{cfg:8} WER {100 * sum(x['errors'] for x in r) / sum(x['ref_words'] for x in r):5.2f}%  words "
+              f"{sum(x['words'] for x in r)}  dropped {sum(x['dropped_words'] for x in r)}  intros "
+              f"{sum(x['intros'] for x in r)}/{sum(x['intros_total'] for x in r)}  uncovered "
+              f"{sum(x['uncovered_s'] for x in r):.1f} s of {sum(x['speech_s'] for x in r):.1f} s  "
+              f"{sum(x['s'] for x in r):.0f} s")
+    fewer = [x["seed"] for x in rows if x["config"] == "pipeline"
+             and x["words"] < next(y["words"] for y in rows if y["config"] == "bare" and y["seed"] == x["seed"])]
+    print(f"seeds where the pipeline kept fewer words than bare: {fewer or 'none'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
