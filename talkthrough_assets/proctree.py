@@ -124,7 +124,7 @@ def name(pid: int) -> str:
         return f"{mod} {rest[0]}" if mod == "dagster" and rest else mod
     prog = os.path.basename(argv[0])
     if prog.startswith("python") and len(argv) > 1:
-        prog = os.path.basename(argv[1])
+        prog = f"{prog} {argv[1]}" if argv[1].startswith("-") else os.path.basename(argv[1])
     return prog
 
 
