@@ -52,7 +52,7 @@ def alive(pid: int) -> bool:
     return st is not None and st[0] not in ("Z", "X")
 
 
-def _pids() -> list[int]:
+def pids() -> list[int]:
     try:
         return [int(d.name) for d in PROC.iterdir() if d.name.isdigit()]
     except OSError:
@@ -62,7 +62,7 @@ def _pids() -> list[int]:
 def descendants(pid: int) -> set[int]:
     """Every living process below ``pid`` in the parent chain (children, grandchildren ...)."""
     children: dict[int, list[int]] = {}
-    for p in _pids():
+    for p in pids():
         st = _stat(p)
         if st and st[0] not in ("Z", "X"):
             children.setdefault(int(st[1]), []).append(p)
@@ -137,7 +137,7 @@ def marked(key: str, value: str) -> set[int]:
     want = f"{key}={value}".encode()
     out = set()
     me = os.getpid()
-    for p in _pids():
+    for p in pids():
         if p == me:
             continue
         try:
@@ -164,7 +164,7 @@ def listeners(port: int) -> set[int]:
     if not inodes:
         return set()
     out = set()
-    for p in _pids():
+    for p in pids():
         try:
             fds = os.listdir(PROC / str(p) / "fd")
         except OSError:
