@@ -70,12 +70,29 @@ def tag_untagged_failures(inst, limit: int = 100) -> list[str]:
     for run in inst.get_runs(RunsFilter(statuses=[DagsterRunStatus.FAILURE]), limit=limit):
         if FAILURE_TAG in run.tags:
             continue
-        failures = inst.all_logs(run.run_id, of_type=DagsterEventType.RUN_FAILURE)
-        ev = failures[-1].dagster_event if failures else None
-        data = getattr(ev, "event_specific_data", None)
-        reason = (getattr(getattr(data, "error", None), "message", None) or getattr(ev, "message", None)
-                  or "run failed (see the run log)").strip().splitlines()[0]
+        reason = failure_reason(inst, run.run_id)
         close_open_steps(inst, run, reason)
         inst.add_run_tags(run.run_id, {FAILURE_TAG: reason[:200]})
         done.append(run.run_id)
     return done
+
+
+def failure_reason(inst, run_id: str) -> str:
+    """One line saying why a run failed: its first step failure's error, else its run failure's."""
+    from dagster import DagsterEventType
+
+    kinds = {DagsterEventType.STEP_FAILURE, DagsterEventType.RUN_FAILURE}
+    for entry in inst.all_logs(run_id, of_type=kinds):
+        ev = entry.dagster_event
+        error = getattr(ev.event_specific_data, "error", None)
+        text = (_innermost(error) if error else None) or (ev.message if ev.is_run_failure else None)
+        if text and text.strip():
+            return text.strip().splitlines()[0]
+    return "run failed (see the run log)"
+
+
+def _innermost(error) -> str | None:
+    """The message of the error a step raised, not Dagster's wrapper around it."""
+    while getattr(error, "cause", None) is not None:
+        error = error.cause
+    return getattr(error, "message", None)
