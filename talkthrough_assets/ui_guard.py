@@ -13,7 +13,7 @@ from . import proctree, store
 
 # set in the environment of everything `talkthrough ui` starts (watchdog, `dagster dev`, the webserver, daemon,
 # code server and run workers inherit it): its value is the DAGSTER_HOME they serve
-MARKER = "TALKTHROUGH_UI_DAGSTER_HOME"
+MARKER = "_TALKTHROUGH_UI_OF"  # not a setting: no TALKTHROUGH_ prefix (config.py declares those)
 
 
 class Refused(Exception):
