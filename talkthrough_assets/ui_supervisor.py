@@ -47,9 +47,9 @@ def serve(port: int, err) -> int:
     # Handlers first: a signal that comes while `dagster dev` starts is not lost, and the child starts
     # with these signals at their defaults (exec resets a caught signal, but keeps an ignored one: started
     # in the background from a script, this process inherits SIGINT ignored, and `dagster dev` maps SIGTERM
-    # to whatever SIGINT does, so it would have ignored both). `dagster dev` runs in its own process group
-    # and gets one SIGTERM from here on Ctrl-C, SIGTERM or SIGHUP (a terminal's Ctrl-C would otherwise hit
-    # it and its children at once, and a SIGTERM to this process alone would leave them all running).
+    # to whatever SIGINT does, so it would have ignored both). The watchdog and `dagster dev` run in a session
+    # of their own and get one SIGTERM from here on Ctrl-C, SIGTERM or SIGHUP, which the watchdog passes on
+    # (a terminal's Ctrl-C would otherwise hit them and their children at once).
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     proc = subprocess.Popen(cmd, env=env, start_new_session=True, pass_fds=[watch_r])
