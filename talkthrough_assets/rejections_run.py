@@ -5,9 +5,8 @@ reason, or that is no longer failed (processed or forgotten meanwhile), gets no 
 
 from __future__ import annotations
 
+import os
 import sys
-
-from . import pipeline, registry, rejections, service, store
 
 ORIGIN_TAG = "talkthrough/origin"
 ORIGIN = "talkthrough process: rejected before a run"
@@ -18,6 +17,9 @@ class _Busy(Exception):
 
 
 def main() -> int:
+    os.nice(10)  # in the background: the command that started it, and anything in the foreground, go first
+    from . import rejections, store  # (after that: even these imports wait for the foreground)
+
     while rejections.pending():
         try:
             with store.named_lock("rejections", 0.0, _Busy()):
@@ -28,6 +30,8 @@ def main() -> int:
 
 
 def _drain() -> None:
+    from . import rejections, service
+
     inst = service.instance()
     for rid in rejections.pending():
         try:
@@ -42,6 +46,7 @@ def record(inst, rid: str) -> str | None:
     """Run the job for ``rid`` if it is still failed and its newest run does not say so already; the run id."""
     from dagster import DagsterRunStatus, RunsFilter
 
+    from . import pipeline, registry, service
     from .jobs import FAILURE_TAG
 
     reason = pipeline.failure_reason(rid)
