@@ -54,7 +54,7 @@ def alive(pid: int) -> bool:
 
 def pids() -> list[int]:
     try:
-        return [int(d.name) for d in PROC.iterdir() if d.name.isdigit()]
+        return [int(n) for n in os.listdir(PROC) if n.isdigit()]
     except OSError:
         return []
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
-from background import wait_background_rejection_runs
+from background import wait_rejections_recorded
 from dagster_records import run_ids
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SCREENCAST_NAME, SILENT_NAME, unique_copy
 
@@ -63,7 +63,7 @@ def test_bad_files_fail_with_a_one_line_reason_and_change_nothing_else(processed
     # rejected by the probe in milliseconds, before a Dagster run was started (#25 item 7); the failed run the
     # UI shows is recorded afterwards by a process of its own (#38 item 3)
     assert out["stages_run"] == ["probe"]
-    wait_background_rejection_runs()
+    wait_rejections_recorded()
     inst = service.instance()
     new = [inst.get_run_by_id(i) for i in run_ids(inst, rid) if i not in runs_before]
     assert [(r.status.value, r.tags.get("talkthrough/failure"), r.tags.get("talkthrough/origin")) for r in new] == [
