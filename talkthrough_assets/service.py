@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import config, pipeline, registry, store
+from . import config, pipeline, registry, rejections, store
 from . import settings as S
 from .ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
@@ -81,16 +81,16 @@ def fail_orphaned_runs(inst, rid: str | None = None, canceled: Iterable[str] = (
     """Mark runs (of one recording, or all) whose process on this host is gone (killed, or a UI that
     stopped) as failed, or canceled if their cancellation was asked for (``canceled``), so they do not
     show as running forever nor hold their recording's slot in the run queue. Returns (run id, reason)."""
+    from . import run_marks
+
     canceled = set(canceled)
     done = []
     for run, pid, alive in active_runs_here(inst, rid):
         if alive:
             continue
         reason = why or f"its process ({pid}) died (killed?) before the run finished"
-        if run.run_id in canceled or run.status.value == "CANCELING":
-            inst.report_run_canceled(run, f"run canceled: {reason}")
-        else:
-            inst.report_run_failed(run, f"run failed: {reason}")
+        # its open step ends too (else the run page shows it executing), and a failure gets its tag
+        run_marks.end_run(inst, run, reason, canceled=run.run_id in canceled or run.status.value == "CANCELING")
         done.append((run.run_id, reason))
     return done
 
@@ -170,6 +170,7 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
             status, ran = "cached", []
             if stages and "probe" in stages and rejected_by_probe(path, rid):
                 status, ran = "failed", ["probe"]  # recorded like a run's probe failure, without a run
+                rejections.record_later(rid)  # ... and as a failed run for the UI, by a process of its own
             elif on_stages:
                 on_stages(rid, stages)
             if stages and not ran:

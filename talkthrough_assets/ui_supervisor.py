@@ -1,5 +1,12 @@
-"""`talkthrough ui`: run `dagster dev` (webserver + daemon) on loopback in its own process group, mark runs whose
-process is gone, and on Ctrl-C/SIGTERM/SIGHUP ask the runs in progress to stop before stopping it."""
+"""`talkthrough ui`: run `dagster dev` (webserver + daemon) on loopback, mark runs whose process is gone, and on
+Ctrl-C/SIGTERM/SIGHUP ask the runs in progress to stop before stopping it.
+
+Nothing it starts outlives it, even when it is killed with -9: `dagster dev` runs under
+:mod:`talkthrough_assets.ui_watchdog` (in a session of its own, a child subreaper), which kills everything
+below it once the pipe from this process reaches end of file; this process is a subreaper too, for what
+is left if the watchdog itself is killed. A start is refused, in one line naming the PIDs, while another
+UI of this data root, processes an earlier one left, or another server on the port are alive
+(:mod:`talkthrough_assets.ui_guard`)."""
 
 from __future__ import annotations
 
@@ -9,17 +16,29 @@ import subprocess
 import sys
 import time
 
-from . import service
+from . import proctree, run_marks, service, ui_guard
 
 
 def serve(port: int, err) -> int:
     """Supervise `dagster dev` until it ends or a stop signal comes; the exit code (0 when asked to stop).
     ``err``: a rich console for what happens to runs."""
+    home = service.ensure_dagster_home()
+    try:
+        lock = ui_guard.claim(port, home)  # held (close-on-exec) until this process ends, however it ends
+    except ui_guard.Refused as e:
+        err.print(f"[red]talkthrough ui not started:[/red] {e}", highlight=False, soft_wrap=True)
+        return 1
+    proctree.become_subreaper()  # orphans of a killed watchdog come here, and are killed at the end
     inst = service.instance()  # created (on a new data root) before the webserver and daemon open it
     _report_orphans(err, service.fail_orphaned_runs(inst, why="its process is gone (talkthrough ui or the "
                                                               "machine stopped while it ran)"))
-    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "talkthrough_assets.definitions",
+    run_marks.tag_untagged_failures(inst)
+    # the watchdog's pipe: this process holds the only write end; end of file there = this process is gone
+    watch_r, watch_w = os.pipe()
+    cmd = [sys.executable, "-m", "talkthrough_assets.ui_watchdog", str(watch_r), "--",
+           sys.executable, "-m", "dagster", "dev", "-m", "talkthrough_assets.definitions",
            "-h", "127.0.0.1", "-p", str(port)]
+    env = {**os.environ, ui_guard.MARKER: ui_guard.marker_value(home)}  # every process below carries it
     stop_requested: list[int] = []
 
     def on_signal(signum, _frame):
@@ -28,12 +47,13 @@ def serve(port: int, err) -> int:
     # Handlers first: a signal that comes while `dagster dev` starts is not lost, and the child starts
     # with these signals at their defaults (exec resets a caught signal, but keeps an ignored one: started
     # in the background from a script, this process inherits SIGINT ignored, and `dagster dev` maps SIGTERM
-    # to whatever SIGINT does, so it would have ignored both). `dagster dev` runs in its own process group
-    # and gets one SIGTERM from here on Ctrl-C, SIGTERM or SIGHUP (a terminal's Ctrl-C would otherwise hit
-    # it and its children at once, and a SIGTERM to this process alone would leave them all running).
+    # to whatever SIGINT does, so it would have ignored both). The watchdog and `dagster dev` run in a session
+    # of their own and get one SIGTERM from here on Ctrl-C, SIGTERM or SIGHUP, which the watchdog passes on
+    # (a terminal's Ctrl-C would otherwise hit them and their children at once).
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
-    proc = subprocess.Popen(cmd, env=os.environ.copy(), start_new_session=True)  # the child inherits the environment
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, pass_fds=[watch_r])
+    os.close(watch_r)
     deadline = canceled = None
     next_sweep = time.monotonic() + ORPHAN_SWEEP_S
     while True:
@@ -57,8 +77,11 @@ def serve(port: int, err) -> int:
             _signal_group(proc.pid, signal.SIGKILL)
         if deadline is None and time.monotonic() > next_sweep:  # a run worker killed meanwhile (OOM...)
             _report_orphans(err, service.fail_orphaned_runs(inst))
+            run_marks.tag_untagged_failures(inst)
             next_sweep = time.monotonic() + ORPHAN_SWEEP_S
     _signal_group(proc.pid, signal.SIGKILL)  # leftovers of the group (a code server, a run worker)
+    proctree.kill_descendants(os.getpid(), signal.SIGKILL, reap=True)  # and orphans re-parented here
+    os.close(watch_w)
     for _ in range(20):  # whatever run is still open now lost its process with the group
         left = service.fail_orphaned_runs(inst, canceled=canceled or (),
                                           why="talkthrough ui stopped while the run was in progress")
@@ -66,6 +89,8 @@ def serve(port: int, err) -> int:
         if not any(not alive or service.launched(run) for run, _pid, alive in service.active_runs_here(inst)):
             break
         time.sleep(0.25)
+    run_marks.tag_untagged_failures(inst)
+    os.close(lock)
     return 0 if stop_requested else rc
 
 

@@ -54,6 +54,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda it: order.index(tiers[it.nodeid]))  # stable: file order kept within a tier
 
 
+@pytest.fixture(autouse=True)
+def _rejections_recorded(request):
+    """A test whose file `talkthrough process` rejected ends once the failed run recorded for it in the
+    background is written (talkthrough_assets/rejections.py), so it never lands in the next test's instance."""
+    yield
+    if _tier(request.node) != "unit":
+        from background import wait_background_rejection_runs
+
+        wait_background_rejection_runs()
+
+
 @pytest.fixture(scope="session")
 def tt_home(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("tthome")

@@ -17,9 +17,11 @@ Layout under ``$TALKTHROUGH_HOME`` (default ``~/.talkthrough``)::
     locks/<id>.lock                                 per-recording flock (no TALKTHROUGH_PG_URL)
     locks/dagster-instance.lock                     held while the Dagster instance is opened (first-start race)
     locks/index-<b>.lock                            held while search index bucket <b> is merged
+    locks/ui.lock                                   held by the running `talkthrough ui` (its PID and port)
     index/parts/<id>.<bytes>.<sha12>.parquet        search index part of one published manifest
     index/merged/<b>.json, <b>/<seq>-*.arrow        the parts merged per bucket (derived data)
     state/dropdir-<folder key>/                     drop-folder sensor state (the cursor names one)
+    state/rejections/<id>.json                      a file `process` rejected, until its failed run is recorded
 
 Every write is temp-file + ``os.replace`` in the same directory, so a reader sees the
 previous complete file or the new complete file, never a partial one.
@@ -51,7 +53,7 @@ from .paths import (CHUNKS_PREFIX, OCR_RESULTS_PREFIX, ocr_result_key, ID_RE, RE
                     catalog_path, check_id, check_key, chunk_result_key, dagster_home, data_location, data_url, dropdir_state_dir,
                     frame_file_name, frames_key, frames_root, home, instance_lock_path, is_remote, local_path,
                     lock_path, manifest_key, manifest_path, models_dir, partition_dir, partition_key,
-                    report_key, settings_key, table_key, table_path, tables_dir)
+                    rejections_dir, report_key, settings_key, table_key, table_path, tables_dir, ui_lock_path)
 from .schemas import SCHEMAS, TABLES, SchemaMismatch, to_arrow
 from .tables import (delete_partition, ensure_schema_files, forget_recording, has_partition, read_one, read_rows,
                      recording_keys, write_table)
@@ -68,7 +70,7 @@ __all__ = [
     "check_id", "check_key", "dagster_home", "data_location", "data_url", "dropdir_state_dir", "frame_file_name",
     "frames_key", "frames_root", "home", "instance_lock_path", "is_remote", "local_path", "lock_path",
     "manifest_key", "manifest_path", "models_dir", "partition_dir", "partition_key", "report_key", "settings_key",
-    "table_key", "table_path", "tables_dir",
+    "table_key", "table_path", "tables_dir", "rejections_dir", "ui_lock_path",
     "SCHEMAS", "TABLES", "SchemaMismatch", "to_arrow",
     "delete_partition", "ensure_schema_files", "forget_recording", "has_partition", "read_one", "read_rows",
     "recording_keys", "write_table",

@@ -175,3 +175,13 @@ def lock_path(recording_id: str) -> Path:
 
 def instance_lock_path() -> Path:
     return home() / "locks" / "dagster-instance.lock"
+
+
+def ui_lock_path() -> Path:
+    """Held by the running `talkthrough ui` of this data root; holds its PID and port."""
+    return home() / "locks" / "ui.lock"
+
+
+def rejections_dir() -> Path:
+    """Files `talkthrough process` rejected before any run, waiting to be recorded as failed runs."""
+    return home() / "state" / "rejections"

@@ -17,10 +17,11 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 from fixture_facts import FIXTURES_DIR, SILENT_NAME
-from test_webserver import (CHECKS, REPO, _events, _free_port, _launch, _page_text, _partition_events, _tags,
+from test_webserver import (CHECKS, REPO, RUNS_BY_TAG, _events, _free_port, _launch, _page_text, _partition_events, _tags,
                             assert_one_line_failure, gql, running_ui, talkthrough_command, wait_run)
 
 from talkthrough_assets import service
@@ -302,3 +303,47 @@ def test_the_manifest_materialization_links_the_recordings_html_report(ui, brows
         assert row.split()[0] == "report", row
     finally:
         page.close()
+
+
+def test_a_file_the_cli_rejects_shows_in_the_ui_as_a_failed_run_and_partition(ui):
+    """#38 item 3: `talkthrough process bad/` on text renamed .mp4 prints one line and exits 1 at once, with no
+    run; a detached process then runs the job for it, which fails at probe: the operator's Runs list and
+    the stages' Failed partitions show it, with the reason and the `talkthrough/failure` tag."""
+    url = ui["url"]
+    bad = ui["tmp"] / "rejected"
+    bad.mkdir()
+    (bad / "notes.mp4").write_text("text, rejected by the command line before any run")
+    rid = service.recording_id_for(bad / "notes.mp4")
+    out = subprocess.run(talkthrough_command() + ["process", str(bad)], env=dict(ui["env"], COLUMNS="400"),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert f"id={rid}" in out.stdout and "reason: probe: not a readable media file" in out.stdout, out.stdout
+    deadline, runs = time.time() + 240, []
+    while time.time() < deadline:
+        runs = gql(url, RUNS_BY_TAG, {"key": "dagster/partition", "value": rid})["runsOrError"]["results"]
+        if runs and runs[0]["status"] in ("FAILURE", "SUCCESS"):
+            break
+        time.sleep(1)
+    assert len(runs) == 1 and runs[0]["jobName"] == "process_recording", runs
+    tags = _tags(runs[0])
+    assert tags["talkthrough/filename"] == "notes.mp4" and tags["talkthrough/origin"].startswith("talkthrough process")
+    _one_line_failure(url, runs[0]["runId"], "probe: not a readable media file")
+    assert _asset_states(url)["probe"]["partitionStats"]["numFailed"] == 1
+    # the same rejection again is not a second failed run (its newest run says it already)
+    out = subprocess.run(talkthrough_command() + ["process", str(bad)], env=ui["env"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 1
+    assert _wait_gone(ui["home"] / "state" / "rejections" / f"{rid}.json")
+    assert len(gql(url, RUNS_BY_TAG, {"key": "dagster/partition", "value": rid})["runsOrError"]["results"]) == 1
+    forgot = subprocess.run(talkthrough_command() + ["forget", rid, "--yes"], env=ui["env"], capture_output=True,
+                            text=True, timeout=120)
+    assert forgot.returncode == 0, forgot.stderr
+
+
+def _wait_gone(path, timeout: float = 180) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not path.exists():
+            return True
+        time.sleep(0.5)
+    return False

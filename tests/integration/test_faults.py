@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
+from background import wait_rejections_recorded
 from dagster_records import run_ids
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SCREENCAST_NAME, SILENT_NAME, unique_copy
 
@@ -58,9 +60,16 @@ def test_bad_files_fail_with_a_one_line_reason_and_change_nothing_else(processed
     assert out["recording_id"] == rid
     assert pipeline.stage_state(rid)["probe"]["status"] == "failed"  # the reason is recorded
     assert snapshot() == before
-    # rejected by the probe in milliseconds, before a Dagster run was started (#25 item 7)
-    assert run_ids(service.instance(), rid) == runs_before
+    # rejected by the probe in milliseconds, before a Dagster run was started (#25 item 7); the failed run the
+    # UI shows is recorded afterwards by a process of its own (#38 item 3)
     assert out["stages_run"] == ["probe"]
+    wait_rejections_recorded()
+    inst = service.instance()
+    new = [inst.get_run_by_id(i) for i in run_ids(inst, rid) if i not in runs_before]
+    assert [(r.status.value, r.tags.get("talkthrough/failure"), r.tags.get("talkthrough/origin")) for r in new] == [
+        ("FAILURE", out["reason"], "talkthrough process: rejected before a run")], new
+    assert new[0].tags["talkthrough/process"] != f"{socket.gethostname()}:{os.getpid()}"  # not run by this process
+    assert snapshot() == before
 
 
 def test_truncated_mp4_keeps_what_decodes(processed, tmp_path):

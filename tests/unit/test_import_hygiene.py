@@ -135,7 +135,8 @@ def test_the_dagster_free_core_does_not_import_dagster(module):
 LAYERS = {
     "core": {"talkthrough_assets", "talkthrough_assets.ids", "talkthrough_assets.store", "talkthrough_assets.errors",
              "talkthrough_assets.config", "talkthrough_assets.stop",
-             "talkthrough_assets.mediaio", "talkthrough_assets.models", "talkthrough_assets.sqlite_tuning"},
+             "talkthrough_assets.mediaio", "talkthrough_assets.models", "talkthrough_assets.sqlite_tuning",
+             "talkthrough_assets.proctree"},
     "stages": {"talkthrough_assets.stages"},  # and every talkthrough_assets.stages.* module
     # the published recording as readers see it (core and stages only): the MCP server's snapshot, the export
     # formats and the HTML report, which each run also writes beside the manifest (orchestration)
@@ -145,9 +146,10 @@ LAYERS = {
                  "talkthrough_assets.pipeline", "talkthrough_assets.registry", "talkthrough_assets.dropdir",
                  "talkthrough_assets.selfcheck"},
     "orchestration": {"talkthrough_assets.definitions", "talkthrough_assets.jobs", "talkthrough_assets.resources",
-                      "talkthrough_assets.sensors"},
+                      "talkthrough_assets.sensors", "talkthrough_assets.run_marks"},
     "surfaces": {"talkthrough_assets.service", "talkthrough_assets.instance", "talkthrough_assets.cli", "talkthrough_assets.cli_output", "talkthrough_assets.cli_progress",
-                 "talkthrough_assets.ui_supervisor"},  # and every talkthrough_mcp module
+                 "talkthrough_assets.ui_supervisor", "talkthrough_assets.ui_guard", "talkthrough_assets.ui_watchdog",
+                 "talkthrough_assets.rejections", "talkthrough_assets.rejections_run"},  # and every talkthrough_mcp module
 }
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
