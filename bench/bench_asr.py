@@ -170,12 +170,27 @@ CPU: dict[str, float] = {}  # config -> CPU seconds (this process, every thread)
 def run_bare(model, samples) -> tuple[list[tuple[float, str]], float]:
     t, c = time.perf_counter(), time.process_time()
     segs, _ = model.transcribe(samples)
+    segs = list(segs)
     res = [(s.start, s.text) for s in segs]
     CPU["bare"] = time.process_time() - c
+    SPANS["bare"] = [(int(s.start * 1000), int(s.end * 1000)) for s in segs]
     return res, time.perf_counter() - t
 
 
 DROPPED: dict[str, list] = {}  # config -> segments its drop rules removed on the current clip
+SPANS: dict[str, list] = {}  # config -> its segments' (t0_ms, t1_ms) on the current clip
+
+
+def uncovered_s(samples, spans_ms) -> tuple[float, float]:
+    """(voice activity no segment covers, voice activity), seconds: the pipeline's own measure
+    (transcribe.uncovered over the VAD gate's speech, a segment covering its span +- COVER_SLACK_MS)."""
+    from talkthrough_assets.stages import transcribe as T
+
+    core = T.core_speech(T.speech_regions(samples))
+    slack = T.COVER_SLACK_MS
+    gaps = T.uncovered(core, [((a - slack) * 16, (b + slack) * 16) for a, b in spans_ms],
+                       int(T.COVERAGE_MIN_S * 16000))
+    return sum(b - a for a, b in gaps) / 16000, sum(b - a for a, b in core) / 16000
 
 
 def run_pipeline(samples, ref_model: str, label: str, config: str = "pipeline",
@@ -188,6 +203,7 @@ def run_pipeline(samples, ref_model: str, label: str, config: str = "pipeline",
     out = C.transcribe(samples, model_ref=ref_model, model_label=label, **kw)
     CPU[config] = time.process_time() - c
     DROPPED[config] = json.loads(out["meta"]["dropped"])
+    SPANS[config] = [(s["t0_ms"], s["t1_ms"]) for s in out["segments"]]
     return [(s["t0_ms"] / 1000, s["text"]) for s in out["segments"]], time.perf_counter() - t
 
 
@@ -247,6 +263,8 @@ def main() -> int:
             segs, secs = (run_bare(bare, samples) if c == "bare"
                           else run_pipeline(samples, ref_model, label, config=c, **kw[c]))
             row[c] = {**score(clip, segs), "s": round(secs, 2), "cpu": round(CPU[c], 2)}
+            if clip["kind"] != "non_english" and not clip["cut_s"]:  # English speech: what no segment covers
+                row[c]["uncovered_s"], row[c]["speech_s"] = uncovered_s(samples, SPANS[c])
             if c != "bare":
                 row[c]["dropped"] = DROPPED[c]
         rows.append(row)
@@ -269,8 +287,11 @@ def main() -> int:
         inv = sum(r[c]["invented"] for r in rows)
         secs = sum(r[c]["s"] for r in rows)
         cpu = sum(r[c]["cpu"] for r in rows)
+        unc = sum(r[c].get("uncovered_s", 0) for r in rows)
+        speech = sum(r[c].get("speech_s", 0) for r in rows)
         print(f"{c:10} WER {100 * err / max(n, 1):5.2f}% ({err}/{n} words, {len(scored)} clips)  "
-              f"invented over non-English {inv:4d}  {secs:7.1f} s  {cpu:7.1f} s CPU")
+              f"invented over non-English {inv:4d}  uncovered speech {unc:.1f} of {speech:.1f} s  "
+              f"{secs:7.1f} s  {cpu:7.1f} s CPU")
     if "bare" in configs:
         for c in configs:
             if c == "bare":

@@ -87,6 +87,7 @@ LANGUAGE_KEEP_WORD_P = 0.8
 COVERAGE_MIN_S = 1.0
 COVERAGE_MARGIN_S = 0.5  # audio heard on either side of an uncovered span when it is decoded again
 COVER_SLACK_MS = 250  # a kept segment covers its aligned span widened by this much
+MAX_WORDS_PER_S = 8.0  # faster than anyone speaks: the aligned timing of such a segment is not its audio's
 LOOP_MIN_REPEATS = 3  # a phrase said this many times in a row ends a segment's text (2 for phrases of
 LOOP_LONG_PHRASE = 4  # at least this many words)
 
@@ -423,6 +424,36 @@ def _shift(e: dict, off: int) -> dict:
             "tokens": e["tokens"]}
 
 
+def _impossible(candidates: list, aligned: list[dict], drop) -> set[int]:
+    """Segments whose aligned timing cannot be right, dropped as text (``drop``): more than
+    :data:`MAX_WORDS_PER_S` words a second (Whisper wrote sentences past what a window holds, all at its end: the
+    alignment squeezed them into nothing), or the same text as the segment before over the same audio. Real
+    speech under either is left uncovered and decoded again on its own (see COVERAGE_MIN_S)."""
+    bad: set[int] = set()
+    prev = None
+    for i, (s, a) in enumerate(zip(candidates, aligned)):
+        n = len(a["words"]) or len(s.text.split())
+        span = a["end"] - a["start"]
+        if n >= 3 and n > MAX_WORDS_PER_S * max(span, 0.0):
+            drop(s, a["start"], a["end"], f"impossible timing ({n} words in {span:.1f} s)")
+            bad.add(i)
+            continue
+        if prev is not None:
+            ps, pa = prev
+            overlap = min(a["end"], pa["end"]) - max(a["start"], pa["start"])
+            if (_norm_text(s.text) == _norm_text(ps.text) and _norm_text(s.text)
+                    and overlap > 0.5 * min(span, pa["end"] - pa["start"])):
+                drop(s, a["start"], a["end"], "the same text twice over the same audio")
+                bad.add(i)
+                continue
+        prev = (s, a)
+    return bad
+
+
+def _norm_text(text: str) -> str:
+    return " ".join(k for k in (_key(w) for w in text.split()) if k)
+
+
 def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: str, language, vocabulary,
           beam_size: int, condition_on_previous_text: bool, max_compression_ratio, temperature, language_check: bool,
           threads, whisper: Whisper, prompt, all_doubtful: bool) -> dict:
@@ -471,10 +502,11 @@ def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: st
                 candidates.append(s)
                 aligner.add(s)
             aligned = aligner.finish()
+        bad = _impossible(candidates, aligned, drop)
         verdicts: dict[int, tuple[str, float, float, float]] = {}
         if check is not None:
-            doubtful = [i for i, (s, a) in enumerate(zip(candidates, aligned))
-                        if all_doubtful or i in trimmed or _doubtful(s.avg_logprob, a["words"])]
+            doubtful = [i for i, (s, a) in enumerate(zip(candidates, aligned)) if i not in bad
+                        and (all_doubtful or i in trimmed or _doubtful(s.avg_logprob, a["words"]))]
             for group in check_groups([(aligned[i]["start"], aligned[i]["end"]) for i in doubtful]):
                 t0, t1 = aligned[doubtful[group[0]]]["start"], max(aligned[doubtful[j]]["end"] for j in group)
                 a, b = _context(t0, t1, len(samples))
@@ -483,6 +515,8 @@ def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: st
                 verdicts.update((doubtful[j], (*verdict, speech_s)) for j in group)
     entries, doubts = [], []
     for i, (s, a) in enumerate(zip(candidates, aligned)):
+        if i in bad:
+            continue
         if i in verdicts:
             lang, p, p_en, speech_s = verdicts[i]
             probs = [w["probability"] for w in a["words"]]

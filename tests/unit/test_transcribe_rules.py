@@ -112,3 +112,29 @@ def test_core_speech_is_the_gate_region_without_its_padding():
     pad = T.VAD_GATE_PAD_MS * 16
     assert T.core_speech([(0, 2 * pad + 1600), (10 * pad, 11 * pad)]) == [(pad, pad + 1600)]
     assert T.speech_in([(0, 16000), (32000, 48000)], 8000, 40000) == 1.0
+
+
+# --------------------------------------------------------------------------- text whose timing cannot be right
+
+class _Seg:
+    def __init__(self, text):
+        self.text = text
+
+
+def _al(t0, t1, n):
+    return {"start": t0, "end": t1, "words": [{"probability": 0.9}] * n}
+
+
+def test_sentences_squeezed_into_no_time_and_a_sentence_said_twice_over_the_same_audio_are_dropped_as_text():
+    segs = [_Seg("Keep an eye on the chart at the bottom of the window."),
+            _Seg("Keep an eye on the chart at the bottom of the window."),  # again, over the same audio
+            _Seg("Let me scroll down a little so you can see the details."),  # squeezed to 0 s at a window end
+            _Seg("Okay."),
+            _Seg("Keep an eye on the chart at the bottom of the window.")]  # said again later: kept
+    aligned = [_al(82.8, 85.3, 11), _al(83.2, 85.3, 11), _al(85.8, 85.8, 11), _al(86.0, 86.1, 1),
+               _al(120.0, 122.5, 11)]
+    dropped = []
+    bad = T._impossible(segs, aligned, lambda s, a, b, reason: dropped.append(reason))
+    assert bad == {1, 2}
+    assert dropped[0] == "the same text twice over the same audio"
+    assert dropped[1].startswith("impossible timing (11 words in 0.0 s)")
