@@ -118,6 +118,8 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     if snap.partial:  # a run in progress: the transcript so far; where it goes on, once it has (issue #19)
         mark = snapshot.partial_fields(snap)
         out.update({k: v for k, v in mark.items() if k != "next_start_ms"})
+        # the window ends where the transcript so far ends, not at the (unread) duration (issue #38, item 5)
+        out["end_ms"] = max(start, min(end, mark["covered_ms"][1]))
         goes_on = mark["next_start_ms"]
         if next_start is None and goes_on is not None and end > mark["covered_ms"][1]:
             later = out["next_start_ms"] = max(start, goes_on)
