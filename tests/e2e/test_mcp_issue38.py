@@ -98,3 +98,48 @@ def test_item5_a_limit_out_of_range_comes_back_with_a_hint(processed, pristine_h
         body = json.loads(out["content"][0]["text"])
         assert out["isError"] is True and body["error"] == "invalid_argument", (tool, body)
         assert "limit" in body["message"] and "limit" in body["hint"], (tool, body)
+
+
+def test_item5_get_frames_images_are_small_and_their_text_stays_legible(processed, pristine_home, tmp_path):
+    """get_frames serves each stored keyframe re-encoded to <= 1024 px (images.AGENT_MAX_SIDE, the smallest
+    size at which 14-px screen text still reads: bench/bench_frame_legibility.py), and RapidOCR (the
+    pipeline's engine) still reads every on-screen word of the fixture from the image the client got."""
+    import base64
+    import io
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from PIL import Image
+
+    from talkthrough_assets.stages import ocr
+    from talkthrough_mcp import images
+
+    sc = processed[F.SCREENCAST_NAME]["recording_id"]
+
+    async def frames():
+        params = StdioServerParameters(command=TALKTHROUGH, args=["mcp"], env={
+            **os.environ, "TALKTHROUGH_HOME": str(pristine_home), "TALKTHROUGH_MCP_REFRESH_S": "0"})
+        with anyio.fail_after(300):
+            async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                return await s.call_tool("get_frames", {"id": sc})
+
+    res = anyio.run(frames)
+    assert not res.is_error
+    meta = json.loads(res.content[0].text)
+    blocks = [c for c in res.content if c.type == "image"]
+    assert len(blocks) == meta["returned"] == 4, meta
+    engine, status = ocr.engine_status(True)
+    assert engine is not None, status
+    for frame, block in zip(meta["frames"], blocks):
+        data = base64.b64decode(block.data)
+        with Image.open(io.BytesIO(data)) as img:
+            assert max(img.size) == images.AGENT_MAX_SIDE and img.format == "JPEG", img.size
+        assert len(block.data) < 60_000, len(block.data)  # was ~110 k of base64 per frame at 1568 px
+        path = tmp_path / f"{frame['ms']}.jpg"
+        path.write_bytes(data)
+        read = F.ocr_normalize(ocr.read_image(engine, path)["text"])
+        scene = next(s for s in F.SCREENCAST_SCENES if s["start_ms"] <= frame["ms"] < s["end_ms"])
+        missing = [k for k in scene["ocr_keywords"] if k not in read]
+        assert not missing, (frame["ms"], missing, read)
