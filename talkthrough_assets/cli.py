@@ -385,10 +385,14 @@ def forget(
     err = _console()
     try:
         rid = service.resolve_recording(ref)
-        if not yes:
-            keys = [service.store.data_location(k) for k in service.store.recording_keys(rid)]
-            err.print(f"would remove recording {rid} ({_e(', '.join(service.pipeline.recording_names(rid)) or 'no known file')}): "
-                      f"{_e(', '.join(keys))} and its Dagster partition; run again with --yes", highlight=False)
+        if not yes:  # a short list of what exists (issue #38, item 8)
+            from .cli_layout import forget_plan_lines
+
+            if not service.store.is_known(rid):
+                raise ValueError(f"unknown recording {rid}: nothing stored of it (`talkthrough recordings` lists them)")
+            for line in forget_plan_lines(rid, service.pipeline.recording_names(rid), service.store.present_keys(rid),
+                                          service.store.data_location(""), err.width if err.is_terminal else 200):
+                err.print(_e(line), highlight=False, soft_wrap=True)
             raise typer.Exit(1)
         result = service.forget(rid)
     except service.store.PartitionBusy as e:

@@ -128,3 +128,18 @@ def line_column(console):
             return Text(line, no_wrap=True, overflow="crop")
 
     return LineColumn()
+
+
+def forget_plan_lines(rid: str, names: list[str], keys: list[str], root: str, width: int = 80) -> list[str]:
+    """What `talkthrough forget ID` without --yes prints (issue #38, item 8): short lines, the stored table
+    partitions on one line by table name, only the locations that exist."""
+    tables = [k.split("/")[1] for k in keys if k.startswith("tables/") and k.count("/") >= 2]
+    others = [k for k in keys if not k.startswith("tables/")]
+    shown = ", ".join(names) if names else "no known file"
+    out = [f"would remove recording {rid} ({shown}) from {root}:"]
+    if tables:
+        line = f"  rows of {len(tables)} tables: " + ", ".join(tables)
+        out.append(end_cut(line, max(width, 40)))
+    out += [f"  {k}" for k in others]
+    out += ["  and its Dagster partition", "run again with --yes to remove it"]
+    return out

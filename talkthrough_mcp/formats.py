@@ -154,15 +154,13 @@ def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | Non
 
 def export(rid: str, fmt: str, *, wall_clock: bool = False) -> str:
     """A processed recording's whole transcript in ``fmt``, from its published manifest (the snapshot the
-    MCP server serves), speaker names applied. ValueError: an unknown format, or nothing published."""
+    MCP server serves), speaker names applied. ValueError: an unknown format, an unknown recording, or
+    nothing finished published."""
     from . import snapshot
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
-    snap = snapshot.read(rid)
-    if snap is None:
-        raise ValueError(f"recording {rid} has no finished run (no manifest): process it first")
-    snapshot.require_finished(snap)
+    snap = snapshot.finished(rid)
     names = snap.names if any(s.get("speaker") for s in snap.segments) else {}
     return render(fmt, snap.segments, names, snap.wall_clock, wall_clock=wall_clock,
                   title=snap.rec["filename"], recording_id=rid)

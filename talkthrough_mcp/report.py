@@ -56,11 +56,8 @@ def _pct(ms: int, total: int) -> str:
 
 
 def build(rid: str) -> str:
-    """The report's HTML. ValueError: the recording has no published manifest."""
-    snap = snapshot.read(store.check_id(rid))
-    if snap is None:
-        raise ValueError(f"recording {rid} has no finished run (no manifest): process it first")
-    snapshot.require_finished(snap)
+    """The report's HTML. ValueError: an unknown recording, or one with no finished manifest."""
+    snap = snapshot.finished(rid)
     return render(snap, store.get_json(store.manifest_key(rid)) or {}, _thumb,
                   large=lambda key: _thumb(key, LARGE_WIDTH))
 

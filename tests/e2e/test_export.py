@@ -56,7 +56,9 @@ def test_export_formats_on_a_diarized_recording_and_vtt_in_chromium(tt_home, tmp
     bad = CliRunner().invoke(cli.app, ["export", rid, "--format", "docx"])
     assert bad.exit_code == 2 and "unknown format" in bad.output
     missing = CliRunner().invoke(cli.app, ["export", "0" * 16, "--format", "srt"])
-    assert missing.exit_code == 2 and "no finished run" in missing.output
+    assert missing.exit_code == 2 and "unknown recording 0000000000000000" in missing.output  # #38 item 8
+    missing = CliRunner().invoke(cli.app, ["report", "0" * 16])
+    assert missing.exit_code == 2 and "unknown recording 0000000000000000" in missing.output
 
     # Chromium parses the VTT file itself: every cue, with the times and the text (markup escaped) as written
     from playwright.sync_api import sync_playwright
