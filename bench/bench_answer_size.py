@@ -6,6 +6,9 @@ Tasks (one real stdio MCP session each, the official Python client):
   * find  "find when X was discussed": search(query=X), then get_transcript of +-15 s around the top hit
   * see   "see the screen then":       get_moment(top hit), then get_frames(at_ms=top hit)
   * list  tools/list (what a client loads once per session)
+  * tools one default call of every tool (on the top hit's recording; get_frames/extract_frame on the first
+          recording with video): text characters, ~tokens (characters / 4, an estimate), images and their
+          tokens (width x height / 750, Anthropic's published estimate for an image block) (issue #38, item 5)
 
 Size = characters of each JSON-RPC result as it travels (``model_dump`` of the result, camelCase,
 None fields dropped), with image bytes (base64) counted apart: they cost image tokens, not text.
@@ -83,6 +86,41 @@ async def _measure(home: Path, src: Path | None, query: str) -> dict:
             sizes = [_size(mo), _size(fr)] if not fr.is_error else [_size(mo)]
             out["see"] = {"text": sum(a for a, _ in sizes), "images": sum(b for _, b in sizes),
                           "get_moment": sizes[0][0], **({"get_frames": sizes[1][0]} if len(sizes) > 1 else {})}
+            listed = json.loads((await s.call_tool("list_recordings", {"limit": 100})).content[0].text)
+            video = next((r["id"] for r in listed["recordings"] if r["has_video"]), None)
+            out["tools"] = await _per_tool(s, rid, t, video, query)
+    return out
+
+
+def _image_px(result) -> list[tuple[int, int]]:
+    import base64
+    import io
+
+    from PIL import Image
+
+    out = []
+    for c in result.content:
+        if getattr(c, "type", None) == "image":
+            with Image.open(io.BytesIO(base64.b64decode(c.data))) as img:
+                out.append(img.size)
+    return out
+
+
+async def _per_tool(s, rid: str, t: int, video: str | None, query: str) -> dict:
+    """What one default call of each tool costs an agent."""
+    plan = {"list_recordings": {}, "search": {"query": query}, "get_transcript": {"id": rid},
+            "get_moment": {"id": video or rid, "t_ms": t if video in (None, rid) else 1000}}
+    if video:
+        plan["get_frames"] = {"id": video}
+        plan["extract_frame"] = {"id": video, "t_ms": 1000}
+    out = {}
+    for tool, args in plan.items():
+        res = await s.call_tool(tool, args)
+        text, img = _size(res)
+        px = _image_px(res)
+        out[tool] = {"text_chars": text, "text_tokens_est": text // 4, "images": len(px),
+                     "image_px": [f"{w}x{h}" for w, h in px], "image_b64_chars": img,
+                     "image_tokens_est": sum(round(w * h / 750) for w, h in px)}
     return out
 
 
@@ -111,7 +149,8 @@ def main() -> int:
         old = _export(a.before, tmp / "before")
         before = anyio.run(_measure, home, old, a.query)
         after = anyio.run(_measure, home, None, a.query)
-    result = {"before": a.before, "query": a.query, "tasks": {}}
+    result = {"before": a.before, "query": a.query, "tasks": {},
+              "tools": {"before": before["tools"], "after": after["tools"]}}
     for task in ("find", "see", "list"):
         b, n = before[task]["text"], after[task]["text"]
         result["tasks"][task] = {"before_chars": b, "after_chars": n, "ratio": round(n / b, 3),
@@ -125,6 +164,13 @@ def main() -> int:
     for task, r in result["tasks"].items():
         parts = ", ".join(f"{k} {v}" for k, v in r["after_parts"].items() if k not in ("text", "images"))
         print(f"{task:<6} {r['before_chars']:>8} {r['after_chars']:>8} {r['ratio']:>6.3f}   {parts}")
+    print("\nper tool, one default call (before -> after): text chars (~tokens), images (~tokens, base64 chars)")
+    for tool, n in result["tools"]["after"].items():
+        b = result["tools"]["before"].get(tool, {})
+        print(f"{tool:<16} text {b.get('text_chars')} -> {n['text_chars']} (~{n['text_tokens_est']} tok); "
+              f"images {b.get('images')} x {','.join(sorted(set(b.get('image_px', [])))) or '-'} -> {n['images']} x "
+              f"{','.join(sorted(set(n['image_px']))) or '-'} (~{b.get('image_tokens_est')} -> ~{n['image_tokens_est']} tok; "
+              f"base64 {b.get('image_b64_chars')} -> {n['image_b64_chars']})")
     return 0
 
 

@@ -51,7 +51,9 @@ class _Command(TyperCommand):
 
 def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
     """Process recordings through the Dagster asset graph (in-process). Same bytes twice = no-op."""
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress
+
+    from .cli_layout import line_column
 
     from . import pipeline, service
     from .stages import runner
@@ -82,13 +84,14 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
             pass
 
     try:
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=shown,
-                      transient=True, disable=not live) as progress:
+        # one line per file, drawn for 80 columns first: it moves at least once a second (issue #38, item 6)
+        with Progress(line_column(shown), console=shown, transient=True, disable=not live,
+                      refresh_per_second=4) as progress:
             for f in files:
-                task = progress.add_task(f"{_e(f.name)}: hashing", total=None)
+                board = FileProgress()  # audio transcribed and video scanned, one bar, the later ETA
+                task = progress.add_task("hashing", total=None, name=f.name, board=board)
                 planned: list[str] = []
                 done: list[str] = []
-                board = FileProgress()  # audio transcribed and video scanned, one bar, the later ETA
 
                 def on_stage(stage, rid, state, info, _task=task, _name=f.name, _planned=planned, _done=done,
                              _board=board):
@@ -98,15 +101,15 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
                     count = f"{len(_done)}/{len(_planned)} stages, " if _planned else ""
                     took = f" in {info['elapsed_s']:.1f} s" if state == "ok" and "elapsed_s" in info else ""
                     # drawn at once (not at the next tick): a fast stage still shows on the terminal
-                    progress.update(_task, description=f"{_e(_name)}: {count}{stage} {state}{_e(took)}",
-                                    refresh=live)
+                    progress.update(_task, description=f"{count}{stage} {state}{took}", refresh=live,
+                                    short=f"{len(_done)}/{len(_planned)} {stage} {state}" if _planned else None)
                     if lines and state != "started":
                         say(f"{_name}: {count}{stage} {state}{took}")
 
                 def on_stages(rid, stages, _task=task, _name=f.name, _planned=planned):
                     _planned[:] = stages
                     what = f"running {', '.join(stages)}" if stages else "up to date"
-                    progress.update(_task, description=f"{_e(_name)}: {what}")
+                    progress.update(_task, description=what, short=None)
                     if lines:
                         say(f"{_name}: {what}")
 
@@ -115,7 +118,8 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
                     _board.report(stage, info)
                     count = f"{len(_done)}/{len(_planned)} stages, " if _planned else ""
                     progress.update(_task, total=100, completed=_board.percent(), refresh=live,
-                                    description=f"{_e(_name)}: {count}{_e(_board.text())}")
+                                    description=f"{count}{_board.text(eta=False)}",
+                                    short=(f"{len(_done)}/{len(_planned)} " if _planned else "") + _board.short())
 
                 pipeline.listeners.append(on_stage)
                 if live:  # on a terminal only: with --json or in a pipe nothing changes
@@ -251,21 +255,13 @@ def recordings(as_json: bool = typer.Option(False, "--json", help="Print the lis
     if as_json:
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
-    from rich.table import Column, Table
-    from rich.text import Text
+    from .cli_layout import recordings_lines
 
-    # the id is 16 characters and is never cut (`talkthrough name` needs it whole); the file name wraps.
-    # recorded at: the recording's own local time to the minute (--json has the full timestamp and offset)
-    t = Table(Column("id", no_wrap=True, min_width=16), Column("file", overflow="fold", ratio=1),
-              Column("media", no_wrap=True), Column("recorded at", no_wrap=True),
-              *(Column(h, overflow="fold", justify="right") for h in ("segs", "frames", "diarized")),
-              Column("chunks", no_wrap=True))
-    for r in rows:
-        when = (r["recorded_at"] or "-")[:16].replace("T", " ")
-        t.add_row(r["recording"], Text(r["filename"] or ""), f"{r['kind']} {r['duration_ms'] / 1000:.1f}s", when,
-                  str(r["segment_count"]), str(r["frame_count"]), "yes" if r["diarized"] else "",
-                  r.get("chunks") or "")
-    _console(stderr=False).print(t)
+    # ids whole (`talkthrough name` needs them), file names cut in the middle to the terminal's width; in a
+    # pipe nothing is cut. recorded at: the recording's own local time to the minute (--json: the full stamp)
+    out = _console(stderr=False)
+    for line in recordings_lines(rows, out.width if out.is_terminal else 10 ** 6):
+        typer.echo(line)
 
 
 @app.command(cls=_Command)
@@ -389,10 +385,14 @@ def forget(
     err = _console()
     try:
         rid = service.resolve_recording(ref)
-        if not yes:
-            keys = [service.store.data_location(k) for k in service.store.recording_keys(rid)]
-            err.print(f"would remove recording {rid} ({_e(', '.join(service.pipeline.recording_names(rid)) or 'no known file')}): "
-                      f"{_e(', '.join(keys))} and its Dagster partition; run again with --yes", highlight=False)
+        if not yes:  # a short list of what exists (issue #38, item 8)
+            from .cli_layout import forget_plan_lines
+
+            if not service.store.is_known(rid):
+                raise ValueError(f"unknown recording {rid}: nothing stored of it (`talkthrough recordings` lists them)")
+            for line in forget_plan_lines(rid, service.pipeline.recording_names(rid), service.store.present_keys(rid),
+                                          service.store.data_location(""), err.width if err.is_terminal else 200):
+                err.print(_e(line), highlight=False, soft_wrap=True)
             raise typer.Exit(1)
         result = service.forget(rid)
     except service.store.PartitionBusy as e:

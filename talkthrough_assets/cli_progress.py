@@ -5,6 +5,8 @@ Pure: the CLI feeds it the stages' progress reports (``runner.progress``) and dr
 
 from __future__ import annotations
 
+import time
+
 from .stages.runner import hms
 
 # the long stages that report progress, in the order they are shown, and what their share is of
@@ -15,11 +17,38 @@ SHOWN = {"segments": "the audio", "keyframes": "the video scanned"}
 class FileProgress:
     """The latest report of each long stage of one file's run."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock=time.monotonic) -> None:
         self.reports: dict[str, dict] = {}
+        self.clock = clock
 
     def report(self, stage: str, info: dict) -> None:
-        self.reports[stage] = dict(info)
+        self.reports[stage] = dict(info, at=self.clock())
+
+    def _share_now(self, r: dict, now: float) -> float:
+        """A stage's share interpolated since its last report (issue #38, item 6): at the pace its ETA
+        implies, never past ``next_share`` (the end of the chunk in progress) or 99 % of what is left."""
+        share = r["share"]
+        eta = r.get("eta_s")
+        if share >= 1.0 or not eta:
+            return share
+        cap = r.get("next_share", share + 0.99 * (1 - share))
+        moved = (1 - share) * min((now - r["at"]) / eta, 1.0)
+        return min(share + moved, cap, share + 0.99 * (1 - share))
+
+    def share_now(self, now: float | None = None) -> float | None:
+        """The bar, interpolated within a chunk: the mean share of the long stages (None before any report)."""
+        if not self.reports:
+            return None
+        now = self.clock() if now is None else now
+        shares = [self._share_now(r, now) for r in self.reports.values()]
+        return sum(shares) / len(shares)
+
+    def eta_now(self, now: float | None = None) -> float | None:
+        """The later branch's ETA, counted down since its report."""
+        now = self.clock() if now is None else now
+        etas = [max(r["eta_s"] - (now - r["at"]), 0.0) for r in self.reports.values()
+                if r.get("eta_s") and r["share"] < 1.0]
+        return max(etas) if etas else None
 
     def finished(self, stage: str) -> None:
         """The stage ended: its branch is done (no ETA of its own any more)."""
@@ -36,7 +65,16 @@ class FileProgress:
         etas = [r["eta_s"] for r in self.reports.values() if r.get("eta_s") and r["share"] < 1.0]
         return max(etas) if etas else None
 
-    def text(self) -> str:
+    def short(self) -> str:
+        """The compact wording for a narrow terminal: ``segments 5 of 11 chunks, keyframes 60%``."""
+        parts = []
+        for stage in sorted(self.reports, key=lambda s: (list(SHOWN).index(s) if s in SHOWN else len(SHOWN), s)):
+            r = self.reports[stage]
+            parts.append(f"{stage} {r['text']}" if stage == "segments" and r.get("text")
+                         else f"{stage} {100 * r['share']:.0f}%")
+        return ", ".join(parts)
+
+    def text(self, eta: bool = True) -> str:
         """``segments 45% of the audio (5 of 11 chunks), keyframes 60% of the video scanned (frames to 1:23 of
         10:00), ETA 1:05``."""
         parts = []
@@ -44,5 +82,5 @@ class FileProgress:
             r = self.reports[stage]
             what = r.get("what") or SHOWN.get(stage, "done")
             parts.append(f"{stage} {100 * r['share']:.0f}% of {what}" + (f" ({r['text']})" if r.get("text") else ""))
-        eta = self.eta_s()
-        return ", ".join(parts) + (f", ETA {hms(eta)}" if eta else "")
+        left = self.eta_s() if eta else None
+        return ", ".join(parts) + (f", ETA {hms(left)}" if left else "")

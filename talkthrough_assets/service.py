@@ -264,8 +264,7 @@ def forget(rid: str, inst=None) -> dict:
 
     store.check_id(rid)
     inst = inst or instance()
-    known = any(store.has_partition(t, rid) for t in store.TABLES) or store.exists(store.manifest_key(rid)) \
-        or inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
+    known = store.is_known(rid) or inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
     if not known:
         raise ValueError(f"unknown recording {rid}: nothing stored and no Dagster partition")
     with store.partition_lock(rid, timeout_s=0.0):
@@ -297,6 +296,8 @@ def summary(rid: str) -> dict:
     di = store.read_one("diarization", rid) or {}
     out.update({
         "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
+        # the other names the same bytes were registered under (issue #38, item 8: a copy prints them all)
+        "aliases": [n for n in pipeline.recording_names(rid) if n != rec["filename"]],
         "wall_clock": wallclock.view(wc if wc and wc.get("available") else None),
         "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
                        "language": rec["language"], "segments": rec["segment_count"],

@@ -55,7 +55,8 @@ def range_arg(rec: dict, start_ms, end_ms) -> tuple[int, int]:
 def limit_arg(name: str, value, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         got = value if isinstance(value, int) and not isinstance(value, bool) else type(value).__name__
-        raise InvalidArgument(f"{name} must be an integer from {lo} to {hi}, got {got}")
+        raise InvalidArgument(f"{name} must be an integer from {lo} to {hi}, got {got}",
+                              hint=f"pass {name} between {lo} and {hi}, or omit it for the default")
     return value
 
 

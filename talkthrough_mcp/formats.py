@@ -51,21 +51,32 @@ def speaker_tag(who: str | None, names: dict[str, str]) -> str:
     return f"{who} {names[who]}" if names.get(who) else who
 
 
-def srt_cue(n: int, seg: dict, names: dict[str, str], wall: str | None = None) -> str:
-    """One SubRip cue (number, ``start --> end`` with commas, ``[S1 Alice] `` before the text)."""
+def cue_end(seg: dict, following: dict | None) -> int:
+    """Where a cue ends: its segment's end, or the next cue's start when the segments overlap (ASR segments
+    may: issue #38, item 8), so no two cues are on screen at once; never before its own start."""
+    t0, t1 = int(seg["t0_ms"]), int(seg["t1_ms"])
+    if following is not None:
+        t1 = min(t1, int(following["t0_ms"]))
+    return max(t1, t0)
+
+
+def srt_cue(n: int, seg: dict, names: dict[str, str], wall: str | None = None, end_ms: int | None = None) -> str:
+    """One SubRip cue (number, ``start --> end`` with commas, ``[S1 Alice] `` before the text); ``end_ms``:
+    :func:`cue_end` (default: the segment's end)."""
     tag = speaker_tag(seg.get("speaker"), names)
     label = f"[{tag}] " if tag else ""
     when = f"({wall}) " if wall else ""
-    return f"{n}\n{srt_time(seg['t0_ms'])} --> {srt_time(seg['t1_ms'])}\n{when}{label}{_one_line(seg['text'])}\n\n"
+    end = seg["t1_ms"] if end_ms is None else end_ms
+    return f"{n}\n{srt_time(seg['t0_ms'])} --> {srt_time(end)}\n{when}{label}{_one_line(seg['text'])}\n\n"
 
 
 def vtt_escape(text: str) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def vtt_cue(seg: dict, names: dict[str, str], wall: str | None = None) -> str:
+def vtt_cue(seg: dict, names: dict[str, str], wall: str | None = None, end_ms: int | None = None) -> str:
     """One WebVTT cue: dotted times, the speaker as a voice span (``<v Alice>``), text escaped."""
-    t0, t1 = int(seg["t0_ms"]), int(seg["t1_ms"])
+    t0, t1 = int(seg["t0_ms"]), int(seg["t1_ms"] if end_ms is None else end_ms)
     who = seg.get("speaker")
     voice = f"<v {vtt_escape(_one_line(names.get(who) or who))}>" if who else ""
     when = f"({vtt_escape(wall)}) " if wall else ""
@@ -73,12 +84,15 @@ def vtt_cue(seg: dict, names: dict[str, str], wall: str | None = None) -> str:
     return f"{vtt_time(t0)} --> {vtt_time(max(t1, t0 + 1))}\n{voice}{when}{vtt_escape(text)}\n\n"
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>&~])")
+# what Markdown reads inside a line (CommonMark, GFM tables, HTML). `.`, `-`, `+` and `!` only mean something
+# at the start of a line (a list) or before `[` (escaped): user text never starts a line here, so they stay
+# as written (`pipeline.`, not `pipeline\.`: issue #38, item 8)
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#|<>&~])")
 
 
 def md_escape(text: str) -> str:
-    """User text as literal Markdown text: every punctuation Markdown (CommonMark, GFM tables, HTML) reads is
-    backslash-escaped, so a name or an OCR line never becomes a link, a heading, a tag or emphasis."""
+    """User text as literal Markdown text inside a line (never at its start): the punctuation Markdown reads
+    there is backslash-escaped, so a name or an OCR line never becomes a link, a heading, a tag or emphasis."""
     return _MD_SPECIAL.sub(r"\\\1", _one_line(text))
 
 
@@ -108,12 +122,14 @@ def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | Non
         return t_wall(wc, seg["t0_ms"]) if wall_clock and wc else None
 
     if fmt == "srt":
-        return "".join(srt_cue(i + 1, s, names, wall(s)) for i, s in enumerate(segments))
+        return "".join(srt_cue(i + 1, s, names, wall(s), cue_end(s, segments[i + 1] if i + 1 < len(segments) else None))
+                       for i, s in enumerate(segments))
     if fmt == "vtt":
         head = "WEBVTT"
         if title:
             head += "\n\nNOTE " + _one_line(title).replace("-->", "->")
-        return head + "\n\n" + "".join(vtt_cue(s, names, wall(s)) for s in segments)
+        return head + "\n\n" + "".join(vtt_cue(s, names, wall(s), cue_end(s, segments[i + 1] if i + 1 < len(segments) else None))
+                                       for i, s in enumerate(segments))
     if fmt == "json":
         out = {"recording": recording_id, "filename": title, "wall_clock": wc, "speaker_names": names,
                "segments": [json_item(s, names, wc) for s in segments]}
@@ -138,15 +154,13 @@ def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | Non
 
 def export(rid: str, fmt: str, *, wall_clock: bool = False) -> str:
     """A processed recording's whole transcript in ``fmt``, from its published manifest (the snapshot the
-    MCP server serves), speaker names applied. ValueError: an unknown format, or nothing published."""
+    MCP server serves), speaker names applied. ValueError: an unknown format, an unknown recording, or
+    nothing finished published."""
     from . import snapshot
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
-    snap = snapshot.read(rid)
-    if snap is None:
-        raise ValueError(f"recording {rid} has no finished run (no manifest): process it first")
-    snapshot.require_finished(snap)
+    snap = snapshot.finished(rid)
     names = snap.names if any(s.get("speaker") for s in snap.segments) else {}
     return render(fmt, snap.segments, names, snap.wall_clock, wall_clock=wall_clock,
                   title=snap.rec["filename"], recording_id=rid)

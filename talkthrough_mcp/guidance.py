@@ -11,128 +11,110 @@ EXAMPLE_MAX_CHARS = 120
 
 INSTRUCTIONS = """\
 Talkthrough serves processed screen and meeting recordings (transcript, speakers, keyframes, OCR,
-wall clock) read-only. Ids are 16 hex chars. Times: every *_ms field (t_ms, t1_ms, a frame's ms,
-frame_ms, start_ms, at_ms) = ms from the recording start; t_wall = the same instant as a real timestamp
-(wall_clock.start_utc + t_ms; null when the recording's wall clock is unknown; in UTC when its
-tz_offset_min is null). Speakers: a label (S1) plus speaker_name when one was confirmed.
+wall clock) read-only. Ids are 16 hex chars (from list_recordings or a search hit). Times: every *_ms
+field (t_ms, t1_ms, a frame's ms, frame_ms, start_ms, at_ms) = ms from the recording start; t_wall = the
+same instant as a real timestamp (wall_clock.start_utc + t_ms; null when the wall clock is unknown; in
+UTC when tz_offset_min is null). Speakers: a label (S1) plus speaker_name when one was confirmed;
+name_hints are unconfirmed on-screen names only.
 Start with list_recordings or search; then zoom in with get_transcript / get_moment / get_frames.
-Responses are capped: follow next_start_ms / next_offset to continue instead of asking for more."""
+Responses are capped: follow next_start_ms / next_offset to continue instead of asking for more.
+generation changes when a recording is reprocessed: restart paging then. partial=true: a run is still
+in progress; covered_ms is what its transcript covers so far. An `index` field: the server is still
+indexing at startup, so listings/hits are partial. Errors are JSON {error, message, hint}:
+unknown_recording (wrong id: list_recordings), not_processed (retry later), audio_only (no frames:
+use get_transcript/search), invalid_argument (the hint names the accepted range)."""
 
 _TOOLS: dict[str, tuple[str, list[str]]] = {
     "list_recordings": (
-        "List processed recordings (id, filename, kind, duration, recorded_at, counts, diarized), "
-        "oldest first, paginated.",
+        "Processed recordings (id, filename, duration, recorded_at, counts), oldest first, paged.",
         [
-            "list_recordings() -> first 20 recordings; total + next_offset tell you if there are more",
-            "list_recordings(offset=20, limit=20) -> next page (stop when next_offset is null)",
-            "recorded_at null -> wall clock unknown for that file; t_wall will be null in every tool",
-            "has_video=false -> audio-only: use get_transcript/search, not get_frames",
-            "Looking for a topic across files? -> search(query=...) instead of paging through everything",
-            "list_recordings(limit=100) -> the largest page; next_offset is null on the last page",
-            "counts.unique_frames -> how many distinct screens get_frames can show",
-            "diarized=true -> get_transcript(speaker=...) and search(speaker=...) work for it",
-            "transcript_available=false -> nothing was said (e.g. silent video): use get_frames",
-            "wall_clock.source/confidence -> where recorded_at came from (container tag, file mtime)",
-            "index present -> the server is still building its index at startup: the listing is partial",
-            "error invalid_argument for offset -> pass next_offset from the previous page (0..1e9)",
+            "list_recordings() -> first 20",
+            "offset=next_offset -> next page",
+            "limit=100 -> largest page",
+            "recorded_at null -> wall clock unknown: t_wall null",
+            "has_video=false -> audio-only: no get_frames",
+            "diarized=true -> speaker= filters work",
+            "transcript_available=false -> nothing said",
+            "counts.unique_frames -> distinct screens",
+            "wall_clock.source -> recorded_at's origin",
+            "A topic? -> search instead",
         ],
     ),
     "get_transcript": (
-        "Transcript segments of one recording with t_ms/t1_ms (speaker labels/names when diarized); a segment's "
-        "wall time is wall_clock.start_utc + t_ms (with_t_wall=true: t_wall on each). "
-        "Hard cap ~30k chars per response; truncated=true comes with next_start_ms to continue.",
+        "Transcript segments (t_ms, t1_ms, speaker) of one recording, <= 30k chars a call.",
         [
-            'get_transcript(id="75f6552f8117ddf5") -> whole transcript (first ~30k chars)',
-            'get_transcript(id=..., start_ms=60000, end_ms=120000) -> only minute 1-2',
-            "truncated=true -> call again with start_ms=next_start_ms (same end_ms) for the next page",
-            'get_transcript(id=..., speaker="S1") or speaker="Alice" -> one speaker (diarized recordings only)',
-            'get_transcript(id=..., format="srt") -> SubRip text in the "srt" field',
-            "wall_clock null -> t_wall is null; use t_ms (ms from the start) for positions",
-            "get_transcript(id=..., with_t_wall=true) -> t_wall on every segment (for log correlation)",
-            "transcript_available=false (e.g. silent video) -> reason says why; use get_frames instead",
-            "max_chars=5000 -> smaller pages (1000..30000); a single segment is never split",
-            "Need the words on screen at a remark? -> get_moment(id, t_ms) instead",
-            "Looking for one phrase? -> search(query=..., id=...) instead of reading the whole transcript",
-            "speaker_names -> label -> confirmed name; name_hints are unconfirmed on-screen names only",
-            "error unknown_recording -> the id is not in the library: list_recordings for valid ids",
-            "error not_processed -> the file is registered but its outputs are not ready yet; retry later",
+            'get_transcript(id="75f6552f8117ddf5") -> the start',
+            "start_ms=60000, end_ms=120000 -> minute 1-2",
+            "truncated -> again, start_ms=next_start_ms",
+            'speaker="S1" or "Alice" -> one speaker (diarized)',
+            'format="srt" -> SubRip text in "srt"',
+            "with_t_wall=true -> t_wall on each segment",
+            "wall_clock null -> use t_ms",
+            "max_chars=5000 -> smaller pages",
+            "One phrase? -> search(query, id)",
+            "The screen then? -> get_moment",
         ],
     ),
     "get_frames": (
-        "Stored keyframes of one recording as image blocks (JPEG, <=1568 px), each with its time and OCR text. "
-        "Unique frames only unless include_duplicates=true; at most 6 per call.",
+        "Keyframes of one recording as JPEGs (text legible, <= 1024 px) with time and OCR text; "
+        "<= 6 a call.",
         [
-            'get_frames(id="75f6552f8117ddf5") -> first 6 unique frames with OCR text',
-            "get_frames(id=..., start_ms=60000, end_ms=90000) -> frames shown in that span",
-            "truncated=true -> call again with start_ms=next_start_ms",
-            "get_frames(id=..., include_duplicates=true, limit=3) -> every stored keyframe, 3 at a time",
-            "Audio-only recording -> error audio_only; use get_transcript or search instead",
-            "Need one exact instant between keyframes? -> extract_frame(id, t_ms)",
-            "Need the screen plus what was said? -> get_moment(id, t_ms)",
-            "get_frames(id=..., at_ms=95000) -> the frame on screen at 95 s (limit=3: also the nearest ones)",
-            "valid_from_ms/valid_to_ms -> the span each frame stays on screen (until the screen changes)",
-            "ocr_text -> the words read on that frame (capped; ocr_truncated=true when cut)",
-            "Looking for a word that was on screen? -> search(query=...) (source=ocr hits) first",
-            "duplicate_of -> with include_duplicates=true, the ms of the identical earlier frame",
-            "error unknown_recording -> wrong id: list_recordings or search give valid ids",
+            'get_frames(id="75f6552f8117ddf5") -> first 6 frames',
+            "start_ms=60000, end_ms=90000 -> that span",
+            "at_ms=95000 -> the screen at 95 s",
+            "at_ms=95000, limit=3 -> also the nearest ones",
+            "truncated -> again, start_ms=next_start_ms",
+            "include_duplicates=true -> repeats too",
+            "valid_from_ms/valid_to_ms -> span on screen",
+            "Audio-only -> error audio_only",
+            "Exact instant, small text? -> extract_frame",
+            "A word on screen? -> search",
         ],
     ),
     "get_moment": (
-        "One moment: up to 3 nearest unique frames (the one on screen first) plus the transcript within "
-        "+-window_ms (default 10 s) around t_ms.",
+        "One moment: <= 3 nearest frames (on screen first) and the transcript +-window_ms around t_ms.",
         [
-            'get_moment(id="75f6552f8117ddf5", t_ms=13000) -> frame on screen at 13 s + what was said around it',
-            "get_moment(id=..., t_ms=hit.t_ms) -> open a search hit",
-            "get_moment(id=..., t_ms=..., window_ms=30000) -> wider transcript slice (max 60000)",
-            "Audio-only recording -> frames=[] with a note; the transcript slice still comes back",
-            "segment_at_t -> seq of the segment spoken at t_ms (null during silence)",
-            "speakers_in_range -> who talked in the window (talk_ms); speaker_at_t; null when not diarized",
-            "get_moment(id=..., t_ms=..., window_ms=0) -> only the frame on screen and the segment at t_ms",
-            "transcript.truncated=true -> get_transcript(id, start_ms=transcript.next_start_ms) for more",
-            "wall_clock null -> t_wall null; t_ms still places the moment in the recording",
-            "Need more than 3 frames? -> get_frames(id, start_ms, end_ms)",
-            "Need finer detail than a keyframe? -> extract_frame(id, t_ms, crop=...)",
-            "error invalid_argument (t_ms past the end) -> duration_ms from list_recordings bounds t_ms",
-            "Don't know when? -> search(query=...) first, then get_moment at a hit's t_ms",
+            'get_moment(id="75f6552f8117ddf5", t_ms=13000) -> screen + speech',
+            "t_ms=hit.t_ms -> open a search hit",
+            "window_ms=30000 -> wider transcript (max 60000)",
+            "window_ms=0 -> frame + segment at t_ms",
+            "Audio-only -> frames=[], transcript still comes",
+            "segment_at_t -> seq at t_ms",
+            "speakers_in_range -> who talked (talk_ms)",
+            "transcript.truncated -> get_transcript",
+            "More than 3 frames? -> get_frames",
+            "Don't know when? -> search first",
         ],
     ),
     "search": (
-        "Ranked BM25 search over transcripts AND on-screen OCR text of every recording. Returns pointers "
-        "(recording, source, t_ms, t_wall, frame_ms, <=160-char snippet), not payloads; max 50 hits; "
-        "filename and generation once per recording in `recordings`.",
+        "Ranked search of transcripts AND on-screen OCR text of all recordings; hits are pointers "
+        "(recording, source, t_ms, snippet).",
         [
-            'search(query="rollback") -> best segments/frames mentioning it, across all recordings',
-            'search(query="gateway timeout") -> both words in one segment/frame (AND) ranked first',
-            "mode=or + note -> no document has all words; note lists which words matched where",
-            'search(query="budget", id="6c2c7b8c166f29ce") -> one recording only',
-            'search(query="Café") == search(query="cafe") -> case and accents are folded',
-            "source=ocr -> the word was on screen: get_frames(id, start_ms=t_ms, limit=1) shows it",
-            "Open a hit -> get_moment(id=hit.recording, t_ms=hit.t_ms)",
-            "t_wall null -> that recording's wall clock is unknown; correlate by t_ms only",
-            "hit.t_ms -> the first matched word (not the start of its segment)",
-            'search(query="budget", speaker="S2") or speaker="Alice" -> only what that speaker said',
-            '"dashboards" finds "dashboard"; no hits -> did_you_mean lists close spellings',
-            "Glued screen text (ERROR503GATEWAYTIMEOUT) matches gateway / timeout: ocr_substring_matches",
-            "found_elsewhere -> the word exists in the library, just not for this speaker/recording",
-            "index present -> the server is still indexing at startup: hits come from the part indexed so far",
-            'search(query=\'"roll back"\') -> words adjacent, in order; "rollback" also finds a spoken "roll back"',
+            'search(query="rollback") -> across all recordings',
+            'search(query="gateway timeout") -> both words first',
+            'id="6c2c7b8c166f29ce" -> one recording',
+            'speaker="S2" -> what S2 said',
+            "Case, accents, plurals are folded",
+            '\'"roll back"\' -> adjacent words in order',
+            "mode=or -> no hit has all words; see note",
+            "No hits -> see did_you_mean",
+            "source=ocr -> get_frames(at_ms=t_ms)",
+            "Open a hit -> get_moment at hit.t_ms",
         ],
     ),
     "extract_frame": (
-        "Re-decode the SOURCE video at one exact instant (frame at/after t_ms), scaled <=1568 px. Only when the "
-        "original file is still at its recorded path with the same bytes; slower than stored keyframes.",
+        "Decode the SOURCE video at one instant (<= 1568 px), while the file is unchanged at its path.",
         [
-            'extract_frame(id="75f6552f8117ddf5", t_ms=12345) -> the exact frame at 12.345 s',
-            "Prefer get_frames/get_moment: they serve stored keyframes without touching the source",
-            "error source_unavailable -> file moved/changed; use get_frames/get_moment instead",
-            "Audio-only recording -> error audio_only",
-            "extract_frame(id=..., t_ms=..., crop={x:0, y:0, width:800, height:400}) -> a region, source pixels",
-            "extract_frame(id=..., t_ms=..., full_resolution=true) -> native size (up to 4096 px)",
-            "exact=false -> t_ms was after the last decodable frame; the last frame came back",
-            "source_size -> [width, height] of the source: the bounds for crop",
-            "Small text unreadable in a keyframe? -> crop the region at full_resolution=true",
-            "error invalid_argument (crop) -> keep x+width <= source width, y+height <= source height",
-            "Many instants to look at? -> get_frames (stored keyframes) is cheaper than repeated extract_frame",
+            'extract_frame(id="75f6552f8117ddf5", t_ms=12345)',
+            "crop={x:0, y:0, width:800, height:400} -> a region",
+            "full_resolution=true -> native size (<= 4096 px)",
+            "Small text? -> crop at full_resolution=true",
+            "source_size -> the bounds for crop",
+            "exact=false -> past the last frame: last one",
+            "error source_unavailable -> use get_frames",
+            "Audio-only -> error audio_only",
+            "Prefer stored get_frames/get_moment",
+            "Many instants? -> get_frames is cheaper",
         ],
     ),
 }

@@ -14,6 +14,11 @@ from .args import clip
 from .errors import AudioOnly
 
 OCR_MAX_CHARS = 1_500          # per frame, in meta and captions
+# Stored keyframes are served re-encoded to this longest side / JPEG quality: the smallest at which the
+# on-screen text stays legible (bench/bench_frame_legibility.py; issue #38, item 5). extract_frame
+# (crop, full_resolution) is the way to finer detail.
+AGENT_MAX_SIDE = 1024
+AGENT_JPEG_QUALITY = 70
 
 
 @dataclass
@@ -87,6 +92,27 @@ def frame_bytes(rid: str, rel: str) -> bytes | None:
     return data if data is not None and media.is_jpeg(data) else None
 
 
+def agent_jpeg(data: bytes, max_side: int = AGENT_MAX_SIDE, quality: int = AGENT_JPEG_QUALITY
+               ) -> tuple[bytes, tuple[int, int], tuple[int, int]]:
+    """A stored keyframe as sent to an agent: (jpeg, (width, height) sent, (width, height) stored).
+    Downscaled to ``max_side`` and re-encoded; the stored bytes when they are already smaller."""
+    import io
+
+    from PIL import Image as PILImage
+
+    with PILImage.open(io.BytesIO(data)) as img:
+        stored = img.size
+        small = img.convert("RGB")
+        small.thumbnail((max_side, max_side))
+        buf = io.BytesIO()
+        small.save(buf, format="JPEG", quality=quality)
+        sent = small.size
+    out = buf.getvalue()
+    if len(out) >= len(data) and max(stored) <= max_side:
+        return data, stored, stored
+    return out, sent, stored
+
+
 def image_result(rid: str, frames: list[dict], wc: dict | None, meta: dict) -> ImageResult:
     """``meta`` plus the stored JPEGs of ``frames``, captioned (time, duplicate of)."""
     images, missing = [], []
@@ -96,7 +122,10 @@ def image_result(rid: str, frames: list[dict], wc: dict | None, meta: dict) -> I
             missing.append(f["ms"])
             continue
         # the OCR text is in the frame's entry of the JSON block: not repeated here (issue #26, item 5)
+        data, sent, stored = agent_jpeg(data)
         cap = f"frame {f['ms']} ms" + (f" ({t_wall(wc, f['ms'])})" if wc else "")
+        if sent != stored:
+            cap += f", {sent[0]}x{sent[1]} of {stored[0]}x{stored[1]} (extract_frame for detail)"
         if f["duplicate_of"] is not None:
             cap += f", duplicate of {f['duplicate_of']} ms"
         images.append(Image(cap, data))

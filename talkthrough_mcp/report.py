@@ -1,11 +1,12 @@
 """`talkthrough report`: one self-contained, offline HTML page of a processed recording, built from its
 published manifest (the snapshot the MCP server serves): a header, a timeline of the unique keyframes
-(inlined as small JPEGs), speaker turns as coloured bands and scene cuts, the transcript with recording and
-wall time, speaker names and the on-screen (OCR) text, a search box, and the MCP call for each moment.
+(inlined as small JPEGs; a click opens one large), speaker turns as coloured bands and scene cuts, the
+transcript with recording and wall time, speaker names and the on-screen (OCR) text, every frame's screen
+text, a search box over both, and the MCP call for each moment.
 
 Everything from the recording (file name, transcript, OCR text, speaker names) is data an attacker may
 control: it is written only through :func:`html.escape` into text and quoted attributes, never into the
-script; the script reads numbers from ``data-`` attributes. A Content-Security-Policy allows no request at
+script; the script reads numbers from ``data-`` attributes (and the large image's ``data:`` URL). A Content-Security-Policy allows no request at
 all (images are ``data:`` URLs), so nothing the page holds can reach the network.
 """
 
@@ -23,6 +24,7 @@ from . import formats, snapshot
 
 THUMB_WIDTH = 240
 THUMB_QUALITY = 70
+LARGE_WIDTH = 1024   # a thumbnail opens large (issue #38, item 7): the size get_frames serves, text legible
 COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7")
 CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
        "base-uri 'none'; form-action 'none'")
@@ -32,7 +34,7 @@ def _e(value) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def _thumb(key: str) -> str | None:
+def _thumb(key: str, width: int = THUMB_WIDTH) -> str | None:
     """A frame as a small JPEG data URL (None when its file is gone)."""
     from PIL import Image
 
@@ -42,8 +44,8 @@ def _thumb(key: str) -> str | None:
         return None
     with Image.open(path) as im:
         im = im.convert("RGB")
-        if im.width > THUMB_WIDTH:
-            im = im.resize((THUMB_WIDTH, max(1, round(im.height * THUMB_WIDTH / im.width))))
+        if im.width > width:
+            im = im.resize((width, max(1, round(im.height * width / im.width))))
         buf = io.BytesIO()
         im.save(buf, "JPEG", quality=THUMB_QUALITY, optimize=True)
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
@@ -54,16 +56,16 @@ def _pct(ms: int, total: int) -> str:
 
 
 def build(rid: str) -> str:
-    """The report's HTML. ValueError: the recording has no published manifest."""
-    snap = snapshot.read(store.check_id(rid))
-    if snap is None:
-        raise ValueError(f"recording {rid} has no finished run (no manifest): process it first")
-    snapshot.require_finished(snap)
-    return render(snap, store.get_json(store.manifest_key(rid)) or {}, _thumb)
+    """The report's HTML. ValueError: an unknown recording, or one with no finished manifest."""
+    snap = snapshot.finished(rid)
+    return render(snap, store.get_json(store.manifest_key(rid)) or {}, _thumb,
+                  large=lambda key: _thumb(key, LARGE_WIDTH))
 
 
-def render(snap: snapshot.Snapshot, manifest: dict, thumb) -> str:
-    """The HTML of one snapshot; ``thumb(file key)`` gives a frame's image URL (or None)."""
+def render(snap: snapshot.Snapshot, manifest: dict, thumb, large=None) -> str:
+    """The HTML of one snapshot; ``thumb(file key)`` gives a frame's image URL (or None), ``large(file key)``
+    the one a click on the thumbnail opens (default: the thumbnail's)."""
+    large = large or thumb
     rid = snap.rid
     rec, wc = snap.rec, snap.wall_clock
     total = max(1, rec["duration_ms"], *(s["t1_ms"] for s in snap.segments))
@@ -104,27 +106,40 @@ def render(snap: snapshot.Snapshot, manifest: dict, thumb) -> str:
     for k, v in facts:
         w(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>")
     w("</dl></header>")
-    # timeline: thumbnails at their time, turns as bands, cuts as ticks
-    w(f"<section id=timeline aria-label=timeline><div class=frames>")
+    # timeline: thumbnails at their time, turns as bands, cuts as ticks; each part only when it has something
+    # to show (an audio-only recording without speakers has no timeline at all: issue #38, item 7)
+    if unique or snap.turns:
+        w("<section id=timeline aria-label=timeline>")
+    if unique:
+        w("<div class=frames>")
     for f in unique:
         src = thumb(f["file"])
+        big = large(f["file"]) if src else None
         img = f"<img alt='frame at {_e(formats.clock(f['ms']))}' src='{_e(src)}'>" if src else "<span>missing</span>"
-        w(f"<button class=thumb data-t='{int(f['ms'])}' title='{_e(formats.clock(f['ms']))}'>{img}"
-          f"<small>{_e(formats.clock(f['ms']))}</small></button>")
-    w(f"</div><div class=track id=turns>")
+        w(f"<button class=thumb data-t='{int(f['ms'])}' title='{_e(formats.clock(f['ms']))}: click to enlarge'"
+          + (f" data-full='{_e(big)}'" if big else "") + f">{img}<small>{_e(formats.clock(f['ms']))}</small></button>")
+    if unique:
+        w("</div>")
+    if snap.turns:
+        w("<div class=track id=turns>")
     for t0, t1, lab in snap.turns:
         left, width = _pct(t0, total), f"{max(0.2, 100.0 * (t1 - t0) / total):.3f}"
         w(f"<button class=turn data-t='{int(t0)}' style='left:{left}%;width:{width}%;background:{colour.get(lab, '#888')}' "
           f"title='{_e(formats.speaker_tag(lab, names))} {_e(formats.clock(t0))}'></button>")
-    w("</div><div class=track id=cuts>")
-    for f in unique:
-        w(f"<span class=cut style='left:{_pct(f['ms'], total)}%' title='scene cut {_e(formats.clock(f['ms']))}'></span>")
-    w("</div>")
+    if snap.turns:
+        w("</div>")
+    if unique:
+        w("<div class=track id=cuts>")
+        for f in unique:
+            w(f"<span class=cut style='left:{_pct(f['ms'], total)}%' title='scene cut {_e(formats.clock(f['ms']))}'></span>")
+        w("</div>")
     if labels:
         w("<p class=legend>" + " ".join(
             f"<span style='background:{colour[lab]}'>{_e(formats.speaker_tag(lab, names))}</span>" for lab in labels)
           + "</p>")
-    w("</section>")
+    if unique or snap.turns:
+        w("</section>")
+    w("<dialog id=large aria-label='frame, large'><p id=large-cap></p></dialog>")  # the script adds the image
     w("<section id=transcript><input id=q type=search placeholder='search transcript and screen text' "
       "aria-label=search autocomplete=off><span id=count></span><ol id=segs>")
     if not snap.segments:
@@ -142,7 +157,16 @@ def render(snap: snapshot.Snapshot, manifest: dict, thumb) -> str:
         if ocr:
             w(f"<details><summary>on screen (frame at {_e(formats.clock(fms))})</summary><pre class=ocr>{_e(ocr)}</pre></details>")
         w(f"<code class=mcp>get_moment {{\"id\": \"{rid}\", \"t_ms\": {t0}}}</code></li>")
-    w("</ol></section>")
+    w("</ol>")
+    # every on-screen text, not only the frames a segment points at: the search box covers them all (#38, item 7)
+    screens = [(f["ms"], f.get("ocr_text") or "") for f in unique if (f.get("ocr_text") or "").strip()]
+    if screens:
+        w("<h2>On screen</h2><ol id=screens>")
+        for ms, text in screens:
+            w(f"<li class=screen data-t='{int(ms)}'><span class=time>{_e(formats.clock(ms))}</span>"
+              f"<pre class=ocr>{_e(text)}</pre></li>")
+        w("</ol>")
+    w("</section>")
     w(f"<script>{SCRIPT}</script></body></html>")
     return "".join(out)
 
@@ -156,12 +180,23 @@ dt{color:#666}dd{margin:0}#timeline{position:sticky;top:0;background:#fff;border
 .turn{position:absolute;top:0;height:12px;border:0;padding:0;cursor:pointer;opacity:.85}.cut{position:absolute;top:0;width:1px;height:12px;background:#222}
 .legend span{color:#fff;padding:0 6px;margin-right:4px;border-radius:3px}#transcript{padding:8px 20px}#q{width:320px;padding:4px}#count{margin-left:8px;color:#666}
 #segs{list-style:none;padding:0}.seg{padding:4px 6px;border-bottom:1px solid #eee}.seg.hit{background:#fff3c4}.time,.wall{color:#666;margin-right:8px;font-variant-numeric:tabular-nums}
-.who{margin-right:6px}.mcp{display:block;color:#888;font-size:11px}.ocr{white-space:pre-wrap;background:#f7f7f7;padding:4px;margin:2px 0}
+h2{font-size:15px;margin:16px 0 4px}#screens{list-style:none;padding:0}.screen{padding:4px 6px;border-bottom:1px solid #eee;cursor:pointer}
+.screen.hit{background:#fff3c4}#large{max-width:96vw;padding:6px;border:1px solid #888}#large img{display:block;max-width:92vw;max-height:84vh}
+#large::backdrop{background:rgba(0,0,0,.6)}#large p{margin:4px 0 0;color:#555}.who{margin-right:6px}.mcp{display:block;color:#888;font-size:11px}.ocr{white-space:pre-wrap;background:#f7f7f7;padding:4px;margin:2px 0}
 """
 
 SCRIPT = """
 (function(){
   var segs=Array.prototype.slice.call(document.querySelectorAll('#segs .seg'));
+  var screens=Array.prototype.slice.call(document.querySelectorAll('#screens .screen'));
+  var dlg=document.getElementById('large'),cap=document.getElementById('large-cap'),big=null;
+  function enlarge(el){
+    if(!el.dataset.full||!dlg.showModal)return;
+    if(!big){big=document.createElement('img');big.id='large-img';big.alt='frame, large';dlg.insertBefore(big,cap);}
+    big.src=el.dataset.full; cap.textContent=el.title.replace(/: click to enlarge$/,'');
+    dlg.showModal();
+  }
+  dlg.addEventListener('click',function(){dlg.close();});
   function jump(t){
     var best=null;
     for(var i=0;i<segs.length;i++){ if(+segs[i].dataset.t<=t||best===null){best=segs[i];} if(+segs[i].dataset.t>t)break; }
@@ -172,16 +207,20 @@ SCRIPT = """
   }
   document.querySelectorAll('[data-t]').forEach(function(el){
     if(el.classList.contains('seg'))return;
-    el.addEventListener('click',function(){jump(+el.dataset.t);});
+    el.addEventListener('click',function(){jump(+el.dataset.t); if(el.classList.contains('thumb'))enlarge(el);});
   });
   var q=document.getElementById('q'),count=document.getElementById('count');
   q.addEventListener('input',function(){
-    var want=q.value.trim().toLowerCase(),n=0;
+    var want=q.value.trim().toLowerCase(),n=0,m=0;
     segs.forEach(function(s){
       var show=!want||s.textContent.toLowerCase().indexOf(want)>=0;
       s.style.display=show?'':'none'; if(show)n++;
     });
-    count.textContent=want?(n+' of '+segs.length):'';
+    screens.forEach(function(s){
+      var show=!want||s.textContent.toLowerCase().indexOf(want)>=0;
+      s.style.display=show?'':'none'; if(show)m++;
+    });
+    count.textContent=want?(n+' of '+segs.length+' segments'+(screens.length?', '+m+' of '+screens.length+' screens':'')):'';
   });
 })();
 """

@@ -32,6 +32,7 @@ from .http_guard import (TOKEN_ENV, TOKEN_MIN_CHARS, TOKEN_MIN_DISTINCT, BearerA
                          check_bind, is_loopback, normalize_host, token_problem)
 from .reader import ImageResult, Reader, default_reader, dumps
 from .schemas import OUTPUT_SCHEMAS
+from .wire_schema import input_schema, output_schema
 
 log = logging.getLogger("talkthrough_mcp")
 
@@ -40,14 +41,13 @@ DEFAULT_PORT = 8765
 RESPONSE_MAX_CHARS = 40_000      # hard ceiling on any JSON text block (every tool also budgets itself)
 PROMPT_ARG_MAX_CHARS = 20_000
 WARMUP_JOIN_S = 1.0
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                            open_world_hint=False)
+# destructive/idempotent hints mean something only when read_only_hint is false (MCP spec): not sent
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 # Strict types: JSON true is not the integer 1, "5" is not 5 (issue #15, item 6).
-RecordingId = Annotated[StrictStr, Field(description="recording id: 16 lowercase hex chars (from list_recordings/search)",
-                                         max_length=64)]
-StartMs = Annotated[StrictInt | None, Field(description="window start, ms from the recording start (>= 0)")]
-EndMs = Annotated[StrictInt | None, Field(description="window end, ms from the recording start (>= start_ms)")]
+RecordingId = Annotated[StrictStr, Field(description="recording id", max_length=64)]
+StartMs = Annotated[StrictInt | None, Field(description="window start, ms; omitted: 0")]
+EndMs = Annotated[StrictInt | None, Field(description="window end, ms (>= start_ms); omitted: the end")]
 
 
 # --------------------------------------------------------------------------- result mapping
@@ -144,16 +144,6 @@ def validation_error(tool: str, exc: ValidationError, schema: dict | None) -> Ca
     return error_result(err)
 
 
-def _lean_schema(node):
-    """An input schema without pydantic's generated titles (the property name says it): tools/list is
-    loaded into every session's context (issue #26, item 5). Validation uses the argument model, not this."""
-    if isinstance(node, dict):
-        return {k: _lean_schema(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
-    if isinstance(node, list):
-        return [_lean_schema(v) for v in node]
-    return node
-
-
 class TalkthroughMCP(MCPServer):
     """MCPServer whose argument problems come back as structured ``invalid_argument`` tool errors
     (not pydantic text), and whose prompts reject bad arguments with a JSON-RPC invalid-params error
@@ -212,7 +202,7 @@ def build_server(reader: Reader | None = None) -> MCPServer:
 
     @mcp.tool(description=guidance.description("list_recordings"), annotations=READ_ONLY)
     def list_recordings(
-        offset: Annotated[StrictInt, Field(description="skip this many recordings (>= 0)")] = 0,
+        offset: Annotated[StrictInt, Field(description="recordings to skip")] = 0,
         limit: Annotated[StrictInt, Field(description="page size, 1..100")] = 20,
     ) -> CallToolResult:
         return call(rd().list_recordings, offset=offset, limit=limit)
@@ -222,13 +212,12 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         id: RecordingId,
         start_ms: StartMs = None,
         end_ms: EndMs = None,
-        speaker: Annotated[StrictStr | None, Field(description="speaker label (S1) or name; diarized only",
+        speaker: Annotated[StrictStr | None, Field(description="speaker label (S1) or name",
                                                    max_length=200)] = None,
-        format: Annotated[StrictStr, Field(description="json segments or srt (SubRip text)",
+        format: Annotated[StrictStr, Field(description="json or srt",
                                            json_schema_extra={"enum": ["json", "srt"]})] = "json",
-        max_chars: Annotated[StrictInt, Field(description="response size cap, 1000..30000 characters")] = 30000,
-        with_t_wall: Annotated[StrictBool, Field(description="also t_wall on every segment (default: "
-                                                             "wall_clock.start_utc + t_ms)")] = False,
+        max_chars: Annotated[StrictInt, Field(description="size cap, 1000..30000 chars")] = 30000,
+        with_t_wall: Annotated[StrictBool, Field(description="t_wall on each segment")] = False,
     ) -> CallToolResult:
         return call(rd().get_transcript, recording_id=id, start_ms=start_ms, end_ms=end_ms, speaker=speaker,
                     format=format, max_chars=max_chars, with_t_wall=with_t_wall)
@@ -238,10 +227,9 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         id: RecordingId,
         start_ms: StartMs = None,
         end_ms: EndMs = None,
-        at_ms: Annotated[StrictInt | None, Field(description="the frame on screen at this instant (and the nearest "
-                                                             "ones when limit > 1); not with start_ms/end_ms")] = None,
-        include_duplicates: Annotated[StrictBool, Field(description="also frames identical to the previous one")] = False,
-        limit: Annotated[StrictInt | None, Field(description="images per call, 1..6 (default 6; 1 with at_ms)")] = None,
+        at_ms: Annotated[StrictInt | None, Field(description="the frame on screen at this ms (not with start_ms/end_ms)")] = None,
+        include_duplicates: Annotated[StrictBool, Field(description="also repeated frames")] = False,
+        limit: Annotated[StrictInt | None, Field(description="images, 1..6; omitted: 6 (1 with at_ms)")] = None,
     ) -> CallToolResult:
         return call(rd().get_frames, recording_id=id, start_ms=start_ms, end_ms=end_ms, at_ms=at_ms,
                     include_duplicates=include_duplicates, limit=limit)
@@ -249,18 +237,16 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     @mcp.tool(description=guidance.description("get_moment"), annotations=READ_ONLY)
     def get_moment(
         id: RecordingId,
-        t_ms: Annotated[StrictInt, Field(description="the instant, ms from the recording start")],
-        window_ms: Annotated[StrictInt, Field(description="transcript +- this many ms around t_ms, 0..60000")] = 10000,
+        t_ms: Annotated[StrictInt, Field(description="the instant, ms")],
+        window_ms: Annotated[StrictInt, Field(description="transcript +- ms around t_ms, 0..60000")] = 10000,
     ) -> CallToolResult:
         return call(rd().get_moment, recording_id=id, t_ms=t_ms, window_ms=window_ms)
 
     @mcp.tool(description=guidance.description("search"), annotations=READ_ONLY)
     def search(
-        query: Annotated[StrictStr, Field(description="words to find (case, accents and plurals are ignored; "
-                                                      "at most 500 characters)", max_length=500)],
-        id: Annotated[StrictStr | None, Field(description="limit to one recording id", max_length=64)] = None,
-        speaker: Annotated[StrictStr | None, Field(description="only transcript segments of this speaker "
-                                                               "(label like S1, or name); diarized recordings",
+        query: Annotated[StrictStr, Field(description="words to find", max_length=500)],
+        id: Annotated[StrictStr | None, Field(description="only this recording id", max_length=64)] = None,
+        speaker: Annotated[StrictStr | None, Field(description="only this speaker (S1 or name)",
                                                    max_length=200)] = None,
         limit: Annotated[StrictInt, Field(description="hits to return, 1..50")] = 10,
     ) -> CallToolResult:
@@ -269,21 +255,20 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     @mcp.tool(description=guidance.description("extract_frame"), annotations=READ_ONLY)
     def extract_frame(
         id: RecordingId,
-        t_ms: Annotated[StrictInt, Field(description="the exact instant, ms from the recording start")],
+        t_ms: Annotated[StrictInt, Field(description="the instant, ms")],
         crop: Annotated[dict[str, StrictInt] | None, Field(
-            description="region {x, y, width, height} in source pixels (source_size gives the bounds)",
+            description="region in source pixels",
             json_schema_extra={"properties": {k: {"type": "integer", "minimum": 0}
                                               for k in ("x", "y", "width", "height")},
                                "required": ["x", "y", "width", "height"]})] = None,
-        full_resolution: Annotated[StrictBool, Field(description="native resolution (up to 4096 px) instead of "
-                                                                 "<= 1568 px")] = False,
+        full_resolution: Annotated[StrictBool, Field(description="native size, <= 4096 px")] = False,
     ) -> CallToolResult:
         return call(rd().extract_frame, recording_id=id, t_ms=t_ms, crop=crop, full_resolution=full_resolution)
 
     for name, schema in OUTPUT_SCHEMAS.items():  # advertised outputSchema; structuredContent is the JSON block
         tool = mcp._tool_manager.get_tool(name)
-        tool.fn_metadata.output_schema = schema
-        tool.parameters = _lean_schema(tool.parameters)
+        tool.fn_metadata.output_schema = output_schema(schema)
+        tool.parameters = input_schema(tool.parameters)  # optional arguments as plain types (issue #38, item 4)
 
     spec = guidance.PROMPTS
 

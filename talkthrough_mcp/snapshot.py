@@ -181,3 +181,16 @@ def require_finished(snap: Snapshot) -> Snapshot:
                          f"(0-{snap.partial['covered_ms'][1]} ms) is published; wait for the run to finish "
                          "(MCP tools read the partial one, marked partial)")
     return snap
+
+
+def finished(rid: str) -> Snapshot:
+    """The finished generation of ``rid`` for a file written from it (an export, a report). ValueError that
+    says which case it is: an id nothing is stored under ("unknown recording": issue #38, item 8), a
+    recording with no finished run yet, or one still being processed."""
+    snap = read(store.check_id(rid))
+    if snap is None:
+        if not store.is_known(rid):
+            raise ValueError(f"unknown recording {rid}: nothing is stored under that id "
+                             "(`talkthrough recordings` lists the ids)")
+        raise ValueError(f"recording {rid} has no finished run (no manifest): process it first")
+    return require_finished(snap)

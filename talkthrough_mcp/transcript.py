@@ -73,6 +73,7 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
         segs = [s for s in segs if s.get("speaker") in match]
     # SRT cue numbers count the cues of this (possibly speaker-filtered) transcript: 1, 2, 3 …
     cue = {id(s): i + 1 for i, s in enumerate(segs)}
+    after = {id(s): (segs[i + 1] if i + 1 < len(segs) else None) for i, s in enumerate(segs)}  # SRT cue ends
     window = [s for s in segs if s["t1_ms"] > start and s["t0_ms"] <= end] if (start_ms or end_ms is not None) \
         else segs
     out: dict = {"recording": rid, "filename": rec["filename"], "generation": snap.generation, "format": format,
@@ -97,7 +98,7 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     used = base
     for s in window:
         if format == "srt":
-            item = formats.srt_cue(cue[id(s)], s, names)
+            item = formats.srt_cue(cue[id(s)], s, names, end_ms=formats.cue_end(s, after[id(s)]))
             size = len(dumps(item)) - 2
         else:
             item = formats.json_item(s, names, wc, with_t_wall)
@@ -118,6 +119,8 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     if snap.partial:  # a run in progress: the transcript so far; where it goes on, once it has (issue #19)
         mark = snapshot.partial_fields(snap)
         out.update({k: v for k, v in mark.items() if k != "next_start_ms"})
+        # the window ends where the transcript so far ends, not at the (unread) duration (issue #38, item 5)
+        out["end_ms"] = max(start, min(end, mark["covered_ms"][1]))
         goes_on = mark["next_start_ms"]
         if next_start is None and goes_on is not None and end > mark["covered_ms"][1]:
             later = out["next_start_ms"] = max(start, goes_on)

@@ -196,8 +196,12 @@ def _progress_to(rid: str):
             state["decoded_ms"] += done_ms - state["prev_ms"]
         state["prev_ms"] = done_ms
         pace = (time.monotonic() - t0) / state["decoded_ms"] if state["decoded_ms"] else None
+        # next_share: where the chunk now decoding ends (about one more chunk's share): the CLI's bar moves
+        # toward it between reports, never past it (issue #38, item 6)
+        step = done_ms / done if done else total_ms / max(total, 1)
         progress("segments", rid, {"share": done_ms / max(total_ms, 1), "text": f"{done} of {total} chunks",
-                                   "eta_s": pace * (total_ms - done_ms) if pace else None})
+                                   "eta_s": pace * (total_ms - done_ms) if pace else None,
+                                   "next_share": min(1.0, (done_ms + step) / max(total_ms, 1))})
 
     return on_chunk
 

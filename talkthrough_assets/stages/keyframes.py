@@ -183,7 +183,7 @@ def scan_progress(rid: str, span_s: float, clock=time.monotonic):
         pace = (now - t0) / share
         progress("keyframes", rid, {"share": share, "what": "the video scanned",
                                     "text": f"frames to {hms(t)} of {hms(span_s)}",
-                                    "eta_s": pace * (1 - share)})
+                                    "eta_s": pace * (1 - share), "next_share": min(1.0, share + PROGRESS_STEP)})
 
     return on_time
 

@@ -55,8 +55,8 @@ from .paths import (CHUNKS_PREFIX, OCR_RESULTS_PREFIX, ocr_result_key, ID_RE, RE
                     lock_path, manifest_key, manifest_path, models_dir, partition_dir, partition_key,
                     rejections_dir, report_key, settings_key, table_key, table_path, tables_dir, ui_lock_path)
 from .schemas import SCHEMAS, TABLES, SchemaMismatch, to_arrow
-from .tables import (delete_partition, ensure_schema_files, forget_recording, has_partition, read_one, read_rows,
-                     recording_keys, write_table)
+from .tables import (delete_partition, ensure_schema_files, forget_recording, has_partition, is_known, present_keys,
+                     read_one, read_rows, recording_keys, write_table)
 
 __all__ = [
     "atomic_path", "atomic_write_bytes",
@@ -73,5 +73,5 @@ __all__ = [
     "table_key", "table_path", "tables_dir", "rejections_dir", "ui_lock_path",
     "SCHEMAS", "TABLES", "SchemaMismatch", "to_arrow",
     "delete_partition", "ensure_schema_files", "forget_recording", "has_partition", "read_one", "read_rows",
-    "recording_keys", "write_table",
+    "recording_keys", "write_table", "is_known", "present_keys",
 ]

@@ -81,6 +81,17 @@ def recording_keys(recording_id: str) -> list[str]:
                report_key(recording_id), settings_key(recording_id)])
 
 
+def is_known(recording_id: str) -> bool:
+    """Whether anything of this recording is stored (a table partition or a manifest)."""
+    check_id(recording_id)
+    return any(has_partition(t, recording_id) for t in TABLES) or exists(manifest_key(recording_id))
+
+
+def present_keys(recording_id: str) -> list[str]:
+    """The keys of :func:`recording_keys` that hold something now (what a forget would remove)."""
+    return [k for k in recording_keys(recording_id) if exists(k) or bool(list_names(k)) or local_path(k).exists()]
+
+
 def forget_recording(recording_id: str) -> list[str]:
     """Remove everything stored of one recording in the data root (and this machine's cache of it),
     the manifest first (readers stop serving it at once). Returns the locations that existed and were

@@ -45,8 +45,8 @@ def test_export_formats_on_a_diarized_recording_and_vtt_in_chromium(tt_home, tmp
     assert doc["speaker_names"] == {"S1": NASTY} and len(doc["segments"]) == len(cues)
     assert doc["segments"][0]["t_wall"].startswith("2026-03-14T11:00:0")
     md = _export(rid, "md", "--wall-clock")
-    assert md.startswith(r"# call 'q3' \<draft\>\.m4a") and r"S1 Ann \<b\>O'Neil\</b\> \& co:" in md
-    assert "2026\\-03\\-14T11:00:0" in md
+    assert md.startswith(r"# call 'q3' \<draft\>.m4a") and r"S1 Ann \<b\>O'Neil\</b\> \& co:" in md
+    assert "2026-03-14T11:00:0" in md and "\\." not in md  # periods as written (issue #38, item 8)
     txt = _export(rid, "txt").splitlines()
     assert len(txt) == len(cues) and all(re.match(r"\[\d\d:\d\d:\d\d\] S[12]", ln) for ln in txt)
     out = tmp_path / "out" / "call.vtt"
@@ -56,7 +56,9 @@ def test_export_formats_on_a_diarized_recording_and_vtt_in_chromium(tt_home, tmp
     bad = CliRunner().invoke(cli.app, ["export", rid, "--format", "docx"])
     assert bad.exit_code == 2 and "unknown format" in bad.output
     missing = CliRunner().invoke(cli.app, ["export", "0" * 16, "--format", "srt"])
-    assert missing.exit_code == 2 and "no finished run" in missing.output
+    assert missing.exit_code == 2 and "unknown recording 0000000000000000" in missing.output  # #38 item 8
+    missing = CliRunner().invoke(cli.app, ["report", "0" * 16])
+    assert missing.exit_code == 2 and "unknown recording 0000000000000000" in missing.output
 
     # Chromium parses the VTT file itself: every cue, with the times and the text (markup escaped) as written
     from playwright.sync_api import sync_playwright

@@ -99,13 +99,14 @@ def test_an_agent_reads_the_transcript_so_far_while_the_run_goes_on_then_the_fin
     end = first["covered_ms"][1]
     assert first["covered_ms"][0] == 0 and 0 < end < 28_000, first["covered_ms"]
     assert first["truncated"] is False and first["next_start_ms"] == end
+    assert first["start_ms"] == 0 and first["end_ms"] == end  # the page ends where covered_ms ends (#38, item 5)
     assert first["continue_with"] == {"id": rid, "start_ms": end} and first["partial_note"]
     assert all(seg["t_ms"] < end for seg in first["segments"]) and first["segments"]
     # every answer named one generation whole
     assert covered and all(len(v) == 1 for v in covered.values()), covered
     assert all(len(v) == 1 for v in counts.values()), counts
 
-    assert left["partial"] is True and left["next_start_ms"] == left["covered_ms"][1]
+    assert left["partial"] is True and left["next_start_ms"] == left["covered_ms"][1] == left["end_ms"]
     item = next(i for i in listed["recordings"] if i["id"] == rid)
     assert item["partial"] is True and item["covered_ms"] == left["covered_ms"]
     assert item["next_start_ms"] == left["next_start_ms"] and listed["partial_note"]

@@ -54,7 +54,7 @@ def _write(ref: str, out: Path) -> str:
     return out.read_text()
 
 
-def test_report_of_processed_recordings_in_chromium(tt_home, tmp_path):
+def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path):
     from playwright.sync_api import sync_playwright
 
     sc = unique_copy(SCREENCAST_PATH, tmp_path / "demo 'screen'.mp4", "report")
@@ -94,6 +94,14 @@ def test_report_of_processed_recordings_in_chromium(tt_home, tmp_path):
             hit = page.locator("#segs .seg.hit")
             assert hit.count() == 1 and int(hit.get_attribute("data-t")) == snap.segments[want]["t0_ms"]
             assert hit.evaluate("e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }")
+            # ... and the frame opens large (the thumbnails are 68 px high): #38 item 7; Escape closes it
+            assert page.locator("#large[open]").count() == 1
+            size = page.evaluate("() => { const i = document.getElementById('large-img'); "
+                                 "return [i.naturalWidth, i.getBoundingClientRect().height]; }")
+            assert size[0] == report.LARGE_WIDTH and size[1] > 400, size
+            page.screenshot(path=str(art / "report_large.png"))
+            page.keyboard.press("Escape")
+            assert page.locator("#large[open]").count() == 0
             # on-screen text of each segment's frame, collapsible
             assert page.locator("#segs details").count() >= 1
             # search filters segments and screen text
@@ -102,6 +110,15 @@ def test_report_of_processed_recordings_in_chromium(tt_home, tmp_path):
             shown = page.evaluate("() => Array.from(document.querySelectorAll('#segs .seg'))"
                                   ".filter(s => s.style.display !== 'none').length")
             assert 1 <= shown <= n
+            # every on-screen text is searched, also a frame no segment points at (#38 item 7): a word that was
+            # only on screen is found in the screens list
+            screens = page.locator("#screens .screen")
+            assert screens.count() == sum(1 for f in unique if (f.get("ocr_text") or "").strip()) >= 4
+            page.fill("#q", "responding")  # "checkout service not responding": on screen, never said
+            shown = page.evaluate("() => Array.from(document.querySelectorAll('#screens .screen'))"
+                                  ".filter(s => s.style.display !== 'none').map(s => +s.dataset.t)")
+            assert shown and all(6000 <= t < 12000 for t in shown), shown
+            assert f"{len(shown)} of {screens.count()} screens" in page.inner_text("#count")
             page.fill("#q", "zzzz-no-such-text")
             assert page.evaluate("() => Array.from(document.querySelectorAll('#segs .seg'))"
                                  ".every(s => s.style.display === 'none')")
@@ -119,6 +136,17 @@ def test_report_of_processed_recordings_in_chromium(tt_home, tmp_path):
             assert page.locator("script").count() == 1 and page.locator("img").count() == 0
             assert pg.requests == [f"{SITE}/"] and pg.errors == [], (pg.requests, pg.errors)
 
+            # an audio-only recording without speakers: no timeline, so no empty grey bars (#38 item 7)
+            from fixture_facts import MEETING_NAME
+
+            html_mt = _write(processed[MEETING_NAME]["recording_id"], tmp_path / "meeting.html")
+            pg = Page(b, html_mt)
+            page = pg.page
+            assert page.locator("#timeline").count() == 0 and page.locator(".track").count() == 0
+            assert page.locator("#segs .seg").count() >= 3 and page.locator("#screens").count() == 0
+            page.screenshot(path=str(art / "report_audio_only.png"), full_page=True)
+            assert pg.requests == [f"{SITE}/"] and pg.errors == [], (pg.requests, pg.errors)
+
             # hostile transcript and OCR text (what a malicious screen or speech could put there)
             fake = snapshot.Snapshot(
                 rid="0123456789abcdef", sig=(1,), rec={"filename": HOSTILE, "kind": "video", "duration_ms": 9000,
@@ -134,10 +162,12 @@ def test_report_of_processed_recordings_in_chromium(tt_home, tmp_path):
             pg = Page(b, html)
             page = pg.page
             page.locator(".thumb").click()
+            page.keyboard.press("Escape")
             page.locator("details summary").first.click()
             assert page.locator("a").count() == 0 and page.locator("script").count() == 1
             assert page.evaluate("() => window.__pwned") is None
-            assert HOSTILE in page.inner_text("pre.ocr")
+            assert HOSTILE in page.locator("pre.ocr").first.inner_text()
+            assert HOSTILE in page.inner_text("#screens")
             assert pg.requests == [f"{SITE}/"] and not [e for e in pg.errors if "dialog" in e], pg.errors
         finally:
             b.close()

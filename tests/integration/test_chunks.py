@@ -293,7 +293,9 @@ def test_on_a_terminal_the_share_of_audio_transcribed_is_shown(tmp_path):
                TERM="xterm-256color", TALKTHROUGH_CHUNK_S="5")
     cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(src)]
     text = run_on_terminal(cmd, env)
-    shown = re.findall(r"segments (\d+)% of the audio \((\d+) of (\d+) chunks\)(, ETA \d+:\d\d)?", text)
+    # the status, then the bar, the share, the elapsed time and the ETA at the line's end (issue #38, item 6)
+    shown = re.findall(r"segments (\d+)% of the audio \((\d+) of (\d+) chunks\) +[━─]* +\d+% \d+:\d\d( ETA \d+:\d\d)?",
+                       text)
     assert shown, text[-3000:]
     total = int(shown[0][2])
     assert total >= 4 and {int(d) for _, d, _, _ in shown} >= {1, total}, shown

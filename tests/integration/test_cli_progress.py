@@ -63,5 +63,5 @@ def test_on_a_terminal_a_video_shows_audio_transcribed_and_frames_scanned_with_a
     assert all(int(m) * 60 + int(s) <= span for _, m, s, _, _ in scanned)
     heard = re.findall(r"segments (\d+)% of the audio \((\d+) of (\d+) chunks\)", text)
     assert heard and int(heard[0][2]) >= 3, text[-3000:]
-    assert re.search(r"% of the (audio|video scanned) \([^)]*\), ETA \d+:\d\d", text), text[-3000:]
+    assert re.search(r"% of the (audio|video scanned) \([^)]*\) +━*─* +\d+% \d+:\d\d ETA \d+:\d\d", text), text[-3000:]
 

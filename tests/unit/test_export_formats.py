@@ -48,11 +48,12 @@ def test_vtt_has_its_header_dotted_times_voice_spans_and_escaped_text():
 def test_markdown_escapes_user_text_and_names():
     md = formats.render("md", SEGS, NAMES, WC, title="my *notes* [v2].mp4", wall_clock=True)
     lines = md.splitlines()
-    assert lines[0] == r"# my \*notes\* \[v2\]\.mp4"
+    assert lines[0] == r"# my \*notes\* \[v2\].mp4"  # a period is not escaped (issue #38, item 8)
     assert r"\[link\]\(javascript:alert\(1\)\) \*bold\* \# not a heading" in md
     assert r"**S1 Ann \<b\>O'Neil\</b\>:**" in md
     assert "<script>" not in md and "](" not in md
-    assert r"- **\[00:00:00 · 2026\-03\-14T11:00:00\.000\+01:00\]**" in md  # wall time when asked
+    assert r"- **\[00:00:00 · 2026-03-14T11:00:00.000+01:00\]**" in md  # wall time when asked
+    assert "\\." not in md and "\\-" not in md
 
 
 def test_txt_and_json_carry_names_and_optional_wall_clock():
@@ -90,3 +91,26 @@ def test_srt_time_matches_faster_whispers_formatter():
 
     for ms in (0, 1, 999, 1000, 59_999, 61_004, 3_723_004, 36_000_000 + 123):
         assert srt_time(ms) == format_timestamp(ms / 1000, always_include_hours=True, decimal_marker=",")
+
+
+def test_overlapping_segments_never_give_overlapping_cues():
+    """ASR segments may overlap (one pair by 440 ms in the 10-min screencast): each SRT/VTT cue ends where
+    the next begins (issue #38, item 8), in `export` and in get_transcript(format='srt') alike."""
+    segs = [{"seq": 0, "t0_ms": 1000, "t1_ms": 5440, "text": "one."},
+            {"seq": 1, "t0_ms": 5000, "t1_ms": 7000, "text": "two."},
+            {"seq": 2, "t0_ms": 7000, "t1_ms": 9000, "text": "three."}]
+
+    def spans(text: str, sep: str) -> list[tuple[str, str]]:
+        return re.findall(rf"(\d\d:\d\d:\d\d{sep}\d{{3}}) --> (\d\d:\d\d:\d\d{sep}\d{{3}})", text)
+
+    srt = formats.render("srt", segs, {}, None)
+    assert spans(srt, ",") == [("00:00:01,000", "00:00:05,000"), ("00:00:05,000", "00:00:07,000"),
+                               ("00:00:07,000", "00:00:09,000")]
+    vtt = formats.render("vtt", segs, {}, None)
+    assert [b for _, b in spans(vtt, r"\.")] == ["00:00:05.000", "00:00:07.000", "00:00:09.000"]
+    snap = snapshot.Snapshot(rid="0123456789abcdef", sig=(1,), rec={"filename": "f.mka", "duration_ms": 9000,
+                             "transcript_available": True}, wall_clock=None, segments=segs, words=[], frames=[],
+                             diarized=False, names={})
+    assert transcript.page(snap, format="srt")["srt"] == srt
+    assert transcript.page(snap, format="srt", start_ms=4000, end_ms=6000)["srt"].count("-->") == 2
+    assert "00:00:01,000 --> 00:00:05,000" in transcript.page(snap, format="srt", start_ms=0, end_ms=2000)["srt"]

@@ -148,8 +148,9 @@ LAYERS = {
     "orchestration": {"talkthrough_assets.definitions", "talkthrough_assets.jobs", "talkthrough_assets.resources",
                       "talkthrough_assets.sensors", "talkthrough_assets.run_marks"},
     "surfaces": {"talkthrough_assets.service", "talkthrough_assets.instance", "talkthrough_assets.cli", "talkthrough_assets.cli_output", "talkthrough_assets.cli_progress",
-                 "talkthrough_assets.ui_supervisor", "talkthrough_assets.ui_guard", "talkthrough_assets.ui_watchdog",
-                 "talkthrough_assets.rejections", "talkthrough_assets.rejections_run"},  # and every talkthrough_mcp module
+                 "talkthrough_assets.cli_layout", "talkthrough_assets.ui_supervisor", "talkthrough_assets.ui_guard",
+                 "talkthrough_assets.ui_watchdog", "talkthrough_assets.rejections",
+                 "talkthrough_assets.rejections_run"},  # and every talkthrough_mcp module
 }
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
