@@ -12,23 +12,7 @@ from pathlib import Path
 import pytest
 from test_webserver import _free_port, start_ui, wait_until_up
 
-
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    out, todo = set(), [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
+from talkthrough_assets.proctree import descendants
 
 
 def _alive(pid: int) -> bool:
@@ -48,7 +32,7 @@ def test_ui_stops_cleanly(tmp_path, how):
     proc = start_ui(env, port)
     try:
         wait_until_up(proc, port)
-        family = _descendants(proc.pid)
+        family = descendants(proc.pid)
         assert len(family) >= 3, family  # dagster dev, its webserver and its daemon (+ code servers)
         if how == "SIGTERM":
             proc.send_signal(signal.SIGTERM)  # e.g. systemd or `kill`: only this process is signalled
