@@ -26,11 +26,12 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus
 from fixture_facts import FIXTURES_DIR, SILENT_NAME
-from test_ui_signals import _alive, _descendants
+from test_ui_signals import _alive
 from test_webserver import (REPO, RUN, ROOT, _free_port, _launch, _events, gql, start_ui, talkthrough_command,
                             wait_run, wait_until_up)
 
 from talkthrough_assets import service
+from talkthrough_assets.proctree import descendants as _descendants
 
 
 TERMINATE = """
