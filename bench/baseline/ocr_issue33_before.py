@@ -291,3 +291,36 @@ def read_frames(engine, frames: list[dict]) -> list[dict]:
         out.append(dict(_result(boxes), read=read, ms=f["ms"]))
         prev_boxes = boxes
     return out
+
+
+# dedup's bands before #33 (whole-width strips)
+def changed_bands(prev, cur) -> list[list[int]] | None:
+    """Horizontal bands [x0, y0, x1, y1] (frame px) that hold every change from ``prev`` to ``cur``;
+    None when the change is too large (or the sizes differ) for a partial re-read to pay."""
+    import numpy as np
+
+    from talkthrough_assets.stages.dedup import BAND_MARGIN_PX, COLOR_DELTA, COLOR_H, _mask
+    MAX_BAND_SHARE = 0.5
+    m = _mask(prev, cur)
+    if m is None:
+        return None
+    w, h = cur.size
+    gh = cur.gray.shape[0]
+    spans = [(r * h / gh, (r + 1) * h / gh) for r in np.flatnonzero(m.any(axis=1))]
+    # colour-only changes (a recoloured banner keeps its grey level): whole colour-cell rows
+    crow = np.flatnonzero((abs(prev.color - cur.color) > COLOR_DELTA).any(axis=(1, 2)))
+    spans += [(r * h / COLOR_H, (r + 1) * h / COLOR_H) for r in crow]
+    if not spans:
+        return []
+    bands: list[list[float]] = []
+    for y0, y1 in sorted((a - BAND_MARGIN_PX, b + BAND_MARGIN_PX) for a, b in spans):
+        if bands and y0 <= bands[-1][1]:
+            bands[-1][1] = max(bands[-1][1], y1)
+        else:
+            bands.append([y0, y1])
+    out = [[0, max(0, int(y0)), w, min(h, int(np.ceil(y1)))] for y0, y1 in bands]
+    if sum(b[3] - b[1] for b in out) > MAX_BAND_SHARE * h:
+        return None
+    return out
+
+
