@@ -22,6 +22,7 @@ from .engines import shared as shared_engines
 from . import stop as stop_flag
 from .errors import InternalError, StageError
 from .stages import chunkstore
+from .stages import cpu_plan
 from .stages import keyframes as keyframes_stage
 from .stages import manifest as manifest_stage
 from .stages import partial as partial_stage
@@ -119,7 +120,8 @@ def _run_stage(stage: str, recording_id: str, overrides: dict | None, engines: E
         with store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S):
             extra = (engines or shared_engines(),) if stage in ENGINE_STAGES else ()
             stop_flag.checkpoint()  # stopped while it waited for the lock
-            result = RUNNERS[stage](recording_id, cfg, *extra)
+            with cpu_plan.running(stage):  # the thread plan: OCR widens when Whisper is not running
+                result = RUNNERS[stage](recording_id, cfg, *extra)
     except store.PartitionBusy as e:
         _notify(stage, recording_id, "failed", {"reason": str(e)})
         raise StageError(str(e), stage=stage) from None

@@ -19,7 +19,7 @@ import json
 from .. import store
 from .runner import StageResult, digest
 
-CODE_VERSION = "2"
+CODE_VERSION = "3"  # 3: a band is as wide as its change (+ margin), not the whole frame
 SCALE = 4
 PX_DELTA = 40
 MAX_CHANGED_PX = 2
@@ -27,7 +27,9 @@ COLOR_W, COLOR_H = 16, 9
 COLOR_DELTA = 12
 # A changed area is widened to whole text bands: rows of this many px (frame scale) around the change.
 BAND_MARGIN_PX = 24
-# Above this share of the frame changed, the OCR stage reads the whole frame anyway.
+# ... and this many px left and right of the changed columns.
+BAND_MARGIN_X_PX = 48
+# Above this share of the frame's area in bands, the OCR stage reads the whole frame anyway.
 MAX_BAND_SHARE = 0.5
 
 
@@ -95,29 +97,37 @@ def is_duplicate(head: Signature, cur: Signature) -> bool:
 
 
 def changed_bands(prev: Signature, cur: Signature) -> list[list[int]] | None:
-    """Horizontal bands [x0, y0, x1, y1] (frame px) that hold every change from ``prev`` to ``cur``;
-    None when the change is too large (or the sizes differ) for a partial re-read to pay."""
+    """Bands [x0, y0, x1, y1] (frame px) that hold every change from ``prev`` to ``cur``: rows of change
+    widened by ``BAND_MARGIN_PX``, each as wide as the changed columns in it plus ``BAND_MARGIN_X_PX`` (a
+    blinking cursor is a small box, not a strip across the frame: OCR grows a band to the whole lines it
+    touches anyway). None when the change is too large (or the sizes differ) for a partial re-read to pay."""
     import numpy as np
 
     m = _mask(prev, cur)
     if m is None:
         return None
     w, h = cur.size
-    gh = cur.gray.shape[0]
-    spans = [(r * h / gh, (r + 1) * h / gh) for r in np.flatnonzero(m.any(axis=1))]
-    # colour-only changes (a recoloured banner keeps its grey level): whole colour-cell rows
-    crow = np.flatnonzero((abs(prev.color - cur.color) > COLOR_DELTA).any(axis=(1, 2)))
-    spans += [(r * h / COLOR_H, (r + 1) * h / COLOR_H) for r in crow]
+    gh, gw = cur.gray.shape
+    # (y0, y1, x0, x1) in frame px of each changed grey row (its changed columns) ...
+    spans = [(r * h / gh, (r + 1) * h / gh, c[0] * w / gw, (c[-1] + 1) * w / gw)
+             for r in np.flatnonzero(m.any(axis=1)) for c in [np.flatnonzero(m[r])]]
+    # ... and of colour-only changes (a recoloured banner keeps its grey level): the changed colour cells
+    cmask = (abs(prev.color - cur.color) > COLOR_DELTA).any(axis=2)
+    for r in np.flatnonzero(cmask.any(axis=1)):
+        c = np.flatnonzero(cmask[r])
+        spans.append((r * h / COLOR_H, (r + 1) * h / COLOR_H, c[0] * w / COLOR_W, (c[-1] + 1) * w / COLOR_W))
     if not spans:
         return []
     bands: list[list[float]] = []
-    for y0, y1 in sorted((a - BAND_MARGIN_PX, b + BAND_MARGIN_PX) for a, b in spans):
+    for y0, y1, x0, x1 in sorted((a - BAND_MARGIN_PX, b + BAND_MARGIN_PX, c, d) for a, b, c, d in spans):
         if bands and y0 <= bands[-1][1]:
             bands[-1][1] = max(bands[-1][1], y1)
+            bands[-1][2], bands[-1][3] = min(bands[-1][2], x0), max(bands[-1][3], x1)
         else:
-            bands.append([y0, y1])
-    out = [[0, max(0, int(y0)), w, min(h, int(np.ceil(y1)))] for y0, y1 in bands]
-    if sum(b[3] - b[1] for b in out) > MAX_BAND_SHARE * h:
+            bands.append([y0, y1, x0, x1])
+    out = [[max(0, int(x0 - BAND_MARGIN_X_PX)), max(0, int(y0)), min(w, int(np.ceil(x1 + BAND_MARGIN_X_PX))),
+            min(h, int(np.ceil(y1)))] for y0, y1, x0, x1 in bands]
+    if sum((b[2] - b[0]) * (b[3] - b[1]) for b in out) > MAX_BAND_SHARE * w * h:
         return None
     return out
 

@@ -15,10 +15,10 @@ import os
 import threading
 
 from .. import config, stop, store
-from . import ocr_cache
+from . import cpu_plan, ocr_cache, ocr_lines
 from .runner import StageResult, digest
 
-CODE_VERSION = "6"
+CODE_VERSION = "7"  # 7: lines over unchanged pixels keep their text; bands recognised in one batch
 _lock = threading.Lock()
 
 
@@ -121,6 +121,41 @@ def engine_fingerprint() -> dict:
     return {"engine": engine_name(), "det_max_side": det_max_side()}
 
 
+def _session(model_path: str, threads: int):
+    """An ONNX Runtime session on ``threads`` intra-op threads that never spin (a spinning worker burns CPU
+    the other branch could use: with RapidOCR's default sessions OCR took ~1.5x the CPU for the same reads)."""
+    import onnxruntime as ort
+
+    o = ort.SessionOptions()
+    o.log_severity_level = 4
+    o.enable_cpu_mem_arena = False
+    o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    o.intra_op_num_threads = threads
+    o.inter_op_num_threads = 1
+    o.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(model_path, sess_options=o, providers=["CPUExecutionProvider"])
+
+
+class _Threads:
+    """The detection and recognition sessions of one engine per thread count (:func:`cpu_plan.ocr_threads`),
+    each built on first use; :meth:`use` puts the ones for ``n`` threads in place (under ``_lock``)."""
+
+    def __init__(self, engine, models: dict[str, str]):
+        self.models = {"Det": engine._load_det_model(), "Rec": engine._load_rec_model()}
+        self.paths = {task: models[task] for task in self.models}
+        self.sessions: dict[int, dict] = {}
+        self.current: int | None = None
+
+    def use(self, n: int) -> None:
+        if n == self.current:
+            return
+        if n not in self.sessions:
+            self.sessions[n] = {task: _session(self.paths[task], n) for task in self.models}
+        for task, model in self.models.items():
+            model.session.session = self.sessions[n][task]
+        self.current = n
+
+
 def _load_engine(max_side: int):
     from rapidocr import RapidOCR
 
@@ -135,6 +170,11 @@ def _load_engine(max_side: int):
             det.get_preprocess = lambda *_: pre
         except (ImportError, AttributeError):  # another rapidocr layout: keep its own sizing
             pass
+    try:
+        engine._tt_threads = _Threads(engine, models)
+        engine._tt_threads.use(cpu_plan.ocr_threads())
+    except (ImportError, AttributeError):  # another layout: its own sessions
+        engine._tt_threads = None
     return engine
 
 
@@ -189,15 +229,91 @@ def _items(result) -> list:
     return list(result[0] or [])  # rapidocr-onnxruntime: ([[box, text, score], ...], elapse)
 
 
+def _set_threads(engine) -> None:
+    t = getattr(engine, "_tt_threads", None)
+    if t is not None:
+        t.use(cpu_plan.ocr_threads())
+
+
+def _box(points, dx: float = 0.0, dy: float = 0.0) -> list:
+    return [[round(float(x) + dx, 1), round(float(y) + dy, 1)] for x, y in points]
+
+
 def _run(engine, image, *, band: bool = False) -> list:
+    """One whole RapidOCR call (detection and recognition) on a path or an image: an engine without the
+    steps :func:`_read` calls one by one (another rapidocr layout, the old engine of bench/baseline)."""
     with _lock:  # screen text is upright: skip the angle classifier (~20 % faster)
+        _set_threads(engine)
         _band.active = band
         try:
             result = engine(image, use_cls=False)
         finally:
             _band.active = False
-    return [{"box": [[round(float(x), 1), round(float(y), 1)] for x, y in it[0]], "text": it[1],
-             "score": round(float(it[2]), 4)} for it in _items(result)]
+    return [{"box": _box(it[0]), "text": it[1], "score": round(float(it[2]), 4)} for it in _items(result)]
+
+
+def _stepwise(engine) -> bool:
+    return all(hasattr(engine, a) for a in ("preprocess_img", "detect_and_crop", "_load_rec_model", "load_img"))
+
+
+def _detect(engine, img, *, band: bool) -> tuple[list, list]:
+    """RapidOCR's detection step on a BGR image: (boxes in ``img`` px, the crops recognition reads)."""
+    from rapidocr.utils.process_img import map_boxes_to_original
+
+    h, w = img.shape[:2]
+    pre, record = engine.preprocess_img(img)
+    _band.active = band
+    try:
+        crops, det = engine.detect_and_crop(pre, record)
+    except Exception as e:  # RapidOCRError: nothing detected
+        if type(e).__name__ != "RapidOCRError":
+            raise
+        return [], []
+    finally:
+        _band.active = False
+    if det.boxes is None or not len(det.boxes):
+        return [], []
+    return list(map_boxes_to_original(det.boxes, record, h, w)), crops
+
+
+def _recognise(engine, crops: list) -> list[tuple[str, float]]:
+    """RapidOCR's recognition step on crops, all in one call (batched by width, as RapidOCR does)."""
+    from rapidocr.ch_ppocr_rec import TextRecInput
+
+    if not crops:
+        return []
+    res = engine._load_rec_model()(TextRecInput(img=crops, return_word_box=False))
+    return list(zip(res.txts or (), res.scores or ()))
+
+
+def _read(engine, img, regions: list[list[int]] | None, prev: tuple | None) -> list[dict]:
+    """Boxes of BGR image ``img``: text detected in ``regions`` ([x0, y0, x1, y1] px; None: the whole frame,
+    else each a band, detected at :func:`band_scale`), every detected line recognised unless the previous
+    frame (``prev``: (its image, its boxes)) read a line at the same place over the same pixels
+    (:mod:`ocr_lines`): that text is kept. The lines left are recognised in one batch. Same filters as
+    RapidOCR (empty text, score under its ``text_score``)."""
+    prev_img, prev_boxes = prev if prev is not None else (None, None)
+    out: list[dict] = []
+    todo: list[tuple[list, object]] = []
+    with _lock:
+        _set_threads(engine)
+        for region in regions if regions is not None else [None]:
+            x0, y0 = (region[0], region[1]) if region is not None else (0, 0)
+            sub = img if region is None else img[region[1]:region[3], region[0]:region[2]]
+            boxes, crops = _detect(engine, sub, band=region is not None)
+            for pts, crop in zip(boxes, crops):
+                box = _box(pts, x0, y0)
+                same = ocr_lines.reusable(box, prev_boxes, prev_img, img)
+                if same is not None:
+                    out.append({"box": box, "text": same["text"], "score": same["score"]})
+                else:
+                    todo.append((box, crop))
+        read = _recognise(engine, [c for _, c in todo])
+    min_score = float(getattr(engine, "text_score", 0.5))
+    for (box, _), (text, score) in zip(todo, read):
+        if text and text.strip() and float(score) >= min_score:
+            out.append({"box": box, "text": text, "score": round(float(score), 4)})
+    return out
 
 
 def _result(boxes: list[dict]) -> dict:
@@ -208,8 +324,16 @@ def _result(boxes: list[dict]) -> dict:
             "mean_score": (sum(scores) / len(scores)) if scores else None}
 
 
+def load(engine, path: str | os.PathLike):
+    """The frame as RapidOCR reads it (BGR array), or None for an engine that reads paths itself."""
+    return engine.load_img(str(path)) if _stepwise(engine) else None
+
+
 def read_image(engine, path: str | os.PathLike) -> dict:
-    return _result(_run(engine, str(path)))
+    """One frame read whole, nothing reused (the self-check, tests)."""
+    if not _stepwise(engine):
+        return _result(_run(engine, str(path)))
+    return _result(_read(engine, load(engine, path), None, None))
 
 
 def _touches(box, band) -> bool:
@@ -252,16 +376,27 @@ def whole_line_bands(bands: list[list[int]], boxes: list[dict], size: tuple[int,
     return [[int(b[0]), int(b[1]), int(-(-b[2] // 1)), int(-(-b[3] // 1))] for b in out]
 
 
-def changed_boxes(engine, path: str | os.PathLike, bands: list[list[int]], previous: list[dict]) -> list[dict]:
+def changed_boxes(engine, path: str | os.PathLike, bands: list[list[int]], previous: list[dict],
+                  previous_img=None, img=None) -> list[dict]:
     """Boxes of a frame whose pixels outside ``bands`` ([x0, y0, x1, y1] px) equal the frame
     ``previous`` (its boxes) was read from. Each band is first grown to the whole lines it touches
     (:func:`whole_line_bands`), so a line across a band's edge is re-read whole, never cut; boxes
     outside the grown bands are carried over, boxes touching them are replaced by what the bands read
-    now (nothing is opened when no band changed)."""
-    from PIL import Image
-
+    now (nothing is opened when no band changed). ``previous_img``/``img``: the two frames as
+    :func:`load` gives them, when the caller has them (a line in a band over unchanged pixels keeps its text)."""
     if not bands:
         return list(previous)
+    if not _stepwise(engine):
+        return _changed_boxes_whole_calls(engine, path, bands, previous)
+    img = load(engine, path) if img is None else img
+    bands = whole_line_bands(bands, previous, (img.shape[1], img.shape[0]))
+    kept = [b for b in previous if not any(_touches(b["box"], band) for band in bands)]
+    return kept + _read(engine, img, bands, (previous_img, previous))
+
+
+def _changed_boxes_whole_calls(engine, path, bands: list[list[int]], previous: list[dict]) -> list[dict]:
+    from PIL import Image
+
     with Image.open(path) as im:
         im = im.convert("RGB")
         bands = whole_line_bands(bands, previous, im.size)
@@ -274,20 +409,30 @@ def changed_boxes(engine, path: str | os.PathLike, bands: list[list[int]], previ
 
 
 def read_frames(engine, frames: list[dict]) -> list[dict]:
-    """OCR the unique keyframes of one recording in time order. ``frames``: {"ms", "path",
-    "bands"}, where ``bands`` (from dedup) lists what changed since the previous unique frame, or is
-    None (read it all). Returns one result per frame, plus ``read``: "full" or "bands"."""
-    out: list[dict] = []
-    prev_boxes: list[dict] | None = None
-    for f in frames:
-        stop.checkpoint()
-        if f.get("bands") is not None and prev_boxes is not None:
-            boxes, read = changed_boxes(engine, f["path"], f["bands"], prev_boxes), "bands"
-        else:
-            boxes, read = _run(engine, str(f["path"])), "full"
-        out.append(dict(_result(boxes), read=read, ms=f["ms"]))
-        prev_boxes = boxes
-    return out
+    """OCR the unique keyframes of one recording in time order: what the ocr stage runs. ``frames``: {"ms",
+    "path", "bands"}, where ``bands`` (from dedup) lists what changed since the previous unique frame, or
+    is None (read it all). Each read is stored under the frame's pixels (:mod:`ocr_cache`: a slide seen
+    before, in any recording, is not read again); a line at the place where the previous frame had one,
+    over the same pixels, keeps its text (:mod:`ocr_lines`). Returns one row per frame: the text, boxes and
+    mean score, ``read`` ("full" or "bands"), ``ms``, ``key`` (its stored result) and ``reused`` (found
+    stored)."""
+    last: dict = {}  # the previous frame's path and image (decoded once)
+
+    def image(path):
+        if last.get("path") != str(path):
+            last.update(path=str(path), img=load(engine, path))
+        return last["img"]
+
+    def read(path, bands, prev_path, prev_boxes):
+        prev_img = image(prev_path) if prev_path is not None and _stepwise(engine) else None
+        if bands is not None and prev_boxes is not None:
+            return changed_boxes(engine, path, bands, prev_boxes, prev_img, image(path) if _stepwise(engine) else None)
+        if not _stepwise(engine):
+            return _run(engine, str(path))
+        return _read(engine, image(path), None, (prev_img, prev_boxes) if prev_boxes is not None else None)
+
+    return ocr_cache.read_frames(frames, fingerprint={"engine": engine_fingerprint(), "code": CODE_VERSION},
+                                 read=read, result=_result)
 
 
 def run(rid: str, cfg: dict, engines) -> StageResult:
@@ -302,13 +447,10 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
     if engine is not None:
         unique = [{"ms": f["ms"], "path": store.local_file(f["file"], immutable=True),
                    "bands": json.loads(d["changed_json"]) if d.get("changed_json") else None} for f, d in unique]
-        # each read stored under its frame's pixels: a slide seen before (any recording) is not read again
-        read, keys, reused = ocr_cache.read_frames(
-            unique, fingerprint={"engine": engine_fingerprint(), "code": CODE_VERSION},
-            read_full=lambda path: _run(engine, str(path)),
-            read_bands=lambda path, bands, prev: changed_boxes(engine, path, bands, prev), result=_result)
-        for r in read:
+        for r in read_frames(engine, unique):
             partial += r.pop("read") == "bands"
+            keys.append({"ms": r["ms"], "key": r.pop("key")})
+            reused += r.pop("reused")
             rows.append({"engine": status, **r})
     store.write_table("ocr", rid, rows)
     store.write_table("ocr_keys", rid, keys)

@@ -1,6 +1,6 @@
 """OCR results keyed by the frame's pixels (#19 item 2): a slide shown again, in this recording or another, is
-read once. Same reads as :func:`ocr.read_frames` (a full read, or the changed bands of a frame over the previous
-frame's boxes), each stored under key = sha256(engine fingerprint, OCR code version, what a band read depends
+read once. Each read (a full read, or the changed bands of a frame over the previous
+frame's boxes) is stored under key = sha256(engine fingerprint, OCR code version, what a band read depends
 on (its bands and the previous boxes), the decoded RGB pixels); stored like the Whisper chunks
 (``chunks.encode``: checksummed, a damaged one is read again) at ``store.ocr_result_key``. The recording's
 ``ocr_keys`` table names the keys its rows came from (what gc keeps)."""
@@ -38,13 +38,14 @@ def _load(key: str) -> list[dict] | None:
         return None  # read again; the good result replaces it
 
 
-def read_frames(frames: list[dict], *, fingerprint: dict, read_full: Callable, read_bands: Callable,
-                result: Callable) -> tuple[list[dict], list[dict], int]:
-    """:func:`ocr.read_frames` with stored results: (rows as it returns them, [{"ms", "key"}], frames reused).
-    ``fingerprint``: the engine and code version; ``read_full(path)``, ``read_bands(path, bands, previous)``
-    -> boxes; ``result(boxes)`` -> a row (ocr's own functions, passed in: ocr imports this module)."""
-    out, keys, reused = [], [], 0
+def read_frames(frames: list[dict], *, fingerprint: dict, read: Callable, result: Callable) -> list[dict]:
+    """Read ``frames`` ({"ms", "path", "bands"}, in time order) with stored results: one row per frame as
+    ``result(boxes)`` makes it, plus ``read`` ("full" or "bands"), ``ms``, ``key`` and ``reused`` (found stored).
+    ``fingerprint``: the engine and code version; ``read(path, bands, previous path, previous boxes)`` -> boxes
+    (bands None: the whole frame; ocr's own functions, passed in: ocr imports this module)."""
+    out = []
     prev_boxes: list[dict] | None = None
+    prev_path = None
     base = fingerprint
     for f in frames:
         stop.checkpoint()  # a stopped run ends here: the frames read so far are stored
@@ -52,12 +53,10 @@ def read_frames(frames: list[dict], *, fingerprint: dict, read_full: Callable, r
         extra = dict(base, bands=f["bands"], previous=prev_boxes) if band_read else base
         key = _pixels_key(f["path"], extra)
         boxes = _load(key)
-        if boxes is not None:
-            reused += 1
-        else:
-            boxes = read_bands(f["path"], f["bands"], prev_boxes) if band_read else read_full(f["path"])
+        stored = boxes is not None
+        if not stored:
+            boxes = read(f["path"], f["bands"] if band_read else None, prev_path, prev_boxes)
             store.put_bytes(store.ocr_result_key(key), C.encode({"boxes": boxes}))
-        out.append(dict(result(boxes), read="bands" if band_read else "full", ms=f["ms"]))
-        keys.append({"ms": f["ms"], "key": key})
-        prev_boxes = boxes
-    return out, keys, reused
+        out.append(dict(result(boxes), read="bands" if band_read else "full", ms=f["ms"], key=key, reused=stored))
+        prev_boxes, prev_path = boxes, f["path"]
+    return out

@@ -68,7 +68,7 @@ def _squeezed(text: str) -> list[str]:  # RapidOCR may or may not read a space b
 
 
 @pytest.mark.parametrize("spacing", [36, 34])
-def test_a_band_re_read_keeps_a_line_across_the_band_edge(tmp_path, spacing):
+def test_a_band_re_read_keeps_a_line_across_the_band_edge(tt_home, tmp_path, spacing):
     """Issue #23: a re-read band is grown to the whole lines it touches, so a line that straddles
     the band's edge (here the line above the changed one) is re-read whole, not cut or dropped.
     Before the fix, line spacing 36 px lost "echo $password" and 34 px read it "ecro$passwora"."""

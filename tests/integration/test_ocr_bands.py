@@ -24,7 +24,7 @@ def _frame(path, lines: list[tuple[int, str]]):
 
 
 @pytest.fixture(scope="module")
-def engine():
+def engine(tt_home):  # ocr.read_frames stores each read under the frame's pixels (ocr_cache): a store is needed
     eng, status = ocr.OcrEngine().status(True)
     assert eng is not None, status
     return eng
@@ -66,3 +66,25 @@ def test_a_band_cutting_through_a_line_re_reads_the_whole_line(engine, tmp_path)
     boxes = ocr.changed_boxes(engine, b, [[500, 330, 900, 350]], prev)
     text = _words(boxes)
     assert "DELTA" in text and "CHARLIE" not in text and "ALPHA" in text
+
+
+def test_a_line_over_unchanged_pixels_keeps_its_text_and_only_changed_lines_are_recognised(engine, tmp_path,
+                                                                                          monkeypatch):
+    """#33 item 1: the next frame's unchanged lines are not recognised again (line-level reuse); the changed
+    one is, all of a frame's new lines in one recognition call. A spy around the real recogniser counts."""
+    a = _frame(tmp_path / "a.jpg", [(100, "BUILD FORTY TWO"), (300, "TESTS PASSED"), (500, "DEPLOY STAGING")])
+    b = _frame(tmp_path / "b.jpg", [(100, "BUILD FORTY TWO"), (300, "TESTS FAILED"), (500, "DEPLOY STAGING")])
+    calls: list[int] = []
+    real = ocr._recognise
+
+    def spy(eng, crops):
+        calls.append(len(crops))
+        return real(eng, crops)
+
+    monkeypatch.setattr(ocr, "_recognise", spy)
+    out = ocr.read_frames(engine, [{"ms": 0, "path": a, "bands": None}, {"ms": 1000, "path": b, "bands": None}])
+    assert [r["read"] for r in out] == ["full", "full"]
+    assert calls[0] >= 3 and calls[1] == 1, calls  # frame b: only the changed line was recognised
+    text = out[1]["text"].upper()
+    assert "FAILED" in text and "PASSED" not in text and "BUILD" in text and "STAGING" in text
+    assert ocr.read_image(engine, b)["text"] == out[1]["text"]  # what a fresh whole read gives

@@ -1,0 +1,50 @@
+"""The thread plan (#33 item 4): who gets how many CPU threads while the audio and visual branches share the cores.
+
+* Whisper (``segments``) takes half the cores while the visual branch runs beside it, all of them alone
+  (``transcribe.cpu_threads``, fixed when its model loads).
+* OCR takes the cores Whisper leaves: ``cores - cores // 2`` while a ``segments`` stage is running in this
+  process, every core once it is not (a video whose audio is done, or a silent one). The choice is made per
+  keyframe, so OCR widens the moment Whisper ends.
+
+The pipeline marks the stages it runs (:func:`running`); nothing else is shared. ONNX Runtime's worker
+threads never spin here (``ocr``): on a loaded 2-core machine a spinning thread takes CPU from Whisper.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from contextlib import contextmanager
+
+_lock = threading.Lock()
+_running: Counter = Counter()
+
+
+@contextmanager
+def running(stage: str):
+    """Mark ``stage`` as running in this process for the duration of the block."""
+    with _lock:
+        _running[stage] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _running[stage] -= 1
+            if _running[stage] <= 0:
+                del _running[stage]
+
+
+def is_running(stage: str) -> bool:
+    with _lock:
+        return _running.get(stage, 0) > 0
+
+
+def cores() -> int:
+    return os.cpu_count() or 1
+
+
+def ocr_threads() -> int:
+    """OCR's intra-op threads now: what Whisper leaves while it decodes, else every core."""
+    n = cores()
+    return max(1, n - n // 2) if is_running("segments") else n
