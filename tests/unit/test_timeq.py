@@ -125,9 +125,9 @@ def test_instant_window_and_overlap():
     assert T.window("since 9:00", None, now=NOW, tz=tz)[0] == datetime(2026, 3, 11, 8, 0, tzinfo=timezone.utc)
     with pytest.raises(T.TimeError, match="is before since"):
         T.window("today 12:00", "yesterday", now=NOW, tz=tz)
-    a, b = datetime(2026, 3, 10, 23, 50, tzinfo=timezone.utc), datetime(2026, 3, 11, 0, 10, tzinfo=timezone.utc)
+    a, b = datetime(2026, 3, 9, 22, 50, tzinfo=timezone.utc), datetime(2026, 3, 9, 23, 10, tzinfo=timezone.utc)
     assert T.overlaps(a, b, lo, hi) and T.overlaps(a, b, None, None)  # a recording running into the window
-    assert not T.overlaps(a, b, hi, None)
+    assert not T.overlaps(a, b, None, a.replace(minute=40)) and not T.overlaps(a, b, b.replace(minute=11), None)
 
 
 def test_zones_by_name_offset_and_the_server_default(monkeypatch):
