@@ -29,6 +29,7 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "has_video=false -> audio-only: use get_transcript/search, not get_frames",
             "Looking for a topic across files? -> search(query=...) instead of paging through everything",
             "list_recordings(limit=100) -> the largest page; next_offset is null on the last page",
+            'list_recordings(since="yesterday", until="today 12:00") -> only recordings in that wall time',
             "counts.unique_frames -> how many distinct screens get_frames can show",
             "diarized=true -> get_transcript(speaker=...) and search(speaker=...) work for it",
             "transcript_available=false -> nothing was said (e.g. silent video): use get_frames",
@@ -105,7 +106,7 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             'search(query="gateway timeout") -> both words in one segment/frame (AND) ranked first',
             "mode=or + note -> no document has all words; note lists which words matched where",
             'search(query="budget", id="6c2c7b8c166f29ce") -> one recording only',
-            'search(query="Café") == search(query="cafe") -> case and accents are folded',
+            'search(query="deploy", since="14:00", until="15:00") -> only hits said/shown in that wall time',
             "source=ocr -> the word was on screen: get_frames(id, start_ms=t_ms, limit=1) shows it",
             "Open a hit -> get_moment(id=hit.recording, t_ms=hit.t_ms)",
             "t_wall null -> that recording's wall clock is unknown; correlate by t_ms only",
@@ -116,6 +117,22 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "found_elsewhere -> the word exists in the library, just not for this speaker/recording",
             "index present -> the server is still indexing at startup: hits come from the part indexed so far",
             'search(query=\'"roll back"\') -> words adjacent, in order; "rollback" also finds a spoken "roll back"',
+        ],
+    ),
+    "get_moment_at": (
+        "The moment at a wall-clock instant in every recording covering it (overlaps: each at its own t_ms): "
+        "on-screen frame, transcript around it, speaker; wall_clock source/confidence on each.",
+        [
+            'get_moment_at(at="2026-03-14 14:32") -> what was shown and said then, t_ms + t_wall',
+            'get_moment_at(at="yesterday 14:30", tz="Europe/Paris") -> read in that zone (default: tz stated)',
+            'get_moment_at(at="2h ago") / at="9:05" (today) / at="monday 16:00"',
+            'at="2026-03-14T14:32:05+01:00" -> an offset in the text wins over tz',
+            "covering=0 -> nearest.before/after name the recordings around it",
+            "low_confidence=true -> the anchor is the file mtime: minutes off are possible",
+            "two moments -> e.g. screen and call audio of one meeting, both covering that instant",
+            'at="yesterday" -> error: a span; list_recordings(since="yesterday", until="yesterday")',
+            "error invalid_argument -> its message says how to write the time",
+            "Then: get_transcript(id, start_ms=t_ms) or get_frames(id, at_ms=t_ms) on a moment",
         ],
     ),
     "extract_frame": (
@@ -214,7 +231,22 @@ Output: their main points, questions they asked, commitments they made (t_ms + a
     },
 }
 
-PROMPT_ARG_MAX_CHARS = {"recording_id": 64, "log_excerpt": 20_000, "topic": 500, "remark": 500, "speaker": 200}
+PROMPTS["what_happened_at"] = {
+    "description": "What was on screen and said at a wall-clock time, across every recording.",
+    "arguments": {"when": "a time, e.g. 'yesterday 14:30', '2026-03-14 14:32', '2h ago' (at most 80 characters)"},
+    "template": """\
+Find what happened at {when}, across every recording.
+1. get_moment_at(at="{when}") (a span such as 'yesterday' or '14:00-15:00': list_recordings(since=..., until=...)
+   first). Times without an offset are read in the answer's tz; pass tz="Europe/Paris" if the user means another.
+2. Each moment is one recording covering that instant, at its own t_ms: quote the on-screen OCR text and what was
+   said around it (speaker when diarized). low_confidence: say its times may be off by minutes.
+3. covering=0: say so and name nearest.before / nearest.after; search(query=..., since=..., until=...) finds topics
+   in a span.
+Answer with t_wall and filename for each claim.""",
+}
+
+PROMPT_ARG_MAX_CHARS = {"recording_id": 64, "log_excerpt": 20_000, "topic": 500, "remark": 500, "speaker": 200,
+                        "when": 80}
 
 
 def description(tool: str) -> str:
