@@ -9,7 +9,7 @@ zone the question was read in. An anchor of low confidence (file mtime) is used,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from typing import Callable
 
 from talkthrough_assets import timeq
@@ -68,6 +68,19 @@ def window_arg(since, until, tz, now: datetime | None = None) -> Window | None:
     except timeq.TimeError as e:
         raise _bad(e, name) from None
     return Window(lo, hi, zone, name)
+
+
+def filter_rows(rows: list[dict], win: Window) -> list[dict]:
+    """Rows with ``recorded_at`` (ISO, any offset) and ``duration_ms`` whose span meets the window (``talkthrough
+    recordings --since``); rows without a wall clock are left out."""
+    out = []
+    for r in rows:
+        if not r.get("recorded_at"):
+            continue
+        start = datetime.fromisoformat(str(r["recorded_at"]))
+        if timeq.overlaps(start, start + timedelta(milliseconds=int(r.get("duration_ms") or 0)), win.lo, win.hi):
+            out.append(r)
+    return out
 
 
 def low(rec: dict) -> bool:
@@ -192,4 +205,4 @@ def render(answer: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Window", "window_arg", "zone_arg", "moment_at", "render", "listed_ids", "mark_listing", "mark_search"]
+__all__ = ["Window", "filter_rows", "window_arg", "zone_arg", "moment_at", "render", "listed_ids", "mark_listing", "mark_search"]
