@@ -49,11 +49,9 @@ RecordingId = Annotated[StrictStr, Field(description="recording id: 16 lowercase
 StartMs = Annotated[StrictInt | None, Field(description="window start, ms from the recording start (>= 0)")]
 EndMs = Annotated[StrictInt | None, Field(description="window end, ms from the recording start (>= start_ms)")]
 # wall-clock questions (issue #36): read by talkthrough_assets.timeq
-Since = Annotated[StrictStr | None, Field(description="wall time from, e.g. yesterday, 9:00, 2h ago, 2026-03-14 14:30",
-                                          max_length=80)]
-Until = Annotated[StrictStr | None, Field(description="wall time to (a day: to its end)", max_length=80)]
-Tz = Annotated[StrictStr | None, Field(description="zone of times without offset, e.g. Europe/Paris (default: the "
-                                                   "server's)", max_length=64)]
+Since = Annotated[StrictStr | None, Field(description="wall time, e.g. yesterday, 9:00, 2h ago", max_length=80)]
+Until = Annotated[StrictStr | None, Field(description="wall time (a day: to its end)", max_length=80)]
+Tz = Annotated[StrictStr | None, Field(description="zone, e.g. Europe/Paris (default: server's)", max_length=64)]
 
 
 # --------------------------------------------------------------------------- result mapping
@@ -263,10 +261,9 @@ def build_server(reader: Reader | None = None) -> MCPServer:
 
     @mcp.tool(description=guidance.description("get_moment_at"), annotations=READ_ONLY)
     def get_moment_at(
-        at: Annotated[StrictStr, Field(description="a wall-clock instant, e.g. 2026-03-14 14:32, yesterday 14:30",
-                                       max_length=80)],
+        at: Annotated[StrictStr, Field(description="wall-clock instant, e.g. 2026-03-14 14:32", max_length=80)],
         tz: Tz = None,
-        window_ms: Annotated[StrictInt, Field(description="transcript +- this many ms, 0..60000")] = 10000,
+        window_ms: Annotated[StrictInt, Field(description="transcript +- ms, 0..60000")] = 10000,
     ) -> CallToolResult:
         return call(rd().get_moment_at, at=at, tz=tz, window_ms=window_ms)
 

@@ -178,7 +178,11 @@ def test_wrong_forms_answer_a_one_line_correction(session):
 
 
 def test_the_guidance_shows_the_time_forms(session):
+    import jsonschema
+
     tools = session["tools"]
+    for key, tool in (("at_overlap", "get_moment_at"), ("list_window", "list_recordings"), ("se_window", "search")):
+        jsonschema.validate(session[key].structured_content, tools[tool].output_schema)
     assert set(tools["get_moment_at"].input_schema["required"]) == {"at"}
     for name in ("list_recordings", "search"):
         assert {"since", "until", "tz"} <= set(tools[name].input_schema["properties"]), name
