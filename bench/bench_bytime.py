@@ -52,14 +52,19 @@ def measure(home: Path, runs: int, spread_min: int, n: int, seed: int = 11) -> d
     base = datetime(2026, 1, 1, tzinfo=timezone.utc)
     span_ms = n * spread_min * 60_000
 
-    def instant(covered: bool) -> str:
-        while True:
+    def instants(covered: bool, want: int, tries: int = 200_000) -> list[str]:
+        out = []
+        for _ in range(tries):  # bounded: back-to-back takes may leave no gap at all
             at = base + timedelta(milliseconds=rng.randrange(span_ms))
             if bool(tl.covering(epoch_ms(at))) == covered:
-                return at.isoformat(timespec="seconds")
+                out.append(at.isoformat(timespec="seconds"))
+                if len(out) == want:
+                    break
+        return out
 
-    covered = [instant(True) for _ in range(runs + 1)]
-    gaps = [instant(False) for _ in range(runs + 1)] if spread_min * 60_000 > 20 * 6000 else []
+    covered = instants(True, runs + 1)
+    gaps = instants(False, runs + 1)
+    gaps = gaps if len(gaps) == runs + 1 else []
     it = iter(covered)
     out["at_covered"] = _time(lambda: rd.get_moment_at(next(it), tz="UTC"), runs)
     if gaps:
