@@ -75,7 +75,7 @@ def _vocab(rng: random.Random, n_topic: int = 4000) -> list[str]:
     return [f"{rng.choice(TOPIC_STEMS)}{i}" if i >= len(TOPIC_STEMS) else TOPIC_STEMS[i] for i in range(n_topic)]
 
 
-def _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames, unique_every=3):
+def _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames, unique_every=3, spread_min=0):
     from talkthrough_assets import store
     from talkthrough_assets.stages import manifest as manifest_stage
 
@@ -102,6 +102,10 @@ def _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames, unique_ev
             ocr.append({"ms": ms, "text": "\n".join(" ".join(rng.choice(OCR_WORDS) for _ in range(rng.randint(2, 5)))
                                                      for _ in range(rng.randint(2, 6)))})
     start = f"2026-0{1 + r % 9}-{1 + r % 28:02d}T{r % 24:02d}:00:00.000+00:00"
+    if spread_min:  # bench_bytime: recording r starts r * spread_min minutes into 2026 (a day's takes in a row)
+        from datetime import datetime, timedelta, timezone
+        start = (datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=r * spread_min)).isoformat(
+            timespec="milliseconds")
     probe = {"path": f"/nonexistent/rec_{r:05d}.mp4", "filename": f"rec_{r:05d}.mp4", "kind": "video",
              "duration_ms": dur, "size_bytes": 1 << 20, "width": 1568, "height": 882, "video_codec": "h264",
              "has_audio": True, "has_video": True, "cap_hit": False}
@@ -128,12 +132,12 @@ def publish(rid: str, m: dict) -> tuple[float, str]:
 
 def _make(args: tuple) -> tuple[str, bool]:
     """Publish recording ``r`` (its own random stream, so workers need no order)."""
-    home, r, n_recordings, n_segments, n_frames, seed = args
+    home, r, n_recordings, n_segments, n_frames, seed, spread_min = args
     os.environ["TALKTHROUGH_HOME"] = str(home)
     rng = random.Random(f"{seed}-{r}")
     topic = _vocab(random.Random(seed))
     cum = _CUM.setdefault(len(topic), list(itertools.accumulate(1.0 / (i + 1) for i in range(len(topic)))))
-    rid, m, marker = _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames)
+    rid, m, marker = _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames, spread_min=spread_min)
     publish(rid, m)
     return rid, marker
 
@@ -150,7 +154,7 @@ def _merge_bucket(args: tuple) -> None:
 
 
 def generate(home: Path, n_recordings: int, n_segments: int, n_frames: int, pending: int, seed: int = 7,
-             workers: int = 3) -> dict:
+             workers: int = 3, spread_min: int = 0) -> dict:
     """N recordings published in ``workers`` processes; all but the last ``pending`` merged (as the lazily
     merged buckets end up), the rest left as unmerged parts."""
     from concurrent.futures import ProcessPoolExecutor
@@ -160,7 +164,7 @@ def generate(home: Path, n_recordings: int, n_segments: int, n_frames: int, pend
     t0 = time.perf_counter()
     ids: list[str] = []
     marker_rid = None
-    job = [(home, r, n_recordings, n_segments, n_frames, seed) for r in range(n_recordings)]
+    job = [(home, r, n_recordings, n_segments, n_frames, seed, spread_min) for r in range(n_recordings)]
     with ProcessPoolExecutor(workers) as pool:
         for i, (rid, marker) in enumerate(pool.map(_make, job[:n_recordings - pending], chunksize=20)):
             ids.append(rid)

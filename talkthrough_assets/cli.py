@@ -232,9 +232,16 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
 @app.command(cls=_Command)
 def recordings(as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
                find: Optional[str] = typer.Option(None, "--find", help="Registered recordings (any state) with a "
-                                                  "file whose name or path contains this text: id = partition.")) -> None:
+                                                  "file whose name or path contains this text: id = partition."),
+               since: Optional[str] = typer.Option(None, "--since", help="Only recordings from this wall time on "
+                                                   "(yesterday, 9:00, 2h ago, 2026-03-14 14:30, ...)."),
+               until: Optional[str] = typer.Option(None, "--until", help="Only recordings up to this wall time "
+                                                   "(a day: to its end)."),
+               tz: Optional[str] = typer.Option(None, "--tz", help="Time zone of --since/--until (default: $TZ or "
+                                                "the machine's).")) -> None:
     """List processed recordings (the id column is never shortened: `talkthrough name` needs it whole);
-    with --find, which recording id (Dagster partition) a file is, processed or not."""
+    with --find, which recording id (Dagster partition) a file is, processed or not; --since/--until keep
+    those whose wall-clock span meets that time."""
     from . import service
 
     if find is not None:
@@ -252,6 +259,18 @@ def recordings(as_json: bool = typer.Option(False, "--json", help="Print the lis
             raise typer.Exit(1)
         return
     rows = service.list_recordings()
+    if since is not None or until is not None:
+        from talkthrough_mcp import bytime
+
+        try:
+            win = bytime.window_arg(since, until, tz)
+        except bytime.ReadError as e:
+            typer.echo(e.message, err=True)
+            raise typer.Exit(2)
+        rows = bytime.filter_rows(rows, win)
+        stated = win.stated()
+        typer.echo(f"{len(rows)} recording(s) from {stated['since'] or 'the start'} to {stated['until'] or 'now'} "
+                   f"({stated['tz']})", err=True)
     if as_json:
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
@@ -262,6 +281,32 @@ def recordings(as_json: bool = typer.Option(False, "--json", help="Print the lis
     out = _console(stderr=False)
     for line in recordings_lines(rows, out.width if out.is_terminal else 10 ** 6):
         typer.echo(line)
+
+
+@app.command(cls=_Command)
+def at(
+    when: str = typer.Argument(..., metavar="WHEN", help="A wall-clock instant: \"2026-03-14 14:32\", "
+                               "\"yesterday 14:30\", 14:30, \"2h ago\"."),
+    tz: Optional[str] = typer.Option(None, "--tz", help="Time zone of WHEN (default: $TZ or the machine's)."),
+    window_ms: int = typer.Option(10000, "--window-ms", help="Transcript +- this many ms around it."),
+    as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (the MCP get_moment_at answer)."),
+) -> None:
+    """What was on screen and said at a wall-clock instant, in every recording covering it (the MCP server's
+    get_moment_at)."""
+    from talkthrough_mcp import bytime
+    from talkthrough_mcp.reader import Reader
+
+    reader = Reader(refresh_interval=0)
+    try:
+        answer = reader.get_moment_at(when, tz=tz, window_ms=window_ms).meta
+    except bytime.ReadError as e:
+        typer.echo(e.message, err=True)
+        raise typer.Exit(2)
+    finally:
+        reader.index.close()
+    typer.echo(json.dumps(answer, indent=2, ensure_ascii=False, default=str) if as_json else bytime.render(answer))
+    if not answer["covering"]:
+        raise typer.Exit(1)
 
 
 @app.command(cls=_Command)

@@ -122,6 +122,9 @@ VARS: tuple[Var, ...] = (
        "partial answer.", minimum=0),
     _V("TALKTHROUGH_MCP_TOKEN", str, None, "Bearer token the MCP HTTP server requires (needed off loopback; "
        ">= 32 characters)."),
+    # standard variables
+    _V("TZ", str, None, "The time zone of time questions (`since`, `at`) that name none (IANA name, e.g. "
+       "`Europe/Paris`).", default_doc="the machine's (`/etc/localtime`)"),
     # standard variables of the object store (pyarrow's S3 filesystem)
     _V("AWS_ENDPOINT_URL_S3", str, None, "S3-compatible endpoint for the data root (before AWS_ENDPOINT_URL)."),
     _V("AWS_ENDPOINT_URL", str, None, "S3-compatible endpoint for the data root."),

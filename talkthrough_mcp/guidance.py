@@ -22,7 +22,9 @@ generation changes when a recording is reprocessed: restart paging then. partial
 in progress; covered_ms is what its transcript covers so far. An `index` field: the server is still
 indexing at startup, so listings/hits are partial. Errors are JSON {error, message, hint}:
 unknown_recording (wrong id: list_recordings), not_processed (retry later), audio_only (no frames:
-use get_transcript/search), invalid_argument (the hint names the accepted range)."""
+use get_transcript/search), invalid_argument (the hint names the accepted range).
+Wall time (since, until, at): ISO 8601, today, yesterday, monday, last week, 14:30, 14:30-15:00, 2h ago;
+read in tz (IANA zone, default the server's; every answer states it). until=a day keeps the whole day."""
 
 _TOOLS: dict[str, tuple[str, list[str]]] = {
     "list_recordings": (
@@ -37,7 +39,7 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             "transcript_available=false -> nothing said",
             "counts.unique_frames -> distinct screens",
             "wall_clock.source -> recorded_at's origin",
-            "A topic? -> search instead",
+            'since="yesterday", until="12:00" -> by wall time',
         ],
     ),
     "get_transcript": (
@@ -96,10 +98,25 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             'speaker="S2" -> what S2 said',
             "Case, accents, plurals are folded",
             '\'"roll back"\' -> adjacent words in order',
-            "mode=or -> no hit has all words; see note",
+            'since="14:00", until="15:00" -> in that wall time',
             "No hits -> see did_you_mean",
             "source=ocr -> get_frames(at_ms=t_ms)",
             "Open a hit -> get_moment at hit.t_ms",
+        ],
+    ),
+    "get_moment_at": (
+        "Moment at a wall-clock instant in every recording covering it: frame, transcript, speaker, anchor.",
+        [
+            'at="yesterday 14:30" -> shown and said then',
+            'at="2026-03-14T14:32+01:00" -> exact instant',
+            'tz="Europe/Paris" -> read at in that zone',
+            'at="2h ago" / "9:05" / "monday 16:00"',
+            "covering=0 -> see nearest.before/after",
+            "two moments -> e.g. screen + call audio",
+            "low_confidence=true -> anchor is file mtime",
+            'at="yesterday" -> error: use since/until',
+            "wall_clock null -> never placed in time",
+            "Then get_transcript(id, start_ms=t_ms)",
         ],
     ),
     "extract_frame": (
@@ -196,7 +213,22 @@ Output: their main points, questions they asked, commitments they made (t_ms + a
     },
 }
 
-PROMPT_ARG_MAX_CHARS = {"recording_id": 64, "log_excerpt": 20_000, "topic": 500, "remark": 500, "speaker": 200}
+PROMPTS["what_happened_at"] = {
+    "description": "What was on screen and said at a wall-clock time, across every recording.",
+    "arguments": {"when": "a time, e.g. 'yesterday 14:30', '2026-03-14 14:32', '2h ago' (at most 80 characters)"},
+    "template": """\
+Find what happened at {when}, across every recording.
+1. get_moment_at(at="{when}") (a span such as 'yesterday' or '14:00-15:00': list_recordings(since=..., until=...)
+   first). Times without an offset are read in the answer's tz; pass tz="Europe/Paris" if the user means another.
+2. Each moment is one recording covering that instant, at its own t_ms: quote the on-screen OCR text and what was
+   said around it (speaker when diarized). low_confidence: say its times may be off by minutes.
+3. covering=0: say so and name nearest.before / nearest.after; search(query=..., since=..., until=...) finds topics
+   in a span.
+Answer with t_wall and filename for each claim.""",
+}
+
+PROMPT_ARG_MAX_CHARS = {"recording_id": 64, "log_excerpt": 20_000, "topic": 500, "remark": 500, "speaker": 200,
+                        "when": 80}
 
 
 def description(tool: str) -> str:

@@ -39,6 +39,7 @@ from talkthrough_assets import config, store
 from talkthrough_assets.stages import search_index as si
 
 from . import snapshot
+from .timeline import Timeline
 
 BATCH = 200  # manifests indexed per step of a (re)load from manifests
 MAX_CHUNKS = 8  # in-memory delta chunks before they are merged into one
@@ -116,14 +117,17 @@ class View:
     generation: dict[str, str] = field(default_factory=dict)
     n: np.ndarray = field(default_factory=lambda: np.zeros(2))       # live documents per source
     avgdl: np.ndarray = field(default_factory=lambda: np.ones(2))
+    timeline: Timeline = field(default_factory=Timeline)  # recordings by anchored wall-clock span
 
     def search(self, pairs: list[tuple[str, str | None, str, float]], nwords: int, rid: str | None = None,
-               who: str | None = None, fetch: int = 10) -> tuple[list[dict], int, int, dict[str, int]]:
+               who: str | None = None, fetch: int = 10,
+               window: dict[str, tuple[int, int]] | None = None) -> tuple[list[dict], int, int, dict[str, int]]:
         """BM25 of the (query word, source or None, index term, weight) ``pairs``: documents holding every
         query word when there are any (else any of them), best first; returns (the best ``fetch`` hits
         as rows, documents with every word, documents with any, documents per word). Document frequencies
         are library-wide (all live documents), whatever ``rid`` (one recording) or ``who`` (a speaker
-        label, name or word of a name, folded) restrict the hits to."""
+        label, name or word of a name, folded) restrict the hits to; ``window``: recording id -> the (start, end)
+        ms a hit's time must fall in (recordings not named: no hits)."""
         qwords = list(dict.fromkeys(p[0] for p in pairs))
         qi = {w: i for i, w in enumerate(qwords)}
         qdf = np.zeros((len(qwords), 2))
@@ -160,7 +164,7 @@ class View:
         for seg, got in zip(self.segments, picked):
             if not got:
                 continue
-            narrow = self._filter(seg, rid, who)
+            narrow = self._filter(seg, rid, who, window)
             if narrow is False:
                 continue
             words = {}
@@ -180,12 +184,16 @@ class View:
                     tf = np.bincount(pos, weights=tf_all, minlength=len(d))
                     t = np.full(len(d), _NO_T, dtype=np.int64)
                     np.minimum.at(t, pos, t_all)
-                rng, allow = narrow
+                rng, allow, bounds = narrow
                 if rng is not None:  # d is sorted: one recording's documents are one slice of it
                     a, b = np.searchsorted(d, rng)
                     d, tf, t = d[a:b], tf[a:b], t[a:b]
                 if allow is not None:
                     k = allow[d]
+                    d, tf, t = d[k], tf[k], t[k]
+                if bounds is not None:  # a wall-clock window: the word's time within its recording's slice
+                    r = seg.doc_rec[d]
+                    k = (t >= bounds[0][r]) & (t <= bounds[1][r])
                     d, tf, t = d[k], tf[k], t[k]
                 if len(d):
                     words[q] = (d, tf, t)
@@ -284,10 +292,21 @@ class View:
         return rows, n_all, n_any, {w: int(c) for w, c in zip(qwords, per_word)}
 
     @staticmethod
-    def _filter(seg: Segment, rid: str | None, who: str | None):
-        """False (no document of this segment), else (document range or None, mask or None): one
-        recording's documents are a range (cut from a sorted postings list by binary search)."""
-        allow, rng = None, None
+    def _filter(seg: Segment, rid: str | None, who: str | None, window: dict[str, tuple[int, int]] | None = None):
+        """False (no document of this segment), else (document range or None, mask or None, per-recording
+        (lo, hi) ms arrays or None): one recording's documents are a range (cut from a sorted postings list
+        by binary search)."""
+        allow, rng, bounds = None, None, None
+        if window is not None:
+            lo = np.full(len(seg.recs), _NO_T, dtype=np.int64)
+            hi = np.full(len(seg.recs), -1, dtype=np.int64)
+            for i, r in enumerate(seg.recs):
+                w = window.get(r["rid"])
+                if w is not None:
+                    lo[i], hi[i] = w
+            if not (lo <= hi).any():
+                return False
+            bounds = (lo, hi)
         if rid is not None:
             i = seg.rid_index.get(rid)
             if i is None or not seg.rec_live[i]:
@@ -299,7 +318,7 @@ class View:
             if not ok:
                 return False
             allow = np.isin(seg.doc_spk, np.array(ok, dtype=seg.doc_spk.dtype))
-        return rng, allow
+        return rng, allow, bounds
 
 
 def speaker_is(label: str | None, name: str | None, who: str) -> bool:
@@ -544,7 +563,7 @@ class LibraryIndex:
                         rows[c].append(generation[r["rid"]] if c == "generation" else r["rec"].get(c))
         with np.errstate(divide="ignore", invalid="ignore"):
             avgdl = np.where(n > 0, total / np.maximum(n, 1), 1.0)
-        self.view = View(segments, where, generation, n, avgdl)
+        self.view = View(segments, where, generation, n, avgdl, Timeline(rows))
         self._dirty = False
         recs = pa.table(rows, schema=RECORDINGS_SCHEMA)
         lex = [seg.bundle.lex for seg in segments if seg.bundle.lex.num_rows]

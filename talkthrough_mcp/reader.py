@@ -26,7 +26,7 @@ from pathlib import Path
 from talkthrough_assets import store
 from talkthrough_assets.stages.wallclock import t_wall
 
-from . import images, media, search, snapshot, transcript
+from . import bytime, images, media, search, snapshot, transcript
 from .args import check_id, crop_arg, dumps, limit_arg, ms_arg, range_arg
 from .errors import InvalidArgument, NotProcessed, ReadError, SourceUnavailable, UnknownRecording
 from .images import OCR_MAX_CHARS, Image, ImageResult, screen_spans
@@ -86,17 +86,23 @@ class Reader:
 
     # ---------------------------------------------------------------- list_recordings
 
-    def list_recordings(self, offset: int = 0, limit: int = 20) -> dict:
+    def list_recordings(self, offset: int = 0, limit: int = 20, since: str | None = None, until: str | None = None,
+                        tz: str | None = None) -> dict:
         if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= LIST_MAX_OFFSET:
             got = offset if isinstance(offset, int) and not isinstance(offset, bool) else type(offset).__name__
             raise InvalidArgument(f"offset must be an integer from 0 to {LIST_MAX_OFFSET}, got {got}",
                                   hint="pass next_offset from the previous page")
         limit = limit_arg("limit", limit, 1, LIST_MAX)
+        win = bytime.window_arg(since, until, tz)
         self.index.refresh()
-        total = self.index.query("SELECT count(*) AS n FROM m_recordings", refresh=False)[0]["n"]
+        timeline = self.index.view.timeline
+        where, params = "", []
+        if win is not None:  # recordings whose anchored span meets the window (issue #36)
+            where, params = "WHERE recording IN (SELECT unnest(?::VARCHAR[]))", [bytime.listed_ids(timeline, win)]
+        total = self.index.query(f"SELECT count(*) AS n FROM m_recordings {where}", params, refresh=False)[0]["n"]
         rows = self.index.query(
-            "SELECT * FROM m_recordings ORDER BY recorded_at NULLS LAST, filename, recording LIMIT ? OFFSET ?",
-            [limit, offset], refresh=False)
+            f"SELECT * FROM m_recordings {where} ORDER BY recorded_at NULLS LAST, filename, recording LIMIT ? OFFSET ?",
+            params + [limit, offset], refresh=False)
         items = []
         used = 200
         for r in rows:
@@ -130,7 +136,7 @@ class Reader:
         warming = self.index.warming()
         if warming:  # the server's first index build is still running: a partial listing, said so
             out["index"] = warming
-        return out
+        return bytime.mark_listing(out, win, timeline) if win is not None else out
 
     # ---------------------------------------------------------------- get_transcript
 
@@ -213,7 +219,8 @@ class Reader:
             out.append(item)
         return out, at
 
-    def get_moment(self, recording_id, t_ms, window_ms: int = MOMENT_WINDOW_MS) -> images.ImageResult:
+    def get_moment(self, recording_id, t_ms, window_ms: int = MOMENT_WINDOW_MS, max_frames: int = MOMENT_FRAMES,
+                   transcript_chars: int = MOMENT_TRANSCRIPT_CHARS) -> images.ImageResult:
         snap = self._snapshot(recording_id)
         rec, rid = snap.rec, snap.rid
         t = ms_arg("t_ms", t_ms, required=True)
@@ -230,7 +237,7 @@ class Reader:
             unique = [f for f in snap.frames if f["duplicate_of"] is None]
             on_screen = images.on_screen(snap.frames, t)
             ranked = sorted(unique, key=lambda f: (f["ms"] != on_screen, abs(f["ms"] - t), f["ms"]))
-            frames = sorted(ranked[:MOMENT_FRAMES], key=lambda f: f["ms"])
+            frames = sorted(ranked[:max_frames], key=lambda f: f["ms"])
             meta["on_screen_frame_ms"] = on_screen
             meta["frames"] = [images.frame_meta(f, wc, spans) for f in frames]
         else:
@@ -240,7 +247,7 @@ class Reader:
         if duration:
             hi = min(hi, duration)
         hi = max(lo, hi)
-        tr = transcript.page(snap, start_ms=lo, end_ms=hi, max_chars=MOMENT_TRANSCRIPT_CHARS)
+        tr = transcript.page(snap, start_ms=lo, end_ms=hi, max_chars=transcript_chars)
         meta["transcript"] = {"start_ms": lo, "end_ms": hi, "segments": tr["segments"],
                               "truncated": tr["truncated"], "next_start_ms": tr["next_start_ms"]}
         at = [s["seq"] for s in tr["segments"] if s["t_ms"] <= t < s["t1_ms"]]
@@ -265,8 +272,20 @@ class Reader:
 
     # ---------------------------------------------------------------- search
 
-    def search(self, query: str, recording_id: str | None = None, limit: int = 10, speaker: str | None = None) -> dict:
-        return search.search(lambda: self.index, self._snapshot, query, recording_id, limit, speaker)
+    def get_moment_at(self, at, tz: str | None = None, window_ms: int = MOMENT_WINDOW_MS) -> images.ImageResult:
+        """The moment at a wall-clock instant in every recording covering it (issue #36)."""
+        window_ms = limit_arg("window_ms", window_ms, 0, MOMENT_MAX_WINDOW_MS)
+        self.index.refresh()
+        return bytime.moment_at(self.index.view.timeline, self.get_moment, at, tz, window_ms)
+
+    def search(self, query: str, recording_id: str | None = None, limit: int = 10, speaker: str | None = None,
+               since: str | None = None, until: str | None = None, tz: str | None = None) -> dict:
+        win = bytime.window_arg(since, until, tz)
+        if win is None:
+            return search.search(lambda: self.index, self._snapshot, query, recording_id, limit, speaker)
+        out = search.search(lambda: self.index, self._snapshot, query, recording_id, limit, speaker,
+                            window=lambda: self.index.view.timeline.offset_window(*win.ms()))
+        return bytime.mark_search(out, win, self.index.view.timeline)
 
     # ---------------------------------------------------------------- extract_frame
 

@@ -126,7 +126,12 @@ EXTRACT_FRAME = _obj({
 }, ["recording", "filename", "requested_ms", "frame_ms", "t_wall", "width", "height", "source_size", "exact",
     "crop", "scaled", "full_resolution"])
 
+GET_MOMENT_AT = _obj({"at": _STR, "tz": _STR, "covering": _INT,
+                      "moments": {"type": "array", "items": {"type": "object"},
+                                  "description": "get_moment's answer per covering recording"}},
+                     ["at", "tz", "covering", "moments"])
+
 OUTPUT_SCHEMAS: dict[str, dict] = {
     "list_recordings": LIST_RECORDINGS, "get_transcript": GET_TRANSCRIPT, "get_frames": GET_FRAMES,
-    "get_moment": GET_MOMENT, "search": SEARCH, "extract_frame": EXTRACT_FRAME,
+    "get_moment": GET_MOMENT, "search": SEARCH, "extract_frame": EXTRACT_FRAME, "get_moment_at": GET_MOMENT_AT,
 }

@@ -118,9 +118,11 @@ def suggest(index: LibraryIndex, word: str) -> list[str]:
 
 
 def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], snapshot.Snapshot],
-           query: str, recording_id: str | None = None, limit: int = 10, speaker: str | None = None) -> dict:
+           query: str, recording_id: str | None = None, limit: int = 10, speaker: str | None = None,
+           window: Callable[[], dict[str, tuple[int, int]]] | None = None) -> dict:
     """The search tool's answer. ``get_index`` gives the library index (asked for only once the
-    arguments are checked); ``get_snapshot`` a recording's snapshot (for a scoped search)."""
+    arguments are checked); ``get_snapshot`` a recording's snapshot (for a scoped search); ``window`` (after
+    the refresh) the ms slice of each recording a wall-clock window covers (others: no hits)."""
     query = text_arg("query", query, SEARCH_MAX_QUERY_CHARS)
     if not query.strip():
         raise InvalidArgument("query must be a non-empty string")
@@ -154,7 +156,8 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
         pairs += [(w, None, a, SPLIT_WEIGHT), (w, None, b, SPLIT_WEIGHT)]
     who = " ".join(speaker.casefold().split()) if speaker is not None else None
     # one view of the index (swapped whole by a refresh), so ranking and hit context agree
-    rows, n_all, n_any, per_word = index.view.search(pairs, len(words), rid, who, fetch)
+    rows, n_all, n_any, per_word = index.view.search(pairs, len(words), rid, who, fetch,
+                                                     window() if window is not None else None)
     mode = "and" if len(words) == 1 or n_all else "or"
     if phrases or split:
         def keep(r) -> bool:
@@ -223,7 +226,7 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
                        "(words adjacent, in order); drop the quotes to find the words apart")
     elif not rows:
         out["note"] = f"no transcript segment or OCR frame contains {', '.join(repr(w) for w in words)}" + (
-            f" said by {speaker!r}" if speaker is not None else "")
+            f" said by {speaker!r}" if speaker is not None else "") + (" in that time" if window is not None else "")
     elif mode == "or":
         counts = ", ".join(f"{w!r} ({per_word[w]} docs)" for w in matched)
         out["note"] = (f"no single segment or frame contains all of {', '.join(repr(w) for w in words)}; "
@@ -235,10 +238,11 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
     if inside:
         out["ocr_substring_matches"] = {w: ts[:5] for w, ts in inside.items()}
     # a word the index has, just not here (this speaker, this recording): no spelling suggestion for it
-    elsewhere = [w for w in missing if (speaker is not None or rid) and known_term(index, w)]
+    elsewhere = [w for w in missing if (speaker is not None or rid or window is not None) and known_term(index, w)]
     if elsewhere:
         where = " and ".join(x for x in (f"said by {speaker!r}" if speaker is not None else "",
-                                         "in this recording" if rid else "") if x)
+                                         "in this recording" if rid else "",
+                                         "in that time" if window is not None else "") if x)
         out["found_elsewhere"] = elsewhere
         out["note"] = (out.get("note", "") + f"; {', '.join(repr(w) for w in elsewhere)} occur in the library, "
                        f"but not {where}").lstrip("; ")

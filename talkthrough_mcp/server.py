@@ -48,6 +48,11 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 RecordingId = Annotated[StrictStr, Field(description="recording id", max_length=64)]
 StartMs = Annotated[StrictInt | None, Field(description="window start, ms; omitted: 0")]
 EndMs = Annotated[StrictInt | None, Field(description="window end, ms (>= start_ms); omitted: the end")]
+# wall-clock questions (issue #36): read by talkthrough_assets.timeq
+# (their grammar is said once, in the server instructions)
+Since = Annotated[StrictStr | None, Field(max_length=80)]
+Until = Annotated[StrictStr | None, Field(max_length=80)]
+Tz = Annotated[StrictStr | None, Field(max_length=64)]
 
 
 # --------------------------------------------------------------------------- result mapping
@@ -204,8 +209,9 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     def list_recordings(
         offset: Annotated[StrictInt, Field(description="recordings to skip")] = 0,
         limit: Annotated[StrictInt, Field(description="page size, 1..100")] = 20,
+        since: Since = None, until: Until = None, tz: Tz = None,
     ) -> CallToolResult:
-        return call(rd().list_recordings, offset=offset, limit=limit)
+        return call(rd().list_recordings, offset=offset, limit=limit, since=since, until=until, tz=tz)
 
     @mcp.tool(description=guidance.description("get_transcript"), annotations=READ_ONLY)
     def get_transcript(
@@ -242,6 +248,14 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     ) -> CallToolResult:
         return call(rd().get_moment, recording_id=id, t_ms=t_ms, window_ms=window_ms)
 
+    @mcp.tool(description=guidance.description("get_moment_at"), annotations=READ_ONLY)
+    def get_moment_at(
+        at: Annotated[StrictStr, Field(description="wall time", max_length=80)],
+        tz: Tz = None,
+        window_ms: Annotated[StrictInt, Field(description="transcript +- ms, 0..60000")] = 10000,
+    ) -> CallToolResult:
+        return call(rd().get_moment_at, at=at, tz=tz, window_ms=window_ms)
+
     @mcp.tool(description=guidance.description("search"), annotations=READ_ONLY)
     def search(
         query: Annotated[StrictStr, Field(description="words to find", max_length=500)],
@@ -249,8 +263,10 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         speaker: Annotated[StrictStr | None, Field(description="only this speaker (S1 or name)",
                                                    max_length=200)] = None,
         limit: Annotated[StrictInt, Field(description="hits to return, 1..50")] = 10,
+        since: Since = None, until: Until = None, tz: Tz = None,
     ) -> CallToolResult:
-        return call(rd().search, query=query, recording_id=id, speaker=speaker, limit=limit)
+        return call(rd().search, query=query, recording_id=id, speaker=speaker, limit=limit, since=since,
+                    until=until, tz=tz)
 
     @mcp.tool(description=guidance.description("extract_frame"), annotations=READ_ONLY)
     def extract_frame(
@@ -293,6 +309,10 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     def screen_at_remark(recording_id: str,
                          remark: str) -> str:
         return guidance.render("screen_at_remark", recording_id=recording_id, remark=remark)
+
+    @mcp.prompt(name="what_happened_at", description=spec["what_happened_at"]["description"])
+    def what_happened_at(when: str) -> str:
+        return guidance.render("what_happened_at", when=when)
 
     @mcp.prompt(name="speaker_summary", description=spec["speaker_summary"]["description"])
     def speaker_summary(recording_id: str,

@@ -23,9 +23,9 @@ from PIL import Image
 import fixture_facts as F
 
 TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))
-TOOLS = {"list_recordings", "get_transcript", "get_frames", "get_moment", "search", "extract_frame"}
+TOOLS = {"list_recordings", "get_transcript", "get_frames", "get_moment", "search", "extract_frame", "get_moment_at"}
 PROMPTS = {"triage_recording", "meeting_actions", "correlate_with_logs", "find_discussion", "screen_at_remark",
-           "speaker_summary"}
+           "speaker_summary", "what_happened_at"}
 SESSION_TIMEOUT_S = 240
 
 
@@ -190,7 +190,7 @@ def test_discovery_tools_schemas_and_guidance(session):
     assert set(tools) == TOOLS
     assert session["init"].server_info.name == "talkthrough"
     req = {"get_transcript": {"id"}, "get_frames": {"id"}, "get_moment": {"id", "t_ms"},
-           "search": {"query"}, "extract_frame": {"id", "t_ms"}, "list_recordings": set()}
+           "search": {"query"}, "extract_frame": {"id", "t_ms"}, "list_recordings": set(), "get_moment_at": {"at"}}
     for name, t in tools.items():
         schema = t.input_schema
         assert schema["type"] == "object"

@@ -71,6 +71,7 @@ def error_cases(ids: dict[str, str]) -> dict[str, tuple[str, dict, str]]:
         "list_offset_huge": ("list_recordings", {"offset": 2 ** 63}, "invalid_argument"),
         "unknown_argument": ("list_recordings", {"bogus": 1}, "invalid_argument"),
         "limit_range": ("get_frames", {"id": sc, "limit": 7}, "invalid_argument"),
+        "time_form": ("get_moment_at", {"at": "next tuesday"}, "invalid_argument"),  # issue #36
     }
 
 
@@ -100,7 +101,11 @@ def test_item1_successes_validate_in_the_inspector_and_schemas_are_portable(proc
     sc, tv = ids[F.SCREENCAST_NAME], ids[F.TWO_VOICES_NAME]
     for tool, args in [("list_recordings", {}), ("get_transcript", {"id": tv}), ("search", {"query": "checkout"}),
                        ("get_frames", {"id": sc, "limit": 1}), ("get_moment", {"id": sc, "t_ms": 13000}),
-                       ("extract_frame", {"id": sc, "t_ms": 13000})]:
+                       ("extract_frame", {"id": sc, "t_ms": 13000}),
+                       # asked in wall time (issue #36): the answers with their `time` / moments validate too
+                       ("get_moment_at", {"at": "2026-03-14T09:27:06Z"}),
+                       ("list_recordings", {"since": "2026-03-14", "tz": "UTC"}),
+                       ("search", {"query": "checkout", "since": "2026-03-14", "until": "2026-03-14"})]:
         rc, out, raw = _inspect(inspector, pristine_home, *_tool_call(tool, args))
         assert rc == 0 and out is not None, (tool, raw[-2000:])
         assert out.get("isError") in (None, False), (tool, out)

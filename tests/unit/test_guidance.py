@@ -1,6 +1,6 @@
 """The MCP guidance layer (issue #26, item 8): 10-15 one-line examples per tool description, six
 workflow prompts whose arguments are described and checked, and the path scrubber leaving the
-client's own text alone (item 7)."""
+client's own text alone (item 7). Issue #36 added get_moment_at and the what_happened_at prompt."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def test_every_tool_has_10_to_15_one_line_examples():
         assert desc.count("\n- ") == len(ex)
 
 
-def test_six_workflow_prompts_render_every_argument():
-    assert len(guidance.PROMPTS) == 6
+def test_seven_workflow_prompts_render_every_argument():
+    assert len(guidance.PROMPTS) == 7  # six of issue #26, what_happened_at of #36
     for name, spec in guidance.PROMPTS.items():
         assert spec["description"] and spec["arguments"], name
         values = {a: f"<{a}-value>" for a in spec["arguments"]}

@@ -136,7 +136,7 @@ LAYERS = {
     "core": {"talkthrough_assets", "talkthrough_assets.ids", "talkthrough_assets.store", "talkthrough_assets.errors",
              "talkthrough_assets.config", "talkthrough_assets.stop",
              "talkthrough_assets.mediaio", "talkthrough_assets.models", "talkthrough_assets.sqlite_tuning",
-             "talkthrough_assets.proctree"},
+             "talkthrough_assets.proctree", "talkthrough_assets.timeq"},
     "stages": {"talkthrough_assets.stages"},  # and every talkthrough_assets.stages.* module
     # the published recording as readers see it (core and stages only): the MCP server's snapshot, the export
     # formats and the HTML report, which each run also writes beside the manifest (orchestration)
