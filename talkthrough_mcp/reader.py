@@ -26,7 +26,7 @@ from pathlib import Path
 from talkthrough_assets import store
 from talkthrough_assets.stages.wallclock import t_wall
 
-from . import images, media, search, snapshot, transcript
+from . import images, media, people, search, snapshot, transcript
 from .args import check_id, crop_arg, dumps, limit_arg, ms_arg, range_arg
 from .errors import InvalidArgument, NotProcessed, ReadError, SourceUnavailable, UnknownRecording
 from .images import OCR_MAX_CHARS, Image, ImageResult, screen_spans
@@ -86,7 +86,9 @@ class Reader:
 
     # ---------------------------------------------------------------- list_recordings
 
-    def list_recordings(self, offset: int = 0, limit: int = 20) -> dict:
+    def list_recordings(self, offset: int = 0, limit: int = 20, person: str | None = None) -> dict:
+        if person is not None:
+            return people.list_by_person(self, person, offset, limit)
         if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= LIST_MAX_OFFSET:
             got = offset if isinstance(offset, int) and not isinstance(offset, bool) else type(offset).__name__
             raise InvalidArgument(f"offset must be an integer from 0 to {LIST_MAX_OFFSET}, got {got}",

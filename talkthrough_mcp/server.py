@@ -214,8 +214,9 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     def list_recordings(
         offset: Annotated[StrictInt, Field(description="skip this many recordings (>= 0)")] = 0,
         limit: Annotated[StrictInt, Field(description="page size, 1..100")] = 20,
+        person: Annotated[StrictStr | None, Field(description="only where this person speaks", max_length=200)] = None,
     ) -> CallToolResult:
-        return call(rd().list_recordings, offset=offset, limit=limit)
+        return call(rd().list_recordings, offset=offset, limit=limit, person=person)
 
     @mcp.tool(description=guidance.description("get_transcript"), annotations=READ_ONLY)
     def get_transcript(

@@ -1,0 +1,65 @@
+"""Voiceprints (issue #35): one voice embedding per diarized label, made by the ``turns`` stage from the
+embeddings it already has.
+
+A label's voiceprint is the unit-norm centroid of its clean windows' CAM++ embeddings: the 1.5-s,
+half-overlapping windows where that label alone talks (:func:`refine.windows_of` on the final turns),
+the same windows the refinement embedded, so most come from its cache and no second diarization pass
+runs. ``speech_ms`` is the label's non-overlapped speech (what the voiceprint stands for). A label with
+no clean window (under ~1.5 s alone) gets none. Vectors are stored as float32 lists in the
+``voiceprints`` table (per recording); they never leave the data root.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .labels import exclusive_spans, labels_in_order, union_ms
+
+MIN_WINDOWS = 1
+
+
+def centroid(vectors) -> Any:
+    """Unit-norm mean of unit vectors (rows); None when there are none."""
+    import numpy as np
+
+    v = np.asarray(vectors, dtype=np.float64)
+    if v.ndim != 2 or not len(v):
+        return None
+    m = v.mean(axis=0)
+    n = float(np.linalg.norm(m))
+    return m / n if n > 0 else None
+
+
+def voiceprint_rows(turns: Sequence[dict], windows: Sequence[tuple[int, str]], vectors, model: str | None
+                    ) -> list[dict]:
+    """Rows of the ``voiceprints`` table: per label with >= MIN_WINDOWS clean windows, its centroid
+    (``embedding``), the number of windows and its non-overlapped speech in ms. Pure."""
+    import numpy as np
+
+    vectors = np.asarray(vectors, dtype=np.float64)
+    out = []
+    for lab in labels_in_order(turns):
+        idx = [i for i, (_, wl) in enumerate(windows) if wl == lab]
+        if len(idx) < MIN_WINDOWS:
+            continue
+        c = centroid(vectors[idx])
+        if c is None:
+            continue
+        out.append({"label": lab, "embedding": [float(x) for x in c.astype(np.float32)], "windows": len(idx),
+                    "speech_ms": union_ms(exclusive_spans(list(turns), lab)), "model": model})
+    return out
+
+
+def compute(samples, turns: list[dict], vectors_of: Callable[[list], Any], model: str | None) -> list[dict]:
+    """Voiceprints of the final ``turns``; ``vectors_of(windows)`` embeds windows (the refinement's cache)."""
+    from .refine import SAMPLE_RATE, windows_of
+
+    if not turns:
+        return []
+    wins = windows_of(turns, int(len(samples) * 1000 // SAMPLE_RATE))
+    if not wins:
+        return []
+    return voiceprint_rows(turns, wins, vectors_of(wins), model)
+
+
+__all__ = ["centroid", "voiceprint_rows", "compute"]
