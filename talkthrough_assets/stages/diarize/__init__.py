@@ -163,7 +163,7 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
             known.update(zip((w[0] for w in todo), window_vectors(samples, todo, models, cache=cache)))
         return np.asarray([known[w[0]] for w in wins])
 
-    prints = voiceprints_mod.compute(samples, turns, vectors_of, models.label("embedding"))
+    prints = voiceprints_mod.compute(samples, turns, vectors_of, models.label("embedding"), known)
     out = {"turns": turns, "speakers": roster(turns), "speaker_segments": speaker_segments, "voiceprints": prints}
     return done(out, available=True, detected_num_speakers=detected, reason="; ".join(notes) or None,
                 speaker_count=count)

@@ -4,7 +4,7 @@ embeddings it already has.
 A label's voiceprint is the unit-norm centroid of its clean windows' CAM++ embeddings: the 1.5-s,
 half-overlapping windows where that label alone talks (:func:`refine.windows_of` on the final turns),
 the same windows the refinement embedded, so most come from its cache and no second diarization pass
-runs. ``speech_ms`` is the label's non-overlapped speech (what the voiceprint stands for). A label with
+runs (at most MAX_WINDOWS per label, the cached ones first). ``speech_ms`` is the label's non-overlapped speech (what the voiceprint stands for). A label with
 no clean window (under ~1.5 s alone) gets none. Vectors are stored as float32 lists in the
 ``voiceprints`` table (per recording); they never leave the data root.
 """
@@ -16,6 +16,9 @@ from typing import Any, Callable, Sequence
 from .labels import exclusive_spans, labels_in_order, union_ms
 
 MIN_WINDOWS = 1
+# at most this many windows per label: those the refinement embedded first, then evenly spread new ones. Bounds
+# the extra embedding work where the refinement embedded none (a one-speaker recording): <= 48 s of audio per label
+MAX_WINDOWS = 32
 
 
 def centroid(vectors) -> Any:
@@ -50,16 +53,40 @@ def voiceprint_rows(turns: Sequence[dict], windows: Sequence[tuple[int, str]], v
     return out
 
 
-def compute(samples, turns: list[dict], vectors_of: Callable[[list], Any], model: str | None) -> list[dict]:
-    """Voiceprints of the final ``turns``; ``vectors_of(windows)`` embeds windows (the refinement's cache)."""
+def pick(windows: Sequence[tuple[int, str]], known, limit: int = MAX_WINDOWS) -> list[tuple[int, str]]:
+    """At most ``limit`` windows per label: the ones already embedded (``known``: start -> vector) first, each
+    group evenly spread over the recording. Pure."""
+    out = []
+    for lab in sorted({w[1] for w in windows}):
+        mine = [w for w in windows if w[1] == lab]
+        have = [w for w in mine if w[0] in known]
+        new = [w for w in mine if w[0] not in known]
+        chosen = _spread(have, limit)
+        chosen += _spread(new, limit - len(chosen))
+        out += chosen
+    return sorted(out)
+
+
+def _spread(xs: list, n: int) -> list:
+    if n <= 0:
+        return []
+    if len(xs) <= n:
+        return list(xs)
+    return [xs[int(i * len(xs) / n)] for i in range(n)]
+
+
+def compute(samples, turns: list[dict], vectors_of: Callable[[list], Any], model: str | None,
+            known=None) -> list[dict]:
+    """Voiceprints of the final ``turns``; ``vectors_of(windows)`` embeds windows, ``known`` the windows the
+    refinement embedded already (start -> vector)."""
     from .refine import SAMPLE_RATE, windows_of
 
     if not turns:
         return []
-    wins = windows_of(turns, int(len(samples) * 1000 // SAMPLE_RATE))
+    wins = pick(windows_of(turns, int(len(samples) * 1000 // SAMPLE_RATE)), known or {})
     if not wins:
         return []
     return voiceprint_rows(turns, wins, vectors_of(wins), model)
 
 
-__all__ = ["centroid", "voiceprint_rows", "compute"]
+__all__ = ["MAX_WINDOWS", "centroid", "voiceprint_rows", "pick", "compute"]
