@@ -7,7 +7,12 @@ and of the recordings leaves nothing behind in any table or file of the data roo
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
+from pathlib import Path
 
+import anyio
 from fixture_facts import TWO_VOICES_PATH, VOICES_AGAIN_PATH, unique_copy
 from typer.testing import CliRunner
 
@@ -17,6 +22,30 @@ from talkthrough_assets.stages.diarize import CODE_VERSION, voices
 from talkthrough_mcp.reader import Reader
 
 DIARIZE = {"diarize": True, "num_speakers": 2}
+TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))
+
+
+def _mcp(calls: dict[str, tuple[str, dict]]) -> dict:
+    """One real MCP session over stdio (`talkthrough mcp`) on this data root: each call's structured result."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=TALKTHROUGH, args=["mcp"], env={
+        "TALKTHROUGH_HOME": str(store.home()), "TALKTHROUGH_MCP_REFRESH_S": "0",
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})})
+
+    async def run() -> dict:
+        out = {}
+        with anyio.fail_after(300):
+            async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                for key, (tool, args) in calls.items():
+                    res = await s.call_tool(tool, args)
+                    assert not res.is_error, res.content[0].text
+                    out[key] = res.structured_content
+        return out
+
+    return anyio.run(run)
 
 
 def _manifest(rid: str) -> dict:
@@ -93,6 +122,13 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path):
     assert {i["id"]: i["person"] for i in listed["recordings"]} == {
         ra: [{"speaker": "S2", "by": "confirmed"}], rb: [{"speaker": "S2", "by": match["hint"]}]}
     assert reader.get_transcript(ra)["name_sources"] == {"S2": "confirmed"}
+    # what an agent gets over MCP (stdio, the SDK checks each result against the tool's outputSchema)
+    got = _mcp({"list": ("list_recordings", {"person": "Alice Chen"}), "b": ("get_transcript", {"id": rb}),
+                "alice": ("get_transcript", {"id": rb, "speaker": "Alice Chen"}), "a": ("get_transcript", {"id": ra})})
+    assert {i["id"] for i in got["list"]["recordings"]} == {ra, rb}
+    assert got["b"]["voice_hints"] == {"S2": match["hint"]}
+    assert {s["speaker"] for s in got["alice"]["segments"]} == {"S2"}
+    assert got["a"]["speaker_names"] == {"S2": "Alice Chen"} and got["a"]["name_sources"] == {"S2": "confirmed"}
 
     # 4. applied by voice only when asked for (a setting: only the manifest re-runs), and marked so
     if match["score"] >= voices.APPLY_SIMILARITY:
