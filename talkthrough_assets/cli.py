@@ -349,7 +349,8 @@ def name(
     assignments: List[str] = typer.Argument(..., metavar="LABEL=NAME...", help="LABEL=NAME pairs, e.g. S1=Alice S2=Bob; S1= removes."),
     as_json: bool = typer.Option(False, "--json", help="Print the resulting names as JSON."),
 ) -> None:
-    """Name diarized speakers. Persisted per recording; only the manifest is rebuilt (no re-diarization)."""
+    """Name diarized speakers; a named voice is enrolled under that person and recognised in other
+    recordings. Persisted per recording; only manifests are rebuilt (no re-diarization)."""
     from . import service
 
     err = _console()
@@ -368,6 +369,14 @@ def name(
         for label in roster or sorted(merged):
             out.print(f"  {_e(label)}: {_e(merged[label]) if label in merged else '[dim](unnamed)[/dim]'}")
         out.print(f"  manifest: {_e(service.store.data_location(service.store.manifest_key(recording_id)))}")
+        enrolled = [r["label"] for r in service.store.read_rows("people", recording_id)]
+        if enrolled:  # issue #35: their voices are recognised in other recordings (`talkthrough people`)
+            out.print(f"  voices enrolled: {_e(', '.join(f'{lab} as {merged[lab]}' for lab in enrolled if lab in merged))}")
+
+
+from .cli_people import app as _people_app  # noqa: E402  (`talkthrough people`: issue #35)
+
+app.add_typer(_people_app, name="people")
 
 
 @app.command(cls=_Command)

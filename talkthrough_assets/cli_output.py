@@ -81,6 +81,8 @@ def print_summary(s: dict) -> None:
         out.print(f"  [yellow]segments:[/yellow] {esc(tr['chunks_reason'])}", highlight=False)
     if s.get("diarization_reason"):
         out.print(f"  [yellow]diarization:[/yellow] {esc(s['diarization_reason'])}", highlight=False)
+    for label, hint in (s.get("voice_matches") or {}).items():
+        out.print(f"  [cyan]{esc(label)}:[/cyan] {esc(hint)}", highlight=False)
     for seg in s.get("preview", []):
         who = f"{esc(seg['speaker'])}: " if seg.get("speaker") else ""
         out.print(f"    [dim]{seg['t_ms'] / 1000:7.1f}s[/dim] {who}{esc(seg['text'])}", highlight=False)

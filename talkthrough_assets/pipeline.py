@@ -354,7 +354,18 @@ def plan(recording_id: str, *, force: bool = False) -> list[str]:
             stale.add(stage)
     if "turns" not in stale and cfg.get("diarize") and _diarization_models_appeared(recording_id):
         stale.add("turns")
+    if "manifest" not in stale and cfg.get("diarize") and _voice_matches_changed(recording_id, cfg):
+        stale.add("manifest")  # someone enrolled, renamed or forgotten since: only the manifest re-checks
     return S.ordered(S.downstream(stale))
+
+
+def _voice_matches_changed(rid: str, cfg: dict) -> bool:
+    from .stages.diarize import voices
+
+    try:
+        return voices.hints_changed(rid, cfg.get("speaker_names") or None)
+    except Exception:  # noqa: BLE001 - a damaged people partition never blocks processing
+        return False
 
 
 def _diarization_models_appeared(rid: str) -> bool:

@@ -238,11 +238,20 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
         raise ValueError(f"unknown speaker label(s) {', '.join(unknown)} (speakers: {have})")
     merged = speaker_names.merge_names(S.load_overrides(rid).get("speaker_names"), changes)
     S.save_overrides(rid, {"speaker_names": merged or None})
+    from . import people
+
     with store.partition_lock(rid, timeout_s=60):
+        people.enrol(rid, merged)  # a named label's voice is enrolled under that person (issue #35)
         result = run_stages(rid, ["manifest"])
     if not result.success:
         raise RuntimeError(pipeline.failure_reason(rid) or "see the Dagster run log")
+    people.recheck(manifest_again, exclude={rid})  # other recordings' voice matches: their manifests only
     return merged, roster
+
+
+def manifest_again(rid: str) -> bool:
+    """Re-materialize only ``manifest`` of ``rid`` (the caller holds its lock): voice matches changed (issue #35)."""
+    return run_stages(rid, ["manifest"]).success
 
 
 def resolve_recording(ref: str) -> str:
@@ -281,6 +290,9 @@ def forget(rid: str, inst=None) -> dict:
         partition = inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
         if partition:
             inst.delete_dynamic_partition(registry.PARTITIONS_NAME, rid)
+    from . import people
+
+    people.recheck(manifest_again)  # its voiceprints and enrolments went with its tables: other recordings' matches change
     return {"recording_id": rid, "removed": removed, "dagster_partition_removed": partition}
 
 
@@ -323,6 +335,15 @@ def summary(rid: str) -> dict:
         ],
         "more_segments": max(0, len(segs) - PREVIEW_SEGMENTS),
     })
+    if rec["diarized"]:  # voice matches with enrolled people, as the published manifest shows them (issue #35)
+        from .stages.diarize import voices
+
+        try:
+            shown = voices.published_matches(store.get_json(store.manifest_key(rid)))
+        except (OSError, ValueError):
+            shown = {}
+        if shown:
+            out["voice_matches"] = {lab: m.get("hint") or voices.describe(m) for lab, m in shown.items()}
     return out
 
 

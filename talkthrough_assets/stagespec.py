@@ -92,6 +92,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("scene_threshold", float, 0.04, None, "Share of the screen changed at once that is a cut."),
     Setting("ocr", bool, None, "TALKTHROUGH_OCR", "OCR on unique keyframes (unset: TALKTHROUGH_OCR, on unless 'off')."),
     Setting("speaker_names", dict, {}, None, "Speaker label -> name.", set_by="talkthrough name ID S1=Alice"),
+    Setting("apply_voice_names", bool, False, None,
+            "Name a speaker whose voice clearly matches an enrolled person (recorded as applied by voice).",
+            "--apply-voice-names/--no-apply-voice-names"),
 )
 
 SPECS: tuple[StageSpec, ...] = (
@@ -112,7 +115,7 @@ SPECS: tuple[StageSpec, ...] = (
                             "(warning) when Whisper heard nothing in audible audio: music, noise, or speech in a "
                             "language the model does not know.", transcribe.verify),)),
     StageSpec("turns", diarize.run, ("audio", "segments"), ("diarize", "num_speakers", "diarize_threshold"),
-              diarize.CODE_VERSION, ("diarization", "turns", "speakers", "speaker_segments"),
+              diarize.CODE_VERSION, ("diarization", "turns", "speakers", "speaker_segments", "voiceprints"),
               "Speaker turns (sherpa-onnx), roster and per-word attribution; opt-in via `diarize`.",
               engines=True, amend="diarize amend", amend_note="whisper output untouched"),
     StageSpec("keyframes", keyframes.run, ("probe",), ("max_frames", "scene_threshold"), keyframes.CODE_VERSION,
@@ -129,14 +132,19 @@ SPECS: tuple[StageSpec, ...] = (
     StageSpec("ocr", ocr.run, ("dedup",), ("ocr",), ocr.CODE_VERSION + ".1", ("ocr", "ocr_keys"),  # .1: it wrote terms until the manifest stage took them
               "RapidOCR over unique keyframes (only the changed bands when little changed).",
               engines=True, engine=ocr.engine_fingerprint),
-    StageSpec("manifest", manifest.run, ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"), ("speaker_names",),
+    StageSpec("manifest", manifest.run, ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"),
+              ("speaker_names", "apply_voice_names"),
               f"{manifest.CODE_VERSION}.{terms.CODE_VERSION}.{search_index.CODE_VERSION}",
               ("manifests/<id>.json", "recordings", "terms", "index/parts/<id>.*.parquet"),
               "talkthrough-manifest/v1 JSON, the recordings row, the search terms and index part of it.", kinds=frozenset({"json"}),
               checks=(Check("manifest_schema_valid", "ERROR",
                             "The published manifests/<id>.json parses and validates against "
                             "talkthrough-manifest/v1. Fails when it is missing, unreadable or invalid; the "
-                            "check_recording job re-verifies it.", manifest.verify),)),
+                            "check_recording job re-verifies it.", manifest.verify),
+                      Check("unnamed_speakers_matched", "WARN",
+                            "No unnamed speaker's voice matches an enrolled person. Fails (warning) listing each "
+                            "label with a likely match (`talkthrough name` confirms it; "
+                            "--apply-voice-names applies clear ones).", manifest.voice_check))),
 )
 
 BY_NAME: dict[str, StageSpec] = {s.name: s for s in SPECS}

@@ -32,7 +32,7 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
         [
             "list_recordings() -> first 20",
             "offset=next_offset -> next page",
-            "limit=100 -> largest page",
+            'person="Alice Chen" -> where she speaks',
             "recorded_at null -> wall clock unknown: t_wall null",
             "has_video=false -> audio-only: no get_frames",
             "diarized=true -> speaker= filters work",
@@ -52,7 +52,7 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
             'format="srt" -> SubRip text in "srt"',
             "with_t_wall=true -> t_wall on each segment",
             "wall_clock null -> use t_ms",
-            "max_chars=5000 -> smaller pages",
+            "name_sources -> confirmed, or voice match",
             "One phrase? -> search(query, id)",
             "The screen then? -> get_moment",
         ],

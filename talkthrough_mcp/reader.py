@@ -26,7 +26,7 @@ from pathlib import Path
 from talkthrough_assets import store
 from talkthrough_assets.stages.wallclock import t_wall
 
-from . import bytime, images, media, search, snapshot, transcript
+from . import bytime, images, media, people, search, snapshot, transcript
 from .args import check_id, crop_arg, dumps, limit_arg, ms_arg, range_arg
 from .errors import InvalidArgument, NotProcessed, ReadError, SourceUnavailable, UnknownRecording
 from .images import OCR_MAX_CHARS, Image, ImageResult, screen_spans
@@ -87,7 +87,9 @@ class Reader:
     # ---------------------------------------------------------------- list_recordings
 
     def list_recordings(self, offset: int = 0, limit: int = 20, since: str | None = None, until: str | None = None,
-                        tz: str | None = None) -> dict:
+                        tz: str | None = None, person: str | None = None) -> dict:
+        if person is not None:
+            return people.list_by_person(self, person, offset, limit, since=since, until=until, tz=tz)
         if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= LIST_MAX_OFFSET:
             got = offset if isinstance(offset, int) and not isinstance(offset, bool) else type(offset).__name__
             raise InvalidArgument(f"offset must be an integer from 0 to {LIST_MAX_OFFSET}, got {got}",

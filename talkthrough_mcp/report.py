@@ -102,7 +102,10 @@ def render(snap: snapshot.Snapshot, manifest: dict, thumb, large=None) -> str:
               if wc else "unknown"),
              ("language", rec.get("language") or "-"), ("models", ", ".join(models) or "-"),
              ("segments", len(snap.segments)), ("frames", f"{len(snap.frames)} ({len(unique)} unique)"),
-             ("speakers", ", ".join(formats.speaker_tag(lab, names) for lab in labels) or "not diarized")]
+             ("speakers", ", ".join(formats.speaker_tag(lab, names) + (" (by voice)" if snap.name_sources.get(lab) == "voice"
+                                                                      else "") for lab in labels) or "not diarized")]
+    # unconfirmed voice matches with enrolled people (issue #35)
+    facts += [(f"{lab} voice", m.get("hint") or "voice match") for lab, m in sorted(snap.voice_hints.items())]
     for k, v in facts:
         w(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>")
     w("</dl></header>")

@@ -58,6 +58,8 @@ LIST_RECORDINGS = _obj({
                        ["segments", "frames", "unique_frames", "speakers"]),
         "diarized": _BOOL, "has_audio": _BOOL, "has_video": _BOOL, "transcript_available": _BOOL, "generation": _GEN,
         "partial": _PARTIAL, "covered_ms": _COVERED, "next_start_ms": _GOES_ON,
+        "person": {"type": "array", "items": _obj({"speaker": _STR, "by": _STR}, ["speaker", "by"]),
+                   "description": "with person=: the labels that are that person, and how it is known"},
     }, ["id", "generation", "filename", "duration_ms", "recorded_at", "counts", "diarized", "has_audio", "has_video",
         "transcript_available"])},
     "index": {"type": "string", "description": "present while the server's first index build runs: "
@@ -71,7 +73,12 @@ GET_TRANSCRIPT = _obj({
     "srt": _STR, "returned": _INT, "truncated": _BOOL, "next_start_ms": _NINT,
     "continue_with": {"type": "object"}, "speaker_names": {"type": "object", "additionalProperties": _STR},
     "name_hints": {"type": "object", "additionalProperties": {"type": "array", "items": _STR}},
-    "name_hints_note": _STR, "transcript_available": _BOOL, "reason": _STR, "note": _STR, **PARTIAL,
+    "name_hints_note": _STR,
+    "name_sources": {"type": "object", "additionalProperties": {"enum": ["confirmed", "voice"]},
+                     "description": "label -> confirmed (by a person) or voice (applied from a voice match)"},
+    "voice_hints": {"type": "object", "additionalProperties": _STR,
+                    "description": "label -> unconfirmed voice match with an enrolled person"},
+    "transcript_available": _BOOL, "reason": _STR, "note": _STR, **PARTIAL,
 }, ["recording", "filename", "generation", "format", "diarized", "wall_clock", "start_ms", "end_ms", "returned", "truncated",
     "next_start_ms"])
 
@@ -101,7 +108,7 @@ SEARCH = _obj({
     "hits": {"type": "array", "items": _obj({
         "recording": _STR, "source": {"enum": ["transcript", "ocr"]}, "t_ms": _INT,
         "t_wall": _NSTR, "frame_ms": _NINT, "score": {"type": "number"}, "snippet": _STR, "speaker": _STR,
-        "speaker_name": _STR, "matched": {"type": "array", "items": _STR},
+        "speaker_name": _STR, "speaker_name_by": {"enum": ["confirmed", "voice"]}, "matched": {"type": "array", "items": _STR},
     }, ["recording", "source", "t_ms", "t_wall", "frame_ms", "score", "snippet"])},
     "recordings": {"type": "object", "description": "recording id -> {filename, generation} of every hit's recording",
                    "additionalProperties": _obj({"filename": _STR, "generation": _GEN, "partial": _PARTIAL,

@@ -117,6 +117,13 @@ def suggest(index: LibraryIndex, word: str) -> list[str]:
     return [r["term"] for r in rows]
 
 
+def _named_by_voice(get_snapshot, rid: str, label: str) -> bool:
+    try:
+        return get_snapshot(rid).name_sources.get(label) == "voice"
+    except Exception:  # noqa: BLE001 - a recording gone since the index was read: no mark
+        return False
+
+
 def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], snapshot.Snapshot],
            query: str, recording_id: str | None = None, limit: int = 10, speaker: str | None = None,
            window: Callable[[], dict[str, tuple[int, int]]] | None = None) -> dict:
@@ -199,6 +206,8 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
             hit["speaker"] = r["speaker"]
             if r["speaker_name"]:
                 hit["speaker_name"] = r["speaker_name"]
+                if _named_by_voice(get_snapshot, r["recording"], r["speaker"]):
+                    hit["speaker_name_by"] = "voice"  # applied from a voice match, not confirmed (issue #35)
         if mode == "or":
             hit["matched"] = sorted(r["terms"], key=words.index)
         # filename and generation once per recording, not on every hit (issue #26, item 5)

@@ -210,8 +210,9 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         offset: Annotated[StrictInt, Field(description="recordings to skip")] = 0,
         limit: Annotated[StrictInt, Field(description="page size, 1..100")] = 20,
         since: Since = None, until: Until = None, tz: Tz = None,
+        person: Annotated[StrictStr | None, Field(description="a person", max_length=200)] = None,
     ) -> CallToolResult:
-        return call(rd().list_recordings, offset=offset, limit=limit, since=since, until=until, tz=tz)
+        return call(rd().list_recordings, offset=offset, limit=limit, since=since, until=until, tz=tz, person=person)
 
     @mcp.tool(description=guidance.description("get_transcript"), annotations=READ_ONLY)
     def get_transcript(

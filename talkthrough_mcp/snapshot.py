@@ -50,6 +50,8 @@ class Snapshot:
     transcript_reason: str | None = None
     source_path: str | None = None
     partial: dict | None = None   # a provisional generation of a run in progress (its manifest's `partial`)
+    name_sources: dict[str, str] = field(default_factory=dict)  # label -> "confirmed" | "voice" (applied by voice)
+    voice_hints: dict[str, dict] = field(default_factory=dict)   # label -> voice match not applied (issue #35)
 
     @property
     def generation(self) -> str:
@@ -77,6 +79,10 @@ def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
         # the recordings row the manifest stage writes, less what readers are not shown (paths, size)
         rec = {"recording": rid, **{k: v for k, v in manifest_stage.recording_row(m).items()
                                     if k not in ("path", "size_bytes", "manifest_path")}}
+        sources = {str(k): str(v) for k, v in (di.get("speaker_name_sources") or {}).items()} if diarized else {}
+        sources = {lab: sources.get(lab, "confirmed") for lab in names}
+        voice_hints = {str(sp["label"]): sp["voice_match"] for sp in (di.get("speakers") or []) if diarized
+                       and sp.get("voice_match") and not sp["voice_match"].get("applied")}
         partial = m.get("partial") or None
         if partial is not None:
             partial = {**partial, "covered_ms": [int(x) for x in partial["covered_ms"]]}
@@ -88,7 +94,7 @@ def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
                     words=sorted(tr.get("words") or [], key=lambda w: w[0]), frames=frames, diarized=diarized,
                     names=names, speakers=list(di.get("speakers") or []) if diarized else [],
                     turns=list(di.get("turns") or []) if diarized else [], transcript_reason=tr.get("reason"),
-                    source_path=media.get("path"), partial=partial)
+                    source_path=media.get("path"), partial=partial, name_sources=sources, voice_hints=voice_hints)
 
 
 def read(rid: str, sig: tuple | None = None) -> Snapshot | None:

@@ -37,10 +37,22 @@ def name_matches(name: str | None, want: str) -> bool:
     return bool(n) and (n == want or want in n.split(" "))
 
 
+def voice_hints(snap) -> dict[str, str]:
+    """Voice matches with enrolled people not applied as names: label -> "voice match 0.86 to Alice Chen, 3
+    recordings" (issue #35)."""
+    from talkthrough_assets.stages.diarize import voices
+
+    return {lab: m.get("hint") or voices.describe(m) for lab, m in snap.voice_hints.items()}
+
+
 def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
+    """Labels whose label, name, or voice-suggested person (issue #35) is ``speaker``."""
     want = " ".join(speaker.casefold().split())
     labels = sorted({s["speaker"] for s in snap.segments if s.get("speaker")})
     match = {lab for lab in labels if lab.casefold() == want or name_matches(snap.names.get(lab), want)}
+    if not match:
+        match = {lab for lab in labels if lab in snap.voice_hints
+                 and name_matches(snap.voice_hints[lab].get("person"), want)}
     if not match:
         known = ", ".join(f"{lab} ({snap.names[lab]})" if lab in snap.names else lab for lab in labels) or "none"
         shown, _ = clip(speaker, 60)
@@ -85,6 +97,10 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
         out["note"] = "wall_clock unknown: t_wall is null; t_ms counts from the recording start"
     if names:
         out["speaker_names"] = names
+        out["name_sources"] = {lab: snap.name_sources.get(lab, "confirmed") for lab in names}
+    voiced = voice_hints(snap) if attributed else {}
+    if voiced:  # unconfirmed, like name_hints
+        out["voice_hints"] = voiced
     hints = name_hints(snap) if attributed else {}
     if hints:
         out["name_hints"] = hints

@@ -171,6 +171,12 @@ TWO_VOICES = {
     "turns": TWO_VOICE_TURNS, "num_speakers": 2,
 }
 
+# ------------------------------------------------------------- voices_again.m4a
+# a later meeting (issue #35): slt of two_voices.m4a again (other words), with awb, a voice no fixture names
+VOICES_AGAIN_NAME = "voices_again.m4a"
+VOICES_AGAIN_PATH = FIXTURES_DIR / VOICES_AGAIN_NAME
+VOICES_AGAIN_TURNS = [(500, 6373, "awb"), (7173, 12368, "slt"), (13168, 18048, "awb"), (18848, 24171, "slt")]
+
 # ------------------------------------------------------------- silent_video.mp4
 SILENT_NAME = "silent_video.mp4"
 SILENT_PATH = FIXTURES_DIR / SILENT_NAME

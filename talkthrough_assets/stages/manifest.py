@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 
 from .. import store
 from ..errors import StageError
+from .diarize import voices
+from .diarize.labels import label_num
 from .diarize.speaker_names import name_candidates
 from .keyframes import CAP_REASON_PREFIX
 from .transcribe import quality as transcript_quality
@@ -15,7 +17,7 @@ from .wallclock import view as wallclock_view
 from . import search_index
 from .runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
-CODE_VERSION = "5"  # 5: transcript.quality (dropped words by reason, doubtful segments, uncovered speech)
+CODE_VERSION = "6"  # 6: voice matches and name sources per speaker (issue #35); 5: transcript.quality
 SCHEMA = "talkthrough-manifest/v1"
 
 REQUIRED_KEYS = ("schema", "job_id", "created_at", "media", "wall_clock", "transcript", "frames", "caps",
@@ -46,7 +48,7 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
           segments: list[dict], words: list[dict], diarization: dict | None, turns: list[dict],
           speakers: list[dict], speaker_segments: list[dict], keyframes: list[dict], dedup: list[dict],
           ocr: list[dict], settings: dict, speaker_names: dict | None = None,
-          frames_reason: str | None = None) -> dict:
+          frames_reason: str | None = None, voice_matches: dict | None = None) -> dict:
     wc = wallclock_view(wall_clock if wall_clock and wall_clock.get("available") else None)
     tr = transcript or {"available": False, "reason": "not transcribed"}
     seg_out = speaker_segments or segments
@@ -71,13 +73,26 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
             "requested_num_speakers", "detected_num_speakers", "speaker_count", "threshold")}
         # OCR name candidates: hints only, never applied as names without `talkthrough name`
         cands = name_candidates(turns, ocr)
+        # names a person confirmed (`talkthrough name`), then voice matches with enrolled people: hints, applied
+        # as names only with the apply_voice_names setting and a score >= voices.APPLY_SIMILARITY, marked "voice"
+        names = dict(speaker_names or {})
+        sources = {lab: "confirmed" for lab in names}
+        matched = {}
+        for lab, vm in (voice_matches or {}).items():
+            vm = {**vm, "applied": bool(settings.get("apply_voice_names") and vm.get("applicable")
+                                        and lab not in names)}
+            if vm["applied"]:
+                names[lab], sources[lab] = vm["person"], "voice"
+            matched[lab] = {**vm, "hint": voices.describe(vm)}
         block["speakers"] = [
             {**{k: s[k] for k in ("label", "talk_time_ms", "turn_count", "first_ms", "last_ms")},
-             **({"name_candidates": cands[s["label"]]} if cands.get(s["label"]) else {})}
+             **({"name_candidates": cands[s["label"]]} if cands.get(s["label"]) else {}),
+             **({"voice_match": matched[s["label"]]} if s["label"] in matched else {})}
             for s in speakers]
         block["turns"] = [[t["t0_ms"], t["t1_ms"], t["speaker"]] for t in turns]
-        if speaker_names:
-            block["speaker_names"] = dict(speaker_names)
+        if names:
+            block["speaker_names"] = dict(sorted(names.items(), key=lambda kv: label_num(kv[0])))
+            block["speaker_name_sources"] = {lab: sources[lab] for lab in block["speaker_names"]}
         transcript_block["diarization"] = block
     dd = {d["ms"]: d for d in dedup}
     oo = {o["ms"]: o for o in ocr}
@@ -179,6 +194,8 @@ def build_stored(rid: str, cfg: dict) -> dict:
         speaker_segments=store.read_rows("speaker_segments", rid), keyframes=store.read_rows("keyframes", rid),
         dedup=store.read_rows("dedup", rid), ocr=store.read_rows("ocr", rid), settings=cfg,
         speaker_names=cfg.get("speaker_names") or None,
+        # recognition against everyone enrolled now (issue #35): a diarized recording's voiceprints only
+        voice_matches=voices.matches_for(rid, cfg.get("speaker_names") or None),
     )
 
 
@@ -190,6 +207,19 @@ def verify(rid: str) -> CheckResult:
     except (OSError, ValueError) as e:
         problems = [f"unreadable manifest: {e}"]
     return CheckResult("manifest_schema_valid", not problems, "; ".join(problems) if problems else SCHEMA)
+
+
+def voice_check(rid: str) -> CheckResult:
+    """``unnamed_speakers_matched`` on the published manifest: the labels a voice match suggests a name for
+    that no one confirmed or applied (an operator sees which recordings gained likely names)."""
+    try:
+        published = store.get_json(store.manifest_key(rid))
+    except (OSError, ValueError):
+        published = None
+    open_ = [f"{lab}: {vm.get('hint') or voices.describe(vm)}"
+             for lab, vm in voices.published_matches(published).items() if not vm.get("applied")]
+    return CheckResult("unnamed_speakers_matched", not open_,
+                       "; ".join(open_) if open_ else "no unnamed speaker matches an enrolled person")
 
 
 def run(rid: str, cfg: dict) -> StageResult:
@@ -219,4 +249,4 @@ def run(rid: str, cfg: dict) -> StageResult:
           "transcript_head": " ".join(s["text"] for s in m["transcript"]["segments"][:5])[:400]}
     stable = {k: v for k, v in m.items() if k != "created_at"}
     # what readers will get: the published bytes, read back from the data root (not the dict above)
-    return StageResult(md, digest(stable), [verify(rid)], manifest=m)
+    return StageResult(md, digest(stable), [verify(rid), voice_check(rid)], manifest=m)

@@ -290,12 +290,15 @@ def merge(old: Bundle | None, keep: set[str], parts: Iterable[tuple[str, pa.Tabl
             if rk[i]:
                 recs.append({**r, "docs": [int(before[r["docs"][0]]), int(before[r["docs"][1]])]})
         n_docs = int(dmask.sum())
-        old_spk = [code(*s) for s in old.speakers]
         d_rec.append(rec_new[o_rec[dmask]])
         for dst, c in ((d_src, "source"), (d_ref, "ref"), (d_t0, "t0_ms"), (d_t1, "t1_ms"), (d_len, "doc_len")):
             dst.append(old.column("docs", c)[dmask])
         spk = old.column("docs", "spk")[dmask]
-        d_spk.append(np.asarray(old_spk, dtype=np.int32)[spk] if len(spk) else spk)
+        # only the speakers kept documents name: a renamed or forgotten person's name goes (issue #35)
+        old_spk = np.zeros(len(old.speakers), dtype=np.int32)
+        for u in (np.unique(spk) if len(spk) else ()):
+            old_spk[int(u)] = code(*old.speakers[int(u)])
+        d_spk.append(old_spk[spk] if len(spk) else spk)
         d_text.append(old.docs.column("text").combine_chunks().filter(pa.array(dmask)) if len(dmask) else pa.array([], _S))
         o_doc = old.column("postings", "doc")
         pmask = dmask[o_doc] if len(o_doc) else np.zeros(0, dtype=bool)
@@ -440,6 +443,12 @@ def compact(b: str, force: bool = False, lock_timeout_s: float = 60.0, keep_prev
 
 def maybe_compact(rid: str) -> dict | None:
     return compact(bucket_of(rid))
+
+
+def scrub(rid: str) -> None:
+    """Re-merge ``rid``'s bucket now, dropping the previous merged files: nothing of its earlier generations
+    (a forgotten person's name, issue #35) stays in the merged index."""
+    compact(bucket_of(rid), force=True, keep_previous=False)
 
 
 def forget(rid: str) -> list[str]:

@@ -14,7 +14,7 @@ from .s3 import s3_filesystem
 from .schemas import SCHEMAS
 from .tables import ensure_schema_files
 
-CATALOG_VERSION = "3"
+CATALOG_VERSION = "4"  # 4: the voiceprints and people views (issue #35)
 
 
 def view_sql(table: str, root: Path | None = None) -> str:

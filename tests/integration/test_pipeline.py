@@ -130,7 +130,7 @@ def test_max_frames_change_reruns_only_the_visual_branch(processed):
     checks = inst.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION).records
     results = {r.event_log_entry.dagster_event.event_specific_data.check_name:
                r.event_log_entry.dagster_event.event_specific_data.passed for r in checks}
-    assert results == {"frame_index_matches_disk": True, "manifest_schema_valid": True}
+    assert results == {"frame_index_matches_disk": True, "manifest_schema_valid": True, "unnamed_speakers_matched": True}
 
 
 @pytest.mark.parametrize("payload,expect", [

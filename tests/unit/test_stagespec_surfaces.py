@@ -56,7 +56,7 @@ def test_process_options_are_the_flagged_settings():
     # the user-facing flags, exactly as before the options were generated
     assert sorted(f for p in opts.values() for f in p.opts + p.secondary_opts if f.startswith("--")) == sorted([
         "--force", "--recorded-at", "--diarize", "--no-diarize", "--num-speakers", "--vocabulary", "--language",
-        "--model", "--max-frames", "--beam-size", "--json"])
+        "--model", "--max-frames", "--beam-size", "--json", "--apply-voice-names", "--no-apply-voice-names"])
 
 
 @pytest.fixture

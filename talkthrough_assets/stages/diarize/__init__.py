@@ -30,9 +30,10 @@ from .engine import SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, eng
 from .labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_order, merge_labels, merge_to_count,
                              parse_num_speakers, plan_merges, relabel, roster)
 from .models import ModelUnavailable, resolve_models
-from .refine import refine_turns
+from .refine import refine_turns, window_vectors
+from . import voiceprints as voiceprints_mod
 
-CODE_VERSION = "6"
+CODE_VERSION = "7"  # 7: a voiceprint per label (the voiceprints table, issue #35)
 ENGINE = "sherpa-onnx"
 
 # a given count the engine's own N-way clustering fell short of (it clusters 10-s window embeddings, and
@@ -68,7 +69,7 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     The row's ``speaker_count`` says which count was used and why ("as given (--num-speakers 4)", "found
     from the audio (--num-speakers auto)", "2 of the 3 given (--num-speakers 3): S3 merged into S1 ...").
 
-    Returns {"diarization": row, "turns", "speakers", "speaker_segments"}; every bad case
+    Returns {"diarization": row, "turns", "speakers", "speaker_segments", "voiceprints"}; every bad case
     (no audio, too short, silence, no models, no speech) is ``available=False`` with a reason.
     Name candidates are not made here: they need the OCR, which is not upstream of ``turns``
     (see ``speaker_names``)."""
@@ -77,7 +78,7 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     n_req = None if parsed == AUTO else int(parsed)
     thr = float(threshold) if threshold is not None else 0.5
     row = _row(requested_num_speakers=n_req, threshold=None if n_req else thr)
-    empty = {"turns": [], "speakers": [], "speaker_segments": []}
+    empty = {"turns": [], "speakers": [], "speaker_segments": [], "voiceprints": []}
 
     def done(out: dict, **kw) -> dict:
         row.update(kw, elapsed_s=round(time.perf_counter() - t_start, 3))
@@ -135,7 +136,9 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     # two voices the segmentation gave one label are split (for a given count: only up to that count), and
     # VAD speech the segmentation left out goes to the nearest speaker (refine: measured on the AMI excerpts)
     found = len(labels_in_order(turns))
-    turns, split_notes = refine_turns(samples, turns, models, cache=cache, limit=(n_req - found) if n_req else None)
+    known: dict = {}  # window start -> CAM++ embedding: the refinement's, reused by the voiceprints
+    turns, split_notes = refine_turns(samples, turns, models, cache=cache, limit=(n_req - found) if n_req else None,
+                                      known=known)
     notes += split_notes
     detected = len(labels_in_order(turns))
     if n_req and detected < n_req:
@@ -151,7 +154,17 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
         if detected == 1:
             notes.insert(0, "one speaker detected")
     speaker_segments = attribute_segments(segments, words, turns)
-    out = {"turns": turns, "speakers": roster(turns), "speaker_segments": speaker_segments}
+
+    def vectors_of(wins):
+        import numpy as np
+
+        todo = [w for w in wins if w[0] not in known]
+        if todo:
+            known.update(zip((w[0] for w in todo), window_vectors(samples, todo, models, cache=cache)))
+        return np.asarray([known[w[0]] for w in wins])
+
+    prints = voiceprints_mod.compute(samples, turns, vectors_of, models.label("embedding"), known)
+    out = {"turns": turns, "speakers": roster(turns), "speaker_segments": speaker_segments, "voiceprints": prints}
     return done(out, available=True, detected_num_speakers=detected, reason="; ".join(notes) or None,
                 speaker_count=count)
 
@@ -159,7 +172,7 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
 def run(rid: str, cfg: dict, engines) -> StageResult:
     if not cfg.get("diarize"):
         row = {"available": False, "requested": False, "reason": "diarization not requested"}
-        out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": []}
+        out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": [], "voiceprints": []}
     else:
         p = probe_row(rid)
         # no OCR name candidates here: ocr is not upstream of turns (the manifest stage derives them)
@@ -172,6 +185,7 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
     store.write_table("turns", rid, out["turns"])
     store.write_table("speakers", rid, out["speakers"])
     store.write_table("speaker_segments", rid, out["speaker_segments"])
+    store.write_table("voiceprints", rid, out.get("voiceprints") or [])
     d = out["diarization"]
     md = {"requested": bool(d.get("requested")), "available": bool(d.get("available")),
           "reason": d.get("reason") or "", "speakers": len(out["speakers"]), "turns": len(out["turns"])}

@@ -422,13 +422,13 @@ def window_vectors(samples, windows: Sequence[tuple[int, str]], models, cache=No
 
 
 def refine_turns(samples, turns: list[dict], models, *, cache=None, limit: int | None = None,
-           split: bool = True, reassign: bool = True, fill: bool = True, overlap: bool = True
-           ) -> tuple[list[dict], list[str]]:
+           split: bool = True, reassign: bool = True, fill: bool = True, overlap: bool = True,
+           known: dict | None = None) -> tuple[list[dict], list[str]]:
     """:func:`split_labels` (at most ``limit`` new labels), :func:`fill_gaps`, :func:`reassign_windows`, then
-    :func:`add_overlap`."""
+    :func:`add_overlap`. ``known``: window start -> embedding, filled here (the caller's voiceprints reuse it)."""
     dur = int(len(samples) * 1000 // SAMPLE_RATE)
     notes: list[str] = []
-    known: dict[int, Any] = {}  # window start -> its embedding (split and reassign look at the same windows)
+    known = {} if known is None else known  # window start -> its embedding (split and reassign: the same windows)
 
     def vectors(wins):
         import numpy as np
