@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import config
+from . import config, datacheck
 from . import settings as S
 from . import store
 from .engines import Engines
@@ -191,7 +191,9 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
     if overrides:  # persisted once, before any stage reads the settings
         store.check_id(recording_id)
         S.save_overrides(recording_id, {k: v for k, v in overrides.items() if v is not None})
-    deps = {s: [d for d in S.DEPS[s] if d in selected] for s in selected}
+    # a selected stage waits for every selected stage upstream of it, also through unselected ones (a repair
+    # runs keyframes and manifest alone: the manifest reads the new keyframes through dedup and ocr)
+    deps = {s: [d for d in _upstream(s) if d in selected] for s in selected}
     done: set[str] = set()
     failed: dict[str, str] = {}  # stage -> the failed stage it traces back to
     pending = list(selected)
@@ -258,6 +260,17 @@ def _previews(recording_id: str, selected: list[str], done: set[str]) -> partial
             else None
 
     return partial_stage.Publisher(recording_id, S.effective(recording_id), wall_clock=wall_clock)
+
+
+def _upstream(stage: str) -> set[str]:
+    """Every stage ``stage`` depends on, directly or through others."""
+    out, todo = set(), list(S.DEPS[stage])
+    while todo:
+        d = todo.pop()
+        if d not in out:
+            out.add(d)
+            todo.extend(S.DEPS[d])
+    return out
 
 
 class Progress(dict):
@@ -352,7 +365,10 @@ def plan(recording_id: str, *, force: bool = False) -> list[str]:
             stale.add(stage)
     if "turns" not in stale and cfg.get("diarize") and _diarization_models_appeared(recording_id):
         stale.add("turns")
-    return S.ordered(S.downstream(stale))
+    # outputs deleted or damaged since (a torn Parquet file, a removed manifest or frame folder): exactly the
+    # stages that re-make them, and the manifest (datacheck)
+    repair = datacheck.repair_stages(recording_id) if len(stale) < len(S.STAGES) else set()
+    return S.ordered(S.downstream(stale) | repair)
 
 
 def _diarization_models_appeared(rid: str) -> bool:

@@ -41,6 +41,7 @@ from __future__ import annotations
 # rename), s3 and backend (bytes by key, local folder or object store), tables (Parquet partitions),
 # locks (per-recording writer lock), frames (keyframe generations), catalog (DuckDB views). Callers use
 # this package's names (``store.write_table``); the modules are the layout, not a second API.
+from . import integrity
 from .atomic import atomic_path, atomic_write_bytes
 from .backend import (delete_file, delete_tree, exists, file_stamps, get_bytes, get_json, json_bytes, list_names,
                       local_file, parquet_source, publish_file, put_bytes, put_json, stamp, write_parquet)
@@ -57,6 +58,7 @@ from .tables import (delete_partition, ensure_schema_files, forget_recording, ha
                      recording_keys, write_table)
 
 __all__ = [
+    "integrity",
     "atomic_path", "atomic_write_bytes",
     "delete_file", "delete_tree", "exists", "file_stamps", "get_bytes", "get_json", "json_bytes", "list_names",
     "local_file",
