@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from . import integrity
+from .integrity import damaged_files, note_damaged, readable_files
 from .atomic import atomic_write_bytes
 from .paths import SCHEMA_PARTITION, catalog_path, is_remote, tables_dir
 from .s3 import s3_filesystem
@@ -91,10 +91,10 @@ def connect():
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM _arrow_{table} "
                         f"WHERE recording <> '{SCHEMA_PARTITION}'")
         else:
-            damaged = integrity.damaged_files(table)
+            damaged = damaged_files(table)
             for path, problem in damaged.items():
-                integrity.note_damaged(path, problem)
-            con.execute(view_sql(table, files=integrity.readable_files(table, damaged) if damaged else None))
+                note_damaged(path, problem)
+            con.execute(view_sql(table, files=readable_files(table, damaged) if damaged else None))
     con.execute(frames_view_sql())
     return con
 
