@@ -56,6 +56,8 @@ def print_summary(s: dict) -> None:
               + (f"  stages: {', '.join(s['stages_run'])}" if s.get("stages_run") else ""), highlight=False)
     if status in ("failed", "refused"):
         out.print(f"  [red]reason:[/red] {esc(s.get('reason'))}", highlight=False)
+    if s.get("warning"):
+        out.print(f"  [yellow]warning:[/yellow] {esc(s['warning'])}", highlight=False)
     if not s.get("manifest"):
         return
     wc = s.get("wall_clock")

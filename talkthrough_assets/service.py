@@ -190,18 +190,23 @@ def _all_stored(rid: str) -> bool:
 def _fail_stuck_run(rid: str, why: str) -> None:
     """Mark this process's unfinished Dagster runs of ``rid`` failed (a run never stays STARTED); where the
     disk is still full, the next run of the recording marks them (its process is gone by then)."""
-    try:
-        inst = instance()
-        for run, pid, _alive in active_runs_here(inst, rid):
-            if pid == os.getpid():
-                inst.report_run_failed(run, f"run failed: {why}")
-    except Exception:
-        pass
+    from .instance import release_reserve
+
+    for attempt in range(2):
+        try:
+            inst = instance()
+            for run, pid, _alive in active_runs_here(inst, rid):
+                if pid == os.getpid():
+                    inst.report_run_failed(run, f"run failed: {why}")
+            return
+        except Exception as e:
+            if attempt or store.diskfault.kind(e) is None or not release_reserve():
+                return  # the next run of the recording marks it (fail_orphaned_runs)
 
 
 def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
              on_stages: Callable[[str, list[str]], None] | None) -> dict:
-    result = None
+    result, warning = None, None
     pipeline.register_source(path, rid)
     if not force and not overrides and store.read_one("recordings", rid) and not pipeline.plan(rid):
         # fast path: already processed with these settings; no Dagster import, no run
@@ -234,6 +239,11 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
                 finally:
                     pipeline.listeners.remove(seen)
                 status = "processed" if result.success else "failed"
+                disk = None if result.success else _run_error(result)
+                if disk and _all_stored(rid):  # every output stored; only Dagster's record of it failed
+                    _fail_stuck_run(rid, disk)
+                    status = "processed"
+                    warning = f"outputs stored; Dagster's run record was not: {disk}"
                 ran = [s for s in stages if s in ran]  # graph order; a stage a failure upstream stopped is not listed
     except store.PartitionBusy as e:
         out = summary(rid)
@@ -242,6 +252,8 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
         return out
     out = summary(rid)
     out.update(status=status, stages_run=ran, elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
+    if warning:
+        out["warning"] = warning
     if status == "failed":
         failed = pipeline.failed_stage(rid)
         out["reason"] = pipeline.failure_reason(rid) or _run_error(result) or "run failed (see the Dagster run log)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -94,8 +95,12 @@ def note_damaged(path: str | os.PathLike, problem: str) -> str:
     with _guard:
         new = str(path) not in _seen
         _seen[str(path)] = line
-    if new:
-        log.warning(line)
+    if new:  # straight to stderr (never stdout: the MCP server speaks there), whatever logging is set up
+        try:
+            sys.stderr.write(f"warning: {line}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            log.warning(line)
     return line
 
 
