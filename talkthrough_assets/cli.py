@@ -76,7 +76,7 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
 
     def say(text: str) -> None:
         try:
-            stream.write(text + "\n")
+            stream.write(text.replace("\n", "\\n") + "\n")  # a file name with a line break stays on its line
             stream.flush()
         except (OSError, ValueError):
             pass

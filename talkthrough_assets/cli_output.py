@@ -41,10 +41,11 @@ def console_on(stream):
 
 def esc(value) -> str:
     """User-controlled text (file names, reasons, transcript text, languages) for a markup string:
-    escaped, so `notes [final].txt` prints as itself and `odd[/x].txt` cannot break the markup."""
+    escaped, so `notes [final].txt` prints as itself and `odd[/x].txt` cannot break the markup; a line break
+    in it (a file name may hold one) is shown as ``\\n``, so a summary or failure line stays one line."""
     from rich.markup import escape
 
-    return escape(str(value))
+    return escape(str(value).replace("\r", "\\r").replace("\n", "\\n"))
 
 
 def print_summary(s: dict) -> None:

@@ -76,9 +76,14 @@ def reserve(home: Path) -> None:
         pass
 
 
+def current_home() -> Path:
+    """The DAGSTER_HOME this process uses (an explicit one wins over the data root's)."""
+    return Path(os.environ.get("DAGSTER_HOME") or store.dagster_home())
+
+
 def release_reserve() -> bool:
     """Remove the ballast file (a full disk under Dagster's storage); True when there was one."""
-    path = Path(os.environ.get("DAGSTER_HOME") or store.dagster_home()) / RESERVE_NAME
+    path = current_home() / RESERVE_NAME
     try:
         path.unlink()
         return True

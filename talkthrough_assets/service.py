@@ -18,6 +18,7 @@ from .ids import recording_id
 from .instance import (PG_URL_ENV, POSTGRES_STORAGE_YAML, _pin_pg_driver, ensure_dagster_home,  # noqa: F401
                        instance, instance_yaml)
 from .stages import chunkstore, search_index, wallclock
+from .stages import probe as probe_stage
 from .stages.wallclock import t_wall
 
 PREVIEW_SEGMENTS = 15
@@ -187,21 +188,33 @@ def _all_stored(rid: str) -> bool:
         return False
 
 
-def _fail_stuck_run(rid: str, why: str) -> None:
-    """Mark this process's unfinished Dagster runs of ``rid`` failed (a run never stays STARTED); where the
-    disk is still full, the next run of the recording marks them (its process is gone by then)."""
+def _storage_note() -> str:
+    from .instance import current_home
+
+    home = str(current_home())
+    free = store.diskfault.free_bytes(home)
+    return f"Dagster could not record the run's end in its storage at {home} " \
+           f"({0 if free is None else free / 1e6:.0f} MB free)"
+
+
+def _fail_stuck_run(rid: str, why: str) -> bool:
+    """Mark this process's unfinished Dagster runs of ``rid`` failed (a run never stays STARTED), releasing the
+    ballast beside Dagster's storage when its disk is full; where even that fails, the next run of the
+    recording marks them (its process is gone by then). True when there was one."""
     from .instance import release_reserve
 
+    found = False
     for attempt in range(2):
         try:
             inst = instance()
             for run, pid, _alive in active_runs_here(inst, rid):
                 if pid == os.getpid():
+                    found = True
                     inst.report_run_failed(run, f"run failed: {why}")
-            return
+            return found
         except Exception as e:
             if attempt or store.diskfault.kind(e) is None or not release_reserve():
-                return  # the next run of the recording marks it (fail_orphaned_runs)
+                return found
 
 
 def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
@@ -239,9 +252,10 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
                 finally:
                     pipeline.listeners.remove(seen)
                 status = "processed" if result.success else "failed"
-                disk = None if result.success else _run_error(result)
+                disk = _run_error(result)
+                if _fail_stuck_run(rid, disk or _storage_note()) and not disk:
+                    disk = _storage_note()  # its end could not be recorded: marked now, never left STARTED
                 if disk and _all_stored(rid):  # every output stored; only Dagster's record of it failed
-                    _fail_stuck_run(rid, disk)
                     status = "processed"
                     warning = f"outputs stored; Dagster's run record was not: {disk}"
                 ran = [s for s in stages if s in ran]  # graph order; a stage a failure upstream stopped is not listed
@@ -397,6 +411,9 @@ def summary(rid: str) -> dict:
     if not rec:
         return out
     wc = store.read_one("wall_clock", rid)
+    note = probe_stage.readable_note(store.read_one("probe", rid))  # the file ends before its header says
+    if note:
+        out["warning"] = note
     segs = store.read_rows("speaker_segments", rid) or store.read_rows("segments", rid)
     tr = store.read_one("transcripts", rid) or {}
     di = store.read_one("diarization", rid) or {}

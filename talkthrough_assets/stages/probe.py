@@ -57,6 +57,14 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
             duration_s = float(max(cands)) if cands else None
         if not duration_s or duration_s <= 0:
             raise BadMediaError(f"cannot determine duration (truncated or damaged file?): {p.name}")
+        # decoded time beats header time: a file cut short, or a header that lies about its length
+        header_ms = None
+        readable_s = decoded_end_s(p, duration_s, [s for s in (v, a) if s is not None])
+        if readable_s is not None and readable_s < duration_s - max(1.0, 0.02 * duration_s):
+            if readable_s <= 0:
+                raise BadMediaError(f"nothing readable: the header says {duration_s:.1f} s but no audio or video "
+                                    f"packet can be read (truncated or damaged file?): {p.name}")
+            header_ms, duration_s = int(round(duration_s * 1000)), readable_s
         tags = {clean_text(k): clean_text(val) for k, val in (container.metadata or {}).items()}
         for s in (v, a):
             if s is not None:
@@ -92,7 +100,55 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
             "file_mtime": st.st_mtime,
             "cap_hit": cap_hit,
             "max_seconds": max_seconds,
+            # what the header claimed, when the readable media ends well before it (None: they agree)
+            "header_duration_ms": header_ms,
         }
+
+
+def readable_note(probe: dict | None) -> str | None:
+    """The one-line warning of a file that ends before its header says (None when they agree)."""
+    if not probe or not probe.get("header_duration_ms"):
+        return None
+    return (f"only {probe['duration_ms'] / 1000:.1f} s of the {probe['header_duration_ms'] / 1000:.1f} s its header "
+            f"claims could be read (truncated or damaged file): processed what was readable")
+
+
+def decoded_end_s(path: Path, header_s: float, streams: list) -> float | None:
+    """Where the readable packets of ``streams`` end, in seconds: ``header_s`` when packets reach the header's
+    end (one seek near it: milliseconds), else the end of the last packet demuxed from the start (a truncated
+    file, a header that lies); None when it cannot be told."""
+    import av
+
+    def packet_end(pkt) -> float | None:
+        if pkt.pts is None or not pkt.size:
+            return None
+        return float((pkt.pts + (pkt.duration or 0)) * pkt.time_base)
+
+    try:
+        with open_input(path) as c:
+            near = max(0.0, header_s - 5.0)
+            if near > 0:
+                c.seek(int(near * 1_000_000), backward=True, any_frame=False)
+            idx = [s.index for s in streams]
+            try:
+                for pkt in c.demux(*[c.streams[i] for i in idx]):
+                    end = packet_end(pkt)
+                    if end is not None and end >= header_s - 2.0:
+                        return header_s
+            except (av.error.FFmpegError, EOFError, OSError):  # damaged near the end: read from the start
+                pass
+        last = 0.0
+        with open_input(path) as c:
+            try:
+                for pkt in c.demux(*[c.streams[i] for i in idx]):
+                    end = packet_end(pkt)
+                    if end is not None and end > last:
+                        last = end
+            except (av.error.FFmpegError, EOFError, OSError):  # the damage: what came before it counts
+                pass
+        return last
+    except (av.error.FFmpegError, EOFError, OSError, IndexError, ValueError):
+        return None
 
 
 def _rotation(container, stream) -> int:
@@ -191,4 +247,4 @@ def run(rid: str, cfg: dict) -> StageResult:
     return StageResult(md, digest(info))
 
 
-__all__ = ["probe_file", "preflight_disk", "estimate_need", "frame_bytes", "frame_floor_s", "effective_seconds", "MEDIA_EXTS"]
+__all__ = ["probe_file", "decoded_end_s", "readable_note", "preflight_disk", "estimate_need", "frame_bytes", "frame_floor_s", "effective_seconds", "MEDIA_EXTS"]

@@ -46,8 +46,9 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
         try:
             yield
         finally:
-            with _held_guard:
-                _held_locks[recording_id] -= 1
+            with _held_guard:  # the outer holder may be gone already (a run's generator closed late)
+                if _held_locks.get(recording_id):
+                    _held_locks[recording_id] -= 1
         return
     busy = PartitionBusy(f"recording {recording_id} is being processed by another run; try again when it finishes")
     deadline = time.monotonic() + timeout_s
