@@ -259,3 +259,62 @@ def test_dagster_storage_full_after_the_outputs_are_stored_is_a_success(small, t
             assert runs and all(r.status != DagsterRunStatus.STARTED for r in runs), [r.status for r in runs]
     finally:
         subprocess.run(["umount", "-l", str(dmnt)], capture_output=True)
+
+
+def _liar_mkv(path: Path) -> Path:
+    """A 1-s Matroska video whose header (Segment Info Duration) says 10 hours."""
+    import struct
+    from fractions import Fraction
+
+    import av
+    import numpy as np
+
+    with av.open(str(path), "w", format="matroska") as out:
+        v = out.add_stream("libx264", rate=10)
+        v.width, v.height, v.pix_fmt = 64, 48, "yuv420p"
+        for i in range(10):
+            f = av.VideoFrame.from_ndarray(np.full((48, 64, 3), i * 20, np.uint8), format="rgb24")
+            f.pts, f.time_base = i, Fraction(1, 10)
+            out.mux(v.encode(f))
+        out.mux(v.encode(None))
+    data = bytearray(path.read_bytes())
+    i = data.find(b"\x44\x89\x88")  # Duration, an 8-byte float in TimecodeScale units (ms)
+    assert i > 0
+    data[i + 3:i + 11] = struct.pack(">d", 36_000_000.0)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_decoded_time_beats_header_time(small, tmp_path):
+    from talkthrough_assets.stages import probe
+
+    liar = _liar_mkv(tmp_path / "liar.mkv")
+    info = probe.probe_file(liar, max_seconds=4 * 3600)
+    assert info["duration_ms"] == 1000 and info["header_duration_ms"] == 36_000_000 and not info["cap_hit"], info
+    # a truncated file is processed with a warning saying how much was readable (summary, manifest, --json)
+    data = (FIXTURES_DIR / SILENT_NAME).read_bytes()
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(data[: len(data) // 2])
+    r = _cli("process", "--json", str(cut))
+    (out,) = json.loads(r.stdout)
+    assert r.exit_code == 0 and out["status"] == "processed", r.output
+    assert out["warning"].startswith("only ") and "of the 7.0 s its header claims could be read" in out["warning"]
+    assert out["duration_s"] < 7.0
+    media = store.get_json(store.manifest_key(out["recording_id"]))["media"]
+    assert media["header_duration_s"] == 7.0 and media["duration_s"] == out["duration_s"], media
+    # nothing readable: fails with the reason
+    stub = tmp_path / "stub.mp4"
+    stub.write_bytes(data[:2000])
+    bad = service.process(stub)
+    assert bad["status"] == "failed" and ("nothing readable" in bad["reason"] or "not a readable" in bad["reason"])
+
+
+def test_a_line_break_in_a_file_name_stays_on_its_line(small, tmp_path):
+    odd = tmp_path / "notes\nfinal.mp4"
+    odd.write_bytes(b"meeting notes, not a video\n" * 50)
+    r = _cli("process", str(odd))
+    assert r.exit_code == 1
+    head = [x for x in r.stdout.splitlines() if "failed" in x]
+    assert len(head) == 1 and "notes\\nfinal.mp4" in head[0], r.stdout
+    reason = [x for x in r.stdout.splitlines() if "reason:" in x]
+    assert len(reason) == 1 and "not a readable media file" in reason[0], r.stdout
