@@ -78,7 +78,7 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
 
     def say(text: str) -> None:
         try:
-            stream.write(text + "\n")
+            stream.write(text.replace("\n", "\\n") + "\n")  # a file name with a line break stays on its line
             stream.flush()
         except (OSError, ValueError):
             pass
@@ -209,6 +209,8 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
         checks += selfcheck.engine_checks()
     env = selfcheck.config_check()
     checks.insert(0, env)
+    data = selfcheck.data_check()  # every partition, manifest, frame folder and report of the data root
+    checks.append(data)
     ok = all(state != "FAIL" for _, state, _ in checks)
     if as_json:
         typer.echo(json.dumps({"ok": ok, "versions": vers,
@@ -219,6 +221,8 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
         for c, state, d in checks:
             typer.echo(f"{state:<4} {c}: {d}")
         typer.echo("all checks passed" if ok else
+                   "stored outputs are missing or damaged (see FAIL above): `talkthrough repair` re-makes them"
+                   if data[1] == "FAIL" and media_ok and env[1] != "FAIL" else
                    "an environment variable holds a value it cannot take (see FAIL above): fix or unset it"
                    if env[1] == "FAIL" and media_ok else
                    "the media stack is broken on this install (not your recordings): reinstall with "
@@ -227,6 +231,30 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
                    "`pip install -c constraints.txt -e .` from the project folder")
     if not ok:
         raise typer.Exit(3)
+
+
+@app.command(cls=_Command)
+def repair(ref: Optional[str] = typer.Argument(None, metavar="[ID|PATH]", help="One recording (default: all)."),
+           as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
+    """Re-make what is missing or damaged (a torn table file, a deleted manifest, frame folder or report):
+    exactly the stages that wrote it, and the manifest. `talkthrough doctor` lists what is damaged."""
+    from . import service
+
+    try:
+        done = service.repair(service.resolve_recording(ref) if ref else None)
+    except ValueError as e:
+        _console().print(f"[red]{_e(e)}[/red]", highlight=False)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps(done, indent=2))
+    else:
+        for r in done:
+            typer.echo(f"{r['recording_id']}  {r['status']}  stages: {', '.join(r['stages_run']) or 'none'}"
+                       + (f"  ({r['reason']})" if r.get("reason") else ""))
+        if not done:
+            typer.echo("nothing to repair: every stored output is whole")
+    if any(r["status"] != "repaired" for r in done):
+        raise typer.Exit(1)
 
 
 @app.command(cls=_Command)

@@ -41,10 +41,11 @@ def console_on(stream):
 
 def esc(value) -> str:
     """User-controlled text (file names, reasons, transcript text, languages) for a markup string:
-    escaped, so `notes [final].txt` prints as itself and `odd[/x].txt` cannot break the markup."""
+    escaped, so `notes [final].txt` prints as itself and `odd[/x].txt` cannot break the markup; a line break
+    in it (a file name may hold one) is shown as ``\\n``, so a summary or failure line stays one line."""
     from rich.markup import escape
 
-    return escape(str(value))
+    return escape(str(value).replace("\r", "\\r").replace("\n", "\\n"))
 
 
 def print_summary(s: dict) -> None:
@@ -58,6 +59,8 @@ def print_summary(s: dict) -> None:
         out.print(f"  also registered as: {esc(', '.join(s['aliases']))}", highlight=False)
     if status in ("failed", "refused"):
         out.print(f"  [red]reason:[/red] {esc(s.get('reason'))}", highlight=False)
+    if s.get("warning"):
+        out.print(f"  [yellow]warning:[/yellow] {esc(s['warning'])}", highlight=False)
     if not s.get("manifest"):
         return
     wc = s.get("wall_clock")

@@ -52,11 +52,43 @@ def ensure_dagster_home() -> Path:
     home = Path(os.environ.get("DAGSTER_HOME") or store.dagster_home())
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
+    reserve(home)
     target = home / "dagster.yaml"
     text = instance_yaml().encode()
     if not target.exists() or target.read_bytes() != text:
         store.atomic_write_bytes(target, text)  # a concurrent reader never sees half a file
     return home
+
+
+RESERVE_NAME = ".talkthrough-reserve"
+RESERVE_BYTES = 1 << 20
+
+
+def reserve(home: Path) -> None:
+    """A 1-MB ballast file beside Dagster's storage: when that disk fills up, removing it leaves room to record
+    the run's end (:func:`release_reserve`), so a run never stays STARTED. Made again once there is room."""
+    path = home / RESERVE_NAME
+    try:
+        if not path.exists():
+            with store.atomic_path(path) as tmp:
+                tmp.write_bytes(b"\0" * RESERVE_BYTES)
+    except OSError:  # a full or read-only disk: no ballast now
+        pass
+
+
+def current_home() -> Path:
+    """The DAGSTER_HOME this process uses (an explicit one wins over the data root's)."""
+    return Path(os.environ.get("DAGSTER_HOME") or store.dagster_home())
+
+
+def release_reserve() -> bool:
+    """Remove the ballast file (a full disk under Dagster's storage); True when there was one."""
+    path = current_home() / RESERVE_NAME
+    try:
+        path.unlink()
+        return True
+    except OSError:
+        return False
 
 
 def instance():

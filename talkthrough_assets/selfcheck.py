@@ -121,6 +121,26 @@ def ocr_read_exactly(read: str, word: str) -> bool:
     return "".join(read.split()) == "".join(word.split())
 
 
+DATA_CHECK = "data root (tables, manifests, frames, reports)"
+
+
+def data_check() -> tuple[str, str, str]:
+    """(check, "ok" | "FAIL", detail): every table partition of the data root reads whole and fits its schema,
+    every processed recording has its manifest, keyframe files and report (``datacheck.scan``)."""
+    from . import datacheck, store
+
+    try:
+        problems = datacheck.scan(deep=True)
+    except OSError as e:
+        return DATA_CHECK, "FAIL", f"cannot read the data root {store.data_location()}: {e}"
+    if problems:
+        shown = "; ".join(p.line() for p in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        return DATA_CHECK, "FAIL", f"{len(problems)} problem(s): {shown}{more}"
+    n = len(datacheck.recordings())
+    return DATA_CHECK, "ok", f"{n} recording(s) at {store.data_location()}: every partition, manifest, frame and report whole"
+
+
 def engine_checks(engines=None) -> list[tuple[str, str, str]]:
     """[(check, "ok" | "FAIL" | "warn", detail)]: the model-backed engines on inputs made here.
 
@@ -175,4 +195,4 @@ def engine_checks(engines=None) -> list[tuple[str, str, str]]:
     return out
 
 
-__all__ = ["run", "versions", "write_clip", "engine_checks", "ocr_read_exactly"]
+__all__ = ["run", "versions", "write_clip", "engine_checks", "ocr_read_exactly", "data_check"]

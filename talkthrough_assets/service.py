@@ -18,6 +18,7 @@ from .ids import recording_id
 from .instance import (PG_URL_ENV, POSTGRES_STORAGE_YAML, _pin_pg_driver, ensure_dagster_home,  # noqa: F401
                        instance, instance_yaml)
 from .stages import chunkstore, search_index, transcribe, wallclock
+from .stages import probe as probe_stage
 from .stages.wallclock import t_wall
 
 PREVIEW_SEGMENTS = 15
@@ -152,9 +153,73 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None)
 
 def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | None = None,
             on_stages: Callable[[str, list[str]], None] | None = None) -> dict:
-    """Process one file; a second call on the same bytes with the same settings runs nothing."""
+    """Process one file; a second call on the same bytes with the same settings runs nothing. A full or
+    read-only disk anywhere (stage outputs, Dagster's storage, the model cache, a lock) ends it with a one-line
+    reason; a run whose outputs were all stored before Dagster's storage filled up is ``processed``, with a
+    warning."""
     t0 = time.perf_counter()
-    rid = recording_id_for(path)
+    rid = None
+    try:
+        rid = recording_id_for(path)
+        return _process(path, rid, t0, force=force, overrides=overrides, on_stages=on_stages)
+    except Exception as e:
+        why = pipeline.disk_reason(e, rid)
+        if why is None:
+            raise
+        out = {"recording_id": rid, "source": str(path), "stages_run": [],
+               "elapsed_s": round(time.perf_counter() - t0, 3)}
+        if rid and not isinstance(e, store.DiskRefused) and _all_stored(rid):
+            _fail_stuck_run(rid, why)
+            out.update(summary(rid), status="processed", warning=f"outputs stored; Dagster's run record was not: {why}")
+        else:
+            if rid:
+                _fail_stuck_run(rid, why)
+                out.update(summary(rid))
+            out.update(status="failed", reason=why)
+        out["source"] = str(path)
+        return out
+
+
+def _all_stored(rid: str) -> bool:
+    """Every stage current and every output whole (the run that hit a full disk had finished its work)."""
+    try:
+        return bool(store.read_one("recordings", rid)) and not pipeline.plan(rid)
+    except Exception:
+        return False
+
+
+def _storage_note() -> str:
+    from .instance import current_home
+
+    home = str(current_home())
+    free = store.diskfault.free_bytes(home)
+    return f"Dagster could not record the run's end in its storage at {home} " \
+           f"({0 if free is None else free / 1e6:.0f} MB free)"
+
+
+def _fail_stuck_run(rid: str, why: str) -> bool:
+    """Mark this process's unfinished Dagster runs of ``rid`` failed (a run never stays STARTED), releasing the
+    ballast beside Dagster's storage when its disk is full; where even that fails, the next run of the
+    recording marks them (its process is gone by then). True when there was one."""
+    from .instance import release_reserve
+
+    found = False
+    for attempt in range(2):
+        try:
+            inst = instance()
+            for run, pid, _alive in active_runs_here(inst, rid):
+                if pid == os.getpid():
+                    found = True
+                    inst.report_run_failed(run, f"run failed: {why}")
+            return found
+        except Exception as e:
+            if attempt or store.diskfault.kind(e) is None or not release_reserve():
+                return found
+
+
+def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
+             on_stages: Callable[[str, list[str]], None] | None) -> dict:
+    result, warning = None, None
     pipeline.register_source(path, rid)
     if not force and not overrides and store.read_one("recordings", rid) and not pipeline.plan(rid):
         # fast path: already processed with these settings; no Dagster import, no run
@@ -188,6 +253,12 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
                 finally:
                     pipeline.listeners.remove(seen)
                 status = "processed" if result.success else "failed"
+                disk = _run_error(result)
+                if _fail_stuck_run(rid, disk or _storage_note()) and not disk:
+                    disk = _storage_note()  # its end could not be recorded: marked now, never left STARTED
+                if disk and _all_stored(rid):  # every output stored; only Dagster's record of it failed
+                    status = "processed"
+                    warning = f"outputs stored; Dagster's run record was not: {disk}"
                 ran = [s for s in stages if s in ran]  # graph order; a stage a failure upstream stopped is not listed
     except store.PartitionBusy as e:
         out = summary(rid)
@@ -196,12 +267,23 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
         return out
     out = summary(rid)
     out.update(status=status, stages_run=ran, elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
+    if warning:
+        out["warning"] = warning
     if status == "failed":
         failed = pipeline.failed_stage(rid)
-        out["reason"] = pipeline.failure_reason(rid) or "run failed (see the Dagster run log)"
+        out["reason"] = pipeline.failure_reason(rid) or _run_error(result) or "run failed (see the Dagster run log)"
         if failed and failed.get("internal"):
             out["internal"] = True  # not the input's fault: the CLI says so and exits 3
     return out
+
+
+def _run_error(result) -> str | None:
+    """A disk fault the Dagster run itself hit (its storage full, its step failing outside any stage)."""
+    for ev in getattr(result, "all_events", None) or ():
+        err = getattr(getattr(ev, "event_specific_data", None), "error", None)
+        if err is not None and store.diskfault.kind(Exception(err.to_string())) is not None:
+            return store.diskfault.reason(Exception(err.to_string()), store.data_location())
+    return None
 
 
 def rejected_by_probe(path: str | os.PathLike, rid: str) -> bool:
@@ -296,6 +378,44 @@ def forget(rid: str, inst=None) -> dict:
     return {"recording_id": rid, "removed": removed, "dagster_partition_removed": partition}
 
 
+def repair(rid: str | None = None) -> list[dict]:
+    """Re-make what is missing or damaged (``datacheck``) of one recording or of every one: exactly the stages
+    whose outputs are gone or torn (and the manifest), through the Dagster job; a torn ``sources`` file is
+    re-written from the probed path. One dict per recording that needed it: problems, stages run, status."""
+    from .datacheck import check, recordings
+
+    store.integrity.forget_skipped()
+    store.tables._schema_files_done.clear()  # a torn schema file is written anew
+    store.ensure_schema_files()
+    out = []
+    for r in [store.check_id(rid)] if rid else recordings():
+        problems = check(r)
+        if not problems:
+            continue
+        row = {"recording_id": r, "problems": [p.line() for p in problems], "stages_run": [], "status": "repaired"}
+        try:
+            with store.partition_lock(r, timeout_s=0.0):
+                if any(p.what == "table sources" for p in problems):
+                    probed = store.read_one("probe", r) or {}
+                    if probed.get("path") and Path(probed["path"]).is_file() and recording_id_for(probed["path"]) == r:
+                        pipeline.register_source(probed["path"], r)
+                stages = pipeline.plan(r)
+                if stages:
+                    inst = instance()
+                    registry.ensure_partition(inst, r)
+                    result = run_stages(r, stages, inst)
+                    row["stages_run"] = stages
+                    if not result.success:
+                        row.update(status="failed", reason=pipeline.failure_reason(r) or "run failed (see the Dagster run log)")
+        except store.PartitionBusy as e:
+            row.update(status="refused", reason=str(e))
+        left = check(r) if row["status"] == "repaired" else []
+        if left:
+            row.update(status="failed", reason="; ".join(p.line() for p in left[:3]))
+        out.append(row)
+    return out
+
+
 def summary(rid: str) -> dict:
     """A short, context-friendly summary from stored outputs (no media access)."""
     rec = store.read_one("recordings", rid)
@@ -303,6 +423,9 @@ def summary(rid: str) -> dict:
     if not rec:
         return out
     wc = store.read_one("wall_clock", rid)
+    note = probe_stage.readable_note(store.read_one("probe", rid))  # the file ends before its header says
+    if note:
+        out["warning"] = note
     segs = store.read_rows("speaker_segments", rid) or store.read_rows("segments", rid)
     tr = store.read_one("transcripts", rid) or {}
     di = store.read_one("diarization", rid) or {}

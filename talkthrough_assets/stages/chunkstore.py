@@ -132,7 +132,7 @@ def gc(*, dry_run: bool = False, min_age_s: float = GC_MIN_AGE_S) -> dict:
     results take per hour of the audio they cover."""
     out: dict = {"dry_run": dry_run}
     with ExitStack() as stack:
-        for rid in _known_recordings():
+        for rid in _known_recordings() if not dry_run else ():  # a dry run only reads: no lock file written
             stack.enter_context(store.partition_lock(rid, timeout_s=0.0))
         now_ns = time.time_ns()
         for kind, (_, _, path_of) in KINDS.items():

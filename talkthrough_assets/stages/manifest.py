@@ -14,6 +14,7 @@ from .diarize.speaker_names import name_candidates
 from .keyframes import CAP_REASON_PREFIX
 from .transcribe import quality as transcript_quality
 from .wallclock import view as wallclock_view
+from . import probe as probe_stage
 from . import search_index
 from .runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
@@ -116,6 +117,9 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
             "duration_s": round(probe["duration_ms"] / 1000, 3), "size_bytes": probe["size_bytes"],
             "width": probe.get("width"), "height": probe.get("height"), "video_codec": probe.get("video_codec"),
             "has_audio": probe["has_audio"], "has_video": probe["has_video"],
+            # decoded time beats header time: both, when the file ends before its header says
+            **({"header_duration_s": round(probe["header_duration_ms"] / 1000, 3),
+                "readable_note": probe_stage.readable_note(probe)} if probe.get("header_duration_ms") else {}),
         },
         "wall_clock": wc,
         "transcript": transcript_block,

@@ -21,8 +21,6 @@ VIDEO_EXTS = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v", ".mpg", ".mpeg", 
 # The one extension list: the CLI's folder scan, register_folder and the drop folder all use it
 MEDIA_EXTS = AUDIO_EXTS | VIDEO_EXTS
 
-# Bytes a keyframe JPEG (≤1568 px) takes on average, for the preflight estimate.
-_FRAME_BYTES = 250_000
 
 
 def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> dict:
@@ -59,6 +57,14 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
             duration_s = float(max(cands)) if cands else None
         if not duration_s or duration_s <= 0:
             raise BadMediaError(f"cannot determine duration (truncated or damaged file?): {p.name}")
+        # decoded time beats header time: a file cut short, or a header that lies about its length
+        header_ms = None
+        readable_s = decoded_end_s(p, duration_s, [s for s in (v, a) if s is not None])
+        if readable_s is not None and readable_s < duration_s - max(1.0, 0.02 * duration_s):
+            if readable_s <= 0:
+                raise BadMediaError(f"nothing readable: the header says {duration_s:.1f} s but no audio or video "
+                                    f"packet can be read (truncated or damaged file?): {p.name}")
+            header_ms, duration_s = int(round(duration_s * 1000)), readable_s
         tags = {clean_text(k): clean_text(val) for k, val in (container.metadata or {}).items()}
         for s in (v, a):
             if s is not None:
@@ -94,7 +100,55 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
             "file_mtime": st.st_mtime,
             "cap_hit": cap_hit,
             "max_seconds": max_seconds,
+            # what the header claimed, when the readable media ends well before it (None: they agree)
+            "header_duration_ms": header_ms,
         }
+
+
+def readable_note(probe: dict | None) -> str | None:
+    """The one-line warning of a file that ends before its header says (None when they agree)."""
+    if not probe or not probe.get("header_duration_ms"):
+        return None
+    return (f"only {probe['duration_ms'] / 1000:.1f} s of the {probe['header_duration_ms'] / 1000:.1f} s its header "
+            f"claims could be read (truncated or damaged file): processed what was readable")
+
+
+def decoded_end_s(path: Path, header_s: float, streams: list) -> float | None:
+    """Where the readable packets of ``streams`` end, in seconds: ``header_s`` when packets reach the header's
+    end (one seek near it: milliseconds), else the end of the last packet demuxed from the start (a truncated
+    file, a header that lies); None when it cannot be told."""
+    import av
+
+    def packet_end(pkt) -> float | None:
+        if pkt.pts is None or not pkt.size:
+            return None
+        return float((pkt.pts + (pkt.duration or 0)) * pkt.time_base)
+
+    try:
+        with open_input(path) as c:
+            near = max(0.0, header_s - 5.0)
+            if near > 0:
+                c.seek(int(near * 1_000_000), backward=True, any_frame=False)
+            idx = [s.index for s in streams]
+            try:
+                for pkt in c.demux(*[c.streams[i] for i in idx]):
+                    end = packet_end(pkt)
+                    if end is not None and end >= header_s - 2.0:
+                        return header_s
+            except (av.error.FFmpegError, EOFError, OSError):  # damaged near the end: read from the start
+                pass
+        last = 0.0
+        with open_input(path) as c:
+            try:
+                for pkt in c.demux(*[c.streams[i] for i in idx]):
+                    end = packet_end(pkt)
+                    if end is not None and end > last:
+                        last = end
+            except (av.error.FFmpegError, EOFError, OSError):  # the damage: what came before it counts
+                pass
+        return last
+    except (av.error.FFmpegError, EOFError, OSError, IndexError, ValueError):
+        return None
 
 
 def _rotation(container, stream) -> int:
@@ -114,22 +168,64 @@ def effective_seconds(info: dict) -> float:
     return min(d, cap) if cap else d
 
 
-def preflight_disk(info: dict, target_dir: str | os.PathLike, *, max_frames: int,
-                   min_free_bytes: int = 0) -> dict:
-    """Refuse before writing anything when the data root lacks room for audio cache + keyframes."""
+_TABLE_BYTES = 1_000_000  # tables, manifest, report and search index of a short recording
+_TABLE_BYTES_PER_S = 2_000  # ... and per second of media (segments, words, terms)
+_DAGSTER_RUN_BYTES = 2_000_000  # one run's rows in Dagster's SQLite storage (events, materializations)
+_MAX_SIDE = 1568  # keyframes are stored at most this many pixels on their long side
+
+
+def frame_bytes(width: int | None, height: int | None) -> int:
+    """A keyframe JPEG's bytes, from its stored resolution (~0.15 byte per pixel; 1080p: ~250 KB)."""
+    w, h = width or 1920, height or 1080
+    scale = min(1.0, _MAX_SIDE / max(w, h, 1))
+    return max(20_000, int(w * h * scale * scale * 0.15))
+
+
+def estimate_need(info: dict, cfg: dict) -> dict[str, int]:
+    """Bytes a run writes, by where: ``data`` (WAV cache, keyframes by duration and resolution, tables),
+    ``models`` (a model joined into the cache on first use: the multilingual base model, ~145 MB, for
+    audio), ``dagster`` (the run's rows in Dagster's storage)."""
+    from ..models import base_model_join_bytes
+
     secs = effective_seconds(info)
-    need = int(secs * 16000 * 2) if info["has_audio"] else 0
-    need += max_frames * _FRAME_BYTES if info["has_video"] else 0
-    need += 5_000_000  # tables, manifest
+    max_frames = int(cfg.get("max_frames") or 120)
+    data = int(secs * 16000 * 2) if info["has_audio"] else 0
+    if info["has_video"]:  # interval frames at most one per frame_floor_s, plus scene cuts, within the budget
+        frames = min(max_frames, int(secs / frame_floor_s(secs, max_frames)) + 2 + max_frames // 10)
+        data += (frames + 1) * frame_bytes(info.get("width"), info.get("height"))  # + the contact sheet
+    data += _TABLE_BYTES + int(secs * _TABLE_BYTES_PER_S)
+    return {"data": data, "models": base_model_join_bytes() if info["has_audio"] else 0,
+            "dagster": _DAGSTER_RUN_BYTES}
+
+
+def preflight_disk(info: dict, target_dir: str | os.PathLike, *, max_frames: int,
+                   min_free_bytes: int = 0, models_dir: str | os.PathLike | None = None,
+                   dagster_dir: str | os.PathLike | None = None) -> dict:
+    """Refuse before writing anything when a disk lacks room for what the run writes there: the data root
+    (audio cache, keyframes, tables), the model cache and Dagster's storage, summed per filesystem."""
+    need = estimate_need(info, {"max_frames": max_frames})
     target = Path(target_dir)
     target.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(target).free
-    if free - need < min_free_bytes:
-        raise DiskSpaceError(
-            f"not enough disk space under {target}: need ~{need / 1e6:.0f} MB"
-            f"{f' plus a {min_free_bytes / 1e6:.0f} MB reserve' if min_free_bytes else ''}, {free / 1e6:.0f} MB free"
-        )
-    return {"need_bytes": need, "free_bytes": free}
+    places = [(target, need["data"], "data"), (Path(models_dir or target), need["models"], "models"),
+              (Path(dagster_dir or target), need["dagster"], "dagster")]
+    by_disk: dict[int, list] = {}
+    for path, n, what in places:
+        at = path
+        while not at.exists() and at != at.parent:
+            at = at.parent
+        entry = by_disk.setdefault(at.stat().st_dev, [path, 0, at, []])
+        entry[1] += n
+        entry[3].append(what)
+    total = sum(n for _, n, _ in places)
+    for path, n, at, whats in by_disk.values():
+        free = shutil.disk_usage(at).free
+        if free - n < min_free_bytes:
+            model = f" (the model cache's {need['models'] / 1e6:.0f} MB included)" if need["models"] and "models" in whats \
+                else ""
+            raise DiskSpaceError(
+                f"not enough disk space under {path}: need ~{max(1, round(n / 1e6))} MB{model}"
+                f"{f' plus a {min_free_bytes / 1e6:.0f} MB reserve' if min_free_bytes else ''}, {free / 1e6:.0f} MB free")
+    return {"need_bytes": total, "free_bytes": shutil.disk_usage(target).free, "need": need}
 
 
 def frame_floor_s(duration_s: float, max_frames: int) -> float:
@@ -143,11 +239,12 @@ def run(rid: str, cfg: dict) -> StageResult:
         raise StageError(f"{src.name} changed since it was registered (sha256 no longer matches {rid})")
     info = probe_file(src, max_seconds=cfg["max_seconds"])
     preflight_disk(info, store.home(), max_frames=int(cfg["max_frames"]),
-                   min_free_bytes=config.get("TALKTHROUGH_MIN_FREE_BYTES"))
+                   min_free_bytes=config.get("TALKTHROUGH_MIN_FREE_BYTES"), models_dir=store.models_dir(),
+                   dagster_dir=store.dagster_home())
     store.write_table("probe", rid, [info])
     md = {"filename": src.name, "duration_s": round(info["duration_ms"] / 1000, 3),
           **{k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}}
     return StageResult(md, digest(info))
 
 
-__all__ = ["probe_file", "preflight_disk", "frame_floor_s", "effective_seconds", "MEDIA_EXTS"]
+__all__ = ["probe_file", "decoded_end_s", "readable_note", "preflight_disk", "estimate_need", "frame_bytes", "frame_floor_s", "effective_seconds", "MEDIA_EXTS"]

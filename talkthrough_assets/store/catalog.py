@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from .integrity import damaged_files, note_damaged, readable_files
 from .atomic import atomic_write_bytes
 from .paths import SCHEMA_PARTITION, catalog_path, is_remote, tables_dir
 from .s3 import s3_filesystem
@@ -17,11 +18,14 @@ from .tables import ensure_schema_files
 CATALOG_VERSION = "4"  # 4: the voiceprints and people views (issue #35)
 
 
-def view_sql(table: str, root: Path | None = None) -> str:
+def view_sql(table: str, root: Path | None = None, files: list[str] | None = None) -> str:
+    """The view of ``table``: every partition file (a glob read at query time), or exactly ``files`` (the
+    readable ones, when some file of the table is damaged)."""
     root = root or tables_dir()
     glob = (root / table / "recording=*" / "*.parquet").as_posix().replace("'", "''")
+    source = f"'{glob}'" if files is None else "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
     return (
-        f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet('{glob}', hive_partitioning=true, "
+        f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet({source}, hive_partitioning=true, "
         f"union_by_name=true, hive_types={{'recording': VARCHAR}}) WHERE recording <> '{SCHEMA_PARTITION}'"
     )
 
@@ -71,10 +75,15 @@ def ensure_catalog() -> Path:
 
 
 def connect():
-    """A DuckDB connection with all views, in memory: readers never take the catalog file's lock."""
+    """A DuckDB connection with all views, in memory: readers never take the catalog file's lock. A damaged
+    Parquet file (torn, or of another schema) is left out of its view with a one-line warning
+    (``integrity.skipped()``), so one bad partition never takes down the reads of every recording."""
     import duckdb
 
-    ensure_schema_files()
+    try:
+        ensure_schema_files()
+    except OSError:  # a read-only data root: the views read what is there
+        pass
     con = duckdb.connect(":memory:")
     for table in SCHEMAS:
         if is_remote():
@@ -82,7 +91,10 @@ def connect():
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM _arrow_{table} "
                         f"WHERE recording <> '{SCHEMA_PARTITION}'")
         else:
-            con.execute(view_sql(table))
+            damaged = damaged_files(table)
+            for path, problem in damaged.items():
+                note_damaged(path, problem)
+            con.execute(view_sql(table, files=readable_files(table, damaged) if damaged else None))
     con.execute(frames_view_sql())
     return con
 

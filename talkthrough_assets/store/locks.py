@@ -13,6 +13,7 @@ from typing import Iterator
 
 from .. import config
 from ..errors import TalkthroughError
+from .diskfault import reason as disk_reason
 from .paths import dagster_home, data_url, home, instance_lock_path, is_remote, lock_path
 
 PG_URL_ENV = "TALKTHROUGH_PG_URL"
@@ -20,6 +21,10 @@ PG_URL_ENV = "TALKTHROUGH_PG_URL"
 
 class PartitionBusy(TalkthroughError, RuntimeError):
     pass
+
+
+class DiskRefused(PartitionBusy):
+    """A lock file that cannot be written: ``read-only data root: <path>`` or ``disk full at <path>: ...``."""
 
 
 _held_locks: dict[str, int] = {}  # recording id -> depth (re-entrant within one process)
@@ -41,8 +46,9 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
         try:
             yield
         finally:
-            with _held_guard:
-                _held_locks[recording_id] -= 1
+            with _held_guard:  # the outer holder may be gone already (a run's generator closed late)
+                if _held_locks.get(recording_id):
+                    _held_locks[recording_id] -= 1
         return
     busy = PartitionBusy(f"recording {recording_id} is being processed by another run; try again when it finishes")
     deadline = time.monotonic() + timeout_s
@@ -80,8 +86,14 @@ def named_lock(name: str, timeout_s: float, busy: Exception):
 def _flock_file(path: Path, deadline: float, busy: Exception) -> Iterator[None]:
     import fcntl
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:  # a read-only or full data root: said in one line, as a refusal
+        why = disk_reason(e, home())
+        if why is None:
+            raise
+        raise DiskRefused(why) from None
     try:
         while True:
             try:

@@ -18,6 +18,8 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("width", _I), ("height", _I), ("fps", _F), ("video_codec", _S), ("audio_codec", _S),
         ("has_audio", _B), ("has_video", _B), ("tags_json", _S), ("file_mtime", _F),
         ("cap_hit", _B), ("max_seconds", _I), ("rotation", _I),
+        # the header's duration when the readable media ends well before it (duration_ms is the decoded one)
+        ("header_duration_ms", _I),
     ]),
     "wall_clock": pa.schema([
         ("start_utc", _S), ("tz_offset_min", _I), ("source", _S), ("confidence", _S), ("available", _B),

@@ -8,6 +8,7 @@ from typing import Iterable
 
 import pyarrow.parquet as pq
 
+from .integrity import file_problem, note_damaged
 from .backend import delete_file, delete_tree, exists, list_names, parquet_source, write_parquet
 from .paths import (SCHEMA_PARTITION, audio_key, check_id, data_location, frames_key, local_path,
                     manifest_key, partition_key, report_key, settings_key, table_key, table_path)
@@ -26,7 +27,7 @@ def ensure_schema_files() -> None:
         path, fs = parquet_source(key)
         try:
             same = pq.read_schema(path, filesystem=fs).equals(schema)
-        except FileNotFoundError:
+        except Exception:  # missing, or damaged: written anew
             same = False
         if not same:  # new or changed schema
             write_parquet(key, schema.empty_table())
@@ -56,6 +57,10 @@ def read_rows(table: str, recording_id: str, part: str | None = "part-0") -> lis
             out.extend(pq.read_table(path, filesystem=fs, schema=SCHEMAS[table]).to_pylist())
         except FileNotFoundError:
             pass
+        except Exception as e:  # a torn file or another schema: skipped with a warning naming it and the fix
+            if fs is not None and isinstance(e, OSError) and not isinstance(e, ValueError):
+                raise  # the object store did not answer: not damage
+            note_damaged(data_location(key), file_problem(path, table) or str(e).splitlines()[0][:160])
     return out
 
 

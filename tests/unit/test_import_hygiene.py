@@ -144,7 +144,7 @@ LAYERS = {
     "read": {"talkthrough_mcp", "talkthrough_mcp.snapshot", "talkthrough_mcp.formats", "talkthrough_mcp.report"},
     "pipeline": {"talkthrough_assets.stagespec", "talkthrough_assets.settings", "talkthrough_assets.engines",
                  "talkthrough_assets.pipeline", "talkthrough_assets.registry", "talkthrough_assets.dropdir",
-                 "talkthrough_assets.selfcheck", "talkthrough_assets.people"},
+                 "talkthrough_assets.selfcheck", "talkthrough_assets.people", "talkthrough_assets.datacheck"},
     "orchestration": {"talkthrough_assets.definitions", "talkthrough_assets.jobs", "talkthrough_assets.resources",
                       "talkthrough_assets.sensors", "talkthrough_assets.run_marks"},
     "surfaces": {"talkthrough_assets.service", "talkthrough_assets.instance", "talkthrough_assets.cli", "talkthrough_assets.cli_output", "talkthrough_assets.cli_progress",
