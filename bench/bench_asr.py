@@ -3,7 +3,7 @@
 defaults** (``WhisperModel(model).transcribe(audio)``: beam 5, no VAD, conditioning on previous text, the
 temperature fallback ladder), same model, same audio, same run.
 
-    python bench/bench_asr.py [--configs bare,pipeline,greedy] [--only SUBSTR] [--long] [--load N --repeat R]
+    python bench/bench_asr.py [--configs bare,pipeline,greedy] [--only SUBSTR[,SUBSTR...]] [--long] [--load N --repeat R]
 
 Clips:
   * the eval set in bench/eval (``bench/fetch_eval.py`` materialises it; see bench/eval/SOURCES.md) when
@@ -160,7 +160,7 @@ def clips(only: str | None, long: bool) -> list[dict]:
             out.append({"name": name, "path": paths[kind],
                         "kind": "asr", "ref": spoken_script(kind), "cut_s": None})
     if only:
-        out = [c for c in out if only in c["name"]]
+        out = [c for c in out if any(o in c["name"] for o in only.split(","))]
     return out
 
 
@@ -238,6 +238,7 @@ def main() -> int:
     ap.add_argument("--load", type=int, default=0, help="CPU burners during the --repeat runs")
     ap.add_argument("--repeat", type=int, default=0, help="runs of the pipeline on the non-English clips")
     ap.add_argument("--json", help="write per-clip results here")
+    ap.add_argument("--show", action="store_true", help="print the reference and each config's text per clip")
     args = ap.parse_args()
 
     from faster_whisper import WhisperModel
@@ -267,6 +268,10 @@ def main() -> int:
                 row[c]["uncovered_s"], row[c]["speech_s"] = uncovered_s(samples, SPANS[c])
             if c != "bare":
                 row[c]["dropped"] = DROPPED[c]
+            if args.show:
+                print(f"  [{c}] " + " | ".join(f"{t:.1f} {text.strip()}" for t, text in segs))
+        if args.show and clip.get("ref"):
+            print(f"  [ref] {clip['ref']}")
         rows.append(row)
         cells = []
         for c in configs:

@@ -25,7 +25,7 @@ from . import audio as audio_stage
 from . import word_timing
 from .runner import CheckResult, wav_path
 
-CODE_VERSION = "11"
+CODE_VERSION = "12"
 SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the config hash (and chunk keys) cover
 # Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults, same model, same run
 # (eval clips, the 10-min screencast and the 30-min meeting of bench/make_long_media.py):
@@ -86,6 +86,8 @@ LANGUAGE_KEEP_WORD_P = 0.8
 # uncovered.
 COVERAGE_MIN_S = 1.0
 COVERAGE_MARGIN_S = 0.5  # audio heard on either side of an uncovered span when it is decoded again
+RECOVER_MAX_NO_SPEECH_P = 0.6  # a segment the coverage pass finds is not kept when Whisper's no-speech
+RECOVER_MIN_WORD_P = 0.5  # probability is at least this and its words' mean probability under this
 COVER_SLACK_MS = 250  # a kept segment covers its aligned span widened by this much
 MAX_WORDS_PER_S = 8.0  # faster than anyone speaks: the aligned timing of such a segment is not its audio's
 LOOP_MIN_REPEATS = 3  # a phrase said this many times in a row ends a segment's text (2 for phrases of
@@ -373,6 +375,10 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
                 if inside * 2 < max(1, t1 - t0) or any(_key(x["seg"]["text"]) == _key(e["seg"]["text"])
                                                        for x in entries if abs(x["seg"]["t0_ms"] - t0) < 5000):
                     continue
+                if (unsure := _unsure_recovery(e)) is not None:  # Whisper itself thinks nothing was said
+                    dropped.append({"t0_ms": t0, "t1_ms": t1, "reason": unsure, "text": e["seg"]["text"],
+                                    "lang": None, "words": len(e["seg"]["text"].split())})
+                    continue
                 entries.append(_shift(e, off))
                 kept += 1
             dropped += [dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off,
@@ -399,6 +405,19 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     return {"meta": meta, "segments": segments, "words": words, "dropped": dropped, "tokens": tokens,
             "seg_tokens": seg_tokens, "doubtful": doubtful, "uncovered": gaps,
             "speech_ms": int(sum(b - a for a, b in core) / 16)}
+
+
+def _unsure_recovery(e: dict) -> str | None:
+    """Why a segment the coverage pass found is not kept, or None: Whisper's own no-speech probability is at
+    least :data:`RECOVER_MAX_NO_SPEECH_P` and its words' mean probability under :data:`RECOVER_MIN_WORD_P` (a
+    "Yeah." written over a filler or a breath). Speech Whisper skipped and then reads clearly passes."""
+    probs = [w["prob"] for w in e["words"]]
+    mean_p = sum(probs) / len(probs) if probs else 0.0
+    nsp = e["seg"].get("no_speech_prob", 0.0)
+    if nsp >= RECOVER_MAX_NO_SPEECH_P and mean_p < RECOVER_MIN_WORD_P:
+        return (f"decoded again, not kept: no-speech probability {nsp:.2f}, word probability {mean_p:.2f} "
+                "(speech decoded again)")
+    return None
 
 
 def _gap_reason(a: int, b: int, dropped: list[dict], decoded_again: bool) -> str:
@@ -522,8 +541,9 @@ def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: st
             probs = [w["probability"] for w in a["words"]]
             mean_p = sum(probs) / len(probs) if probs else 0.0
             short = speech_s < LANGUAGE_MIN_SPEECH_S
-            if (lang != "en" and p >= LANGUAGE_CHECK_MIN_TOP_P and p_en < LANGUAGE_CHECK_MIN_P) if not short \
-                    else (lang != "en" and p_en < LANGUAGE_SHORT_MAX_P_EN):
+            loop_head = i in trimmed and lang != "en" and mean_p < LANGUAGE_KEEP_WORD_P  # a loop, not English
+            if ((lang != "en" and p >= LANGUAGE_CHECK_MIN_TOP_P and p_en < LANGUAGE_CHECK_MIN_P) or loop_head) \
+                    if not short else (lang != "en" and p_en < LANGUAGE_SHORT_MAX_P_EN):
                 what = f"spoken language is {lang} (p={p:.2f}, P(en)={p_en:.3f}, {speech_s:.1f} s of speech"
                 evidence = {"p": round(p, 3), "p_en": round(p_en, 4), "speech_s": round(speech_s, 2),
                             "word_p": round(mean_p, 3)}

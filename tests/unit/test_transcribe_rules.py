@@ -138,3 +138,19 @@ def test_sentences_squeezed_into_no_time_and_a_sentence_said_twice_over_the_same
     assert bad == {1, 2}
     assert dropped[0] == "the same text twice over the same audio"
     assert dropped[1].startswith("impossible timing (11 words in 0.0 s)")
+
+
+def _entry(text: str, no_speech_p: float, probs: list[float]) -> dict:
+    return {"seg": {"t0_ms": 0, "t1_ms": 1000, "text": text, "no_speech_prob": no_speech_p},
+            "words": [{"prob": p} for p in probs], "tokens": []}
+
+
+def test_a_recovered_word_whisper_itself_thinks_was_no_speech_is_not_kept():
+    # measured: "Yeah." written over a filler in mfa_cold_corpus (no-speech 0.90, word 0.04): an inserted word
+    reason = T._unsure_recovery(_entry("Yeah.", 0.90, [0.04]))
+    assert reason is not None and "no-speech probability 0.90" in reason and "word probability 0.04" in reason
+
+
+def test_recovered_speech_read_clearly_is_kept_even_where_whisper_doubted_speech():
+    assert T._unsure_recovery(_entry("the quiet second speaker said this", 0.7, [0.9, 0.8, 0.7, 0.9, 0.95, 0.6])) is None
+    assert T._unsure_recovery(_entry("mumbled words", 0.2, [0.1, 0.2])) is None  # Whisper heard speech: kept
