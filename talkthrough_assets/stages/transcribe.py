@@ -87,7 +87,8 @@ LANGUAGE_KEEP_WORD_P = 0.8
 COVERAGE_MIN_S = 1.0
 COVERAGE_MARGIN_S = 0.5  # audio heard on either side of an uncovered span when it is decoded again
 RECOVER_MAX_NO_SPEECH_P = 0.6  # a segment the coverage pass finds is not kept when Whisper's no-speech
-RECOVER_MIN_WORD_P = 0.5  # probability is at least this and its words' mean probability under this
+RECOVER_MIN_WORD_P = 0.5  # probability is at least this and its words' mean probability under this, when it
+RECOVER_UNSURE_MAX_WORDS = 2  # has at most this many words
 COVER_SLACK_MS = 250  # a kept segment covers its aligned span widened by this much
 MAX_WORDS_PER_S = 8.0  # faster than anyone speaks: the aligned timing of such a segment is not its audio's
 LOOP_MIN_REPEATS = 3  # a phrase said this many times in a row ends a segment's text (2 for phrases of
@@ -408,13 +409,14 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
 
 
 def _unsure_recovery(e: dict) -> str | None:
-    """Why a segment the coverage pass found is not kept, or None: Whisper's own no-speech probability is at
-    least :data:`RECOVER_MAX_NO_SPEECH_P` and its words' mean probability under :data:`RECOVER_MIN_WORD_P` (a
-    "Yeah." written over a filler or a breath). Speech Whisper skipped and then reads clearly passes."""
+    """Why a segment the coverage pass found is not kept, or None: at most :data:`RECOVER_UNSURE_MAX_WORDS` words,
+    Whisper's own no-speech probability at least :data:`RECOVER_MAX_NO_SPEECH_P` and its words' mean probability
+    under :data:`RECOVER_MIN_WORD_P` (a "Yeah." written over a filler or a breath). A sentence is kept however
+    unsure: on generated narrations the recovered scene introductions had no-speech probabilities of 0.78-0.88."""
     probs = [w["prob"] for w in e["words"]]
     mean_p = sum(probs) / len(probs) if probs else 0.0
     nsp = e["seg"].get("no_speech_prob", 0.0)
-    if nsp >= RECOVER_MAX_NO_SPEECH_P and mean_p < RECOVER_MIN_WORD_P:
+    if len(e["words"]) <= RECOVER_UNSURE_MAX_WORDS and nsp >= RECOVER_MAX_NO_SPEECH_P and mean_p < RECOVER_MIN_WORD_P:
         return (f"decoded again, not kept: no-speech probability {nsp:.2f}, word probability {mean_p:.2f} "
                 "(speech decoded again)")
     return None

@@ -154,3 +154,5 @@ def test_a_recovered_word_whisper_itself_thinks_was_no_speech_is_not_kept():
 def test_recovered_speech_read_clearly_is_kept_even_where_whisper_doubted_speech():
     assert T._unsure_recovery(_entry("the quiet second speaker said this", 0.7, [0.9, 0.8, 0.7, 0.9, 0.95, 0.6])) is None
     assert T._unsure_recovery(_entry("mumbled words", 0.2, [0.1, 0.2])) is None  # Whisper heard speech: kept
+    # a whole sentence is kept however unsure (a recovered scene introduction of a narration: no-speech 0.88)
+    assert T._unsure_recovery(_entry("Scene 13, now we look at the bottom of the window.", 0.88, [0.3] * 10)) is None
