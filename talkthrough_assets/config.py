@@ -3,8 +3,8 @@
 :func:`get` is the one reader: it parses the variable's current value (cached per raw value, so a test or a
 parent process that changes the environment is seen) and raises :class:`ConfigError` naming the variable,
 the bad value and what it takes. Stage functions never read the environment: their callers pass what
-they need from here. The README's environment table is generated from :data:`VARS`
-(``python -m talkthrough_assets.config README.md`` rewrites it; a unit test fails while they disagree).
+they need from here. The environment table of docs/operations.md is generated from :data:`VARS`
+(``python -m talkthrough_assets.config docs/operations.md`` rewrites it; a unit test fails while they disagree).
 
 Per-recording settings whose default an environment variable replaces (``TALKTHROUGH_MAX_FRAMES`` ...)
 name that variable in their ``stagespec.Setting``; engine settings that change a stage's output
@@ -172,7 +172,7 @@ def problems() -> list[str]:
     return out
 
 
-# --------------------------------------------------------------------------- the README's environment table
+# --------------------------------------------------------------------------- the environment table (docs/operations.md)
 
 ENV_TABLE_HEADER = "| variable | type | default | what it does |"
 
@@ -192,11 +192,11 @@ def readme_with_env_table(readme: str) -> str:
     return readme[:start] + env_table() + readme[end:]
 
 
-if __name__ == "__main__":  # python -m talkthrough_assets.config README.md: rewrite the table in place
+if __name__ == "__main__":  # python -m talkthrough_assets.config docs/operations.md: rewrite the table in place
     import sys
     from pathlib import Path
 
-    for arg in sys.argv[1:] or ["README.md"]:
+    for arg in sys.argv[1:] or ["docs/operations.md"]:
         Path(arg).write_text(readme_with_env_table(Path(arg).read_text()))
 
 

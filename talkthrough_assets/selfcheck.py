@@ -107,7 +107,7 @@ def run() -> list[tuple[str, bool, str]]:
 def config_check() -> tuple[str, str, str]:
     """(check, "ok" | "FAIL", detail): every TALKTHROUGH_* (and AWS_*) variable that is set holds a value
     its declaration in :mod:`talkthrough_assets.config` accepts."""
-    name = "environment variables (README: Environment variables)"
+    name = "environment variables (docs/operations.md: Environment variables)"
     problems = config.problems()
     if problems:
         return name, "FAIL", "; ".join(problems)

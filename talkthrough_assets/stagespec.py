@@ -6,14 +6,14 @@
 * ``definitions``: the Dagster asset specs (deps, code versions, descriptions, kinds), the asset
   checks, and the run-config class of the stages asset;
 * ``cli``: `talkthrough process`'s setting options (a setting's ``flag`` and ``help``);
-* the README's amend table (:func:`amend_table`; ``python -m talkthrough_assets.stagespec README.md``
-  rewrites it, and a unit test fails while the README and this module disagree).
+* the amend table of docs/architecture.md (:func:`amend_table`; ``python -m talkthrough_assets.stagespec
+  docs/architecture.md`` rewrites it, and a unit test fails while that file and this module disagree).
 
 Adding a stage: a module under ``stages/`` with its function, its ``CODE_VERSION`` and ``run(rid, cfg)``
 (reads its inputs from the store, calls the function, writes its tables, returns a
 ``stages.runner.StageResult``; ``run(rid, cfg, engines)`` and ``engines=True`` here when it needs
 Whisper/OCR/the diarizer), and one ``StageSpec`` here holding that ``run``. The Dagster asset, its config,
-code version, checks, the CLI options, ``plan()`` and the README table all follow. No Dagster import here.
+code version, checks, the CLI options, ``plan()`` and the amend table all follow. No Dagster import here.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class StageSpec:
     description: str
     kinds: frozenset[str] = field(default_factory=lambda: frozenset({"python"}))
     checks: tuple[Check, ...] = ()
-    amend: str = ""  # README amend table: what changing this stage's options is called ("re-anchor")
+    amend: str = ""  # amend table (docs/architecture.md): what changing this stage's options is called ("re-anchor")
     amend_note: str = ""  # ... and what such a change leaves alone
     engines: bool = False  # run() takes the loaded engines (Whisper, OCR, the diarizer) as a third argument
     # engine settings (config) that change the output, beyond ``settings``: () -> dict, in the config hash
@@ -175,7 +175,7 @@ def downstream(stages: set[str]) -> set[str]:
     return out
 
 
-# --------------------------------------------------------------------------- the README's amend table
+# --------------------------------------------------------------------------- the amend table (docs/architecture.md)
 
 AMEND_TABLE_HEADER = "| change | re-materializes |"
 
@@ -208,11 +208,11 @@ def readme_with_amend_table(readme: str) -> str:
     return readme[:start] + amend_table() + readme[end:]
 
 
-if __name__ == "__main__":  # python -m talkthrough_assets.stagespec README.md: rewrite the table in place
+if __name__ == "__main__":  # python -m talkthrough_assets.stagespec docs/architecture.md: rewrite the table in place
     import sys
     from pathlib import Path
 
-    for arg in sys.argv[1:] or ["README.md"]:
+    for arg in sys.argv[1:] or ["docs/architecture.md"]:
         Path(arg).write_text(readme_with_amend_table(Path(arg).read_text()))
 
 

@@ -4,7 +4,7 @@ starts (one server for the session): every request here is a GraphQL call the UI
 - a folder registered by the `register_folder` job and backfilled from the `process_recording` job
   page: one run history (the sensor and the CLI run that job too), filenames in run tags and probe
   metadata, partitioned checks with descriptions, a small contact-sheet preview;
-- the README's amend snippet launched as run config;
+- the amend snippet of docs/operations.md launched as run config;
 - a check that really fails (a deleted keyframe, re-verified with "Execute check");
 - a zero-byte file in the drop folder: the sensor names it while it waits, then its run fails with
   the one-line reason, no Python stack, and the reason recorded for the partition view;
@@ -324,14 +324,15 @@ def test_backfill_from_the_job_page_is_one_history_with_filenames_and_partitione
     assert {r["recording"] for r in _read_table(home, "recordings", "*")} >= set(ids.values())
 
 
-def test_readme_amend_snippet_relaunches_wall_clock_and_manifest(dagster_ui, backfilled):
-    """Item 13: the README's YAML, as pasted into the launchpad of the job page with two assets selected."""
+def test_docs_amend_snippet_relaunches_wall_clock_and_manifest(dagster_ui, backfilled):
+    """Item 13: the docs' YAML (docs/operations.md), as pasted into the launchpad of the job page with two assets
+    selected."""
     import yaml
 
     url, home = dagster_ui["url"], dagster_ui["home"]
     rid = backfilled["ids"][SILENT_NAME]
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("**Amends from the UI:**"):]
+    doc = (ROOT / "docs" / "operations.md").read_text()
+    section = doc[doc.index("**Amends from the UI:**"):]
     snippet = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
     config = yaml.safe_load(snippet)
     wanted = config["ops"]["talkthrough_stages"]["config"]["recorded_at"]

@@ -1,5 +1,5 @@
 """config: every environment variable declared once, read only there, checked with a clear message, and the
-README's environment table generated from the declarations."""
+environment table of docs/operations.md generated from the declarations."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ WRITES_ENVIRONMENT = {"talkthrough_assets/__init__.py", "talkthrough_assets/inst
                       "talkthrough_assets/ui_supervisor.py"}
 
 
-def test_the_readme_environment_table_is_the_declared_one():
-    readme = (ROOT / "README.md").read_text()
-    assert config.readme_with_env_table(readme) == readme, \
-        "README's environment table is stale: run python -m talkthrough_assets.config README.md"
+def test_the_operations_environment_table_is_the_declared_one():
+    doc = (ROOT / "docs" / "operations.md").read_text()
+    assert config.readme_with_env_table(doc) == doc, \
+        "docs/operations.md's environment table is stale: run python -m talkthrough_assets.config docs/operations.md"
 
 
 def test_every_talkthrough_variable_named_in_the_code_is_declared():

@@ -130,7 +130,7 @@ def test_the_dagster_free_core_does_not_import_dagster(module):
     assert _dagster_modules_after_import([module]) == []
 
 
-# The layers, bottom up (README "Architecture"): a module imports only from its own layer or below, and
+# The layers, bottom up (docs/architecture.md "Layers"): a module imports only from its own layer or below, and
 # the MCP read server only from the core and the stages (it reads published data, runs nothing).
 LAYERS = {
     "core": {"talkthrough_assets", "talkthrough_assets.ids", "talkthrough_assets.store", "talkthrough_assets.errors",
@@ -163,7 +163,7 @@ def layer_of(module: str) -> str:
     found = [name for name, mods in LAYERS.items() if module in mods]
     if not found and module.startswith("talkthrough_mcp."):
         return "surfaces"
-    assert found, f"{module} is in no layer: add it to LAYERS (and to the README's Architecture table)"
+    assert found, f"{module} is in no layer: add it to LAYERS (and to the layers table of docs/architecture.md)"
     return found[0]
 
 

@@ -1,7 +1,7 @@
 """The README's Quickstart holds on a fresh clone (issue #25 items 8-9): the supported Pythons are
-said before the first command and match pyproject's requires-python; every `talkthrough COMMAND` it
-names exists; queries go through a command the setup installs (no DuckDB CLI); the .ci script
-cleans up its temp files."""
+said before the first command and match pyproject's requires-python; it gives exactly two commands, the
+ones CI runs (#37); every `talkthrough COMMAND` the README and docs/ name exists; queries go through a
+command the setup installs (no DuckDB CLI); the .ci script cleans up its temp files."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from talkthrough_assets import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+DOCS = {p.name: p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))}
+SETUP = "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[test]' && .venv/bin/talkthrough process fixtures/"
+TEST = ".venv/bin/python -m pytest -q"
 
 
 def _quickstart() -> str:
@@ -31,9 +34,18 @@ def test_supported_pythons_come_before_the_first_command_and_match_pyproject():
     assert req.replace(" ", "") == ">=3.11"
 
 
-def test_every_command_the_readme_names_exists():
+def test_the_quickstart_gives_exactly_the_two_commands_ci_runs():
+    assert re.findall(r"```bash\n(.*?)\n```", _quickstart(), re.S) == [SETUP, TEST]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert TEST in ci  # the README's test command, as CI's last step runs it
+    assert any(line.endswith(" -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[test]'")
+               for line in ci)
+
+
+def test_every_command_the_readme_and_docs_name_exists():
     named = set(re.findall(r"`(?:\.venv/bin/)?talkthrough ([a-z]+)", README))
     assert {"process", "doctor", "sql", "recordings", "name", "ui", "mcp"} <= named
+    named |= {c for text in DOCS.values() for c in re.findall(r"`(?:\.venv/bin/)?talkthrough ([a-z]+)", text)}
     for command in sorted(named):
         r = CliRunner().invoke(cli.app, [command, "--help"])
         assert r.exit_code == 0, (command, r.output)

@@ -1,6 +1,6 @@
-"""The surfaces generated from stagespec (#13): `talkthrough process`'s setting options and the README's
-amend table. A setting with a ``flag`` is a `process` option; the README table is what
-``stagespec.amend_table()`` renders (regenerate it with ``python -m talkthrough_assets.stagespec README.md``)."""
+"""The surfaces generated from stagespec (#13): `talkthrough process`'s setting options and the amend table of
+docs/architecture.md. A setting with a ``flag`` is a `process` option; the docs table is what
+``stagespec.amend_table()`` renders (regenerate it with ``python -m talkthrough_assets.stagespec docs/architecture.md``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from talkthrough_assets import settings as S
 
 pytestmark = pytest.mark.unit
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+AMEND_DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 FLAGGED = [st for st in stagespec.SETTINGS if st.flag]
 
 
@@ -23,10 +23,11 @@ def _process_command():
     return typer.main.get_command(cli.app).commands["process"]
 
 
-def test_readme_amend_table_is_the_one_generated_from_the_spec():
-    text = README.read_text()
+def test_docs_amend_table_is_the_one_generated_from_the_spec():
+    text = AMEND_DOC.read_text()
     assert text == stagespec.readme_with_amend_table(text), (
-        "README's amend table differs from stagespec: run `python -m talkthrough_assets.stagespec README.md`")
+        "docs/architecture.md's amend table differs from stagespec: "
+        "run `python -m talkthrough_assets.stagespec docs/architecture.md`")
 
 
 def test_amend_table_rows_are_what_plan_reruns():
@@ -41,7 +42,7 @@ def test_amend_table_rows_are_what_plan_reruns():
             continue
         row = next(v for k, v in rows.items() if k.startswith(f"`{flags[0]}`"))
         assert row.split(" (")[0] == ", ".join(f"`{s}`" for s in S.ordered(S.downstream({sp.name}))), sp.name
-    # the rules the README states in words
+    # the rules the docs state in words
     assert rows["`--recorded-at` (re-anchor)"] == "`wall_clock`, `manifest`"
     assert rows["`--diarize`, `--num-speakers` (diarize amend)"].startswith("`turns`, `manifest` (")
     assert rows["`talkthrough name ID S1=Alice`"] == "`manifest`"
