@@ -139,11 +139,14 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             # an audio-only recording without speakers: no timeline, so no empty grey bars (#38 item 7)
             from fixture_facts import MEETING_NAME
 
-            html_mt = _write(processed[MEETING_NAME]["recording_id"], tmp_path / "meeting.html")
+            mt_id = processed[MEETING_NAME]["recording_id"]
+            html_mt = _write(mt_id, tmp_path / "meeting.html")
             pg = Page(b, html_mt)
             page = pg.page
             assert page.locator("#timeline").count() == 0 and page.locator(".track").count() == 0
-            assert page.locator("#segs .seg").count() >= 3 and page.locator("#screens").count() == 0
+            # every segment listed (how many depends on the run: test_amends re-decodes it with a vocabulary)
+            n_mt = len(snapshot.read(mt_id).segments)
+            assert page.locator("#segs .seg").count() == n_mt >= 1 and page.locator("#screens").count() == 0
             page.screenshot(path=str(art / "report_audio_only.png"), full_page=True)
             assert pg.requests == [f"{SITE}/"] and pg.errors == [], (pg.requests, pg.errors)
 

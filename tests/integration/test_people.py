@@ -70,7 +70,10 @@ def _files_mentioning(text: bytes) -> list[str]:
     return sorted(hits)
 
 
-def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path):
+def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
+    # a data root of its own: people are library-wide, and other tests name the session's speakers
+    # (test_diarization names S1 of the two-voice meeting "Alice Chen")
+    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
     runner = CliRunner()
     a = service.process(unique_copy(TWO_VOICES_PATH, tmp_path / "weekly sync.m4a", "people"), overrides=DIARIZE)
     b = service.process(VOICES_AGAIN_PATH, overrides=DIARIZE)

@@ -64,7 +64,8 @@ def two_workers(cluster_env) -> dict[str, dict]:
     audio files (the two-voice meeting diarized)."""
     a = _cli(_machine(cluster_env, "a"), ["process", "--json", str(F.SCREENCAST_PATH), str(F.SILENT_PATH)])
     b = _cli(_machine(cluster_env, "b"), ["process", "--json", "--diarize", "--num-speakers", "2",
-                                          str(F.MEETING_PATH), str(F.FIXTURES_DIR / F.TWO_VOICES_NAME)])
+                                          str(F.MEETING_PATH), str(F.FIXTURES_DIR / F.TWO_VOICES_NAME),
+                                          str(F.VOICES_AGAIN_PATH)])
     out = {}
     for proc in (a, b):
         for summary in _finish(proc):
