@@ -108,7 +108,7 @@ _TOOLS: dict[str, tuple[str, list[str]]] = {
         "Moment at a wall-clock instant in every recording covering it: frame, transcript, speaker, anchor.",
         [
             'at="yesterday 14:30" -> shown and said then',
-            'at="2026-03-14T14:32+01:00" -> exact instant',
+            'at="2026-03-14 14:32" -> that minute, in tz',
             'tz="Europe/Paris" -> read at in that zone',
             'at="2h ago" / "9:05" / "monday 16:00"',
             "covering=0 -> see nearest.before/after",

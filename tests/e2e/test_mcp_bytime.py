@@ -109,7 +109,8 @@ def test_an_instant_lands_on_the_right_recording_and_second(session, ids):
     assert any("restored" in s["text"].lower() for s in m["transcript"]["segments"])
     images = [c for c in session["at_screen"].content if c.type == "image"]
     captions = [c.text for c in session["at_screen"].content if c.type == "text"][1:]
-    assert len(images) == 1 and captions == ["screencast.mp4: frame 12000 ms (2026-03-14T09:27:05.000+00:00)"]
+    assert len(images) == 1 and captions == [
+        "screencast.mp4: frame 12000 ms (2026-03-14T09:27:05.000+00:00), 1024x576 of 1568x882 (extract_frame for detail)"]
     assert session["at_screen"].structured_content == a
 
 

@@ -267,7 +267,7 @@ def test_item7_offsets_ids_and_speaker_scoped_suggestions(defects):
 def test_item7_item8_prompts_check_ids_and_describe_arguments(defects, ids):
     from mcp.shared.exceptions import MCPError
 
-    assert len(defects["prompts"]) == 6
+    assert len(defects["prompts"]) == 7  # what_happened_at (#36) is the seventh
     for p in defects["prompts"]:
         assert p.description and p.arguments, p.name
         for a in p.arguments:

@@ -45,6 +45,14 @@ def calls(sc: str, tv: str) -> list[tuple[str, dict, callable]]:
     return [
         ("list_recordings", {"offset": 1, "limit": 2},
          lambda p: p["offset"] == 1 and p["limit"] == 2 and p["returned"] == 2),
+        # asking by wall time (#36): the screencast starts 2026-03-14 09:26:53 UTC; until a day keeps the day
+        ("list_recordings", {"since": "2026-03-14", "until": "2026-03-14", "tz": "UTC"},
+         lambda p: sc in [r["id"] for r in p["recordings"]]),
+        ("list_recordings", {"person": "Nobody Enrolled"}, lambda p: p["returned"] == 0),
+        ("search", {"query": "rollback", "since": "2026-03-14 09:00", "until": "2026-03-14 10:00", "tz": "UTC"},
+         lambda p: p["returned"] >= 1 and all(h["recording"] == sc for h in p["hits"])),
+        ("get_moment_at", {"at": "2026-03-14 09:27:06", "tz": "UTC", "window_ms": 3000},
+         lambda p: any(m["recording"] == sc and m["t_ms"] == 13000 for m in p["moments"])),
         ("get_transcript", {"id": tv, "start_ms": 5000, "end_ms": 12000, "speaker": "S1", "max_chars": 2000,
                             "with_t_wall": True},
          lambda p: (p["start_ms"], p["end_ms"]) == (5000, 12000) and p["segments"]
