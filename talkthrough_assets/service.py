@@ -16,7 +16,28 @@ from . import settings as S
 from .ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
 from .instance import (PG_URL_ENV, POSTGRES_STORAGE_YAML, _pin_pg_driver, ensure_dagster_home,  # noqa: F401
-                       instance, instance_yaml)
+                       instance_yaml)
+from .instance import instance as _open_instance
+
+# runs of this process whose end Dagster's storage could not take (its disk full even after the ballast was
+# released): recording id -> why. Marked at this process's next use of the instance (other processes mark them
+# once this one is gone: run_marks), so a run never stays STARTED once there is room again.
+_UNMARKED: dict[str, str] = {}
+
+
+def instance():
+    """The Dagster instance (:func:`instance.instance`), after recording the end of this process's runs that a
+    full disk kept unrecorded."""
+    inst = _open_instance()
+    for rid, why in list(_UNMARKED.items()):
+        try:
+            for run, pid, _alive in active_runs_here(inst, rid):
+                if pid == os.getpid():
+                    inst.report_run_failed(run, f"run failed: {why}")
+            del _UNMARKED[rid]
+        except Exception:  # still no room: the next call tries again
+            break
+    return inst
 from .stages import chunkstore, search_index, transcribe, wallclock
 from .stages import probe as probe_stage
 from .stages.wallclock import t_wall
@@ -206,14 +227,18 @@ def _fail_stuck_run(rid: str, why: str) -> bool:
     found = False
     for attempt in range(2):
         try:
-            inst = instance()
+            inst = _open_instance()
             for run, pid, _alive in active_runs_here(inst, rid):
                 if pid == os.getpid():
                     found = True
                     inst.report_run_failed(run, f"run failed: {why}")
+            _UNMARKED.pop(rid, None)
             return found
         except Exception as e:
             if attempt or store.diskfault.kind(e) is None or not release_reserve():
+                if store.diskfault.kind(e) is not None:
+                    _UNMARKED[rid] = why  # marked at the next use of the instance, once there is room
+                    return True
                 return found
 
 

@@ -43,3 +43,40 @@ def test_disk_full_mid_run_says_so_in_one_line_keeps_everything_and_recovers(sma
     stuck = service.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED],
                                                    tags={"dagster/partition": again["recording_id"]}))
     assert stuck == []
+
+
+def test_disk_full_late_in_a_run_with_dagster_storage_on_it_leaves_no_run_started(small, tmp_path):
+    """Issue #34 case 3, the Dagster storage on the same disk, filled to the last byte late in a run (after OCR,
+    before the manifest): the run ends with a one-line reason (or as processed with a warning when its outputs
+    were all stored), the Dagster run is not left STARTED, and once there is room again the recording is whole."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    c = unique_copy(FIXTURES_DIR / SILENT_NAME, tmp_path / "d.mp4", "faults-d")
+    fill: list[Path] = []
+
+    def fill_after_ocr(stage, rid, state, info):
+        if stage == "ocr" and state == "ok" and not fill:
+            fill.append(_fill(small["mnt"], 0))
+
+    pipeline.listeners.append(fill_after_ocr)
+    try:
+        out = service.process(c)
+    finally:
+        pipeline.listeners.remove(fill_after_ocr)
+    try:
+        assert fill, "OCR never finished"
+        said = out.get("reason") if out["status"] == "failed" else out.get("warning")
+        assert out["status"] in ("failed", "processed"), out
+        if out["status"] == "failed" or said:
+            assert said and "\n" not in said and "Traceback" not in said and "sqlalche.me" not in said, out
+            assert "disk full at " in said, out
+    finally:
+        fill[0].unlink()
+    rid = out.get("recording_id")
+    # the process's next use of Dagster, with room again, records the run's end
+    runs = service.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED],
+                                                  tags={"dagster/partition": rid}))
+    assert runs == [], [r.run_id for r in runs]
+    again = service.process(c)
+    assert again["status"] in ("processed", "cached") and pipeline.plan(again["recording_id"]) == [], again
+    assert datacheck.check(again["recording_id"], deep=True) == []
