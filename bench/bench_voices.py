@@ -46,6 +46,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))  # fixture_facts: the fixtures' reference turns
 SHARED = ROOT.parent / "shared"
 MODELS = SHARED / "models" / "diarization"
 SR = 16000

@@ -69,5 +69,10 @@ def test_pick_keeps_embedded_windows_first_and_bounds_each_label():
     known = {w[0]: None for w in wins[:10]}
     got = voiceprints.pick(wins, known, limit=32)
     s1 = [w for w in got if w[1] == "S1"]
-    assert len(s1) == 32 and set(wins[:10]) <= set(s1) and (80000, "S2") in got
+    # the 10 embedded already, then at most MAX_NEW_WINDOWS more for the voiceprint alone
+    assert len(s1) == 10 + voiceprints.MAX_NEW_WINDOWS and set(wins[:10]) <= set(s1) and (80000, "S2") in got
     assert voiceprints.pick(wins[:5], {}, limit=32) == wins[:5]
+    known = {w[0]: None for w in wins[:40]}  # embedded ones count up to the limit
+    assert len([w for w in voiceprints.pick(wins, known, limit=32) if w[1] == "S1"]) == 32
+    one_speaker = voiceprints.pick(wins, {}, limit=32)  # nothing embedded: a one-speaker recording
+    assert len(one_speaker) == voiceprints.MAX_NEW_WINDOWS + 1 and one_speaker[0] == wins[0]

@@ -19,6 +19,10 @@ MIN_WINDOWS = 1
 # at most this many windows per label: those the refinement embedded first, then evenly spread new ones. Bounds
 # the extra embedding work where the refinement embedded none (a one-speaker recording): <= 48 s of audio per label
 MAX_WINDOWS = 32
+# ... of which at most this many are embedded for the voiceprint alone (the refinement had not): a one-speaker
+# recording's label. 8 windows (12 s of speech) hold its voice: labels with 3-10 s were recognised as well as
+# longer ones (bench/bench_voices.py), and 32 added ~25 % to a one-speaker turns stage
+MAX_NEW_WINDOWS = 8
 
 
 def centroid(vectors) -> Any:
@@ -62,7 +66,7 @@ def pick(windows: Sequence[tuple[int, str]], known, limit: int = MAX_WINDOWS) ->
         have = [w for w in mine if w[0] in known]
         new = [w for w in mine if w[0] not in known]
         chosen = _spread(have, limit)
-        chosen += _spread(new, limit - len(chosen))
+        chosen += _spread(new, min(limit - len(chosen), MAX_NEW_WINDOWS))
         out += chosen
     return sorted(out)
 
