@@ -25,7 +25,7 @@ from . import audio as audio_stage
 from . import word_timing
 from .runner import CheckResult, wav_path
 
-CODE_VERSION = "12"
+CODE_VERSION = "13"
 SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the config hash (and chunk keys) cover
 # Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults, same model, same run
 # (eval clips, the 10-min screencast and the 30-min meeting of bench/make_long_media.py):
@@ -89,7 +89,13 @@ COVERAGE_MARGIN_S = 0.5  # audio heard on either side of an uncovered span when 
 RECOVER_MAX_NO_SPEECH_P = 0.6  # a segment the coverage pass finds is not kept when Whisper's no-speech
 RECOVER_MIN_WORD_P = 0.5  # probability is at least this and its words' mean probability under this, when it
 RECOVER_UNSURE_MAX_WORDS = 2  # has at most this many words
-COVER_SLACK_MS = 250  # a kept segment covers its aligned span widened by this much
+COVER_SLACK_MS = 250
+# A span decoded again holds at most MAX_WORDS_PER_S words a second (~1.5 tokens a word): its decode stops there.
+# Whisper pads it to a 30-s window and, over a breath or a filler, loops until its 448-token limit (on the 10-min
+# screencast the coverage pass took 48 % of the stage's CPU, mostly such loops, later cut as repetitions)
+COVER_TOKENS_PER_S = 12
+COVER_TOKENS_MIN = 16
+COVER_TOKENS_MAX = 200  # + a prompt of <= 228 tokens (no vocabulary) stays under Whisper's 448  # a kept segment covers its aligned span widened by this much
 MAX_WORDS_PER_S = 8.0  # faster than anyone speaks: the aligned timing of such a segment is not its audio's
 LOOP_MIN_REPEATS = 3  # a phrase said this many times in a row ends a segment's text (2 for phrases of
 LOOP_LONG_PHRASE = 4  # at least this many words)
@@ -320,7 +326,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
            max_compression_ratio: float | None = MAX_COMPRESSION_RATIO, temperature=TEMPERATURE,
            language_check: bool = True, threads: int | None = None, whisper: Whisper | None = None,
            refine_words: bool = True, prompt: list[int] | None = None, coverage: bool = True,
-           all_doubtful: bool = False) -> dict:
+           all_doubtful: bool = False, max_new_tokens: int | None = None) -> dict:
     """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens", "doubtful",
     "uncovered", "speech_ms"} (times in ms from the first sample; each dropped segment keeps its "lang"; "tokens":
     the tokens of the segments kept, the context for what follows: a dropped segment's are not, so a
@@ -351,7 +357,8 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
                 beam_size=beam_size, condition_on_previous_text=condition_on_previous_text,
                 max_compression_ratio=max_compression_ratio, temperature=temperature,
                 language_check=language_check, threads=threads, whisper=whisper)
-    res = _pass(samples, regions, core, prompt=prompt, all_doubtful=all_doubtful, **opts)
+    res = _pass(samples, regions, core, prompt=prompt, all_doubtful=all_doubtful, max_new_tokens=max_new_tokens,
+                **opts)
     entries, dropped, doubtful = res["entries"], res["dropped"], res["doubtful"]
     gaps: list[dict] = []
     if regions is not None:
@@ -367,7 +374,8 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
             # Whisper into a loop would do it again)
             before = [t for e in entries if e["seg"]["t1_ms"] * 16 <= a for t in e["tokens"]]
             sub = decode(samples[w0:w1], **opts, prompt=before[-PROMPT_TOKENS:] or None,
-                         refine_words=False, coverage=False, all_doubtful=True)
+                         refine_words=False, coverage=False, all_doubtful=True,
+                         max_new_tokens=_cover_tokens(w1 - w0, vocabulary))
             off = w0 * 1000 // 16000
             kept = 0
             for e in _entries_of(sub):
@@ -406,6 +414,15 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     return {"meta": meta, "segments": segments, "words": words, "dropped": dropped, "tokens": tokens,
             "seg_tokens": seg_tokens, "doubtful": doubtful, "uncovered": gaps,
             "speech_ms": int(sum(b - a for a, b in core) / 16)}
+
+
+def _cover_tokens(n_samples: int, vocabulary: str | None) -> int | None:
+    """The token cap of a span decoded again (:data:`COVER_TOKENS_PER_S`), or None where the prompt could leave it
+    no room: Whisper's 448 tokens hold the prompt (its previous text, <= 223 tokens, and the vocabulary as
+    hotwords, <= 223) and what it writes."""
+    if vocabulary:
+        return None
+    return min(COVER_TOKENS_MAX, int(COVER_TOKENS_PER_S * n_samples / 16000) + COVER_TOKENS_MIN)
 
 
 def _unsure_recovery(e: dict) -> str | None:
@@ -477,7 +494,7 @@ def _norm_text(text: str) -> str:
 
 def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: str, language, vocabulary,
           beam_size: int, condition_on_previous_text: bool, max_compression_ratio, temperature, language_check: bool,
-          threads, whisper: Whisper, prompt, all_doubtful: bool) -> dict:
+          threads, whisper: Whisper, prompt, all_doubtful: bool, max_new_tokens: int | None = None) -> dict:
     """One Whisper decode of ``samples`` through the drop rules: {"entries", "dropped", "doubtful", "info"}."""
     dropped: list[dict] = []
     with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
@@ -490,6 +507,7 @@ def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: st
                 samples, language=language or None, beam_size=beam_size, vad_filter=False,
                 word_timestamps=False, initial_prompt=prompt or vocabulary or None, hotwords=vocabulary or None,
                 condition_on_previous_text=condition_on_previous_text, temperature=temperature,
+                max_new_tokens=max_new_tokens,
             )
             aligner.language = info.language
             english_only = not model.model.is_multilingual

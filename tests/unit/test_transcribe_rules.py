@@ -156,3 +156,10 @@ def test_recovered_speech_read_clearly_is_kept_even_where_whisper_doubted_speech
     assert T._unsure_recovery(_entry("mumbled words", 0.2, [0.1, 0.2])) is None  # Whisper heard speech: kept
     # a whole sentence is kept however unsure (a recovered scene introduction of a narration: no-speech 0.88)
     assert T._unsure_recovery(_entry("Scene 13, now we look at the bottom of the window.", 0.88, [0.3] * 10)) is None
+
+
+def test_a_span_decoded_again_stops_at_what_its_length_can_hold_and_fits_whispers_448_tokens():
+    assert T._cover_tokens(16000 * 2, None) == 2 * T.COVER_TOKENS_PER_S + T.COVER_TOKENS_MIN  # 2 s: 40 tokens
+    assert T._cover_tokens(16000 * 31, None) == T.COVER_TOKENS_MAX  # a 31-s span: capped
+    assert T.COVER_TOKENS_MAX + 1 + (448 // 2 - 1) + 4 <= 448  # sot_prev + previous text + sot sequence + cap
+    assert T._cover_tokens(16000 * 2, "Kubernetes, Grafana") is None  # hotwords share the prompt: no cap
