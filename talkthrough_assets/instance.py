@@ -5,6 +5,8 @@ process at a time on a new data root."""
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 from . import config, registry, store
@@ -89,6 +91,26 @@ def release_reserve() -> bool:
         return True
     except OSError:
         return False
+
+
+def instance_soon() -> Future:
+    """:func:`instance` (and the job definitions) opened in a background thread: Dagster's import and, on a new
+    data root, its storage creation (~2-4 s of Python on a 2-core machine) overlap what the caller does
+    meanwhile (the CLI: loading Whisper, whose native load leaves the interpreter free). The future's
+    ``result()`` is the instance, or raises what opening it raised."""
+    fut: Future = Future()
+
+    def open_it() -> None:
+        try:
+            inst = instance()
+            from . import definitions  # noqa: F401  (the job the run executes: imported here, off the main thread)
+
+            fut.set_result(inst)
+        except BaseException as e:  # handed to whoever waits on the future
+            fut.set_exception(e)
+
+    threading.Thread(target=open_it, daemon=True, name="dagster-instance").start()
+    return fut
 
 
 def instance():

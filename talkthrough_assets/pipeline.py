@@ -314,28 +314,40 @@ def _overlaps(recording_id: str, stages: list[str], workers: int) -> bool:
 
 
 def prewarm(recording_id: str, stages: list[str], engines: Engines | None = None) -> None:
-    """Load the engines the planned stages will need: OCR in a background thread (ONNX Runtime releases
-    the GIL while loading), so loading overlaps whatever runs first (the CLI: Dagster's import and
-    startup); Whisper here, before it (~2 s): a CTranslate2 model loaded in a thread while Dagster was
-    imported decoded its first chunk at ~5x the CPU (the 30-min bench meeting's first 3-min chunk: 74 s of
-    CPU vs 13 s when loaded first, same output; bench/bench_partial.py, whose first partial transcript
-    waited for it). Loads into ``engines`` (default: this process's, the ones Dagster's resources hand
-    the run)."""
-    import threading
+    """Load the engines the planned stages will need: Whisper here (:func:`prewarm_whisper`), then OCR in a
+    background thread (:func:`prewarm_ocr`). Loads into ``engines`` (default: this process's, the ones
+    Dagster's resources hand the run)."""
+    prewarm_whisper(recording_id, stages, engines)
+    prewarm_ocr(recording_id, stages, engines)
+
+
+def prewarm_whisper(recording_id: str, stages: list[str], engines: Engines | None = None) -> None:
+    """Load Whisper now, in the calling thread, when ``segments`` is planned (~0.5-1 s, native code: a
+    thread importing Dagster meanwhile runs beside it). Not in a thread of its own: a CTranslate2 model
+    loaded in a thread while Dagster was imported decoded its first chunk at ~5x the CPU (the 30-min bench
+    meeting's first 3-min chunk: 74 s of CPU vs 13 s when loaded first, same output; bench/bench_partial.py,
+    whose first partial transcript waited for it)."""
+    if "segments" not in stages:
+        return
+    from .models import resolve_whisper
 
     engines = engines or shared_engines()
     cfg = S.effective(recording_id)
-    jobs = []
-    if "segments" in stages:
-        from .models import resolve_whisper
+    threads = transcribe_stage.cpu_threads(shared=_overlaps(recording_id, stages, stage_workers()),
+                                           override=config.get("TALKTHROUGH_WHISPER_THREADS"))
+    _quietly(lambda: engines.whisper.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads))
 
-        threads = transcribe_stage.cpu_threads(shared=_overlaps(recording_id, stages, stage_workers()),
-                                               override=config.get("TALKTHROUGH_WHISPER_THREADS"))
-        _quietly(lambda: engines.whisper.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads))
-    if "ocr" in stages and cfg.get("ocr") and _may_have_video(recording_id):
-        jobs.append(lambda: engines.ocr.status(True))
-    for job in jobs:
-        threading.Thread(target=_quietly, args=(job,), daemon=True, name="prewarm").start()
+
+def prewarm_ocr(recording_id: str, stages: list[str], engines: Engines | None = None) -> None:
+    """Start loading RapidOCR in a background thread when ``ocr`` is planned for a recording with a picture
+    (ONNX Runtime releases the GIL while loading; the ocr stage waits for a load under way, never starting a
+    second one). Its import is Python (~1.5 s here): the CLI starts it once Dagster's instance is open, so
+    that it overlaps the run's start and the first stages (probe, audio, keyframes) rather than Dagster's
+    own import, which needs the interpreter just as much."""
+    engines = engines or shared_engines()
+    if "ocr" in stages and S.effective(recording_id).get("ocr") and _may_have_video(recording_id):
+        threading.Thread(target=_quietly, args=(lambda: engines.ocr.status(True),), daemon=True,
+                         name="prewarm").start()
 
 
 def _may_have_video(rid: str) -> bool:

@@ -16,7 +16,7 @@ from . import settings as S
 from .ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
 from .instance import (PG_URL_ENV, POSTGRES_STORAGE_YAML, _pin_pg_driver, ensure_dagster_home,  # noqa: F401
-                       instance_yaml)
+                       instance_soon, instance_yaml)
 from .instance import instance as _open_instance
 
 # runs of this process whose end Dagster's storage could not take (its disk full even after the ballast was
@@ -218,7 +218,7 @@ def _storage_note() -> str:
            f"({0 if free is None else free / 1e6:.0f} MB free)"
 
 
-def _fail_stuck_run(rid: str, why: str) -> bool:
+def _fail_stuck_run(rid: str, why: str, inst=None) -> bool:
     """Mark this process's unfinished Dagster runs of ``rid`` failed (a run never stays STARTED), releasing the
     ballast beside Dagster's storage when its disk is full; where even that fails, the next run of the
     recording marks them (its process is gone by then). True when there was one."""
@@ -227,7 +227,7 @@ def _fail_stuck_run(rid: str, why: str) -> bool:
     found = False
     for attempt in range(2):
         try:
-            inst = _open_instance()
+            inst = inst if inst is not None and not attempt else _open_instance()  # the caller's, opened once
             for run, pid, _alive in active_runs_here(inst, rid):
                 if pid == os.getpid():
                     found = True
@@ -264,8 +264,14 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
             elif on_stages:
                 on_stages(rid, stages)
             if stages and not ran:
-                pipeline.prewarm(rid, stages)  # model loads overlap Dagster's import and startup
-                inst = instance()
+                # Dagster's import and instance in a thread, beside Whisper's (native) load here; RapidOCR's
+                # (Python) import then overlaps the run's start and first stages (bench/bench_cold_start.py)
+                opening = instance_soon()
+                try:
+                    pipeline.prewarm_whisper(rid, stages)
+                finally:
+                    inst = opening.result()
+                pipeline.prewarm_ocr(rid, stages)
                 registry.ensure_partition(inst, rid)
 
                 def seen(stage, r, state, info):
@@ -279,7 +285,7 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
                     pipeline.listeners.remove(seen)
                 status = "processed" if result.success else "failed"
                 disk = _run_error(result)
-                if _fail_stuck_run(rid, disk or _storage_note()) and not disk:
+                if _fail_stuck_run(rid, disk or _storage_note(), inst) and not disk:
                     disk = _storage_note()  # its end could not be recorded: marked now, never left STARTED
                 if disk and _all_stored(rid):  # every output stored; only Dagster's record of it failed
                     status = "processed"

@@ -27,7 +27,7 @@ class DiskRefused(PartitionBusy):
     """A lock file that cannot be written: ``read-only data root: <path>`` or ``disk full at <path>: ...``."""
 
 
-_held_locks: dict[str, int] = {}  # recording id -> depth (re-entrant within one process)
+_held_locks: dict[str, int] = {}  # recording ids this process holds (re-entrant within one process)
 _held_guard = threading.Lock()
 _warned_local_lock = False
 
@@ -39,16 +39,12 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
     else ``flock`` on this machine. Either is released if the holder dies (the kernel closes the file,
     Postgres the connection), so a ``kill -9`` never leaves a stale lock."""
     with _held_guard:  # stage threads of one run re-enter the lock their run already holds
-        reentered = bool(_held_locks.get(recording_id))
-        if reentered:
-            _held_locks[recording_id] += 1
+        reentered = recording_id in _held_locks
     if reentered:
-        try:
-            yield
-        finally:
-            with _held_guard:  # the outer holder may be gone already (a run's generator closed late)
-                if _held_locks.get(recording_id):
-                    _held_locks[recording_id] -= 1
+        # held by the outer holder until it lets go; leaving changes nothing: a run's generator closed late
+        # (garbage-collected during the next process of the same recording) once took the next holder's
+        # mark away, and that run then waited on its own lock file for STAGE_LOCK_WAIT_S
+        yield
         return
     busy = PartitionBusy(f"recording {recording_id} is being processed by another run; try again when it finishes")
     deadline = time.monotonic() + timeout_s

@@ -171,3 +171,28 @@ def test_deploy_compose_wiring():
         assert services[name]["environment"]["TALKTHROUGH_HOME"] == env["TALKTHROUGH_HOME"]
     assert services["user_code"]["environment"]["DAGSTER_CURRENT_IMAGE"] == services["user_code"]["image"]
     assert (ROOT / services["user_code"]["build"]["dockerfile"]).exists()
+
+
+def test_instance_soon_opens_the_instance_in_a_background_thread(tmp_path, monkeypatch):
+    """The CLI opens Dagster's instance (import, storage on a new data root) beside Whisper's load (issue #33
+    item 3): the future holds a working instance whose storage is in place; a failure is raised by result()."""
+    import threading
+
+    from talkthrough_assets import instance as tt_instance
+
+    monkeypatch.delenv("TALKTHROUGH_PG_URL", raising=False)
+    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
+    opening = tt_instance.instance_soon()
+    assert any(t.name == "dagster-instance" for t in threading.enumerate()) or opening.done()
+    inst = opening.result(timeout=120)
+    try:
+        assert type(inst.run_storage).__name__ == "SqliteRunStorage"
+        assert inst.get_runs(limit=1) == []
+        assert (tmp_path / "home" / "dagster" / "history" / "runs.db").exists()
+    finally:
+        inst.dispose()
+    (tmp_path / "not-a-folder").write_text("x")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "not-a-folder"))
+    with pytest.raises(OSError):
+        tt_instance.instance_soon().result(timeout=120)

@@ -176,3 +176,22 @@ def test_modules_import_only_from_their_layer_or_below():
             if mod.startswith("talkthrough_mcp") and layer_of(dep) in ("pipeline", "orchestration"):
                 bad.append(f"{mod} (MCP: core and stages only) imports {dep}")
     assert bad == []
+
+
+HEAVY = ("dagster", "faster_whisper", "ctranslate2", "rapidocr", "onnxruntime", "sherpa_onnx", "av", "cv2", "duckdb",
+         "sqlalchemy", "alembic", "talkthrough_mcp")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["process", "--help"]])
+def test_the_cli_help_imports_no_engine_nor_dagster(argv):
+    """`talkthrough --help` (and a command's) loads no model runtime, media library nor Dagster: those are imported
+    when a run needs them (issue #33 item 3: the cold start)."""
+    code = ("import json, sys\n"
+            f"sys.argv = ['talkthrough', *{argv!r}]\n"
+            "from talkthrough_assets.cli import app\n"
+            "try:\n    app()\nexcept SystemExit:\n    pass\n"
+            f"print(json.dumps(sorted({{k.split('.')[0] for k in sys.modules}} & set({HEAVY!r}))))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Usage" in out.stdout
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
