@@ -112,10 +112,12 @@ def part_wer(args) -> None:
             d = (c_wer - w_wer) if (c_wer is not None and w_wer is not None) else None
             if d is not None:
                 worst[name] = max(worst[name], d)
-            cells.append(f"{(f'{c_wer:.2f}%' if c_wer is not None else f'{len(out['words'])}w'):>12} "
+            n_words = len(out["words"])
+            cells.append(f"{(f'{c_wer:.2f}%' if c_wer is not None else f'{n_words}w'):>12} "
                          f"{(f'{d:+.2f}' if d is not None else '-'):>5} {moved:>5} {out['chunks']['total']:>3}")
             secs.append(f"{tc:>10.1f}")
-        print(f"{clip['name'][:40]:40} {(f'{w_wer:.2f}%' if w_wer is not None else f'{len(whole['words'])}w'):>9} "
+        whole_cell = f"{w_wer:.2f}%" if w_wer is not None else f"{len(whole['words'])}w"
+        print(f"{clip['name'][:40]:40} {whole_cell:>9} "
               + " ".join(cells) + f" {tw:>7.1f} " + " ".join(secs), flush=True)
     print("\n== totals")
     for name, _ in sizes:
