@@ -31,13 +31,21 @@ def instance():
     inst = _open_instance()
     for rid, why in list(_UNMARKED.items()):
         try:
-            for run, pid, _alive in active_runs_here(inst, rid):
-                if pid == os.getpid():
-                    inst.report_run_failed(run, f"run failed: {why}")
+            _mark_runs_failed(inst, rid, why)
             del _UNMARKED[rid]
         except Exception:  # still no room: the next call tries again
             break
     return inst
+
+
+def _mark_runs_failed(inst, rid: str, why: str) -> bool:
+    """Mark this process's unfinished runs of ``rid`` failed with ``why``; True when there was one."""
+    found = False
+    for run, pid, _alive in active_runs_here(inst, rid):
+        if pid == os.getpid():
+            found = True
+            inst.report_run_failed(run, f"run failed: {why}")
+    return found
 from .stages import chunkstore, search_index, transcribe, wallclock
 from .stages import probe as probe_stage
 from .stages.wallclock import t_wall
@@ -220,26 +228,23 @@ def _storage_note() -> str:
 
 def _fail_stuck_run(rid: str, why: str, inst=None) -> bool:
     """Mark this process's unfinished Dagster runs of ``rid`` failed (a run never stays STARTED), releasing the
-    ballast beside Dagster's storage when its disk is full; where even that fails, the next run of the
-    recording marks them (its process is gone by then). True when there was one."""
+    ballast beside Dagster's storage when its disk is full; where even that fails, they are marked at this
+    process's next use of the instance (:func:`instance`), or by the next run of the recording once this process
+    is gone. True when there was one (or may be one, left to mark)."""
     from .instance import release_reserve
 
-    found = False
     for attempt in range(2):
         try:
             inst = inst if inst is not None and not attempt else _open_instance()  # the caller's, opened once
-            for run, pid, _alive in active_runs_here(inst, rid):
-                if pid == os.getpid():
-                    found = True
-                    inst.report_run_failed(run, f"run failed: {why}")
+            found = _mark_runs_failed(inst, rid, why)
             _UNMARKED.pop(rid, None)
             return found
         except Exception as e:
-            if attempt or store.diskfault.kind(e) is None or not release_reserve():
-                if store.diskfault.kind(e) is not None:
-                    _UNMARKED[rid] = why  # marked at the next use of the instance, once there is room
-                    return True
-                return found
+            if store.diskfault.kind(e) is None:
+                return False
+            if attempt or not release_reserve():
+                _UNMARKED[rid] = why  # marked at the next use of the instance, once there is room
+                return True
 
 
 def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
