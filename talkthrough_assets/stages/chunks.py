@@ -38,6 +38,7 @@ import numpy as np
 
 from .. import stop
 from . import transcribe as T
+from . import word_timing
 from .runner import hms
 
 CHUNK_FORMAT = "4"  # the stored result's layout and the planning rule: part of every key
@@ -68,21 +69,12 @@ def speech_probs(samples: np.ndarray) -> np.ndarray:
 def quietest(probs: np.ndarray) -> int:
     """Index of the window to cut at: the middle of the longest run of silent windows (ties: the one nearest
     the middle of the range), else the lowest point of the smoothed probability."""
-    silent = probs < SILENCE_P
-    best, best_key = None, None
-    i, n = 0, len(probs)
-    while i < n:
-        if not silent[i]:
-            i += 1
-            continue
-        j = i
-        while j < n and silent[j]:
-            j += 1
+    best, best_key, n = None, None, len(probs)
+    for i, j in word_timing.true_runs(probs < SILENCE_P):
         mid = (i + j) // 2
         key = (j - i, -abs(mid - n // 2))
         if best_key is None or key > best_key:
             best, best_key = mid, key
-        i = j
     if best is not None:
         return best
     k = min(SMOOTH_WINDOWS, n)
@@ -113,8 +105,6 @@ def plan(samples: np.ndarray, chunk_s: float | None = None) -> list[tuple[int, i
 def fingerprint(stage_config: dict, language_check_model: str | None) -> str:
     """What, besides the samples, makes a chunk's result: the stage's config (model, language, vocabulary,
     beam, device/compute type), the code versions, and whether the language check could run."""
-    from . import word_timing
-
     return json.dumps({"format": CHUNK_FORMAT, "code": T.CODE_VERSION, "word_timing": word_timing.CODE_VERSION,
                        "config": stage_config,
                        "language_check": language_check_model}, sort_keys=True, default=str)

@@ -98,6 +98,12 @@ def _frame(ms: float) -> int:
     return int(round(ms / HOP_MS))
 
 
+def true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """The runs of True in a boolean array, in order, as (first index, index after it)."""
+    edges = np.diff(np.concatenate(([0], np.asarray(mask, dtype=np.int8), [0])))
+    return [(int(i), int(j)) for i, j in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))]
+
+
 def _pause(db: np.ndarray, a: int, b: int, near: int, floor: float) -> tuple[int, int] | None:
     """The pause in frames [a, b) nearest frame ``near``: a run of at least ``PAUSE_MIN_MS`` of frames quieter
     than ``PAUSE_DB`` under the loud part around it (and near the recording's floor), as (first frame, frame
@@ -107,19 +113,12 @@ def _pause(db: np.ndarray, a: int, b: int, near: int, floor: float) -> tuple[int
         return None
     level = float(np.percentile(seg, 90))
     quiet = seg < max(level - PAUSE_DB, floor + 0.25 * (level - floor))
-    best, i, n = None, 0, len(seg)
-    while i < n:
-        if not quiet[i]:
-            i += 1
-            continue
-        j = i
-        while j < n and quiet[j]:
-            j += 1
+    best = None
+    for i, j in true_runs(quiet):
         if (j - i) * HOP_MS >= PAUSE_MIN_MS:
             dist = min(abs(a + i - near), abs(a + j - near))
             if best is None or dist < best[0]:
                 best = (dist, a + i, a + j)
-        i = j
     return None if best is None else (best[1], best[2])
 
 

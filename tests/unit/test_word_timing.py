@@ -123,3 +123,12 @@ def test_a_word_after_a_pause_does_not_start_in_the_loud_tail_of_the_word_before
              {"seq": 0, "idx": 1, "t0_ms": 560, "t1_ms": 1300, "word": " three"}]
     out = WT.refine(x, words, "tiny.en")
     assert abs(out[1]["t0_ms"] - 900) <= 30, out
+
+
+def test_true_runs_are_the_runs_of_true_in_order_with_their_ends():
+    import numpy as np
+
+    from talkthrough_assets.stages.word_timing import true_runs
+
+    assert true_runs(np.array([True, True, False, True, False, False, True])) == [(0, 2), (3, 4), (6, 7)]
+    assert true_runs(np.array([False, False])) == [] and true_runs(np.array([], dtype=bool)) == []
