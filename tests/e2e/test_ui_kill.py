@@ -16,18 +16,16 @@ The run is held in progress by the recording's writer lock, taken by this test (
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import time
 
-from fixture_facts import FIXTURES_DIR, SILENT_NAME
-from test_ui_runs import _env, _hold_lock, _launch_process_run, _wait_runner_tag, _wait_status
+from test_ui_runs import _env, _hold_lock, _launch_process_run, _ui_case, _wait_runner_tag, _wait_status
 from test_webserver import REPO, ROOT, _events, _free_port, _launch, _tags, gql, start_ui, talkthrough_command, \
     wait_run, wait_until_up
 
-from talkthrough_assets import proctree, service
+from talkthrough_assets import proctree
 
 RUN_STEPS = """
 query($id: ID!) { runOrError(runId: $id) { ... on Run { status tags { key value } stepStats { stepKey status } } } }"""
@@ -61,14 +59,7 @@ def _port_free(port: int) -> bool:
 
 
 def test_kill_9_of_the_ui_leaves_nothing_running_and_its_run_is_ended_on_restart(tmp_path):
-    home = tmp_path / "home"
-    env = _env(home)
-    folder = tmp_path / "recordings"
-    folder.mkdir()
-    shutil.copy(FIXTURES_DIR / SILENT_NAME, folder / SILENT_NAME)
-    rid = service.recording_id_for(folder / SILENT_NAME)
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}/graphql"
+    home, env, folder, rid, port, url = _ui_case(tmp_path)
     lock = None
     try:
         # 1. a run in progress, then `kill -9 -PGID` of the UI (the issue's steps)

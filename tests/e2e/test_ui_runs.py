@@ -83,7 +83,9 @@ def _hold_lock(home: Path, rid: str):
     return fd
 
 
-def test_runs_in_progress_when_the_ui_stops_or_dies_are_never_left_started(tmp_path):
+def _ui_case(tmp_path: Path) -> tuple[Path, dict, Path, str, int, str]:
+    """(data root, its environment, a folder holding the silent fixture, that recording's id, a free port, the
+    UI's GraphQL URL on it)."""
     home = tmp_path / "home"
     env = _env(home)
     folder = tmp_path / "recordings"
@@ -91,7 +93,11 @@ def test_runs_in_progress_when_the_ui_stops_or_dies_are_never_left_started(tmp_p
     shutil.copy(FIXTURES_DIR / SILENT_NAME, folder / SILENT_NAME)
     rid = service.recording_id_for(folder / SILENT_NAME)
     port = _free_port()
-    url = f"http://127.0.0.1:{port}/graphql"
+    return home, env, folder, rid, port, f"http://127.0.0.1:{port}/graphql"
+
+
+def test_runs_in_progress_when_the_ui_stops_or_dies_are_never_left_started(tmp_path):
+    home, env, folder, rid, port, url = _ui_case(tmp_path)
 
     # 1. a run in progress, then every process of the UI killed (a crash, a lost machine)
     proc = start_ui(env, port)

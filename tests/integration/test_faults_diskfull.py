@@ -12,20 +12,27 @@ from test_faults_disk import _files_of, _fill, small  # noqa: F401  (small: the 
 from talkthrough_assets import datacheck, pipeline, service
 
 
+def _process_filling(src: Path, mnt: Path, *, after: str, leave_bytes: int) -> tuple[dict, list[Path]]:
+    """``service.process(src)``, the filesystem at ``mnt`` filled to ``leave_bytes`` free once stage ``after``
+    is done: (its summary, [the filler file] or [] when that stage never finished)."""
+    fill: list[Path] = []
+
+    def fill_after(stage, rid, state, info):
+        if stage == after and state == "ok" and not fill:
+            fill.append(_fill(mnt, leave_bytes))
+
+    pipeline.listeners.append(fill_after)
+    try:
+        return service.process(src), fill
+    finally:
+        pipeline.listeners.remove(fill_after)
+
+
 def test_disk_full_mid_run_says_so_in_one_line_keeps_everything_and_recovers(small, tmp_path):
     kept = {r: _files_of(r) for r in (small["a_id"], small["b_id"])}
     c = unique_copy(FIXTURES_DIR / SILENT_NAME, tmp_path / "c.mp4", "faults-c")
-    fill: list[Path] = []
-
-    def fill_after_probe(stage, rid, state, info):  # the preflight passed; the disk fills meanwhile
-        if stage == "probe" and state == "ok" and not fill:
-            fill.append(_fill(small["mnt"], 64 * 1024))
-
-    pipeline.listeners.append(fill_after_probe)
-    try:
-        out = service.process(c)
-    finally:
-        pipeline.listeners.remove(fill_after_probe)
+    # the preflight passed; the disk fills meanwhile
+    out, fill = _process_filling(c, small["mnt"], after="probe", leave_bytes=64 * 1024)
     try:
         assert fill, "the probe never finished"
         said = out.get("reason") if out["status"] == "failed" else out.get("warning")
@@ -52,17 +59,7 @@ def test_disk_full_late_in_a_run_with_dagster_storage_on_it_leaves_no_run_starte
     from dagster import DagsterRunStatus, RunsFilter
 
     c = unique_copy(FIXTURES_DIR / SILENT_NAME, tmp_path / "d.mp4", "faults-d")
-    fill: list[Path] = []
-
-    def fill_after_ocr(stage, rid, state, info):
-        if stage == "ocr" and state == "ok" and not fill:
-            fill.append(_fill(small["mnt"], 0))
-
-    pipeline.listeners.append(fill_after_ocr)
-    try:
-        out = service.process(c)
-    finally:
-        pipeline.listeners.remove(fill_after_ocr)
+    out, fill = _process_filling(c, small["mnt"], after="ocr", leave_bytes=0)
     try:
         assert fill, "OCR never finished"
         said = out.get("reason") if out["status"] == "failed" else out.get("warning")
