@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_reads import _time, generate  # noqa: E402
+from bench_reads import _time, cached_library  # noqa: E402
 
 
 def measure(home: Path, runs: int, spread_min: int, n: int, seed: int = 11) -> dict:
@@ -123,18 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     home = (a.home or Path(tempfile.mkdtemp(prefix="ttbytime-"))).resolve()
-    facts_file = home / "bench_facts.json"
     try:
-        if facts_file.exists():
-            facts = json.loads(facts_file.read_text())
-            print(f"reusing {len(facts['recordings'])} recordings under {home}", file=sys.stderr)
-        else:
-            home.mkdir(parents=True, exist_ok=True)
-            print(f"generating {a.recordings} recordings under {home} ...", file=sys.stderr)
-            facts = generate(home, a.recordings, a.segments, a.frames, int(a.recordings * 0.05), workers=a.workers,
-                             spread_min=a.spread_min)
-            facts["spread_min"] = a.spread_min
-            facts_file.write_text(json.dumps(facts))
+        facts = cached_library(home, a.recordings, a.segments, a.frames, int(a.recordings * 0.05), workers=a.workers,
+                               spread_min=a.spread_min)
         res = {"recordings": len(facts["recordings"]), **measure(home, a.runs, facts.get("spread_min", a.spread_min),
                                                                  len(facts["recordings"]))}
         if a.json:

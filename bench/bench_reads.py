@@ -153,6 +153,23 @@ def _merge_bucket(args: tuple) -> None:
     search_index.compact(b, force=True)
 
 
+def cached_library(home: Path, n_recordings: int, n_segments: int, n_frames: int, pending: int, *,
+                   workers: int = 3, spread_min: int = 0) -> dict:
+    """The library :func:`generate` made under ``home`` (its facts in ``bench_facts.json``), reused when there."""
+    facts_file = home / "bench_facts.json"
+    if facts_file.exists():
+        facts = json.loads(facts_file.read_text())
+        print(f"reusing {len(facts['recordings'])} recordings under {home}", file=sys.stderr)
+        return facts
+    home.mkdir(parents=True, exist_ok=True)
+    print(f"generating {n_recordings} recordings under {home} ...", file=sys.stderr)
+    facts = generate(home, n_recordings, n_segments, n_frames, pending, workers=workers, spread_min=spread_min)
+    facts["spread_min"] = spread_min
+    facts_file.write_text(json.dumps(facts))
+    print(f"  generated in {facts['generate_s']} s", file=sys.stderr)
+    return facts
+
+
 def generate(home: Path, n_recordings: int, n_segments: int, n_frames: int, pending: int, seed: int = 7,
              workers: int = 3, spread_min: int = 0) -> dict:
     """N recordings published in ``workers`` processes; all but the last ``pending`` merged (as the lazily
@@ -297,18 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     home = (a.home or Path(tempfile.mkdtemp(prefix="ttbench-"))).resolve()
-    facts_file = home / "bench_facts.json"
     try:
-        if facts_file.exists():
-            facts = json.loads(facts_file.read_text())
-            print(f"reusing {len(facts['recordings'])} recordings under {home}", file=sys.stderr)
-        else:
-            home.mkdir(parents=True, exist_ok=True)
-            print(f"generating {a.recordings} recordings under {home} ...", file=sys.stderr)
-            facts = generate(home, a.recordings, a.segments, a.frames, int(a.recordings * a.pending),
-                             workers=a.workers)
-            facts_file.write_text(json.dumps(facts))
-            print(f"  generated in {facts['generate_s']} s", file=sys.stderr)
+        facts = cached_library(home, a.recordings, a.segments, a.frames, int(a.recordings * a.pending),
+                               workers=a.workers)
         res = {"recordings": len(facts["recordings"]), "pending_parts": facts["pending_parts"],
                "generate_s": facts["generate_s"], "merge_all_buckets_s": facts["merge_all_buckets_s"]}
         res["new"] = _child("new", home, a.runs)
