@@ -58,7 +58,9 @@ def known_cuts() -> dict[str, list[int]]:
 
 
 def run_keyframes(path: str, workdir: Path) -> dict:
-    from talkthrough_assets.stages import dedup, keyframes, probe
+    from talkthrough_assets.stages import dedup
+    from talkthrough_assets.stages import keyframes
+    from talkthrough_assets.stages import probe
 
     info = probe.probe_file(path)
     dur = info["duration_ms"] / 1000

@@ -35,9 +35,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 def bench_file(path: str, rounds: int) -> dict:
-    from talkthrough_assets import pipeline, service, store
+    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.app import service
+    from talkthrough_assets import store
     from talkthrough_assets.stages import audio as audio_stage
-    from talkthrough_assets.stages import diarize as diarize_stage
+    from talkthrough_assets.stages import turns as diarize_stage
 
     t = time.perf_counter()
     first = service.process(path, overrides={"diarize": False})

@@ -184,7 +184,7 @@ SPANS: dict[str, list] = {}  # config -> its segments' (t0_ms, t1_ms) on the cur
 def uncovered_s(samples, spans_ms) -> tuple[float, float]:
     """(voice activity no segment covers, voice activity), seconds: the pipeline's own measure
     (transcribe.uncovered over the VAD gate's speech, a segment covering its span +- COVER_SLACK_MS)."""
-    from talkthrough_assets.stages import transcribe as T
+    from talkthrough_assets.stages.segments import transcribe as T
 
     core = T.core_speech(T.speech_regions(samples))
     slack = T.COVER_SLACK_MS
@@ -195,7 +195,7 @@ def uncovered_s(samples, spans_ms) -> tuple[float, float]:
 
 def run_pipeline(samples, ref_model: str, label: str, config: str = "pipeline",
                  **kw) -> tuple[list[tuple[float, str]], float]:
-    from talkthrough_assets.stages import chunks as C
+    from talkthrough_assets.stages.segments import chunks as C
 
     # the segments stage's own decode (stages/chunkstore.transcribe): chunked, each chunk through the drop
     # rules; nothing stored, so every run decodes
@@ -243,8 +243,8 @@ def main() -> int:
 
     from faster_whisper import WhisperModel
 
-    from talkthrough_assets import models
-    from talkthrough_assets.stages import transcribe as T
+    from talkthrough_assets.store import models
+    from talkthrough_assets.stages.segments import transcribe as T
 
     ref_model, label = models.resolve_whisper()
     configs = args.configs.split(",")

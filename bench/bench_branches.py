@@ -52,8 +52,8 @@ def timed(fn) -> tuple[float, float]:
 
 
 def run_dagster(rid: str, inst, **env: str) -> None:
-    from talkthrough_assets import service
-    from talkthrough_assets.settings import STAGES
+    from talkthrough_assets.app import service
+    from talkthrough_assets.pipeline.settings import STAGES
 
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -66,7 +66,7 @@ def run_dagster(rid: str, inst, **env: str) -> None:
 
 
 def run_branch(rid: str, stages: tuple[str, ...]) -> None:
-    from talkthrough_assets import pipeline
+    from talkthrough_assets.pipeline import execute as pipeline
 
     for s in stages:
         pipeline.run_stage(s, rid)
@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(tempfile.mkdtemp(prefix="tt-bench-br-"))
     os.environ["TALKTHROUGH_HOME"] = str(home)
     os.environ.pop("DAGSTER_HOME", None)
-    from talkthrough_assets import service
-    from talkthrough_assets.settings import STAGES
+    from talkthrough_assets.app import service
+    from talkthrough_assets.pipeline.settings import STAGES
 
     ncpu = os.cpu_count() or 1
     try:

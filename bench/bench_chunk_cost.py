@@ -22,9 +22,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_asr import _decode as decode_16k  # noqa: E402  (the eval benches' 16-kHz mono decode)
-from talkthrough_assets.models import resolve_whisper  # noqa: E402
-from talkthrough_assets.stages import chunks as C  # noqa: E402
-from talkthrough_assets.stages import transcribe as T  # noqa: E402
+from talkthrough_assets.store.models import resolve_whisper  # noqa: E402
+from talkthrough_assets.stages.segments import chunks as C  # noqa: E402
+from talkthrough_assets.stages.segments import transcribe as T  # noqa: E402
 
 
 def main() -> None:

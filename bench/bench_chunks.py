@@ -55,9 +55,9 @@ def _wer(clip: dict, segs) -> tuple[float | None, dict]:
 
 
 def part_wer(args) -> None:
-    from talkthrough_assets import models
-    from talkthrough_assets.stages import chunks as C
-    from talkthrough_assets.stages import transcribe as T
+    from talkthrough_assets.store import models
+    from talkthrough_assets.stages.segments import chunks as C
+    from talkthrough_assets.stages.segments import transcribe as T
 
     ref, label = models.resolve_whisper()
     kw = dict(model_ref=ref, model_label=label)
@@ -169,7 +169,7 @@ def _moved_words(a: list[dict], b: list[dict], tol_ms: int = 100, near_ms: int =
 
 def _process(home: Path, media: Path, kill_after: float | None = None) -> tuple[float, int]:
     env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"))
-    cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(media), "--json"]
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(media), "--json"]
     t = time.perf_counter()
     p = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
@@ -237,9 +237,9 @@ def part_ab(args) -> None:
     from faster_whisper import WhisperModel
 
     import make_long_media as ml
-    from talkthrough_assets import models
-    from talkthrough_assets.stages import chunks as C
-    from talkthrough_assets.stages import transcribe as T
+    from talkthrough_assets.store import models
+    from talkthrough_assets.stages.segments import chunks as C
+    from talkthrough_assets.stages.segments import transcribe as T
 
     ref, label = models.resolve_whisper()
     kw = dict(model_ref=ref, model_label=label)
@@ -302,7 +302,7 @@ def _same_samples(long_path: Path, short_path: Path, work: Path, label: str) -> 
     import numpy as np
 
     from talkthrough_assets.stages import audio as A
-    from talkthrough_assets.stages import chunks as C
+    from talkthrough_assets.stages.segments import chunks as C
 
     A.extract_wav(long_path, work / "long.wav")
     A.extract_wav(short_path, work / "short.wav")
@@ -323,7 +323,7 @@ def _run_json(home: Path, media: Path) -> tuple[dict, float, float]:
     import resource
 
     env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"))
-    cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(media), "--json"]
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(media), "--json"]
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
@@ -394,9 +394,9 @@ def part_prefix(args) -> None:
 def _prefix_whisper(media: Path, short: Path, args) -> None:
     """The segments stage's work alone, in this process (one warm model; wall and this process's CPU seconds):
     the cut into a store, then the 30-min file with that store, then the 30-min file with an empty store."""
-    from talkthrough_assets import models
-    from talkthrough_assets.stages import chunks as C
-    from talkthrough_assets.stages import transcribe as T
+    from talkthrough_assets.store import models
+    from talkthrough_assets.stages.segments import chunks as C
+    from talkthrough_assets.stages.segments import transcribe as T
 
     ref, label = models.resolve_whisper()
     T.default_whisper().warm(ref)
@@ -455,7 +455,7 @@ def main() -> int:
     ap.add_argument("--prefix-s", type=float, default=1200.0, help="prefix: the shorter take's length")
     ap.add_argument("--prefix-48k-s", type=float, default=370.0, help="prefix: the 48-kHz take's cut (0: none)")
     args = ap.parse_args()
-    from talkthrough_assets.stages import chunks as C
+    from talkthrough_assets.stages.segments import chunks as C
 
     args.chunk_s = args.chunk_s or C.CHUNK_S
     parts = args.parts.split(",")

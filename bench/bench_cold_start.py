@@ -8,7 +8,7 @@ commit exported into a temporary folder ("before"; its children get it first on 
 the same run with the children interleaved (before, after, before, after ...) so that load drift hits both:
 
   python -c pass            the interpreter's floor
-  import cli                python -c "import talkthrough_assets.cli"
+  import cli                python -c "import talkthrough_assets.cli.main"
   talkthrough --help
   process (cold)            `talkthrough process CLIP --json` with a new empty TALKTHROUGH_HOME (its DAGSTER_HOME
                             under it: Dagster's SQLite storage created, models loaded): wall and CPU seconds
@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import bench_throughput as tp  # noqa: E402  (run_child, cut, talkthrough_cmd)
 
 TARGET_FIXED_S = 3.0
-SHORT = {"python -c pass": ["-c", "pass"], "import cli": ["-c", "import talkthrough_assets.cli"]}
+SHORT = {"python -c pass": ["-c", "pass"], "import cli": ["-c", "import talkthrough_assets.cli.main"]}
 
 
 def clip(seconds: int = 5) -> str:

@@ -140,10 +140,10 @@ def sherpa_defaults(wav: Path, num_clusters: int = -1) -> tuple[list[tuple], flo
     """sherpa-onnx with every diarization option at its default (``num_clusters`` aside), no post-processing."""
     import sherpa_onnx as so
 
-    from talkthrough_assets import config
+    from talkthrough_assets.core import config
     from talkthrough_assets.stages import audio
-    from talkthrough_assets.stages.diarize import engine as diarize_engine
-    from talkthrough_assets.stages.diarize import models as diarize_models
+    from talkthrough_assets.stages.turns import engine as diarize_engine
+    from talkthrough_assets.stages.turns import models as diarize_models
 
     m = diarize_models.resolve_models(models_dir=config.get(diarize_models.ENV_MODELS_DIR))
     cfg = so.OfflineSpeakerDiarizationConfig(
@@ -161,9 +161,9 @@ def sherpa_defaults(wav: Path, num_clusters: int = -1) -> tuple[list[tuple], flo
 
 
 def talkthrough(wav: Path, num_speakers, threshold: float | None = None) -> tuple[list[tuple], float, dict]:
-    from talkthrough_assets import config
-    from talkthrough_assets import settings as S
-    from talkthrough_assets.stages import diarize as D
+    from talkthrough_assets.core import config
+    from talkthrough_assets.pipeline import settings as S
+    from talkthrough_assets.stages import turns as D
 
     thr = S.DEFAULTS["diarize_threshold"] if threshold is None else threshold
     t = time.perf_counter()
@@ -210,9 +210,9 @@ def main() -> int:
     if not os.environ.get("TALKTHROUGH_DIARIZATION_MODELS") and SHARED_MODELS.is_dir():
         os.environ["TALKTHROUGH_DIARIZATION_MODELS"] = str(SHARED_MODELS)
     os.environ.setdefault("TALKTHROUGH_HOME", tempfile.mkdtemp(prefix="tt-bench-der-"))
-    from talkthrough_assets import settings as S
+    from talkthrough_assets.pipeline import settings as S
     from talkthrough_assets.stages import audio
-    from talkthrough_assets.stages.diarize.engine import WINDOW_SHIFT_RATIO
+    from talkthrough_assets.stages.turns.engine import WINDOW_SHIFT_RATIO
 
     tmp = Path(tempfile.mkdtemp(prefix="tt-der-"))
     cs, skipped = clips(args.media, tmp)

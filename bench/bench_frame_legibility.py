@@ -77,7 +77,7 @@ def main() -> int:
     a = ap.parse_args()
 
     from talkthrough_assets.stages import ocr
-    from talkthrough_mcp import images
+    from talkthrough_assets.read import images
 
     quality = a.quality or images.AGENT_JPEG_QUALITY
     engine, status = ocr.engine_status(True)

@@ -51,7 +51,7 @@ def bare_walk(root: Path) -> int:
 
 
 def bench_tick(n_files: int, runs: int) -> dict:
-    from talkthrough_assets import dropdir
+    from talkthrough_assets.pipeline import dropdir
 
     drop = Path(tempfile.mkdtemp(prefix="tt-bench-drop-"))
     try:
@@ -94,8 +94,9 @@ def bench_tick(n_files: int, runs: int) -> dict:
 
 
 def bench_cached(path: str, runs: int) -> dict:
-    from talkthrough_assets import pipeline, service
-    from talkthrough_assets.models import sha256_file
+    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.app import service
+    from talkthrough_assets.store.models import sha256_file
 
     t = time.perf_counter()
     first = service.process(path)

@@ -40,7 +40,7 @@ def _stage_runs(home: Path) -> dict[str, dict]:
 def _run(home: Path, media: Path, kill_after: float | None = None) -> tuple[float, float, float, int]:
     """(wall s, CPU s of it and its children, start as epoch s, exit code)."""
     env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"))
-    cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(media), "--json"]
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(media), "--json"]
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, w0 = time.time(), time.perf_counter()
     p = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -51,7 +51,7 @@ def main() -> int:
     args = ap.parse_args()
     import evalset
 
-    from talkthrough_assets.stages import transcribe as T
+    from talkthrough_assets.stages.segments import transcribe as T
 
     check = T.language_checker(T.default_whisper())
     if check is None:

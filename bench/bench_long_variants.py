@@ -42,7 +42,7 @@ def covered_share(words: list[tuple[float, float, str]], span: tuple[float, floa
 
 
 def uncovered_s(core, spans_ms) -> float:
-    from talkthrough_assets.stages import transcribe as T
+    from talkthrough_assets.stages.segments import transcribe as T
 
     slack = T.COVER_SLACK_MS  # as the pipeline counts it: a segment covers its span +- this
     gaps = T.uncovered(core, [((a - slack) * 16, (b + slack) * 16) for a, b in spans_ms],
@@ -60,9 +60,9 @@ def main() -> int:
     import make_long_media as ml
     from faster_whisper import WhisperModel
 
-    from talkthrough_assets import models
-    from talkthrough_assets.stages import chunks as C
-    from talkthrough_assets.stages import transcribe as T
+    from talkthrough_assets.store import models
+    from talkthrough_assets.stages.segments import chunks as C
+    from talkthrough_assets.stages.segments import transcribe as T
 
     ref, label = models.resolve_whisper()
     bare = WhisperModel(ref, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads())

@@ -62,7 +62,9 @@ def references(skip_long: bool) -> dict[str, set[str] | None]:
 
 
 def unique_frames(path: str, workdir: Path) -> list[dict]:
-    from talkthrough_assets.stages import dedup, keyframes, probe
+    from talkthrough_assets.stages import dedup
+    from talkthrough_assets.stages import keyframes
+    from talkthrough_assets.stages import probe
 
     d = workdir / Path(path).stem
     r = keyframes.extract(path, d, duration_s=probe.probe_file(path)["duration_ms"] / 1000)

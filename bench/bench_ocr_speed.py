@@ -35,7 +35,9 @@ def frames(path: str, workdir: Path) -> tuple[list[dict], list[dict]]:
     """The unique keyframes with the bands dedup gave before #33 and gives now."""
     import ocr_issue33_before as before
 
-    from talkthrough_assets.stages import dedup, keyframes, probe
+    from talkthrough_assets.stages import dedup
+    from talkthrough_assets.stages import keyframes
+    from talkthrough_assets.stages import probe
 
     d = workdir / Path(path).stem
     r = keyframes.extract(path, d, duration_s=probe.probe_file(path)["duration_ms"] / 1000)
@@ -63,7 +65,8 @@ def main() -> int:
     import ocr_issue33_before as before
     from bench_ocr_engines import references, words
 
-    from talkthrough_assets.stages import cpu_plan, ocr
+    from talkthrough_assets.stages import cpu_plan
+    from talkthrough_assets.stages import ocr
 
     old_engine, _ = before.engine_status(True)
     new_engine, status = ocr.OcrEngine().status(True)

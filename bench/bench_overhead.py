@@ -26,8 +26,9 @@ def main() -> None:
     args = ap.parse_args()
     os.environ["TALKTHROUGH_HOME"] = tempfile.mkdtemp(prefix="tt-bench-")
     os.environ.pop("DAGSTER_HOME", None)
-    from talkthrough_assets import pipeline, service
-    from talkthrough_assets.settings import STAGES
+    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.app import service
+    from talkthrough_assets.pipeline.settings import STAGES
 
     inst = service.instance()
     rid = service.register(args.file, inst)

@@ -40,7 +40,7 @@ async def measure(path: Path, home: Path, poll_s: float) -> dict:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from talkthrough_assets import ids
+    from talkthrough_assets.core import ids
 
     rid = ids.recording_id(path)
     env = {**os.environ, "TALKTHROUGH_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),

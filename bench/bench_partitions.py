@@ -52,7 +52,8 @@ def _median(fn, runs: int) -> float:
 def _instance(dagster_home: Path, pg_url: str | None):
     from dagster import DagsterInstance
 
-    from talkthrough_assets import service, sqlite_tuning
+    from talkthrough_assets.app import service
+    from talkthrough_assets.defs import sqlite_tuning
 
     if pg_url:
         os.environ["TALKTHROUGH_PG_URL"] = pg_url
@@ -68,8 +69,8 @@ def _instance(dagster_home: Path, pg_url: str | None):
 def measure(backend: str, n: int, inst, rid: str, drop_dir: Path, runs: int) -> dict:
     from dagster import build_sensor_context
 
-    from talkthrough_assets import service
-    from talkthrough_assets.definitions import PARTITIONS_NAME, drop_dir_sensor
+    from talkthrough_assets.app import service
+    from talkthrough_assets.defs.assets import PARTITIONS_NAME, drop_dir_sensor
 
     rng = random.Random(n)
     keys = [f"{rng.getrandbits(64):016x}" for _ in range(n - 1)] + [rid]
@@ -137,7 +138,7 @@ def main() -> None:
     drop = work / "drop"
     drop.mkdir()
 
-    from talkthrough_assets import service
+    from talkthrough_assets.app import service
 
     # one processed recording whose manifest every instance re-materializes (Parquet outputs are
     # shared; the Dagster instances differ)

@@ -9,7 +9,7 @@ unmerged parts, as a library being added to has them (a bucket is re-merged when
 
 Each reader is measured in its own fresh process (so its peak RSS is its own):
 
-  * ``new``: the MCP reader as shipped (:class:`talkthrough_mcp.reader.Reader`, the persistent index);
+  * ``new``: the MCP reader as shipped (:class:`talkthrough_assets.read.reader.Reader`, the persistent index);
   * ``old``: the reader before it, in the same run (``bench/baseline/search_v1.py``: every manifest
     tokenized into an in-memory DuckDB, BM25 in SQL).
 
@@ -218,7 +218,7 @@ def measure(which: str, home: Path, runs: int, started: float) -> dict:
     """One reader in this (fresh) process: cold start, queries, peak RSS."""
     os.environ["TALKTHROUGH_HOME"] = str(home)
     facts = json.loads((home / "bench_facts.json").read_text())
-    from talkthrough_mcp import reader
+    from talkthrough_assets.read import reader
 
     rng = random.Random(1)
     ids = facts["recordings"]

@@ -53,7 +53,7 @@ def paint_ms(browser, html: str) -> tuple[float, float]:
 
 
 def synthetic(hours: float, frame_files: list[str]):
-    from talkthrough_mcp import snapshot
+    from talkthrough_assets.read import snapshot
 
     total = int(hours * 3_600_000)
     words = ("so the deploy pipeline failed again on staging because the config map was not "
@@ -92,8 +92,10 @@ def main() -> None:
     from fixture_facts import SCREENCAST_PATH, TWO_VOICES_PATH
     from playwright.sync_api import sync_playwright
 
-    from talkthrough_assets import service
-    from talkthrough_mcp import formats, report, snapshot
+    from talkthrough_assets.app import service
+    from talkthrough_assets.read import formats
+    from talkthrough_assets.read import report
+    from talkthrough_assets.read import snapshot
 
     pages = {}
     inputs = [(SCREENCAST_PATH, {}), (TWO_VOICES_PATH, {"diarize": True})]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [ROOT / "fixtures" / "screencast.mp4", ROOT / "fixtures" / "meeting_audio.m4a"]
-CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
+CLI = [sys.executable, "-m", "talkthrough_assets.cli.main"]
 
 
 def _moto() -> tuple[subprocess.Popen, str]:

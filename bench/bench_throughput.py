@@ -75,7 +75,7 @@ def run_child(cmd: list[str], env: dict | None = None) -> dict:
 
 def talkthrough_cmd() -> list[str]:
     exe = Path(sys.executable).parent / "talkthrough"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "talkthrough_assets.cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "talkthrough_assets.cli.main"]
 
 
 def media_seconds(path: str) -> float:
@@ -149,7 +149,7 @@ def target_line(r: dict) -> str:
 
 
 def print_report(r: dict) -> None:
-    from talkthrough_assets.settings import STAGES
+    from talkthrough_assets.pipeline.settings import STAGES
 
     dur, dec, proc = r["media_s"], r["decode"], r["process"]
     print(f"\n== {r['label']}: {Path(r['path']).name}, {dur:.0f} s of media ==")

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "e2e"), str(ROOT / "tests")]
 
-from talkthrough_assets import proctree  # noqa: E402
+from talkthrough_assets.core import proctree  # noqa: E402
 from test_webserver import _free_port, talkthrough_command, wait_until_up  # noqa: E402
 
 

@@ -191,8 +191,8 @@ def recordings(cache: Path, synthetic: bool) -> list[dict]:
 
 def diarize_all(recs: list[dict]) -> tuple[list[dict], dict]:
     """Each recording through run_turns; its labels with voiceprint, clean speech and reference person."""
-    from talkthrough_assets.stages import diarize
-    from talkthrough_assets.stages.diarize import voiceprints as V
+    from talkthrough_assets.stages import turns as diarize
+    from talkthrough_assets.stages.turns import voiceprints as V
 
     spent = {"turns_s": 0.0, "voiceprints_s": 0.0, "multi": [0.0, 0.0], "single": [0.0, 0.0]}
     real_compute = V.compute
@@ -238,7 +238,7 @@ def diarize_all(recs: list[dict]) -> tuple[list[dict], dict]:
 
 def trials(labels: list[dict]) -> list[dict]:
     """Per round and test label: the best enrolled person (production recognise) and its score."""
-    from talkthrough_assets.stages.diarize import voices
+    from talkthrough_assets.stages.turns import voices
 
     by_person: dict[str, list[str]] = {}
     for lab in labels:
@@ -293,7 +293,7 @@ def choose(ts: list[dict]) -> tuple[float, float]:
 def match_speed(labels: list[dict], n_people: int = 1000, reps: int = 200) -> float:
     """ms to recognise one label against ``n_people`` enrolled people (their voices: real voiceprints
     perturbed, so the matrix is realistic in shape; the score does not matter here)."""
-    from talkthrough_assets.stages.diarize import voices
+    from talkthrough_assets.stages.turns import voices
 
     rng = np.random.default_rng(0)
     base = np.asarray([lab["embedding"] for lab in labels], dtype=np.float64)

@@ -10,7 +10,7 @@ run one after the other (each child's wall and CPU seconds from os.wait4):
   decode floor     PyAV decode of the audio track, resampled to 16 kHz mono (what any transcriber reads first)
   bare             faster-whisper with its defaults (beam 5, no VAD; its decode_audio inlined: the installed PyAV
                    no longer takes an argument it passes), the same tiny.en model
-                   (``talkthrough_assets.models.resolve_whisper()``), the same compute type and threads as
+                   (``talkthrough_assets.store.models.resolve_whisper()``), the same compute type and threads as
                    `process` gives Whisper when it runs alone (``transcribe.cpu_threads()``)
   bare + VAD       the same with ``vad_filter=True``
   process          `talkthrough process FILE --json`, cold: a new empty TALKTHROUGH_HOME (Dagster storage
@@ -77,9 +77,9 @@ print(json.dumps({"segments": len(segs), "words": sum(len(s.text.split()) for s 
 
 def whisper_setup() -> tuple[str, str, int]:
     """(model path, compute type, threads) that `process` gives Whisper on this machine when it runs alone."""
-    from talkthrough_assets import config
-    from talkthrough_assets.models import resolve_whisper
-    from talkthrough_assets.stages import transcribe
+    from talkthrough_assets.core import config
+    from talkthrough_assets.store.models import resolve_whisper
+    from talkthrough_assets.stages.segments import transcribe
 
     return (resolve_whisper()[0], transcribe.device_setting()[1],
             transcribe.cpu_threads(override=config.get("TALKTHROUGH_WHISPER_THREADS")))

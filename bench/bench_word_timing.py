@@ -6,7 +6,7 @@ run.
     python bench/bench_word_timing.py [--model tiny.en|base] [--json FILE]
 
 Configs: ``bare``; ``unrefined`` (the segments stage without its word-timing step); ``pipeline`` (the
-segments stage as it runs: :mod:`talkthrough_assets.stages.word_timing` applied).
+segments stage as it runs: :mod:`talkthrough_assets.stages.segments.word_timing` applied).
 
 References (bench/eval/word_times.json, with their sources):
   * the TIMIT corpus sample of NLTK (160 sentences, 16 speakers, hand-labelled ``.wrd`` word boundaries;
@@ -130,9 +130,9 @@ def decode_all(refs: list[dict], model: str | None, cache: Path, git_root: Path 
     """Per clip: the bare faster-whisper words and the segments stage's words before refinement."""
     from faster_whisper import WhisperModel
 
-    from talkthrough_assets import models
-    from talkthrough_assets.stages import chunks as C
-    from talkthrough_assets.stages import transcribe as T
+    from talkthrough_assets.store import models
+    from talkthrough_assets.stages.segments import chunks as C
+    from talkthrough_assets.stages.segments import transcribe as T
 
     ref_model, label = models.resolve_whisper(model)
     bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads())
@@ -151,7 +151,7 @@ def decode_all(refs: list[dict], model: str | None, cache: Path, git_root: Path 
 def score(refs: list[dict], dec: dict, cache: Path, git_root: Path | None, refine=None) -> dict:
     """{split: {config: [signed errors]}} for bare, unrefined and pipeline (``refine``, default
     word_timing.refine)."""
-    from talkthrough_assets.stages import word_timing
+    from talkthrough_assets.stages.segments import word_timing
 
     refine = refine or word_timing.refine
     errs: dict = {}

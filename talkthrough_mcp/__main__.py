@@ -1,5 +1,5 @@
 import sys
 
-from .server import main
+from talkthrough_mcp.server import main
 
 sys.exit(main())

@@ -1,6 +1,6 @@
 """The MCP surface: registers the read tools and workflow prompts on the official SDK's MCPServer.
 
-Thin by design: each tool is one call into :class:`talkthrough_mcp.reader.Reader`; this module
+Thin by design: each tool is one call into :class:`talkthrough_assets.read.reader.Reader`; this module
 only maps results to content blocks (JSON text, JPEG image blocks) and reader errors to
 ``isError`` results. Transports: stdio (default) and streamable HTTP on loopback; a
 non-loopback bind is refused unless a bearer token is configured, and a configured token is
@@ -24,15 +24,15 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
-from talkthrough_assets import config, store
+from talkthrough_assets.core import config
+from talkthrough_assets import store
 
-from . import guidance
-from .errors import InvalidArgument, ReadError
-from .http_guard import (TOKEN_ENV, TOKEN_MIN_CHARS, TOKEN_MIN_DISTINCT, BearerAuth, BindRefused,  # noqa: F401
-                         check_bind, is_loopback, normalize_host, token_problem)
-from .reader import ImageResult, Reader, default_reader, dumps
-from .schemas import OUTPUT_SCHEMAS
-from .wire_schema import input_schema, output_schema
+from talkthrough_mcp import guidance
+from talkthrough_assets.read.errors import InvalidArgument, ReadError
+from talkthrough_mcp.http_guard import (TOKEN_ENV, TOKEN_MIN_CHARS, TOKEN_MIN_DISTINCT, BearerAuth, BindRefused, check_bind, is_loopback, normalize_host, token_problem)
+from talkthrough_assets.read.reader import ImageResult, Reader, default_reader, dumps
+from talkthrough_mcp.schemas import OUTPUT_SCHEMAS
+from talkthrough_mcp.wire_schema import input_schema, output_schema
 
 log = logging.getLogger("talkthrough_mcp")
 
@@ -48,7 +48,7 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 RecordingId = Annotated[StrictStr, Field(description="recording id", max_length=64)]
 StartMs = Annotated[StrictInt | None, Field(description="window start, ms; omitted: 0")]
 EndMs = Annotated[StrictInt | None, Field(description="window end, ms (>= start_ms); omitted: the end")]
-# wall-clock questions (issue #36): read by talkthrough_assets.timeq
+# wall-clock questions (issue #36): read by talkthrough_assets.read.timeq
 # (their grammar is said once, in the server instructions)
 Since = Annotated[StrictStr | None, Field(max_length=80)]
 Until = Annotated[StrictStr | None, Field(max_length=80)]

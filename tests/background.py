@@ -7,12 +7,12 @@ import time
 
 def background_rejection_runs() -> list[int]:
     """PIDs of the detached processes that record the files `talkthrough process` rejected as failed runs."""
-    from talkthrough_assets import proctree
+    from talkthrough_assets.core import proctree
 
     out = []
     for p in proctree.pids():
         try:
-            if b"talkthrough_assets.rejections_run" in (proctree.PROC / str(p) / "cmdline").read_bytes():
+            if b"talkthrough_assets.app.rejections_run" in (proctree.PROC / str(p) / "cmdline").read_bytes():
                 out.append(p)
         except OSError:
             continue

@@ -57,7 +57,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _rejections_recorded(request):
     """A test whose file `talkthrough process` rejected ends once the failed run recorded for it in the
-    background is written (talkthrough_assets/rejections.py), so it never lands in the next test's instance."""
+    background is written (talkthrough_assets/store/rejections.py), so it never lands in the next test's instance."""
     yield
     if _tier(request.node) != "unit":
         from background import wait_background_rejection_runs
@@ -83,7 +83,7 @@ def processed(tt_home) -> dict[str, dict]:
     """Summaries of every fixture processed through `service.process` (the CLI's code path)."""
     from fixture_facts import FIXTURES_DIR, PROCESS_OPTIONS
 
-    from talkthrough_assets import service
+    from talkthrough_assets.app import service
 
     out = {}
     for name, options in PROCESS_OPTIONS.items():

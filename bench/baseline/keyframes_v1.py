@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from talkthrough_assets.errors import BadMediaError
-from talkthrough_assets.mediaio import open_input
+from talkthrough_assets.core.errors import BadMediaError
+from talkthrough_assets.core.mediaio import open_input
 from talkthrough_assets.stages.probe import frame_floor_s
 
 CODE_VERSION = "1"

@@ -6,7 +6,7 @@ ocr: RapidOCR (the ``rapidocr`` 3.x package and the models in its wheel) over un
 ``TALKTHROUGH_OCR=off`` or an import failure turns OCR off; that is recorded, not a crash.
 
 The engine is loaded once, by an :class:`OcrEngine` the caller owns and passes on (the pipeline gets the
-process's one from ``talkthrough_assets.engines``, Dagster from its ``ocr_engine`` resource);
+process's one from ``talkthrough_assets.pipeline.engines``, Dagster from its ``ocr_engine`` resource);
 :func:`engine_status` asks :func:`default_ocr`, the same process-wide object.
 """
 
@@ -17,8 +17,10 @@ import json
 import os
 import threading
 
-from talkthrough_assets import config, stop, store
-from talkthrough_assets.stages import ocr_cache
+from talkthrough_assets.core import config
+from talkthrough_assets.core import stop
+from talkthrough_assets import store
+from talkthrough_assets.stages.ocr import cache as ocr_cache
 from talkthrough_assets.stages.runner import StageResult, digest
 
 CODE_VERSION = "6"

@@ -20,7 +20,7 @@ import pyarrow as pa
 from talkthrough_assets import store
 from talkthrough_assets.stages import terms as terms_stage
 
-from talkthrough_mcp import snapshot
+from talkthrough_assets.read import snapshot
 
 BATCH = 200  # recordings per insert batch
 WARM_WAIT_S = 5.0  # a reader's wait for the server's first index build (then: a partial answer, said so)
@@ -277,13 +277,11 @@ class LibraryIndex:
 # --------------------------------------------------------------------------- the search tool of ed66163
 # (its helpers -- expand, split_compound, suggest, snippet ... -- run SQL on m_df and are unchanged)
 
-from talkthrough_assets.stages.wallclock import t_wall  # noqa: E402
-from talkthrough_mcp.args import SPEAKER_MAX_CHARS, clip, dumps, limit_arg, text_arg  # noqa: E402
-from talkthrough_mcp.errors import InvalidArgument  # noqa: E402
-from talkthrough_mcp.search import (PHRASE_CANDIDATES, SEARCH_MAX_CHARS, SEARCH_MAX_HITS,  # noqa: E402
-                                    SEARCH_MAX_QUERY_CHARS, SEARCH_MAX_TERMS, SPLIT_WEIGHT, expand,
-                                    has_phrase, known_term, snippet, split_compound, suggest)
-from talkthrough_mcp.transcript import speaker_match  # noqa: E402
+from talkthrough_assets.stages.wall_clock import t_wall  # noqa: E402
+from talkthrough_assets.read.args import SPEAKER_MAX_CHARS, clip, dumps, limit_arg, text_arg  # noqa: E402
+from talkthrough_assets.read.errors import InvalidArgument  # noqa: E402
+from talkthrough_assets.read.search import (PHRASE_CANDIDATES, SEARCH_MAX_CHARS, SEARCH_MAX_HITS, SEARCH_MAX_QUERY_CHARS, SEARCH_MAX_TERMS, SPLIT_WEIGHT, expand, has_phrase, known_term, snippet, split_compound, suggest)
+from talkthrough_assets.read.transcript import speaker_match  # noqa: E402
 
 K1 = 1.2
 B = 0.75

@@ -7,10 +7,10 @@ import wave
 
 import numpy as np
 
-from .. import store
-from ..errors import BadMediaError
-from ..mediaio import open_input
-from .runner import StageResult, digest, probe_row
+from talkthrough_assets import store
+from talkthrough_assets.core.errors import BadMediaError
+from talkthrough_assets.core.mediaio import open_input
+from talkthrough_assets.stages.runner import StageResult, digest, probe_row
 
 CODE_VERSION = "2"
 SAMPLE_RATE = 16000

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 
-from .. import store
-from .runner import StageResult, digest
+from talkthrough_assets import store
+from talkthrough_assets.stages.runner import StageResult, digest
 
 CODE_VERSION = "3"  # 3: a band is as wide as its change (+ margin), not the whole frame
 SCALE = 4

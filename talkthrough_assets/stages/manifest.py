@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from .. import store
-from ..errors import StageError
-from .diarize import voices
-from .diarize.labels import label_num
-from .diarize.speaker_names import name_candidates
-from .keyframes import CAP_REASON_PREFIX
-from .transcribe import quality as transcript_quality
-from .wallclock import view as wallclock_view
-from . import probe as probe_stage
-from . import search_index
-from .runner import CheckResult, StageResult, digest, probe_row, stage_reason
+from talkthrough_assets import store
+from talkthrough_assets.core.errors import StageError
+from talkthrough_assets.stages.turns import voices
+from talkthrough_assets.stages.turns.labels import label_num
+from talkthrough_assets.stages.turns.speaker_names import name_candidates
+from talkthrough_assets.stages.keyframes import CAP_REASON_PREFIX
+from talkthrough_assets.stages.segments.transcribe import quality as transcript_quality
+from talkthrough_assets.stages.wall_clock import view as wallclock_view
+from talkthrough_assets.stages import probe as probe_stage
+from talkthrough_assets.stages import search_index
+from talkthrough_assets.stages.runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
 CODE_VERSION = "6"  # 6: voice matches and name sources per speaker (issue #35); 5: transcript.quality
 SCHEMA = "talkthrough-manifest/v1"
@@ -167,7 +167,7 @@ def loads(text: str) -> dict:
 
 def recording_row(m: dict, manifest_path: str | None = None) -> dict:
     """The one shape of a recording's listing row, from its manifest: the ``recordings`` table's row (the
-    manifest stage) and the MCP server's library row (``talkthrough_mcp.snapshot``) are both this. Raises
+    manifest stage) and the MCP server's library row (``talkthrough_assets.read.snapshot``) are both this. Raises
     KeyError/TypeError/ValueError on a manifest that is not talkthrough-manifest/v1."""
     media, tr, fr = m["media"], m["transcript"], m["frames"]
     wc = wallclock_view(m.get("wall_clock")) or {}

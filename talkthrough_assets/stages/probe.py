@@ -7,11 +7,12 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import config, store
-from ..errors import BadMediaError, DiskSpaceError, StageError
-from ..ids import recording_id
-from ..mediaio import clean_text, open_input
-from .runner import StageResult, digest, source_path
+from talkthrough_assets.core import config
+from talkthrough_assets import store
+from talkthrough_assets.core.errors import BadMediaError, DiskSpaceError, StageError
+from talkthrough_assets.core.ids import recording_id
+from talkthrough_assets.core.mediaio import clean_text, open_input
+from talkthrough_assets.stages.runner import StageResult, digest, source_path
 
 CODE_VERSION = "2"
 
@@ -185,7 +186,7 @@ def estimate_need(info: dict, cfg: dict) -> dict[str, int]:
     """Bytes a run writes, by where: ``data`` (WAV cache, keyframes by duration and resolution, tables),
     ``models`` (a model joined into the cache on first use: the multilingual base model, ~145 MB, for
     audio), ``dagster`` (the run's rows in Dagster's storage)."""
-    from ..models import base_model_join_bytes
+    from talkthrough_assets.store.models import base_model_join_bytes
 
     secs = effective_seconds(info)
     max_frames = int(cfg.get("max_frames") or 120)

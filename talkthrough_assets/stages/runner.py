@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import store
-from ..errors import StageError
+from talkthrough_assets import store
+from talkthrough_assets.core.errors import StageError
 
 
 @dataclass

@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from talkthrough_assets import store
 
-from . import terms as terms_stage
+from talkthrough_assets.stages import terms as terms_stage
 
 CODE_VERSION = "1"
 FORMAT = 1

@@ -9,10 +9,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .s3 import (object_path, s3_delete_dir, s3_delete_file, s3_get, s3_is_file, s3_listing, s3_put,
-                 s3_stamp)
-from .atomic import atomic_path
-from .paths import check_key, data_location, is_remote, local_path
+from talkthrough_assets.store.s3 import (object_path, s3_delete_dir, s3_delete_file, s3_get, s3_is_file, s3_listing, s3_put, s3_stamp)
+from talkthrough_assets.store.atomic import atomic_path
+from talkthrough_assets.store.paths import check_key, data_location, is_remote, local_path
 
 
 def put_bytes(key: str, data: bytes, *, fsync: bool = True) -> str:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .integrity import damaged_files, note_damaged, readable_files
-from .atomic import atomic_write_bytes
-from .paths import SCHEMA_PARTITION, catalog_path, is_remote, tables_dir
-from .s3 import s3_filesystem
-from .schemas import SCHEMAS
-from .tables import ensure_schema_files
+from talkthrough_assets.store.integrity import damaged_files, note_damaged, readable_files
+from talkthrough_assets.store.atomic import atomic_write_bytes
+from talkthrough_assets.store.paths import SCHEMA_PARTITION, catalog_path, is_remote, tables_dir
+from talkthrough_assets.store.s3 import s3_filesystem
+from talkthrough_assets.store.schemas import SCHEMAS
+from talkthrough_assets.store.tables import ensure_schema_files
 
 CATALOG_VERSION = "4"  # 4: the voiceprints and people views (issue #35)
 

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from .backend import delete_tree, list_names, publish_file
-from .paths import frames_key, frames_root, home, is_remote
+from talkthrough_assets.store.backend import delete_tree, list_names, publish_file
+from talkthrough_assets.store.paths import frames_key, frames_root, home, is_remote
 
 
 def new_frames_generation(recording_id: str) -> Path:

@@ -1,6 +1,6 @@
 """Is a stored Parquet file whole, and of its table's schema? Readers skip a damaged file (one warning line
 naming it and the fix) instead of failing for every recording; ``talkthrough doctor`` and ``process`` use the
-same checks to find what to re-make (``talkthrough_assets/datacheck.py``).
+same checks to find what to re-make (``talkthrough_assets/pipeline/datacheck.py``).
 
 A file's verdict is cached by its stamp (inode, size, mtime): a reader that opens many connections (the MCP
 server) reads each footer once, and a file rewritten by a run is checked again.
@@ -14,8 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
-from .paths import SCHEMA_PARTITION, is_remote, tables_dir
-from .schemas import SCHEMAS
+from talkthrough_assets.store.paths import SCHEMA_PARTITION, is_remote, tables_dir
+from talkthrough_assets.store.schemas import SCHEMAS
 
 log = logging.getLogger("talkthrough.store")
 

@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .. import config
-from ..errors import TalkthroughError
-from .diskfault import reason as disk_reason
-from .paths import dagster_home, data_url, home, instance_lock_path, is_remote, lock_path
+from talkthrough_assets.core import config
+from talkthrough_assets.core.errors import TalkthroughError
+from talkthrough_assets.store.diskfault import reason as disk_reason
+from talkthrough_assets.store.paths import dagster_home, data_url, home, instance_lock_path, is_remote, lock_path
 
 PG_URL_ENV = "TALKTHROUGH_PG_URL"
 

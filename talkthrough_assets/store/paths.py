@@ -7,9 +7,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from .. import config
-from ..errors import TalkthroughError
-from .schemas import SCHEMAS
+from talkthrough_assets.core import config
+from talkthrough_assets.core.errors import TalkthroughError
+from talkthrough_assets.store.schemas import SCHEMAS
 
 ID_RE = re.compile(r"^[0-9a-f]{16}$")
 SCHEMA_PARTITION = "__schema__"
@@ -106,7 +106,7 @@ def manifest_key(recording_id: str) -> str:
 
 
 def report_key(recording_id: str) -> str:
-    """The recording's HTML report (talkthrough_mcp.report), rewritten with each published manifest."""
+    """The recording's HTML report (talkthrough_assets.read.report), rewritten with each published manifest."""
     return f"reports/{check_id(recording_id)}.html"
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .. import config
-from .paths import check_key, data_url
+from talkthrough_assets.core import config
+from talkthrough_assets.store.paths import check_key, data_url
 
 _s3_cache: dict[tuple, Any] = {}
 _s3_guard = threading.Lock()

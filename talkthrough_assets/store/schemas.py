@@ -6,7 +6,7 @@ from typing import Iterable
 
 import pyarrow as pa
 
-from ..errors import TalkthroughError
+from talkthrough_assets.core.errors import TalkthroughError
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 

@@ -8,11 +8,10 @@ from typing import Iterable
 
 import pyarrow.parquet as pq
 
-from .integrity import file_problem, note_damaged
-from .backend import delete_file, delete_tree, exists, list_names, parquet_source, write_parquet
-from .paths import (SCHEMA_PARTITION, audio_key, check_id, data_location, frames_key, local_path,
-                    manifest_key, partition_key, report_key, settings_key, table_key, table_path)
-from .schemas import SCHEMAS, TABLES, to_arrow
+from talkthrough_assets.store.integrity import file_problem, note_damaged
+from talkthrough_assets.store.backend import delete_file, delete_tree, exists, list_names, parquet_source, write_parquet
+from talkthrough_assets.store.paths import (SCHEMA_PARTITION, audio_key, check_id, data_location, frames_key, local_path, manifest_key, partition_key, report_key, settings_key, table_key, table_path)
+from talkthrough_assets.store.schemas import SCHEMAS, TABLES, to_arrow
 
 _schema_files_done: set[str] = set()
 

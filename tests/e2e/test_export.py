@@ -11,8 +11,9 @@ from pathlib import Path
 from fixture_facts import PROCESS_OPTIONS, TWO_VOICES_NAME, TWO_VOICES_PATH, unique_copy
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli, service
-from talkthrough_mcp.reader import Reader
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.app import service
+from talkthrough_assets.read.reader import Reader
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (.ci/run installs it); no browser download
 NASTY = "Ann <b>O'Neil</b> & co"

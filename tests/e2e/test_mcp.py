@@ -565,7 +565,7 @@ def library(tmp_path, monkeypatch):
     _write_recording(A, [(0, "alpha beta gamma"), (5000, "Alpha ALPHA delta")])
     _write_recording(B, [(0, "beta epsilon"), (2500, "zeta eta theta iota")], ocr=[(1000, "ÄLPHA screen")],
                      keyframes=[(0, None), (1000, None), (2000, 1000)], tz=None)
-    from talkthrough_mcp.reader import Reader
+    from talkthrough_assets.read.reader import Reader
 
     return Reader(refresh_interval=0)
 
@@ -619,7 +619,7 @@ def test_transcript_pages_respect_the_cap(library):
 
     _write_recording(A, [(i * 1000, f"sentence number {i} " + "x" * 60) for i in range(60)])
     seen, start = [], None
-    from talkthrough_mcp.reader import dumps
+    from talkthrough_assets.read.reader import dumps
 
     for _ in range(100):
         page = library.get_transcript(A, start_ms=start, max_chars=1000)
@@ -632,7 +632,7 @@ def test_transcript_pages_respect_the_cap(library):
 
 
 def test_snippet_is_bounded_and_centered_on_the_match():
-    from talkthrough_mcp.reader import snippet
+    from talkthrough_assets.read.reader import snippet
 
     text = ("lorem ipsum " * 30) + "the Café incident was resolved " + ("dolor sit amet " * 30)
     s = snippet(text, {"cafe"})

@@ -281,7 +281,7 @@ def test_item7_item8_prompts_check_ids_and_describe_arguments(defects, ids):
 
 
 def test_item7_speaker_names_match_by_word():
-    from talkthrough_mcp.transcript import name_matches
+    from talkthrough_assets.read.transcript import name_matches
 
     assert name_matches("Alice Stone", "alice") and name_matches("Alice  Stone", "alice stone")
     assert name_matches("Alice Stone", "stone")

@@ -121,7 +121,7 @@ def test_item5_get_frames_images_are_small_and_their_text_stays_legible(processe
     from PIL import Image
 
     from talkthrough_assets.stages import ocr
-    from talkthrough_mcp import images
+    from talkthrough_assets.read import images
 
     sc = processed[F.SCREENCAST_NAME]["recording_id"]
 

@@ -30,13 +30,13 @@ def test_an_agent_reads_the_transcript_so_far_while_the_run_goes_on_then_the_fin
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from talkthrough_assets import ids
+    from talkthrough_assets.core import ids
 
     home = tmp_path / "home"
     src = unique_copy(TWO_VOICES_PATH, tmp_path / "long meeting.m4a", "partial-e2e")
     rid = ids.recording_id(src)
     env = _env(home)
-    cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(src), "--json"]
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(src), "--json"]
     covered: dict[str, set] = {}  # generation label -> the covered ranges answers gave with it
     counts: dict[str, set] = {}  # generation label -> the segment counts answers gave with it
 

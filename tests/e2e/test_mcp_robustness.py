@@ -115,7 +115,7 @@ def test_search_and_transcript_show_one_generation_during_a_rewrite(processed, t
     for the same generation."""
     from fixture_facts import unique_copy
 
-    from talkthrough_assets import service
+    from talkthrough_assets.app import service
 
     src = unique_copy(F.TWO_VOICES_PATH, tmp_path / "gen two voices.m4a", "issue15-generation")
     rid = service.process(src, overrides={"diarize": True, "num_speakers": 2})["recording_id"]
@@ -280,7 +280,7 @@ def test_same_size_bytes_with_a_reset_mtime_are_not_served_as_the_recording(proc
 # --------------------------------------------------------------------------- item 5: capped responses
 
 def test_query_length_and_every_response_are_capped(processed, pristine_home, ids, tmp_path):
-    from talkthrough_mcp.reader import LIST_MAX_CHARS, SEARCH_MAX_CHARS, SEARCH_MAX_QUERY_CHARS
+    from talkthrough_assets.read.reader import LIST_MAX_CHARS, SEARCH_MAX_CHARS, SEARCH_MAX_QUERY_CHARS
     from talkthrough_mcp.server import RESPONSE_MAX_CHARS
 
     home = _copy_home(pristine_home, tmp_path / "big")
@@ -445,7 +445,7 @@ def test_plurals_typos_glued_ocr_and_no_one_letter_terms(session, pristine_home,
     assert err["error"] == "invalid_argument" and "one-letter" in err["message"]
     # no one-letter fragment (the s of "Dashboard's", the t of "don't") is in the index
     monkeypatch.setenv("TALKTHROUGH_HOME", str(pristine_home))
-    from talkthrough_mcp.reader import Reader
+    from talkthrough_assets.read.reader import Reader
 
     rd = Reader(refresh_interval=0)
     rd.warm()

@@ -71,7 +71,7 @@ def _with_home(home: Path):
 def test_pipeline_writes_parts_and_merged_buckets_the_server_reads_them_as_it_would_the_manifests(
         processed, pristine_home, ids, tmp_path):
     from talkthrough_assets.stages import search_index as si
-    from talkthrough_mcp.reader import Reader
+    from talkthrough_assets.read.reader import Reader
 
     home = _copy_home(pristine_home, tmp_path / "home")
     with _with_home(home):
@@ -115,7 +115,7 @@ def test_sql_terms_and_mcp_search_fold_plurals_alike(processed, pristine_home, i
                                    "WHERE term = ?)", [term]).fetchone()[0]
                 hits = con.execute("SELECT DISTINCT recording, source, t_ms FROM terms WHERE term = ?",
                                    [term]).fetchall()
-                from talkthrough_mcp.reader import Reader
+                from talkthrough_assets.read.reader import Reader
 
                 rd = Reader(refresh_interval=0)
                 res = rd.search(word, limit=50)

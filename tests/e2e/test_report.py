@@ -12,8 +12,10 @@ from pathlib import Path
 from fixture_facts import PROCESS_OPTIONS, SCREENCAST_PATH, TWO_VOICES_NAME, TWO_VOICES_PATH, unique_copy
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli, service
-from talkthrough_mcp import report, snapshot
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.app import service
+from talkthrough_assets.read import report
+from talkthrough_assets.read import snapshot
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (.ci/run installs it); no browser download
 SITE = "http://talkthrough.test"

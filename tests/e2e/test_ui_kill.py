@@ -25,7 +25,7 @@ from test_ui_runs import _env, _hold_lock, _launch_process_run, _ui_case, _wait_
 from test_webserver import REPO, ROOT, _events, _free_port, _launch, _tags, gql, start_ui, talkthrough_command, \
     wait_run, wait_until_up
 
-from talkthrough_assets import proctree
+from talkthrough_assets.core import proctree
 
 RUN_STEPS = """
 query($id: ID!) { runOrError(runId: $id) { ... on Run { status tags { key value } stepStats { stepKey status } } } }"""
@@ -110,7 +110,7 @@ def test_kill_9_of_the_ui_leaves_nothing_running_and_its_run_is_ended_on_restart
             _wait_status(url, second, {"STARTED"})
             _wait_runner_tag(home, second)
             family = proctree.descendants(ui.pid)
-            watchdog = [p for p in family if proctree.name(p) == "talkthrough_assets.ui_watchdog"]
+            watchdog = [p for p in family if proctree.name(p) == "talkthrough_assets.app.ui_watchdog"]
             assert len(watchdog) == 1, family
             os.kill(watchdog[0], signal.SIGSTOP)
             os.killpg(ui.pid, signal.SIGKILL)

@@ -24,8 +24,8 @@ from fixture_facts import FIXTURES_DIR, SILENT_NAME
 from test_webserver import (CHECKS, REPO, RUNS_BY_TAG, _events, _free_port, _launch, _page_text, _partition_events, _tags,
                             assert_one_line_failure, gql, running_ui, talkthrough_command, wait_run)
 
-from talkthrough_assets import service
-from talkthrough_assets.settings import STAGES
+from talkthrough_assets.app import service
+from talkthrough_assets.pipeline.settings import STAGES
 
 RUN_TAGS = """
 query($id: ID!) { runOrError(runId: $id) { ... on Run { status tags { key value } } } }"""
@@ -169,7 +169,7 @@ def test_every_stage_the_registration_log_and_an_alias_name_the_file(ui):
 
 ASSET_NODES = """
 { assetNodes(group: {groupName: "talkthrough", repositoryName: "__repository__",
-                     repositoryLocationName: "talkthrough_assets.definitions"}) {
+                     repositoryLocationName: "talkthrough_assets.defs.assets"}) {
     assetKey { path } kinds owners { ... on TeamAssetOwner { team } } tags { key value }
     metadataEntries { label ... on TableSchemaMetadataEntry { schema { columns { name type } } } }
 } }"""
@@ -184,7 +184,7 @@ query($selector: PipelineSelector!) {
 def test_launchpad_fields_are_described_and_assets_carry_schemas_kinds_and_owners(ui):
     """Item 10: what a Dagster user expects of the Launchpad and the asset catalog, from stagespec/store."""
     from talkthrough_assets import store
-    from talkthrough_assets.stagespec import SETTINGS, SPECS
+    from talkthrough_assets.pipeline.stagespec import SETTINGS, SPECS
 
     url = ui["url"]
     types = gql(url, CONFIG_TYPES, {"selector": dict(REPO, pipelineName="process_recording")})[
@@ -209,7 +209,7 @@ def test_launchpad_fields_are_described_and_assets_carry_schemas_kinds_and_owner
 
 ASSET_STATES = """
 { assetNodes(group: {groupName: "talkthrough", repositoryName: "__repository__",
-                     repositoryLocationName: "talkthrough_assets.definitions"}) {
+                     repositoryLocationName: "talkthrough_assets.defs.assets"}) {
     assetKey { path } partitionStats { numMaterialized numFailed numPartitions }
     assetChecksOrError { ... on AssetChecks { checks { name
       executionForLatestMaterialization { status partition evaluation { severity } } } } }

@@ -30,8 +30,8 @@ from test_ui_signals import _alive
 from test_webserver import (REPO, RUN, ROOT, _free_port, _launch, _events, gql, start_ui, talkthrough_command,
                             wait_run, wait_until_up)
 
-from talkthrough_assets import service
-from talkthrough_assets.proctree import descendants as _descendants
+from talkthrough_assets.app import service
+from talkthrough_assets.core.proctree import descendants as _descendants
 
 
 TERMINATE = """

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_webserver import _free_port, start_ui, wait_until_up
 
-from talkthrough_assets.proctree import descendants
+from talkthrough_assets.core.proctree import descendants
 
 
 def _alive(pid: int) -> bool:

@@ -30,10 +30,10 @@ import httpx
 import pytest
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
 
-from talkthrough_assets.settings import STAGES
+from talkthrough_assets.pipeline.settings import STAGES
 
 ROOT = Path(__file__).resolve().parents[2]
-REPO = {"repositoryLocationName": "talkthrough_assets.definitions", "repositoryName": "__repository__"}
+REPO = {"repositoryLocationName": "talkthrough_assets.defs.assets", "repositoryName": "__repository__"}
 EMPTY_NAME = "empty drop.mp4"
 
 LAUNCH_BACKFILL = """
@@ -138,7 +138,7 @@ def gql(url: str, query: str, variables: dict | None = None) -> dict:
 
 def talkthrough_command() -> list[str]:
     exe = Path(sys.executable).with_name("talkthrough")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "talkthrough_assets.cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "talkthrough_assets.cli.main"]
 
 
 def start_ui(env: dict, port: int) -> subprocess.Popen:
@@ -269,7 +269,7 @@ def backfilled(dagster_ui):
     assert wait_run(url, run_id) == "SUCCESS"
     register_log = [e["message"] for e in _events(url, run_id) if e.get("message", "").startswith("registered ")]
 
-    from talkthrough_assets import service
+    from talkthrough_assets.app import service
 
     ids = {n: service.recording_id_for(folder / n) for n in (SILENT_NAME, MEETING_NAME)}
     res = gql(url, LAUNCH_BACKFILL, {"params": {

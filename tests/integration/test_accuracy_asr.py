@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from talkthrough_assets import models
-from talkthrough_assets.stages import audio, chunks
+from talkthrough_assets.store import models
+from talkthrough_assets.stages import audio
+from talkthrough_assets.stages.segments import chunks
 
 ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media"
@@ -137,7 +138,7 @@ def test_the_better_alignment_heads_change_word_times_but_no_word():
     the aligned word times differ."""
     from faster_whisper import WhisperModel
 
-    from talkthrough_assets.stages import word_timing
+    from talkthrough_assets.stages.segments import word_timing
 
     ref, _ = models.resolve_whisper()
     files = word_timing.model_files(ref)
@@ -186,7 +187,7 @@ def test_a_short_english_phrase_is_never_dropped_as_another_language(name, ref_t
     """1.8 s and 2.9 s of studio English. On so little audio the check's usual verdict (the multilingual encoder on
     the clip's own frames) is no evidence: it calls the 1.8-s phrase Bosnian. Under LANGUAGE_MIN_SPEECH_S of speech
     the language is detected on Whisper's padded 30-s window, which calls it English; the phrase is kept."""
-    from talkthrough_assets.stages import transcribe
+    from talkthrough_assets.stages.segments import transcribe
 
     samples = _clip(name)
     ref, label = models.resolve_whisper()
@@ -202,7 +203,7 @@ def test_a_short_english_phrase_is_never_dropped_as_another_language(name, ref_t
 def test_the_usual_language_verdict_misjudges_the_short_phrase_it_no_longer_decides():
     """Why the short-audio rule exists, on the real model: the cheap verdict on the 1.8-s phrase's own frames is
     'not English'; bench/bench_language_id.py measures how often, by duration, on the eval set."""
-    from talkthrough_assets.stages import transcribe
+    from talkthrough_assets.stages.segments import transcribe
 
     check = transcribe.language_checker(transcribe.default_whisper())
     lang, _, p_en = check(_clip("google_audio_brooklyn_bridge.wav"))
@@ -247,7 +248,7 @@ def test_quality_counts_what_the_rules_removed_and_what_stays_uncovered():
     were kept in doubt, and the speech no word covers; the summary, the manifest and Dagster show it from there."""
     import numpy as np
 
-    from talkthrough_assets.stages import transcribe
+    from talkthrough_assets.stages.segments import transcribe
 
     speech = _clip("whisper_jfk.flac")
     rng = np.random.default_rng(7)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from talkthrough_assets import config
-from talkthrough_assets import settings as S
+from talkthrough_assets.core import config
+from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.stages import audio
-from talkthrough_assets.stages import diarize as D
+from talkthrough_assets.stages import turns as D
 
 ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media"

@@ -10,8 +10,8 @@ import os
 import pytest
 from fixture_facts import FIXTURES_DIR
 
-from talkthrough_assets import dropdir
-from talkthrough_assets.errors import BadMediaError
+from talkthrough_assets.pipeline import dropdir
+from talkthrough_assets.core.errors import BadMediaError
 from talkthrough_assets.stages import probe
 
 EMPTY_ID = hashlib.sha256(b"").hexdigest()[:16]

@@ -13,8 +13,12 @@ import pytest
 from fixture_facts import FIXTURES_DIR, SCREENCAST_SCENES, SILENT_SCENES
 from PIL import Image
 
-from talkthrough_assets import pipeline, service, store
-from talkthrough_assets.stages import dedup, keyframes, probe
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.app import service
+from talkthrough_assets import store
+from talkthrough_assets.stages import dedup
+from talkthrough_assets.stages import keyframes
+from talkthrough_assets.stages import probe
 
 EVAL = Path(__file__).resolve().parents[3] / "shared" / "eval" / "media"
 VIDEOS = sorted((EVAL / "video").glob("*.mp4")) + sorted((EVAL / "video").glob("*.webm"))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from talkthrough_assets.stages import probe, wallclock
+from talkthrough_assets.stages import probe
+from talkthrough_assets.stages import wall_clock as wallclock
 
 MEDIA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "media"
 MTIME = 1_760_000_000.0  # 2025-10-09: what the mtime rung would give instead

@@ -6,8 +6,11 @@ from __future__ import annotations
 from dagster_records import materialized_in_run, new_run, run_ids, unsynced
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
 
-from talkthrough_assets import definitions, pipeline, service, store
-from talkthrough_assets.settings import STAGES
+from talkthrough_assets.defs import assets as definitions
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.app import service
+from talkthrough_assets import store
+from talkthrough_assets.pipeline.settings import STAGES
 
 
 def _materialized_by(rid: str, before: set[str]) -> set[str]:

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from talkthrough_assets.models import resolve_whisper
-from talkthrough_assets.stages import audio, chunks, transcribe
+from talkthrough_assets.store.models import resolve_whisper
+from talkthrough_assets.stages import audio
+from talkthrough_assets.stages.segments import chunks
+from talkthrough_assets.stages.segments import transcribe
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

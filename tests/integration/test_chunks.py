@@ -17,10 +17,13 @@ import pytest
 from fixture_facts import SCREENCAST_PATH, TWO_VOICES_PATH, run_on_terminal, unique_copy
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli, pipeline, service, store
-from talkthrough_assets.stages import chunkstore
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.app import service
+from talkthrough_assets import store
+from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.stages import audio as audio_stage
-from talkthrough_assets.stages import chunks as C
+from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.runner import hms
 
 CHUNK_S = "6"
@@ -210,7 +213,7 @@ def test_kill_9_mid_run_loses_at_most_the_chunk_in_flight(tt_home, tmp_path):
     src = unique_copy(TWO_VOICES_PATH, tmp_path / "killed.m4a", "chunks-kill")
     rid = service.recording_id_for(src)
     env = dict(os.environ, TALKTHROUGH_CHUNK_S="4", TALKTHROUGH_STAGE_WORKERS="1")
-    proc = subprocess.Popen([sys.executable, "-m", "talkthrough_assets.cli", "process", str(src), "--json"],
+    proc = subprocess.Popen([sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(src), "--json"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
     try:
@@ -291,7 +294,7 @@ def test_on_a_terminal_the_share_of_audio_transcribed_is_shown(tmp_path):
     home = tmp_path / "home"
     env = dict(os.environ, TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"), COLUMNS="160",
                TERM="xterm-256color", TALKTHROUGH_CHUNK_S="5")
-    cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(src)]
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(src)]
     text = run_on_terminal(cmd, env)
     # the status, then the bar, the share, the elapsed time and the ETA at the line's end (issue #38, item 6)
     shown = re.findall(r"segments (\d+)% of the audio \((\d+) of (\d+) chunks\) +[━─]* +\d+% \d+:\d\d( ETA \d+:\d\d)?",
@@ -323,7 +326,7 @@ def test_a_stopped_run_ends_at_the_next_window_and_a_rerun_resumes(tt_home, tmp_
     src = unique_copy(TWO_VOICES_PATH, tmp_path / "stopped.m4a", f"chunks-stop-{int(sig)}")
     rid = service.recording_id_for(src)
     env = dict(os.environ, TALKTHROUGH_CHUNK_S="4", TALKTHROUGH_STAGE_WORKERS="1")
-    proc = subprocess.Popen([sys.executable, "-m", "talkthrough_assets.cli", "process", str(src), "--json"],
+    proc = subprocess.Popen([sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(src), "--json"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300

@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 from fixture_facts import TWO_VOICES_PATH, copy_audio_packets
 
-from talkthrough_assets import models, service, store
+from talkthrough_assets.store import models
+from talkthrough_assets.app import service
+from talkthrough_assets import store
 from talkthrough_assets.stages import audio as audio_stage
-from talkthrough_assets.stages import chunks as C
+from talkthrough_assets.stages.segments import chunks as C
 
 CHUNK_S = 5.0
 CUT_S = 16.0

@@ -18,7 +18,7 @@ import time
 
 from fixture_facts import TWO_VOICES_PATH, unique_copy
 
-from talkthrough_assets import ids
+from talkthrough_assets.core import ids
 
 LONG_NAME = "quarterly planning session with the platform and payments teams (final cut).m4a"
 COLS = 80
@@ -66,7 +66,7 @@ def test_at_80_columns_progress_moves_every_second_and_recordings_keeps_ids_whol
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env.update(TALKTHROUGH_HOME=str(home), DAGSTER_HOME=str(home / "dagster"), TERM="xterm-256color",
                TALKTHROUGH_CHUNK_S="4", TALKTHROUGH_STAGE_WORKERS="1")
-    drawn = _lines(_on_80_columns([sys.executable, "-m", "talkthrough_assets.cli", "process", str(src)], env))
+    drawn = _lines(_on_80_columns([sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(src)], env))
     text = "\n".join(ln for _, ln in drawn)
     assert "processed" in text, text[-3000:]
 
@@ -92,7 +92,7 @@ def test_at_80_columns_progress_moves_every_second_and_recordings_keeps_ids_whol
     assert len(set(shares)) > len(reported) + 1, (sorted(set(shares)), reported)
     assert shares == sorted(shares) or max(a - b for a, b in zip(shares, shares[1:])) <= 1, shares
 
-    listed = _lines(_on_80_columns([sys.executable, "-m", "talkthrough_assets.cli", "recordings"], env))
+    listed = _lines(_on_80_columns([sys.executable, "-m", "talkthrough_assets.cli.main", "recordings"], env))
     rows = [ln for _, ln in listed]
     assert all(len(ln.rstrip()) <= COLS for ln in rows), rows
     (row,) = [ln for ln in rows if rid in ln]  # one line, the id whole

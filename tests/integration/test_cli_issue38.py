@@ -10,7 +10,9 @@ import shutil
 from fixture_facts import SCREENCAST_NAME, SILENT_NAME, SILENT_PATH
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli, selfcheck, store
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.app import selfcheck
+from talkthrough_assets import store
 
 
 def test_processing_a_copy_prints_every_name_of_the_recording(processed, tmp_path):

@@ -12,7 +12,7 @@ import sys
 from fixture_facts import SILENT_PATH, run_on_terminal
 
 STAGES = ["probe", "wall_clock", "audio", "segments", "turns", "keyframes", "dedup", "ocr", "manifest"]
-CMD = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(SILENT_PATH)]
+CMD = [sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(SILENT_PATH)]
 
 
 def _env(tmp_path) -> dict:
@@ -53,7 +53,7 @@ def test_on_a_terminal_a_video_shows_audio_transcribed_and_frames_scanned_with_a
     from fixture_facts import SCREENCAST_NAME, SCREENCAST_PATH
 
     env = dict(_env(tmp_path), COLUMNS="220", TALKTHROUGH_CHUNK_S="5")
-    cmd = [sys.executable, "-m", "talkthrough_assets.cli", "process", str(SCREENCAST_PATH)]
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(SCREENCAST_PATH)]
     text = run_on_terminal(cmd, env)
     assert f"{SCREENCAST_NAME}  processed" in text, text[-2000:]
     scanned = re.findall(r"keyframes (\d+)% of the video scanned \(frames to (\d+):(\d\d) of (\d+):(\d\d)\)", text)

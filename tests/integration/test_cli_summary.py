@@ -9,8 +9,8 @@ import json
 from fixture_facts import TWO_VOICES_PATH, remux_audio
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli
-from talkthrough_assets.stages.diarize import models as diarize_models
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.stages.turns import models as diarize_models
 
 
 def test_summary_says_language_stages_and_why_diarization_did_not_run(tt_home, tmp_path, monkeypatch):

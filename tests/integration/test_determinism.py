@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from talkthrough_assets import models
-from talkthrough_assets.stages import audio, chunks
+from talkthrough_assets.store import models
+from talkthrough_assets.stages import audio
+from talkthrough_assets.stages.segments import chunks
 
 ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media" / "asr" / "faster_whisper_multilingual.mp3"

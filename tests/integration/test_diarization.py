@@ -16,14 +16,18 @@ from fixture_facts import (
 )
 from typer.testing import CliRunner
 
-from talkthrough_assets import config, pipeline, service, settings, store
-from talkthrough_assets.cli import app
-from talkthrough_assets.models import sha256_file
+from talkthrough_assets.core import config
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.app import service
+from talkthrough_assets.pipeline import settings
+from talkthrough_assets import store
+from talkthrough_assets.cli.main import app
+from talkthrough_assets.store.models import sha256_file
 from talkthrough_assets.stages import audio
-from talkthrough_assets.stages import diarize as D
-from talkthrough_assets.stages.diarize import attribution as A
-from talkthrough_assets.stages.diarize import labels as L
-from talkthrough_assets.stages.diarize import models as M
+from talkthrough_assets.stages import turns as D
+from talkthrough_assets.stages.turns import attribution as A
+from talkthrough_assets.stages.turns import labels as L
+from talkthrough_assets.stages.turns import models as M
 
 SR = 16000
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from talkthrough_assets import config
-from talkthrough_assets import settings as S
+from talkthrough_assets.core import config
+from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.stages import audio
-from talkthrough_assets.stages import diarize as D
+from talkthrough_assets.stages import turns as D
 
 ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media"
@@ -69,9 +69,9 @@ def test_window_reassignment_gives_short_turns_back_to_their_voice(tt_home, tmp_
     to the label whose voice is nearest lowers the confusion (measured here: 16.5 % -> 12.7 %, DER 20.7 % -> 16.9 %)."""
     import der_composites
 
-    from talkthrough_assets.stages.diarize import refine as R
-    from talkthrough_assets.stages.diarize.engine import run_engine
-    from talkthrough_assets.stages.diarize.labels import relabel
+    from talkthrough_assets.stages.turns import refine as R
+    from talkthrough_assets.stages.turns.engine import run_engine
+    from talkthrough_assets.stages.turns.labels import relabel
 
     x, ref = der_composites.build("conv4_a", MEDIA, {})
     wav = der_composites.write_wav(tmp_path / "conv4_a.wav", x)

@@ -8,8 +8,8 @@ import json
 
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli
-from talkthrough_assets.stages.diarize import models as diarize_models
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.stages.turns import models as diarize_models
 
 
 def _doctor() -> tuple[int, dict]:

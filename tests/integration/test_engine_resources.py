@@ -13,11 +13,15 @@ import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 from fixture_facts import FIXTURES_DIR, SCREENCAST_KEYWORDS, SCREENCAST_SCENES, ocr_normalize
 
-from talkthrough_assets import definitions, engines, models, pipeline, store
-from talkthrough_assets.ids import recording_id
-from talkthrough_assets.stages.diarize import engine as diarize_engine
+from talkthrough_assets.defs import assets as definitions
+from talkthrough_assets.pipeline import engines
+from talkthrough_assets.store import models
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets import store
+from talkthrough_assets.core.ids import recording_id
+from talkthrough_assets.stages.turns import engine as diarize_engine
 from talkthrough_assets.stages.ocr import OcrEngine
-from talkthrough_assets.stages.transcribe import Whisper
+from talkthrough_assets.stages.segments.transcribe import Whisper
 
 
 class CountingDiarizer(engines.Diarizer):

@@ -22,9 +22,11 @@ from background import wait_rejections_recorded
 from dagster_records import run_ids
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SCREENCAST_NAME, SILENT_NAME, unique_copy
 
-from talkthrough_assets import pipeline, service, store
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.app import service
+from talkthrough_assets import store
 
-CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
+CLI = [sys.executable, "-m", "talkthrough_assets.cli.main"]
 
 
 def snapshot() -> dict[str, bytes]:

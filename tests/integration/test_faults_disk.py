@@ -19,8 +19,12 @@ import pytest
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME, unique_copy
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli, datacheck, pipeline, service, store
-from talkthrough_assets.selfcheck import DATA_CHECK
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.pipeline import datacheck
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.app import service
+from talkthrough_assets import store
+from talkthrough_assets.app.selfcheck import DATA_CHECK
 
 MB = 1_000_000
 
@@ -183,7 +187,7 @@ def test_preflight_counts_frames_by_resolution_and_the_model_join(small, tmp_pat
     need = probe.estimate_need(row, {"max_frames": 120})
     assert need["data"] < 8 * MB, need
     # audio on a data root whose model cache lacks the multilingual base model: its ~145-MB join is counted
-    from talkthrough_assets.models import base_model_join_bytes
+    from talkthrough_assets.store.models import base_model_join_bytes
 
     if base_model_join_bytes() == 0:
         pytest.skip("the multilingual base model's wheels are not installed: nothing to join")

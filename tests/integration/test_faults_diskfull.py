@@ -9,7 +9,9 @@ from pathlib import Path
 from fixture_facts import FIXTURES_DIR, SILENT_NAME, unique_copy
 from test_faults_disk import _files_of, _fill, small  # noqa: F401  (small: the module fixture)
 
-from talkthrough_assets import datacheck, pipeline, service
+from talkthrough_assets.pipeline import datacheck
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.app import service
 
 
 def _process_filling(src: Path, mnt: Path, *, after: str, leave_bytes: int) -> tuple[dict, list[Path]]:

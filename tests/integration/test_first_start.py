@@ -13,7 +13,7 @@ import wave
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus
 
-CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
+CLI = [sys.executable, "-m", "talkthrough_assets.cli.main"]
 PROCESSES = 4
 
 

@@ -12,8 +12,11 @@ import shutil
 from fixture_facts import TWO_VOICES_PATH, remux_audio
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli, registry, service, store
-from talkthrough_mcp.reader import Reader
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.pipeline import registry
+from talkthrough_assets.app import service
+from talkthrough_assets import store
+from talkthrough_assets.read.reader import Reader
 
 
 def _tree(rid: str) -> dict[str, tuple]:
@@ -107,7 +110,7 @@ def test_forget_is_refused_while_the_recording_is_being_processed(tt_home, tmp_p
         import subprocess
         import sys
 
-        r = subprocess.run([sys.executable, "-m", "talkthrough_assets.cli", "forget", rid, "--yes"],
+        r = subprocess.run([sys.executable, "-m", "talkthrough_assets.cli.main", "forget", rid, "--yes"],
                            capture_output=True, text=True, timeout=300, env=os.environ.copy())
     assert r.returncode == 1 and "refused" in r.stderr and "being processed" in r.stderr, r.stderr
     assert store.has_partition("sources", rid)

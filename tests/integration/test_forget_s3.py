@@ -13,7 +13,7 @@ import sys
 
 import fixture_facts as F
 
-CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
+CLI = [sys.executable, "-m", "talkthrough_assets.cli.main"]
 BUCKET = "talkthrough-forget"
 
 
@@ -38,7 +38,7 @@ def test_forget_on_an_s3_data_root(s3, tmp_path, monkeypatch):
     for k, v in env.items():
         if k.startswith(("TALKTHROUGH_", "AWS_", "DAGSTER_")):
             monkeypatch.setenv(k, v)
-    from talkthrough_mcp.reader import Reader
+    from talkthrough_assets.read.reader import Reader
 
     reader = Reader(refresh_interval=0)
     try:

@@ -92,7 +92,7 @@ def test_a_typo_fails_validation(tmp_path):
 def test_the_repo_dagster_yaml_loads_as_an_embedded_sqlite_instance(tmp_path, monkeypatch):
     from dagster import DagsterInstance
 
-    from talkthrough_assets import service
+    from talkthrough_assets.app import service
 
     monkeypatch.delenv("TALKTHROUGH_PG_URL", raising=False)
     assert service.instance_yaml() == (ROOT / "dagster.yaml").read_text()
@@ -109,7 +109,7 @@ def test_the_repo_dagster_yaml_loads_as_an_embedded_sqlite_instance(tmp_path, mo
 
 
 def test_pg_url_selects_postgres_storage_without_writing_the_url(tmp_path, monkeypatch):
-    from talkthrough_assets import service
+    from talkthrough_assets.app import service
 
     monkeypatch.setenv("TALKTHROUGH_PG_URL", "postgresql://talkthrough:s3cret@127.0.0.1:5432/talkthrough")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dh"))
@@ -144,7 +144,7 @@ def test_deploy_compose_wiring():
     grpc = workspace["load_from"][0]["grpc_server"]
     cmd = services["user_code"]["command"]
     assert grpc["host"] in services and cmd[cmd.index("-p") + 1] == str(grpc["port"])
-    assert cmd[cmd.index("-m") + 1] == "talkthrough_assets.definitions"
+    assert cmd[cmd.index("-m") + 1] == "talkthrough_assets.defs.assets"
     for name in ("webserver", "daemon"):
         svc = services[name]
         mounts = {m.split(":")[1]: m.split(":")[0] for m in svc["volumes"]}
@@ -178,7 +178,7 @@ def test_instance_soon_opens_the_instance_in_a_background_thread(tmp_path, monke
     item 3): the future holds a working instance whose storage is in place; a failure is raised by result()."""
     import threading
 
-    from talkthrough_assets import instance as tt_instance
+    from talkthrough_assets.defs import instance as tt_instance
 
     monkeypatch.delenv("TALKTHROUGH_PG_URL", raising=False)
     monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))

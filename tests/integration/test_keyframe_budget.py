@@ -13,8 +13,11 @@ import pytest
 from fixture_facts import SCREENCAST_PATH, SCREENCAST_SCENE_STARTS_MS
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli, store
-from talkthrough_assets.stages import dedup, keyframes, probe
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets import store
+from talkthrough_assets.stages import dedup
+from talkthrough_assets.stages import keyframes
+from talkthrough_assets.stages import probe
 
 LOOPS = 8
 LOOP_MS = 24_000

@@ -8,9 +8,11 @@ from __future__ import annotations
 import pytest
 from fixture_facts import TWO_VOICES_PATH, unique_copy
 
-from talkthrough_assets import pipeline, service, store
-from talkthrough_assets.errors import StageError
-from talkthrough_mcp import snapshot
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.app import service
+from talkthrough_assets import store
+from talkthrough_assets.core.errors import StageError
+from talkthrough_assets.read import snapshot
 
 
 def test_a_failed_run_leaves_a_partial_generation_that_says_it_stopped(tmp_path, monkeypatch):

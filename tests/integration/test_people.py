@@ -16,10 +16,14 @@ import anyio
 from fixture_facts import TWO_VOICES_PATH, VOICES_AGAIN_PATH, unique_copy
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli, pipeline, service, store
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.app import service
+from talkthrough_assets import store
 from talkthrough_assets.stages import manifest as manifest_stage
-from talkthrough_assets.stages.diarize import CODE_VERSION, voices
-from talkthrough_mcp.reader import Reader
+from talkthrough_assets.stages.turns import CODE_VERSION
+from talkthrough_assets.stages.turns import voices
+from talkthrough_assets.read.reader import Reader
 
 DIARIZE = {"diarize": True, "num_speakers": 2}
 TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))

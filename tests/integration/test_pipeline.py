@@ -14,10 +14,12 @@ from fixture_facts import (
     SILENT_NAME, SILENT_SCENES, ocr_normalize,
 )
 
-from talkthrough_assets import pipeline, service, store
-from talkthrough_assets.settings import STAGES
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.app import service
+from talkthrough_assets import store
+from talkthrough_assets.pipeline.settings import STAGES
 from talkthrough_assets.stages import manifest as manifest_stage
-from talkthrough_assets.stages.wallclock import parse_iso
+from talkthrough_assets.stages.wall_clock import parse_iso
 
 
 def _words(rid: str) -> str:

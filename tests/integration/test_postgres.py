@@ -18,7 +18,7 @@ from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
 
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
+CLI = [sys.executable, "-m", "talkthrough_assets.cli.main"]
 
 
 @pytest.fixture()
@@ -56,7 +56,7 @@ def _finish(proc: subprocess.Popen, timeout: float = 300) -> list[dict]:
 
 
 def test_process_on_postgres_two_cli_processes_share_one_instance(pg, pg_home):
-    from talkthrough_assets import service
+    from talkthrough_assets.app import service
 
     home, db = pg_home
     silent, meeting = FIXTURES_DIR / SILENT_NAME, FIXTURES_DIR / MEETING_NAME

@@ -4,11 +4,12 @@ with the reason from the run's own failure, on a real instance and a real run.""
 
 from __future__ import annotations
 
-from talkthrough_assets import run_marks, service
+from talkthrough_assets.defs import run_marks
+from talkthrough_assets.app import service
 
 
 def test_a_failed_run_without_a_failure_tag_gets_one_from_its_failure(tt_home):
-    from talkthrough_assets.definitions import defs
+    from talkthrough_assets.defs.assets import defs
 
     inst = service.instance()
     # a register_folder run whose file cannot be read (EIO at offset 0): its op raises, Dagster fails the run

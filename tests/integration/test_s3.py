@@ -23,7 +23,7 @@ import pytest
 
 import fixture_facts as F
 
-CLI = [sys.executable, "-m", "talkthrough_assets.cli"]
+CLI = [sys.executable, "-m", "talkthrough_assets.cli.main"]
 TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))
 BUCKET = "talkthrough-test"
 

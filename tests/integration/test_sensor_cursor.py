@@ -12,7 +12,12 @@ import pytest
 from fixture_facts import FIXTURES_DIR
 from sensor_ticks import Sensor
 
-from talkthrough_assets import definitions, dropdir, pipeline, sensors, service, store
+from talkthrough_assets.defs import assets as definitions
+from talkthrough_assets.pipeline import dropdir
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.defs import sensors
+from talkthrough_assets.app import service
+from talkthrough_assets import store
 
 
 def _unique_copy(drop, name: str, tag: bytes):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from talkthrough_assets.stages import chunks as C
+from talkthrough_assets.stages.segments import chunks as C
 
 
 def test_the_cut_goes_in_the_middle_of_the_longest_silence():

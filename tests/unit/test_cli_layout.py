@@ -5,8 +5,8 @@ test_cli_80_columns.py."""
 
 from __future__ import annotations
 
-from talkthrough_assets.cli_layout import middle, progress_line, recordings_lines
-from talkthrough_assets.cli_progress import FileProgress
+from talkthrough_assets.cli.layout import middle, progress_line, recordings_lines
+from talkthrough_assets.cli.progress import FileProgress
 
 LONG = "quarterly planning session with the platform and payments teams (final cut).m4a"
 

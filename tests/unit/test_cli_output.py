@@ -9,7 +9,9 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli, pipeline, store
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets import store
 
 
 @pytest.fixture

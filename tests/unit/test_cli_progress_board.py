@@ -4,8 +4,9 @@ reports come at a bounded rate (each 5 % of the video, at most every 0.25 s, or 
 
 from __future__ import annotations
 
-from talkthrough_assets.cli_progress import FileProgress
-from talkthrough_assets.stages import keyframes, runner
+from talkthrough_assets.cli.progress import FileProgress
+from talkthrough_assets.stages import keyframes
+from talkthrough_assets.stages import runner
 
 
 def test_the_board_shows_both_branches_one_bar_and_the_later_eta():

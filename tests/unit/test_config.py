@@ -8,20 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from talkthrough_assets import config
-from talkthrough_assets import settings as S
+from talkthrough_assets.core import config
+from talkthrough_assets.pipeline import settings as S
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted(p for pkg in ("talkthrough_assets", "talkthrough_mcp") for p in (ROOT / pkg).rglob("*.py"))
 # process-level set-up that writes the environment for Dagster and the children it starts (each commented there)
-WRITES_ENVIRONMENT = {"talkthrough_assets/__init__.py", "talkthrough_assets/instance.py",
-                      "talkthrough_assets/ui_supervisor.py"}
+WRITES_ENVIRONMENT = {"talkthrough_assets/__init__.py", "talkthrough_assets/defs/instance.py",
+                      "talkthrough_assets/app/ui_supervisor.py"}
 
 
 def test_the_operations_environment_table_is_the_declared_one():
     doc = (ROOT / "docs" / "operations.md").read_text()
     assert config.readme_with_env_table(doc) == doc, \
-        "docs/operations.md's environment table is stale: run python -m talkthrough_assets.config docs/operations.md"
+        "docs/operations.md's environment table is stale: run python -m talkthrough_assets.core.config docs/operations.md"
 
 
 def test_every_talkthrough_variable_named_in_the_code_is_declared():
@@ -34,7 +34,7 @@ def test_only_the_config_module_reads_the_environment():
     for p in SOURCES:
         rel = p.relative_to(ROOT).as_posix()
         for n, line in enumerate(p.read_text().splitlines(), 1):
-            if re.search(r"os\.(environ|getenv)", line) and rel != "talkthrough_assets/config.py":
+            if re.search(r"os\.(environ|getenv)", line) and rel != "talkthrough_assets/core/config.py":
                 readers.append(f"{rel}:{n}")
     assert all(r.rsplit(":", 1)[0] in WRITES_ENVIRONMENT for r in readers), readers
 
@@ -79,7 +79,7 @@ def test_an_engine_setting_is_in_its_stage_config_hash_only(monkeypatch):
 
 
 def test_doctor_names_a_bad_variable_and_passes_good_ones(monkeypatch):
-    from talkthrough_assets import selfcheck
+    from talkthrough_assets.app import selfcheck
 
     monkeypatch.setenv("TALKTHROUGH_STAGE_WORKERS", "2")
     name, state, detail = selfcheck.config_check()

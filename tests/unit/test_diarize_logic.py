@@ -12,11 +12,11 @@ import tarfile
 import pytest
 
 from talkthrough_assets import store
-from talkthrough_assets.models import sha256_file
-from talkthrough_assets.stages.diarize import attribution as A
-from talkthrough_assets.stages.diarize import labels as L
-from talkthrough_assets.stages.diarize import models as M
-from talkthrough_assets.stages.diarize import speaker_names as N
+from talkthrough_assets.store.models import sha256_file
+from talkthrough_assets.stages.turns import attribution as A
+from talkthrough_assets.stages.turns import labels as L
+from talkthrough_assets.stages.turns import models as M
+from talkthrough_assets.stages.turns import speaker_names as N
 
 
 def T(t0, t1, s):
@@ -246,7 +246,7 @@ class TestModelResolver:
 
 
 def test_num_speakers_values():
-    from talkthrough_assets.stages.diarize.labels import parse_num_speakers
+    from talkthrough_assets.stages.turns.labels import parse_num_speakers
 
     assert [parse_num_speakers(v) for v in ("auto", "AUTO", " auto ", None, "", 0, "0")] == ["auto"] * 7
     assert [parse_num_speakers(v) for v in (1, "2", 6, " 4 ")] == [1, 2, 6, 4]

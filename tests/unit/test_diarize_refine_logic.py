@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from talkthrough_assets.stages.diarize import refine as R
+from talkthrough_assets.stages.turns import refine as R
 
 
 def T(t0, t1, s):

@@ -1,7 +1,7 @@
 """Issue #38, item 8: doctor's OCR check compares the text read with the line it rendered, exactly (spacing
 and line breaks aside), so a misread can fail it. The check on the real engine: tests/integration/test_doctor.py."""
 
-from talkthrough_assets.selfcheck import ocr_read_exactly
+from talkthrough_assets.app.selfcheck import ocr_read_exactly
 
 
 def test_the_ocr_check_fails_on_a_misread():

@@ -9,8 +9,10 @@ import time
 
 from dagster import build_init_resource_context
 
-from talkthrough_assets import definitions, engines
-from talkthrough_assets.stages import ocr, transcribe
+from talkthrough_assets.defs import assets as definitions
+from talkthrough_assets.pipeline import engines
+from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.segments import transcribe
 
 
 def test_the_resources_hand_out_this_process_one_set_of_engines():
@@ -84,7 +86,7 @@ def test_ocr_engine_loads_once_and_a_failed_load_is_tried_again(monkeypatch):
 def test_the_engine_stages_are_the_runners_that_take_engines():
     import inspect
 
-    from talkthrough_assets import pipeline
+    from talkthrough_assets.pipeline import execute as pipeline
 
     takes = {s for s, fn in pipeline.RUNNERS.items() if "engines" in inspect.signature(fn).parameters}
     assert takes == pipeline.ENGINE_STAGES == {"segments", "turns", "ocr"}

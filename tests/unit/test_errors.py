@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from talkthrough_assets import errors, models, pipeline, store
-from talkthrough_assets.stages.diarize import models as diarize_models
-from talkthrough_mcp.errors import ReadError
+from talkthrough_assets.core import errors
+from talkthrough_assets.store import models
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets import store
+from talkthrough_assets.stages.turns import models as diarize_models
+from talkthrough_assets.read.errors import ReadError
 
 RID = "0123456789abcdef"
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import re
 
-from talkthrough_mcp import formats, snapshot, transcript
+from talkthrough_assets.read import formats
+from talkthrough_assets.read import snapshot
+from talkthrough_assets.read import transcript
 
 WC = {"start_utc": "2026-03-14T10:00:00+00:00", "tz_offset_min": 60, "source": "cli", "confidence": "high"}
 SEGS = [
@@ -87,7 +89,7 @@ def test_mcp_get_transcript_srt_and_json_are_the_export_formats():
 def test_srt_time_matches_faster_whispers_formatter():
     from faster_whisper.utils import format_timestamp
 
-    from talkthrough_mcp.transcript import srt_time
+    from talkthrough_assets.read.transcript import srt_time
 
     for ms in (0, 1, 999, 1000, 59_999, 61_004, 3_723_004, 36_000_000 + 123):
         assert srt_time(ms) == format_timestamp(ms / 1000, always_include_hours=True, decimal_marker=",")

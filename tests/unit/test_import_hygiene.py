@@ -99,7 +99,7 @@ def test_the_cycle_finder_finds_a_circle_hidden_in_a_function(tmp_path):
 
 def test_no_import_circles_among_talkthrough_modules():
     graph = import_graph()
-    assert "talkthrough_assets.definitions" in graph and "talkthrough_mcp.server" in graph
+    assert "talkthrough_assets.defs.assets" in graph and "talkthrough_mcp.server" in graph
     assert cycles(graph) == []
 
 
@@ -123,59 +123,66 @@ def test_the_mcp_server_and_all_its_modules_do_not_import_dagster():
     assert _dagster_modules_after_import(mods) == []
 
 
-@pytest.mark.parametrize("module", ["talkthrough_assets.pipeline", "talkthrough_assets.engines",
-                                    "talkthrough_assets.dropdir", "talkthrough_assets.registry"])
+@pytest.mark.parametrize("module", ["talkthrough_assets.pipeline.execute", "talkthrough_assets.pipeline.engines",
+                                    "talkthrough_assets.pipeline.dropdir", "talkthrough_assets.pipeline.registry"])
 def test_the_dagster_free_core_does_not_import_dagster(module):
     """pipeline (the stage runners), the engines, the drop-folder logic and registration take plain objects."""
     assert _dagster_modules_after_import([module]) == []
 
 
-# The layers, bottom up (docs/architecture.md "Layers"): a module imports only from its own layer or below, and
-# the MCP read server only from the core and the stages (it reads published data, runs nothing).
-LAYERS = {
-    "core": {"talkthrough_assets", "talkthrough_assets.ids", "talkthrough_assets.store", "talkthrough_assets.errors",
-             "talkthrough_assets.config", "talkthrough_assets.stop",
-             "talkthrough_assets.mediaio", "talkthrough_assets.models", "talkthrough_assets.sqlite_tuning",
-             "talkthrough_assets.proctree", "talkthrough_assets.timeq"},
-    "stages": {"talkthrough_assets.stages"},  # and every talkthrough_assets.stages.* module
-    # the published recording as readers see it (core and stages only): the MCP server's snapshot, the export
-    # formats and the HTML report, which each run also writes beside the manifest (orchestration)
-    # (the package root talkthrough_mcp imports nothing, so `from talkthrough_mcp import report` stays here)
-    "read": {"talkthrough_mcp", "talkthrough_mcp.snapshot", "talkthrough_mcp.formats", "talkthrough_mcp.report"},
-    "pipeline": {"talkthrough_assets.stagespec", "talkthrough_assets.settings", "talkthrough_assets.engines",
-                 "talkthrough_assets.pipeline", "talkthrough_assets.registry", "talkthrough_assets.dropdir",
-                 "talkthrough_assets.selfcheck", "talkthrough_assets.people", "talkthrough_assets.datacheck"},
-    "orchestration": {"talkthrough_assets.definitions", "talkthrough_assets.jobs", "talkthrough_assets.resources",
-                      "talkthrough_assets.sensors", "talkthrough_assets.run_marks"},
-    "surfaces": {"talkthrough_assets.service", "talkthrough_assets.instance", "talkthrough_assets.cli", "talkthrough_assets.cli_output", "talkthrough_assets.cli_progress",
-                 "talkthrough_assets.cli_layout", "talkthrough_assets.cli_people", "talkthrough_assets.ui_supervisor", "talkthrough_assets.ui_guard",
-                 "talkthrough_assets.ui_watchdog", "talkthrough_assets.rejections",
-                 "talkthrough_assets.rejections_run"},  # and every talkthrough_mcp module
-}
-RANK = {name: i for i, name in enumerate(LAYERS)}
+# The layers, bottom up (docs/architecture.md "Layers"): each is a folder of talkthrough_assets, and a module
+# imports only from its own folder or one below. The MCP server (talkthrough_mcp) sits on top of the read model and
+# may import core, store, stages and read only; talkthrough_assets never imports talkthrough_mcp.
+FOLDERS = ("core", "store", "stages", "read", "pipeline", "defs", "app", "cli")
+RANK = {name: i for i, name in enumerate(FOLDERS)} | {"mcp": len(FOLDERS)}
+MCP_MAY_IMPORT = {"core", "store", "stages", "read"}
 
 
 def layer_of(module: str) -> str:
-    if module.startswith("talkthrough_assets.stages."):
-        return "stages"
-    if module.startswith("talkthrough_assets.store."):  # the store package's modules (paths, tables ...)
+    parts = module.split(".")
+    if parts[0] == "talkthrough_mcp":
+        return "mcp"
+    if module == "talkthrough_assets":  # the package root: __version__ and one environment default, no imports
         return "core"
-    found = [name for name, mods in LAYERS.items() if module in mods]
-    if not found and module.startswith("talkthrough_mcp."):
-        return "surfaces"
-    assert found, f"{module} is in no layer: add it to LAYERS (and to the layers table of docs/architecture.md)"
-    return found[0]
+    if module == "talkthrough_assets.definitions":  # Dagster's entry module: assembles defs/
+        return "defs"
+    assert parts[1] in FOLDERS, f"{module} sits in no layer folder: move it into one of {FOLDERS}"
+    return parts[1]
+
+
+def test_every_module_sits_in_a_layer_folder():
+    tops = sorted(p.name for p in (ROOT / "talkthrough_assets").iterdir()
+                  if p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))
+    assert tops == sorted(["__init__.py", "definitions.py", *FOLDERS])
+    for mod in import_graph():
+        layer_of(mod)
 
 
 def test_modules_import_only_from_their_layer_or_below():
     bad = []
     for mod, deps in import_graph().items():
         for dep in deps:
-            if RANK[layer_of(dep)] > RANK[layer_of(mod)]:
-                bad.append(f"{mod} ({layer_of(mod)}) imports {dep} ({layer_of(dep)})")
-            if mod.startswith("talkthrough_mcp") and layer_of(dep) in ("pipeline", "orchestration"):
-                bad.append(f"{mod} (MCP: core and stages only) imports {dep}")
+            lm, ld = layer_of(mod), layer_of(dep)
+            if RANK[ld] > RANK[lm]:
+                bad.append(f"{mod} ({lm}) imports {dep} ({ld})")
+            if lm == "mcp" and ld not in MCP_MAY_IMPORT | {"mcp"}:
+                bad.append(f"{mod} (MCP: {sorted(MCP_MAY_IMPORT)} only) imports {dep}")
     assert bad == []
+
+
+def test_the_two_packages_depend_one_way():
+    graph = import_graph()
+    upward = sorted(f"{m} imports {d}" for m, deps in graph.items() if m.startswith("talkthrough_assets")
+                    for d in deps if d.startswith("talkthrough_mcp"))
+    assert upward == []
+    assert any(d.startswith("talkthrough_assets") for d in graph["talkthrough_mcp.server"])
+
+
+def test_the_upward_check_catches_an_upward_import():
+    assert RANK[layer_of("talkthrough_assets.cli.main")] > RANK[layer_of("talkthrough_assets.stages.ocr")]
+    assert layer_of("talkthrough_assets.definitions") == "defs" and layer_of("talkthrough_mcp.server") == "mcp"
+    with pytest.raises(AssertionError):
+        layer_of("talkthrough_assets.somewhere_else")
 
 
 HEAVY = ("dagster", "faster_whisper", "ctranslate2", "rapidocr", "onnxruntime", "sherpa_onnx", "av", "cv2", "duckdb",
@@ -188,7 +195,7 @@ def test_the_cli_help_imports_no_engine_nor_dagster(argv):
     when a run needs them (issue #33 item 3: the cold start)."""
     code = ("import json, sys\n"
             f"sys.argv = ['talkthrough', *{argv!r}]\n"
-            "from talkthrough_assets.cli import app\n"
+            "from talkthrough_assets.cli.main import app\n"
             "try:\n    app()\nexcept SystemExit:\n    pass\n"
             f"print(json.dumps(sorted({{k.split('.')[0] for k in sys.modules}} & set({HEAVY!r}))))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

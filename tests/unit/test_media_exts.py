@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from PIL import Image, ImageDraw
 
-from talkthrough_assets import dropdir, registry
+from talkthrough_assets.pipeline import dropdir
+from talkthrough_assets.pipeline import registry
 from talkthrough_assets.stages import probe
 
 

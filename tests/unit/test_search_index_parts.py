@@ -84,7 +84,7 @@ def test_parts_merge_lazily_and_superseded_or_forgotten_recordings_leave(home):
 
 
 def test_reader_answers_alike_from_merged_buckets_parts_and_manifests(home, tmp_path):
-    from talkthrough_mcp.reader import Reader
+    from talkthrough_assets.read.reader import Reader
 
     lib = {"a000000000000001": ([(0, "alpha beta gamma"), (5000, "Alpha ALPHA delta dashboards")], [(1000, "ROLLBACK OK")]),
            "b000000000000002": ([(0, "beta epsilon roll back"), (2500, "zeta eta dashboard")], [(1000, "ÄLPHA screen")]),

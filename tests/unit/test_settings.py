@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from talkthrough_assets import settings as S
+from talkthrough_assets.pipeline import settings as S
 
 
 def test_amend_scopes_follow_the_graph():
@@ -29,8 +29,9 @@ def test_every_stage_fact_comes_from_its_stage_spec():
     """One StageSpec per stage (#13): the settings, plan, pipeline and Dagster views agree with it."""
     from dagster import AssetKey
 
-    from talkthrough_assets import definitions, pipeline
-    from talkthrough_assets.stagespec import SETTINGS, SPECS
+    from talkthrough_assets.defs import assets as definitions
+    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.pipeline.stagespec import SETTINGS, SPECS
 
     assert S.STAGES == tuple(sp.name for sp in SPECS) and set(pipeline.RUNNERS) == set(S.STAGES)
     assert S.DEFAULTS == {st.name: st.default for st in SETTINGS}

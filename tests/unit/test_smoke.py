@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from fixture_facts import FIXTURES_DIR
 
-from talkthrough_assets import mediaio, selfcheck
+from talkthrough_assets.core import mediaio
+from talkthrough_assets.app import selfcheck
 from talkthrough_assets.stages import probe
 
 EXPECTED = {"screencast.mp4": "video", "silent_video.mp4": "video", "meeting_audio.m4a": "audio",

@@ -13,10 +13,11 @@ import inspect
 
 import pytest
 
-from talkthrough_assets import settings as S
-from talkthrough_assets.stages import diarize, manifest
-from talkthrough_assets.stages.diarize.labels import roster
-from talkthrough_assets.stages.diarize.speaker_names import name_candidates
+from talkthrough_assets.pipeline import settings as S
+from talkthrough_assets.stages import turns as diarize
+from talkthrough_assets.stages import manifest
+from talkthrough_assets.stages.turns.labels import roster
+from talkthrough_assets.stages.turns.speaker_names import name_candidates
 
 pytestmark = pytest.mark.unit
 
@@ -91,7 +92,7 @@ def test_agents_get_unconfirmed_hints_only_for_unnamed_speakers(tmp_path, monkey
     import json
 
     from talkthrough_assets import store
-    from talkthrough_mcp.reader import Reader
+    from talkthrough_assets.read.reader import Reader
 
     monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
     rid = "0123456789abcdef"

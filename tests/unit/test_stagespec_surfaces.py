@@ -1,6 +1,6 @@
 """The surfaces generated from stagespec (#13): `talkthrough process`'s setting options and the amend table of
 docs/architecture.md. A setting with a ``flag`` is a `process` option; the docs table is what
-``stagespec.amend_table()`` renders (regenerate it with ``python -m talkthrough_assets.stagespec docs/architecture.md``)."""
+``stagespec.amend_table()`` renders (regenerate it with ``python -m talkthrough_assets.pipeline.stagespec docs/architecture.md``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from talkthrough_assets import cli, stagespec
-from talkthrough_assets import settings as S
+from talkthrough_assets.cli import main as cli
+from talkthrough_assets.pipeline import stagespec
+from talkthrough_assets.pipeline import settings as S
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +28,7 @@ def test_docs_amend_table_is_the_one_generated_from_the_spec():
     text = AMEND_DOC.read_text()
     assert text == stagespec.readme_with_amend_table(text), (
         "docs/architecture.md's amend table differs from stagespec: "
-        "run `python -m talkthrough_assets.stagespec docs/architecture.md`")
+        "run `python -m talkthrough_assets.pipeline.stagespec docs/architecture.md`")
 
 
 def test_amend_table_rows_are_what_plan_reruns():
@@ -63,7 +64,7 @@ def test_process_options_are_the_flagged_settings():
 @pytest.fixture
 def captured(monkeypatch, tmp_path):
     """`service.process` replaced by a recorder: what the CLI hands over for one file."""
-    from talkthrough_assets import service
+    from talkthrough_assets.app import service
 
     calls = []
     media = tmp_path / "a.mp4"

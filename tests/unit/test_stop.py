@@ -1,4 +1,4 @@
-"""The stop flag a run's stage threads look at (talkthrough_assets/stop.py)."""
+"""The stop flag a run's stage threads look at (talkthrough_assets/core/stop.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from talkthrough_assets import stop
-from talkthrough_assets.errors import StageError
+from talkthrough_assets.core import stop
+from talkthrough_assets.core.errors import StageError
 
 pytestmark = pytest.mark.unit
 

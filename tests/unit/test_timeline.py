@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from talkthrough_mcp.timeline import Timeline, epoch_ms
+from talkthrough_assets.read.timeline import Timeline, epoch_ms
 
 
 def _rows(recs: list[tuple[str, str | None, int, str]]) -> dict[str, list]:

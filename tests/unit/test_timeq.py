@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from talkthrough_assets import timeq as T
+from talkthrough_assets.read import timeq as T
 
 BERLIN, NEW_YORK = "Europe/Berlin", "America/New_York"
 # Wednesday 2026-03-11 15:00 UTC: 16:00 in Berlin (CET, +01:00), 11:00 in New York (EDT since Sunday 03-08, -04:00)

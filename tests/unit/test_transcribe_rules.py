@@ -1,6 +1,6 @@
 """Pure helpers of the segments stage's drop rules (stages.transcribe)."""
 
-from talkthrough_assets.stages import transcribe as T
+from talkthrough_assets.stages.segments import transcribe as T
 
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from talkthrough_assets import proctree, ui_guard
+from talkthrough_assets.core import proctree
+from talkthrough_assets.app import ui_guard
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux /proc and prctl")
@@ -36,7 +37,7 @@ time.sleep(300)
 OWNER = """
 import os, subprocess, sys, time
 r, w = os.pipe()
-wd = subprocess.Popen([sys.executable, "-m", "talkthrough_assets.ui_watchdog", str(r), "--",
+wd = subprocess.Popen([sys.executable, "-m", "talkthrough_assets.app.ui_watchdog", str(r), "--",
                        sys.executable, "-c", sys.argv[1], sys.argv[2]], pass_fds=[r], start_new_session=True)
 os.close(r)
 open(sys.argv[3], "w").write(str(wd.pid))

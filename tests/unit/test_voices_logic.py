@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from talkthrough_assets.stages.diarize import voiceprints, voices
+from talkthrough_assets.stages.turns import voiceprints
+from talkthrough_assets.stages.turns import voices
 
 
 def _unit(v):

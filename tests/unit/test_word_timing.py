@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from talkthrough_assets.stages import word_timing as WT
+from talkthrough_assets.stages.segments import word_timing as WT
 
 pytestmark = pytest.mark.unit
 SR = 16000
@@ -128,7 +128,7 @@ def test_a_word_after_a_pause_does_not_start_in_the_loud_tail_of_the_word_before
 def test_true_runs_are_the_runs_of_true_in_order_with_their_ends():
     import numpy as np
 
-    from talkthrough_assets.stages.word_timing import true_runs
+    from talkthrough_assets.stages.segments.word_timing import true_runs
 
     assert true_runs(np.array([True, True, False, True, False, False, True])) == [(0, 2), (3, 4), (6, 7)]
     assert true_runs(np.array([False, False])) == [] and true_runs(np.array([], dtype=bool)) == []

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from talkthrough_assets import pipeline, store
-from talkthrough_assets import settings as S
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets import store
+from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.stages import manifest as manifest_stage
 
 RID = "0123456789abcdef"
@@ -62,7 +63,7 @@ def _manifest_with_a_wall_clock_and_speakers() -> dict:
 
 
 def test_the_mcp_library_row_is_the_recordings_row_less_paths():
-    from talkthrough_mcp import snapshot
+    from talkthrough_assets.read import snapshot
 
     m = _manifest_with_a_wall_clock_and_speakers()
     row = manifest_stage.recording_row(m, "/data/manifests/x.json")
@@ -77,7 +78,7 @@ def test_the_mcp_library_row_is_the_recordings_row_less_paths():
 
 
 def test_a_recording_without_a_wall_clock_has_none_everywhere():
-    from talkthrough_assets.stages import wallclock
+    from talkthrough_assets.stages import wall_clock as wallclock
 
     assert wallclock.view(wallclock.NULL_WALL_CLOCK) is None and wallclock.view(None) is None
     m = _valid_manifest()

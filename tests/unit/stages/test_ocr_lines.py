@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from talkthrough_assets.stages import cpu_plan, ocr_lines
+from talkthrough_assets.stages import cpu_plan
+from talkthrough_assets.stages.ocr import lines as ocr_lines
 
 
 def _box(x0, y0, x1, y1):

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from talkthrough_assets import store
-from talkthrough_assets.stages import chunks as C
-from talkthrough_assets.stages import partial
+from talkthrough_assets.stages.segments import chunks as C
+from talkthrough_assets.pipeline import partial
 from talkthrough_assets.stages import search_index as si
 
 RID = "00a1b2c3d4e5f607"
@@ -130,8 +130,9 @@ def test_two_generations_never_share_a_byte_size(home):
 
 
 def test_read_tools_mark_a_partial_answer(home, monkeypatch):
-    from talkthrough_mcp import snapshot, transcript
-    from talkthrough_mcp.reader import Reader
+    from talkthrough_assets.read import snapshot
+    from talkthrough_assets.read import transcript
+    from talkthrough_assets.read.reader import Reader
 
     rows = home
     _store(rows[0], 0)
@@ -150,7 +151,8 @@ def test_read_tools_mark_a_partial_answer(home, monkeypatch):
     assert later["segments"] == [] and later["next_start_ms"] == 20_000
 
     # a file written from it would look finished: export and report refuse, saying why
-    from talkthrough_mcp import formats, report
+    from talkthrough_assets.read import formats
+    from talkthrough_assets.read import report
 
     for make in (lambda: formats.export(RID, "srt"), lambda: report.build(RID)):
         with pytest.raises(ValueError, match="still being processed: only a partial transcript"):
@@ -182,7 +184,8 @@ def test_read_tools_mark_a_partial_answer(home, monkeypatch):
 
 
 def test_a_run_that_stops_says_so_in_its_partial_generation(home):
-    from talkthrough_mcp import snapshot, transcript
+    from talkthrough_assets.read import snapshot
+    from talkthrough_assets.read import transcript
 
     rows = home
     quiet = partial.Publisher(RID, {}, wall_clock=lambda: None, clock=Clock())

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from talkthrough_assets.stages import wallclock
+from talkthrough_assets.stages import wall_clock as wallclock
 
 
 # Tags captured from real files (PyAV container.metadata).

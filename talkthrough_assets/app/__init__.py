@@ -1,0 +1,1 @@
+"""Operations shared by the CLI and the UI: the service, doctor, people, the UI supervisor."""

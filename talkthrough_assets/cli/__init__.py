@@ -1,0 +1,1 @@
+"""The `talkthrough` command line: thin commands over app/ and pipeline/."""

@@ -1,0 +1,1 @@
+"""Foundations every layer may use: configuration, errors, ids, media decoding helpers, process trees."""

@@ -1,0 +1,1 @@
+"""Dagster definitions: assets, checks, jobs, sensors, resources, the instance."""

@@ -1,0 +1,134 @@
+"""Is what a recording's stages stored still there and whole? Every table partition (readable Parquet of its
+table's schema), the published manifest, the keyframe files the keyframes table lists and the HTML report;
+each problem names the stage whose re-run re-makes it. ``pipeline.plan`` adds those stages (so ``process``
+of an already-processed file repairs it), ``talkthrough repair`` runs them, ``talkthrough doctor`` reports
+them for the whole data root. No Dagster here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from talkthrough_assets import store
+from talkthrough_assets.pipeline.stagespec import SPECS
+from talkthrough_assets.stages import manifest as manifest_stage
+from talkthrough_assets.stages.runner import stage_state
+
+FIX = "run `talkthrough repair` (or `talkthrough process FILE` again) to re-make it"
+
+# table -> the stage that writes it; stage_runs rows are each stage's own bookkeeping (part = stage)
+OWNER = {t: sp.name for sp in SPECS for t in sp.writes if t in store.SCHEMAS}
+OWNER["stage_runs"] = None  # per file: the part names the stage
+OWNER["sources"] = None  # re-written when the file is registered again (`process FILE`)
+
+
+@dataclass(frozen=True)
+class Problem:
+    recording: str
+    what: str  # "table <name>" | "manifest" | "frames" | "report"
+    location: str
+    problem: str
+    stage: str | None  # the stage whose re-run re-makes it (None: re-registering the file does)
+
+    def line(self) -> str:
+        fix = f"re-run `{self.stage}`: {FIX}" if self.stage else "process the file again to re-register it"
+        return f"{self.recording}: {self.what} {self.problem} at {self.location}; {fix}"
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"line": self.line()}
+
+
+def check(rid: str, *, deep: bool = False) -> list[Problem]:
+    """The problems of one recording's stored outputs (``deep``: every Parquet page and the ends of the frame
+    JPEGs and the report are read too, as ``doctor`` does; otherwise footers and listings: milliseconds)."""
+    store.check_id(rid)
+    out: list[Problem] = []
+    state = stage_state(rid)
+    ok = {s for s, r in state.items() if r["status"] == "ok"}
+    for table in store.TABLES:
+        prefix = store.partition_key(table, rid)
+        names = [n for n in store.list_names(prefix) if n.endswith(".parquet") and not n.startswith(".")]
+        for n in names:
+            key = f"{prefix}/{n}"
+            if store.is_remote():
+                continue
+            problem = store.integrity.file_problem(store.local_path(key), table, deep=deep)
+            if problem:
+                stage = n.removesuffix(".parquet") if table == "stage_runs" else OWNER.get(table)
+                out.append(Problem(rid, f"table {table}", store.data_location(key), f"damaged ({problem})",
+                                   stage if stage in {sp.name for sp in SPECS} else None))
+        owner = OWNER.get(table)
+        if not names and owner in ok:
+            out.append(Problem(rid, f"table {table}", store.data_location(prefix), "missing", owner))
+    if "manifest" in ok:
+        m = manifest_stage.verify(rid)
+        if not m.passed:
+            missing = not store.exists(store.manifest_key(rid))
+            out.append(Problem(rid, "manifest", store.data_location(store.manifest_key(rid)),
+                               "missing" if missing else f"damaged ({m.description[:160]})", "manifest"))
+        report = store.report_key(rid)
+        data = store.get_bytes(report) if deep else None
+        if not store.exists(report):
+            out.append(Problem(rid, "report", store.data_location(report), "missing", "manifest"))
+        elif deep and not (data or b"").rstrip().endswith(b"</html>"):
+            out.append(Problem(rid, "report", store.data_location(report), "damaged (cut short)", "manifest"))
+    if "keyframes" in ok:
+        out += _frames(rid, deep)
+    return out
+
+
+def _frames(rid: str, deep: bool) -> list[Problem]:
+    rows = store.read_rows("keyframes", rid)
+    listed: dict[str, dict] = {}
+    missing, torn = [], []
+    for r in rows:
+        folder, _, name = r["file"].rpartition("/")
+        if folder not in listed:
+            listed[folder] = {n: None for n in store.list_names(folder)}
+        if name not in listed[folder]:
+            missing.append(r["file"])
+        elif deep and not store.is_remote():
+            data = store.local_path(r["file"]).read_bytes()
+            if len(data) < 4 or not data.rstrip(b"\0").endswith(b"\xff\xd9"):
+                torn.append(r["file"])
+    where = store.data_location(store.frames_key(rid))
+    out = []
+    if missing:
+        out.append(Problem(rid, "frames", where, f"missing ({len(missing)}/{len(rows)} keyframe files, e.g. "
+                                                 f"{missing[0].rpartition('/')[2]})", "keyframes"))
+    if torn:
+        out.append(Problem(rid, "frames", where, f"damaged ({len(torn)} JPEG(s) cut short, e.g. "
+                                                 f"{torn[0].rpartition('/')[2]})", "keyframes"))
+    return out
+
+
+def repair_stages(rid: str) -> set[str]:
+    """The stages whose outputs are missing or damaged (their re-run re-makes them), plus the manifest that
+    publishes a view of them; empty when all is well."""
+    stages = {p.stage for p in check(rid) if p.stage}
+    return stages | {"manifest"} if stages else set()
+
+
+def recordings() -> list[str]:
+    """Every recording id the data root holds something of (a table partition or a manifest)."""
+    ids: set[str] = set()
+    for table in store.TABLES:
+        ids |= {n.split("=", 1)[1] for n in store.list_names(f"tables/{table}") if n.startswith("recording=")}
+    ids |= {n.removesuffix(".json") for n in store.list_names("manifests") if n.endswith(".json")}
+    return sorted(i for i in ids if store.ID_RE.fullmatch(i))
+
+
+def scan(*, deep: bool = True) -> list[Problem]:
+    """Every problem in the data root: each recording's (:func:`check`) and a damaged schema file."""
+    out = []
+    for table in store.TABLES:
+        key = store.table_key(table, store.SCHEMA_PARTITION)
+        if not store.is_remote() and (p := store.integrity.file_problem(store.local_path(key), table)):
+            out.append(Problem(store.SCHEMA_PARTITION, f"table {table}", store.data_location(key),
+                               f"damaged ({p})", None))
+    for rid in recordings():
+        out += check(rid, deep=deep)
+    return out
+
+
+__all__ = ["FIX", "Problem", "check", "recordings", "repair_stages", "scan"]

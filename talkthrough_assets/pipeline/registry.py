@@ -1,0 +1,65 @@
+"""Registering recordings: find media files, hash them, record their sources and add their partitions.
+
+Shared by the CLI (through :mod:`service`) and the Dagster ``register_folder`` job (:mod:`definitions`),
+so neither imports the other. No Dagster import: ``instance`` is whatever DagsterInstance the caller
+holds (only its dynamic-partition methods are used).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.core.ids import recording_id
+from talkthrough_assets.stages.probe import MEDIA_EXTS
+
+PARTITIONS_NAME = "recordings"  # the dynamic partitions: one per recording id (sha256[:16])
+RUNNER_TAG = "talkthrough/process"  # host:pid of the process that executes a run (orphaned-run checks)
+
+
+def collect(paths: Iterable[str | os.PathLike], *, recursive: bool = True
+            ) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Expand folders (recursively unless told not to) into media files (``MEDIA_EXTS``, the one list
+    the drop folder also uses); return (files, [(path, skip reason)])."""
+    files, skipped = [], []
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if p.is_dir():
+            for f in sorted(p.rglob("*") if recursive else p.iterdir()):
+                if f.is_file() and not f.name.startswith("."):
+                    (files.append(f) if f.suffix.lower() in MEDIA_EXTS
+                     else skipped.append((f, f"not a media file extension ({f.suffix or 'none'})")))
+        elif p.is_file():
+            files.append(p)  # an explicitly named file is tried whatever its extension
+        else:
+            skipped.append((p, "no such file or folder"))
+    return files, skipped
+
+
+def ensure_partition(instance, rid: str) -> None:
+    if not instance.has_dynamic_partition(PARTITIONS_NAME, rid):
+        instance.add_dynamic_partitions(PARTITIONS_NAME, [rid])
+
+
+def register(path: str | os.PathLike, instance) -> str:
+    """Hash ``path``, record it as a source of its recording and make sure its partition exists."""
+    rid = recording_id(path)
+    pipeline.register_source(path, rid)
+    ensure_partition(instance, rid)
+    return rid
+
+
+def register_many(paths: Iterable[str | os.PathLike], instance) -> list[str]:
+    """Hash + register many files; add all new partitions in one call."""
+    ids = []
+    for p in paths:
+        rid = recording_id(p)
+        pipeline.register_source(p, rid)
+        ids.append(rid)
+    existing = set(instance.get_dynamic_partitions(PARTITIONS_NAME))
+    new = [i for i in dict.fromkeys(ids) if i not in existing]
+    if new:
+        instance.add_dynamic_partitions(PARTITIONS_NAME, new)
+    return ids

@@ -1,0 +1,88 @@
+"""Effective per-recording settings: defaults (env) < persisted per-recording overrides.
+
+Overrides given once (``--recorded-at``, ``--diarize``, a vocabulary, speaker names ...) are
+persisted, so a later re-run of an upstream stage never silently drops them. Each stage's
+config hash covers only the keys it reads; a changed key re-runs that stage and its downstream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from talkthrough_assets.core import config
+from talkthrough_assets import store
+from talkthrough_assets.pipeline.stagespec import BY_NAME, SETTING_BY_NAME, SETTINGS, SPECS, downstream  # noqa: F401  (S.downstream: what a change re-runs)
+
+# Everything below is derived from stagespec (the one description of stages and settings).
+DEFAULTS: dict[str, Any] = {st.name: st.default for st in SETTINGS}
+
+# Which settings each stage reads (its config hash covers exactly these).
+STAGE_KEYS: dict[str, tuple[str, ...]] = {sp.name: sp.settings for sp in SPECS}
+
+# The asset graph (stage -> upstream stages), in topological order. Dagster deps are built from this.
+DEPS: dict[str, tuple[str, ...]] = {sp.name: sp.upstream for sp in SPECS}
+STAGES = tuple(DEPS)
+
+
+def _env_defaults() -> dict[str, Any]:
+    d = dict(DEFAULTS)
+    for st in SETTINGS:  # a setting's default replaced by its environment variable (config parses and checks it)
+        if st.env and (config.is_set(st.env) or st.default is None):
+            d[st.name] = st.normalize(config.get(st.env))
+    return d
+
+
+def load_overrides(recording_id: str) -> dict[str, Any]:
+    return store.get_json(store.settings_key(recording_id), {}) or {}
+
+
+def save_overrides(recording_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``changes`` into the persisted overrides (a None value removes the key). A value its
+    setting cannot take raises ValueError (nothing is saved)."""
+    unknown = set(changes) - set(DEFAULTS)
+    if unknown:
+        raise KeyError(f"unknown setting(s): {sorted(unknown)}")
+    changes = {k: SETTING_BY_NAME[k].normalize(v) for k, v in changes.items()}
+    cur = load_overrides(recording_id)
+    for k, v in changes.items():
+        if v is None:
+            cur.pop(k, None)
+        else:
+            cur[k] = v
+    store.put_json(store.settings_key(recording_id), cur)
+    return cur
+
+
+def effective(recording_id: str) -> dict[str, Any]:
+    s = _env_defaults()
+    # normalised: a value persisted by an older version (num_speakers 0 or null = automatic) reads as today's
+    s.update({k: SETTING_BY_NAME[k].normalize(v) if k in SETTING_BY_NAME else v
+              for k, v in load_overrides(recording_id).items()})
+    return s
+
+
+def engine_fingerprint(stage: str) -> dict[str, Any]:
+    """Engine choices that change a stage's output without being per-recording settings (its
+    ``StageSpec.engine``): part of its config hash, so changing one re-runs the stage (and records what
+    produced it)."""
+    engine = BY_NAME[stage].engine
+    return engine() if engine else {}
+
+
+def stage_config(stage: str, settings: dict[str, Any]) -> dict[str, Any]:
+    cfg = {k: settings.get(k) for k in STAGE_KEYS[stage]}
+    env = engine_fingerprint(stage)
+    if env:
+        cfg["_engine"] = env
+    return cfg
+
+
+def config_hash(stage: str, settings: dict[str, Any]) -> str:
+    blob = json.dumps(stage_config(stage, settings), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def ordered(stages: set[str]) -> list[str]:
+    return [s for s in STAGES if s in stages]

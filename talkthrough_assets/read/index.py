@@ -1,0 +1,600 @@
+"""LibraryIndex: the cross-recording index the listing and search read, over the pipeline's persistent
+search index (:mod:`talkthrough_assets.stages.search_index`), never re-tokenizing what it already holds.
+
+Where a recording's postings come from, for the manifest published now (one listing of
+``manifests/``, one of ``index/parts/``, one of ``index/merged/``):
+
+1. its **merged bucket**, when the bucket holds the part that indexes this manifest: memory-mapped
+   Arrow files, term-sorted, so a query touches only its terms' postings and the final hits' text;
+2. else its **part** (one small Parquet written with the manifest), read into an in-memory delta;
+3. else the **manifest** itself (data processed before the index existed, or a part missing), indexed
+   into the delta with the same code the pipeline uses, in batches with a ``warming`` marker.
+
+A part is paired with a manifest by name (the manifest's byte size and sha256 are in it), and the
+merged bucket records which part each of its recordings came from, so search and the per-recording
+tools serve one generation (issue #15, item 1). A superseded or forgotten recording's rows in a
+merged bucket are masked until the bucket is re-merged.
+
+Search is exact BM25 over numpy arrays (:meth:`View.search`): per query term, the postings slice of
+each bucket, library-wide document frequencies from the same slices, per-document sums in dense
+arrays, then the top hits by a partial sort; the text, speaker and frame of only those hits are
+read. The listing and the lexicon (for typo suggestions and OCR substring matches) are small DuckDB
+tables.
+
+Read-only: nothing is written under the data root (or anywhere else).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from talkthrough_assets.core import config
+from talkthrough_assets import store
+from talkthrough_assets.stages import search_index as si
+
+from talkthrough_assets.read import snapshot
+from talkthrough_assets.read.timeline import Timeline
+
+BATCH = 200  # manifests indexed per step of a (re)load from manifests
+MAX_CHUNKS = 8  # in-memory delta chunks before they are merged into one
+PUBLISH_EVERY_S = 30.0  # during a long load from manifests: how often what is indexed so far is published
+WARM_WAIT_S = 5.0  # a reader's wait for the server's first index build (then: a partial answer, said so)
+WARM_WAIT_ENV = "TALKTHROUGH_MCP_WARM_WAIT_S"
+K1 = 1.2
+B = 0.75
+_NO_T = np.iinfo(np.int64).max
+
+_S, _I, _B = pa.string(), pa.int64(), pa.bool_()
+RECORDINGS_SCHEMA = pa.schema([
+    ("recording", _S), ("filename", _S), ("kind", _S), ("duration_ms", _I), ("recorded_at", _S),
+    ("tz_offset_min", _I), ("wall_clock_source", _S), ("wall_clock_confidence", _S), ("language", _S),
+    ("segment_count", _I), ("frame_count", _I), ("unique_frame_count", _I), ("diarized", _B),
+    ("speaker_count", _I), ("has_audio", _B), ("has_video", _B), ("transcript_available", _B),
+    ("processed_at", _S), ("partial_to_ms", _I), ("partial_next_ms", _I), ("generation", _S)])
+_DUCK = {_S: "VARCHAR", _I: "BIGINT", _B: "BOOLEAN"}
+
+
+def _read_part(name: str) -> pa.Table | None:
+    try:
+        return si.read_part(name)
+    except (OSError, ValueError, KeyError, pa.ArrowException):
+        return None  # a damaged or vanished part: the manifest says the same
+
+
+def _positions(seg: "Segment", d: np.ndarray) -> np.ndarray:
+    """Document -> its index in ``d`` (-1 where absent), over the bucket's documents."""
+    out = np.full(len(seg.doc_rec), -1, dtype=np.int64)
+    out[d] = np.arange(len(d))
+    return out
+
+
+class Segment:
+    """A :class:`si.Bundle` ready for queries: numpy views of its columns (zero-copy over the
+    memory-mapped files of a merged bucket), a term -> postings-range map, and which of its
+    recordings are live."""
+
+    def __init__(self, bundle: si.Bundle):
+        self.bundle = bundle
+        col = bundle.column
+        self.doc_rec, self.doc_source = col("docs", "rec"), col("docs", "source")
+        self.doc_ref, self.doc_len, self.doc_spk = col("docs", "ref"), col("docs", "doc_len"), col("docs", "spk")
+        self.text = bundle.docs.column("text")
+        self.p_doc, self.p_tf, self.p_t = col("postings", "doc"), col("postings", "tf"), col("postings", "t_ms")
+        self.starts, self.ends = col("lex", "start"), col("lex", "end")
+        self.lex = {t: i for i, t in enumerate(bundle.lex.column("term").to_pylist())}
+        self.df_t, self.df_o = col("lex", "df_transcript"), col("lex", "df_ocr")
+        self.all_live = False
+        self.recs = bundle.recs
+        self.rid_index = {r["rid"]: i for i, r in enumerate(self.recs)}
+        self.rec_live = np.zeros(len(self.recs), dtype=bool)
+        self.live = np.zeros(len(self.doc_rec), dtype=bool)
+        self.rec_rank = np.zeros(len(self.recs), dtype=np.int64)
+
+    def set_live(self, rids: set[str], rank: dict[str, int]) -> None:
+        self.rec_live = np.array([r["rid"] in rids for r in self.recs], dtype=bool)
+        self.all_live = bool(self.rec_live.all())
+        self.live = self.rec_live[self.doc_rec] if len(self.doc_rec) else np.zeros(0, dtype=bool)
+        self.rec_rank = np.array([rank.get(r["rid"], -1) for r in self.recs], dtype=np.int64)
+
+    def source_totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(live documents, their summed length) per source code."""
+        src, ln = self.doc_source[self.live], self.doc_len[self.live]
+        return (np.bincount(src, minlength=2)[:2].astype(np.float64),
+                np.bincount(src, weights=ln, minlength=2)[:2])
+
+
+@dataclass
+class View:
+    """One consistent state of the index: what a query reads (swapped whole by a refresh)."""
+    segments: list[Segment] = field(default_factory=list)
+    where: dict[str, tuple[int, int]] = field(default_factory=dict)  # rid -> (segment, rec)
+    generation: dict[str, str] = field(default_factory=dict)
+    n: np.ndarray = field(default_factory=lambda: np.zeros(2))       # live documents per source
+    avgdl: np.ndarray = field(default_factory=lambda: np.ones(2))
+    timeline: Timeline = field(default_factory=Timeline)  # recordings by anchored wall-clock span
+
+    def search(self, pairs: list[tuple[str, str | None, str, float]], nwords: int, rid: str | None = None,
+               who: str | None = None, fetch: int = 10,
+               window: dict[str, tuple[int, int]] | None = None) -> tuple[list[dict], int, int, dict[str, int]]:
+        """BM25 of the (query word, source or None, index term, weight) ``pairs``: documents holding every
+        query word when there are any (else any of them), best first; returns (the best ``fetch`` hits
+        as rows, documents with every word, documents with any, documents per word). Document frequencies
+        are library-wide (all live documents), whatever ``rid`` (one recording) or ``who`` (a speaker
+        label, name or word of a name, folded) restrict the hits to; ``window``: recording id -> the (start, end)
+        ms a hit's time must fall in (recordings not named: no hits)."""
+        qwords = list(dict.fromkeys(p[0] for p in pairs))
+        qi = {w: i for i, w in enumerate(qwords)}
+        qdf = np.zeros((len(qwords), 2))
+        # 1. per bucket and query word: the live postings (views when the whole bucket is live), and the
+        #    library-wide document frequency (from the lexicon when nothing in the bucket is masked)
+        picked: list[list[tuple]] = []
+        for seg in self.segments:
+            got = []
+            for w, msrc, term, weight in pairs:
+                i = seg.lex.get(term)
+                if i is None:
+                    continue
+                sl = slice(int(seg.starts[i]), int(seg.ends[i]))
+                d, tf, t = seg.p_doc[sl], seg.p_tf[sl], seg.p_t[sl]
+                if seg.all_live and msrc is None:
+                    qdf[qi[w]] += (seg.df_t[i], seg.df_o[i])
+                else:
+                    keep = seg.live[d]
+                    src = seg.doc_source[d]
+                    if msrc is not None:
+                        keep &= src == si.SOURCES.index(msrc)
+                    d, tf, t = d[keep], tf[keep], t[keep]
+                    qdf[qi[w]] += np.bincount(src[keep], minlength=2)[:2]
+                if len(d):
+                    got.append((qi[w], weight, d, tf, t))
+            picked.append(got)
+        n = self.n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            idf = np.log(1 + (n - qdf + 0.5) / (qdf + 0.5))
+        # 2. per bucket: each word's documents, sorted (a word and its expansions: tf summed, the earliest
+        #    time), narrowed to one recording or speaker
+        per_word = np.zeros(len(qwords), dtype=np.int64)
+        state = []
+        for seg, got in zip(self.segments, picked):
+            if not got:
+                continue
+            narrow = self._filter(seg, rid, who, window)
+            if narrow is False:
+                continue
+            words = {}
+            for q in range(len(qwords)):
+                mine = [g for g in got if g[0] == q]
+                if not mine:
+                    continue
+                if len(mine) == 1:
+                    _, wt, d, tf, t = mine[0]
+                    tf = tf * wt if wt != 1 else tf
+                else:
+                    d_all = np.concatenate([g[2] for g in mine])
+                    tf_all = np.concatenate([g[3] * g[1] for g in mine])
+                    t_all = np.concatenate([g[4] for g in mine])
+                    d = np.unique(d_all)
+                    pos = np.searchsorted(d, d_all)
+                    tf = np.bincount(pos, weights=tf_all, minlength=len(d))
+                    t = np.full(len(d), _NO_T, dtype=np.int64)
+                    np.minimum.at(t, pos, t_all)
+                rng, allow, bounds = narrow
+                if rng is not None:  # d is sorted: one recording's documents are one slice of it
+                    a, b = np.searchsorted(d, rng)
+                    d, tf, t = d[a:b], tf[a:b], t[a:b]
+                if allow is not None:
+                    k = allow[d]
+                    d, tf, t = d[k], tf[k], t[k]
+                if bounds is not None:  # a wall-clock window: the word's time within its recording's slice
+                    r = seg.doc_rec[d]
+                    k = (t >= bounds[0][r]) & (t <= bounds[1][r])
+                    d, tf, t = d[k], tf[k], t[k]
+                if len(d):
+                    words[q] = (d, tf, t)
+                    per_word[q] += len(d)
+            if words:
+                state.append((seg, words))
+        # 3. documents with every word: the rarest word's, looked up in the others' through a position map
+        #    over the bucket's documents (linear in the postings, no binary search)
+        inter = []
+        n_all = 0
+        for seg, words in state:
+            if len(words) < nwords:
+                continue
+            order = sorted(words, key=lambda q: len(words[q][0]))
+            cand = words[order[0]][0]
+            pos = {order[0]: None}  # None: the word's own order (every candidate, in place)
+            for q in order[1:]:
+                p = _positions(seg, words[q][0])[cand]
+                ok = p >= 0
+                cand = cand[ok]
+                pos = {k: (np.flatnonzero(ok) if v is None else v[ok]) for k, v in pos.items()}
+                pos[q] = p[ok]
+                if not len(cand):
+                    break
+            if len(cand):
+                inter.append((seg, words, cand, pos))
+                n_all += len(cand)
+        n_any = n_all
+        if not n_all:  # no document has them all: any of them, OR-ranked
+            inter = []
+            for seg, words in state:
+                if len(words) == 1:
+                    q, (d, _, _) = next(iter(words.items()))
+                    inter.append((seg, words, d, {q: None}))
+                    continue
+                cand = np.unique(np.concatenate([w[0] for w in words.values()]))
+                inter.append((seg, words, cand, {q: _positions(seg, d)[cand] for q, (d, _, _) in words.items()}))
+            n_any = sum(len(c) for _, _, c, _ in inter)
+        # 4. BM25 of those documents only, and the best `fetch` of each bucket
+        tops = []
+        for seg, words, cand, pos in inter:
+            score = np.zeros(len(cand))
+            s = seg.doc_source[cand]
+            ocr = s == 1
+            norm = K1 * (1 - B + B * seg.doc_len[cand] / np.where(ocr, self.avgdl[1], self.avgdl[0]))
+            for q, (d, tf, t) in words.items():
+                w_idf = np.where(ocr, idf[q, 1], idf[q, 0])
+                p = pos[q]
+                if p is None:  # every candidate, in order
+                    score += w_idf * tf * (K1 + 1) / (tf + norm)
+                else:
+                    hit = p >= 0
+                    tfq = tf[p[hit]]
+                    score[hit] += w_idf[hit] * tfq * (K1 + 1) / (tfq + norm[hit])
+            keep = np.arange(len(cand))
+            if len(cand) > fetch:  # a partial sort: the best `fetch` scores, ties at the edge kept
+                kth = -np.partition(-score, fetch - 1)[fetch - 1]
+                keep = np.flatnonzero(score >= kth)
+            c = cand[keep]
+            bits = np.zeros(len(c), dtype=np.int64)
+            matched = np.zeros(len(c), dtype=np.int64)
+            tmin = np.full(len(c), _NO_T, dtype=np.int64)
+            for q, (d, tf, t) in words.items():  # which words, and the first time, of the kept ones only
+                p = keep if pos[q] is None else pos[q][keep]
+                hit = p >= 0
+                bits[hit] |= 1 << q
+                matched[hit] += 1
+                tmin[hit] = np.minimum(tmin[hit], t[p[hit]])
+            tops.append((seg, c, score[keep], seg.rec_rank[seg.doc_rec[c]], tmin, s[keep], bits, matched))
+        if not tops:
+            return [], n_all, n_any, {w: int(c) for w, c in zip(qwords, per_word)}
+        sc = np.concatenate([t[2] for t in tops])
+        rank = np.concatenate([t[3] for t in tops])
+        tt = np.concatenate([t[4] for t in tops])
+        src = np.concatenate([t[5] for t in tops])
+        # score DESC, recording, t_ms, source ('ocr' before 'transcript')
+        order = np.lexsort((src == 0, tt, rank, -sc))[:fetch]
+        where = [(ti, j) for ti, t in enumerate(tops) for j in range(len(t[1]))]
+        rows = []
+        for o in order:
+            ti, j = where[o]
+            seg, cand, score, _, tmin, srcs, bits, matched = tops[ti]
+            doc = int(cand[j])
+            rec = seg.recs[int(seg.doc_rec[doc])]
+            who_, name = seg.bundle.speakers[int(seg.doc_spk[doc])]
+            t_ms = int(tmin[j])
+            r = rec["rec"]
+            rows.append({"recording": rec["rid"], "source": si.SOURCES[int(srcs[j])], "ref": int(seg.doc_ref[doc]),
+                         "t_ms": t_ms, "matched": int(matched[j]), "score": float(score[j]),
+                         "terms": [w for i, w in enumerate(qwords) if int(bits[j]) >> i & 1],
+                         "filename": r["filename"], "generation": self.generation.get(rec["rid"]),
+                         "recorded_at": r["recorded_at"], "tz_offset_min": r["tz_offset_min"],
+                         "partial_to_ms": r.get("partial_to_ms"), "partial_next_ms": r.get("partial_next_ms"),
+                         "text": seg.text[doc].as_py(), "speaker": who_, "speaker_name": name,
+                         "frame_ms": si.frame_on_screen(rec["frames"], t_ms)})
+        return rows, n_all, n_any, {w: int(c) for w, c in zip(qwords, per_word)}
+
+    @staticmethod
+    def _filter(seg: Segment, rid: str | None, who: str | None, window: dict[str, tuple[int, int]] | None = None):
+        """False (no document of this segment), else (document range or None, mask or None, per-recording
+        (lo, hi) ms arrays or None): one recording's documents are a range (cut from a sorted postings list
+        by binary search)."""
+        allow, rng, bounds = None, None, None
+        if window is not None:
+            lo = np.full(len(seg.recs), _NO_T, dtype=np.int64)
+            hi = np.full(len(seg.recs), -1, dtype=np.int64)
+            for i, r in enumerate(seg.recs):
+                w = window.get(r["rid"])
+                if w is not None:
+                    lo[i], hi[i] = w
+            if not (lo <= hi).any():
+                return False
+            bounds = (lo, hi)
+        if rid is not None:
+            i = seg.rid_index.get(rid)
+            if i is None or not seg.rec_live[i]:
+                return False
+            rng = tuple(seg.recs[i]["docs"])
+        if who is not None:
+            ok = [c for c, (label, name) in enumerate(seg.bundle.speakers)
+                  if speaker_is(label, name, who)]
+            if not ok:
+                return False
+            allow = np.isin(seg.doc_spk, np.array(ok, dtype=seg.doc_spk.dtype))
+        return rng, allow, bounds
+
+
+def speaker_is(label: str | None, name: str | None, who: str) -> bool:
+    """A label (S1), a full name, or one word of a name ("alice" matches "Alice Stone"); ``who`` folded."""
+    if label is None:
+        return False
+    if label.lower() == who:
+        return True
+    if name:
+        low = name.lower()
+        return low == who or who in low.split(" ")
+    return False
+
+
+class LibraryIndex:
+    """The listing (``m_recordings``) and lexicon (``m_df``: source, term, df) in DuckDB, the postings in
+    :class:`View` over the pipeline's search index."""
+
+    def __init__(self, refresh_interval: float | None = None):
+        if refresh_interval is None:
+            refresh_interval = config.get("TALKTHROUGH_MCP_REFRESH_S")
+        self.refresh_interval = refresh_interval
+        # how long a reader waits for a long (re)load before answering from what is indexed so far
+        self.warm_wait_s = config.get(WARM_WAIT_ENV)
+        self.con = duckdb.connect(":memory:")
+        self._lock = threading.Lock()
+        self._checked = float("-inf")
+        self._warming: tuple[int, int] | None = None  # (indexed, total) during a long load
+        self.loads = 0  # recordings (re)indexed from a part or a manifest: observable by tests and the bench
+        self.manifest_loads = 0  # of which from a manifest (tokenized here)
+        self.damaged: dict[str, str] = {}  # rid -> reason, for manifests that could not be read
+        self.view = View()
+        self._buckets: dict[str, tuple[tuple, Segment]] = {}  # bucket -> (pointer stamp, segment)
+        # recordings not served from a merged bucket: rid -> (source key, part table, generation)
+        self._delta: dict[str, tuple[tuple, pa.Table, str]] = {}
+        self._want: dict[str, tuple] = {}
+        self._chunks: dict[int, Segment] = {}  # delta chunks by id
+        self._home: dict[str, int] = {}  # rid -> the chunk holding its current rows
+        self._next_chunk = 0
+        self._dirty = False  # chunks added since the last publish
+        self._bad: dict[str, tuple] = {}  # rid -> the source key of a manifest that could not be read
+        cols = ", ".join(f"{f.name} {_DUCK[f.type]}" for f in RECORDINGS_SCHEMA)
+        self.con.execute(f"CREATE TABLE m_recordings ({cols})")
+        self.con.execute("CREATE TABLE m_df (source VARCHAR, term VARCHAR, df DOUBLE)")
+
+    # ------------------------------------------------------------------ refresh
+
+    def _scan(self) -> dict[str, tuple]:
+        """Recording id -> signature of its published manifest (the same as ``snapshot.signature``), from
+        one listing of ``manifests/`` (a LIST request on an object store)."""
+        out: dict[str, tuple] = {}
+        for name, sig in store.file_stamps("manifests").items():
+            rid = name[:-5] if name.endswith(".json") else ""
+            if store.ID_RE.fullmatch(rid):
+                out[rid] = sig
+        return out
+
+    def warming(self) -> str | None:
+        """``"warming (n of N recordings indexed)"`` while a long (re)load runs on another thread (the
+        server's warm-up), else None. Readers wait for it at most ``warm_wait_s``, then answer from
+        what is indexed so far and say so (issue #26, item 3)."""
+        w = self._warming
+        return f"warming ({w[0]} of {w[1]} recordings indexed)" if w else None
+
+    def refresh(self, force: bool = False, stop: threading.Event | None = None) -> bool:
+        """Follow the published manifests and the search index (at most every ``refresh_interval``
+        seconds unless forced). ``stop`` ends a long load from manifests between batches; what is left
+        is picked up by the next refresh. Returns whether anything changed. While another thread runs
+        a long load, waits at most ``warm_wait_s`` for it."""
+        deadline = time.monotonic() + self.warm_wait_s
+        while not self._lock.acquire(timeout=0.05):  # a short refresh is waited for; a long load only so long
+            if self._warming and time.monotonic() >= deadline:
+                return False
+        try:
+            return self._refresh(force, stop)
+        finally:
+            self._warming = None
+            self._lock.release()
+
+    def _load_buckets(self) -> bool:
+        stamps = {n[:-5]: st for n, st in store.file_stamps(si.MERGED).items()
+                  if n.endswith(".json") and n[:-5] in si.BUCKETS}
+        changed = False
+        for b in sorted(set(self._buckets) | set(stamps)):
+            st = stamps.get(b)
+            if st is None:
+                del self._buckets[b]
+                changed = True
+            elif b not in self._buckets or self._buckets[b][0] != st:
+                try:
+                    loaded = si.load_bucket(b)
+                except (OSError, ValueError, KeyError, pa.ArrowException):
+                    loaded = None  # replaced while read: the next refresh reads the new one
+                if loaded is not None:
+                    self._buckets[b] = (st, Segment(loaded[1]))
+                    changed = True
+        return changed
+
+    def _refresh(self, force: bool, stop: threading.Event | None) -> bool:
+        if not force and time.monotonic() - self._checked < self.refresh_interval:
+            return False
+        seen = self._scan()
+        parts = si.list_parts()
+        changed = self._load_buckets()
+        want: dict[str, tuple] = {}
+        for rid, sig in seen.items():
+            part = si.choose_part(parts.get(rid, []), sig[1])
+            bk = self._buckets.get(rid[0])
+            i = bk[1].rid_index.get(rid) if bk else None
+            if part and i is not None and bk[1].recs[i]["part"] == part:
+                want[rid] = ("merged", part, sig)
+            elif part:
+                want[rid] = ("part", part, sig)
+            else:
+                want[rid] = ("manifest", sig)
+        for rid in [r for r in self.damaged if r not in seen]:
+            self.damaged.pop(rid, None)
+            self._bad.pop(rid, None)
+        for rid in list(self._delta):
+            if want.get(rid, ("gone",))[0] not in ("part", "manifest"):
+                del self._delta[rid]
+                self._home.pop(rid, None)
+                changed = True
+        todo = sorted(rid for rid, w in want.items() if w[0] != "merged" and
+                      (rid not in self._delta or self._delta[rid][0] != w) and
+                      self._bad.get(rid) != w)
+        changed = changed or want != self._want
+        self._want = want
+        if len(todo) > BATCH:
+            self._warming = (len(seen) - len(todo), len(seen))
+        # parts first, all at once (read in threads: no tokenizing), then manifests in batches
+        parts_todo = [rid for rid in todo if want[rid][0] == "part"]
+        todo = parts_todo + [rid for rid in todo if want[rid][0] != "part"]
+        with ThreadPoolExecutor(4) as pool:
+            tables = dict(zip(parts_todo, pool.map(lambda rid: _read_part(want[rid][1]), parts_todo)))
+        stopped = False
+        steps = [parts_todo] if parts_todo else []
+        rest = todo[len(parts_todo):]
+        steps += [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)] or ([] if steps else [[]])
+        published = float("-inf")
+        pending: list[str] = []
+        unpublished = 0
+        for i, batch in enumerate(steps):
+            if i and stop is not None and stop.is_set():
+                stopped = True
+                break
+            for rid in batch:
+                if stop is not None and stop.is_set():
+                    break
+                self._load_one(rid, want[rid], tables.get(rid))
+                time.sleep(0)  # let the transport's thread run (a client may be closing the session)
+            pending += [rid for rid in batch if rid in self._delta and self._delta[rid][0] == want[rid]]
+            # during a long load the view is republished about once a second, not after every batch
+            unpublished += len(batch)
+            if self._warming and i + 1 < len(steps) and time.monotonic() - published < PUBLISH_EVERY_S:
+                continue
+            # each publish adds one in-memory chunk (a query reads every chunk), merged into one later
+            self._add_chunk(pending)
+            pending = []
+            if len(self._chunks) > MAX_CHUNKS and not self._warming:
+                self._add_chunk(list(self._delta))
+            if todo or changed or self._dirty:
+                self._publish(seen)
+                published = time.monotonic()
+            if self._warming:
+                self._warming = (self._warming[0] + unpublished, self._warming[1])
+            unpublished = 0
+        if pending:  # loaded before a stop: published by the next refresh
+            self._add_chunk(pending)
+            self._dirty = True
+        if len(self._chunks) > 1 and not stopped and self._warming:  # after a long load: one chunk
+            self._add_chunk(list(self._delta))
+            self._publish(seen)
+        self._checked = time.monotonic()
+        return changed or bool(todo)
+
+    def _add_chunk(self, rids: list[str]) -> None:
+        """A new delta chunk holding ``rids`` (their rows in older chunks are masked); empty chunks go."""
+        if rids:
+            cid = self._next_chunk
+            self._next_chunk += 1
+            self._chunks[cid] = Segment(si.merge(None, set(), [(self._delta[r][0][1] if self._delta[r][0][0] == "part"
+                                                                 else "", self._delta[r][1]) for r in rids]))
+            for r in rids:
+                self._home[r] = cid
+        used = set(self._home.values())
+        for cid in [c for c in self._chunks if c not in used]:
+            del self._chunks[cid]
+
+    def _load_one(self, rid: str, w: tuple, part: pa.Table | None = None) -> None:
+        """Index one recording into the delta, from its part (read already, or None when it could not
+        be), else from its manifest."""
+        if w[0] == "part" and part is not None:
+            self._delta[rid] = (w, part, snapshot.generation_of(w[2]))
+            self.loads += 1
+            return
+        try:
+            snap = snapshot.read(rid, w[-1])
+        except snapshot.DamagedManifest as e:
+            self.damaged[rid] = str(e)
+            self._bad[rid] = w  # not read again until it changes
+            self._delta.pop(rid, None)
+            self._home.pop(rid, None)
+            return
+        if snap is None:
+            self._delta.pop(rid, None)
+            self._home.pop(rid, None)
+            return
+        self.damaged.pop(rid, None)
+        self._bad.pop(rid, None)
+        docs = si.documents(snap.segments, snap.words, snap.frames, snap.names)
+        t = si.part_table(rid, snap.rec, docs, snap.frames, snap.sig[1] if len(snap.sig) > 1 else 0, "")
+        self._delta[rid] = (w, t, snap.generation)
+        self.loads += 1
+        self.manifest_loads += 1
+
+    def _publish(self, seen: dict[str, tuple]) -> None:
+        """Build the view of the current buckets and delta and swap it in, with the listing and lexicon."""
+        live_merged = {rid for rid, w in self._want.items() if w[0] == "merged"}
+        segments = [seg for _, (_, seg) in sorted(self._buckets.items())]
+        chunk_live: dict[int, set[str]] = {}
+        for rid, cid in self._home.items():
+            chunk_live.setdefault(cid, set()).add(rid)
+        chunks = {id(seg): chunk_live.get(cid, set()) for cid, seg in self._chunks.items()}
+        segments += [seg for _, seg in sorted(self._chunks.items())]
+        live = live_merged | set(self._home)
+        rank = {rid: i for i, rid in enumerate(sorted(live))}
+        generation = {rid: snapshot.generation_of(seen[rid]) for rid in live_merged}
+        generation.update({rid: self._delta[rid][2] for rid in self._home})
+        where: dict[str, tuple[int, int]] = {}
+        n, total = np.zeros(2), np.zeros(2)
+        rows = {c: [] for c in RECORDINGS_SCHEMA.names}
+        for si_, seg in enumerate(segments):
+            seg.set_live(chunks.get(id(seg), live_merged), rank)
+            a, b = seg.source_totals()
+            n += a
+            total += b
+            for ri, r in enumerate(seg.recs):
+                if seg.rec_live[ri]:
+                    where[r["rid"]] = (si_, ri)
+                    for c in RECORDINGS_SCHEMA.names:
+                        rows[c].append(generation[r["rid"]] if c == "generation" else r["rec"].get(c))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            avgdl = np.where(n > 0, total / np.maximum(n, 1), 1.0)
+        self.view = View(segments, where, generation, n, avgdl, Timeline(rows))
+        self._dirty = False
+        recs = pa.table(rows, schema=RECORDINGS_SCHEMA)
+        lex = [seg.bundle.lex for seg in segments if seg.bundle.lex.num_rows]
+        w = self.con.cursor()
+        try:
+            w.register("incoming", recs)
+            w.execute("BEGIN TRANSACTION")
+            w.execute("DELETE FROM m_recordings")
+            w.execute("INSERT INTO m_recordings SELECT * FROM incoming")
+            w.execute("DELETE FROM m_df")
+            if lex:
+                w.register("lex", pa.concat_tables(lex))
+                w.execute("INSERT INTO m_df SELECT 'transcript', term, sum(df_transcript) FROM lex "
+                          "WHERE df_transcript > 0 GROUP BY term UNION ALL "
+                          "SELECT 'ocr', term, sum(df_ocr) FROM lex WHERE df_ocr > 0 GROUP BY term")
+            w.execute("COMMIT")
+        finally:
+            w.close()
+
+    def query(self, sql: str, params: list | tuple | dict = (), refresh: bool = True) -> list[dict]:
+        """Run ``sql`` on a fresh cursor (after a refresh unless ``refresh`` is False)."""
+        if refresh:
+            self.refresh()
+        cur = self.con.cursor()
+        try:
+            res = cur.execute(sql, params if isinstance(params, dict) else list(params))
+            cols = [d[0] for d in res.description]
+            return [dict(zip(cols, row)) for row in res.fetchall()]
+        finally:
+            cur.close()
+
+    def close(self) -> None:
+        self.con.close()

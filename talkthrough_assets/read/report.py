@@ -1,0 +1,248 @@
+"""`talkthrough report`: one self-contained, offline HTML page of a processed recording, built from its
+published manifest (the snapshot the MCP server serves): a header, a timeline of the unique keyframes
+(inlined as small JPEGs; a click opens one large), speaker turns as coloured bands and scene cuts, the
+transcript with recording and wall time, speaker names and the on-screen (OCR) text, every frame's screen
+text, a search box over both, and the MCP call for each moment.
+
+Everything from the recording (file name, transcript, OCR text, speaker names) is data an attacker may
+control: it is written only through :func:`html.escape` into text and quoted attributes, never into the
+script; the script reads numbers from ``data-`` attributes (and the large image's ``data:`` URL). A Content-Security-Policy allows no request at
+all (images are ``data:`` URLs), so nothing the page holds can reach the network.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import io
+from html import escape
+
+from talkthrough_assets import store
+from talkthrough_assets.stages.wall_clock import t_wall
+
+from talkthrough_assets.read import formats
+from talkthrough_assets.read import snapshot
+
+THUMB_WIDTH = 240
+THUMB_QUALITY = 70
+LARGE_WIDTH = 1024   # a thumbnail opens large (issue #38, item 7): the size get_frames serves, text legible
+COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7")
+CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+       "base-uri 'none'; form-action 'none'")
+
+
+def _e(value) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _thumb(key: str, width: int = THUMB_WIDTH) -> str | None:
+    """A frame as a small JPEG data URL (None when its file is gone)."""
+    from PIL import Image
+
+    try:
+        path = store.local_file(key, immutable=True)
+    except (FileNotFoundError, PermissionError):
+        return None
+    with Image.open(path) as im:
+        im = im.convert("RGB")
+        if im.width > width:
+            im = im.resize((width, max(1, round(im.height * width / im.width))))
+        buf = io.BytesIO()
+        im.save(buf, "JPEG", quality=THUMB_QUALITY, optimize=True)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _pct(ms: int, total: int) -> str:
+    return f"{100.0 * max(0, min(ms, total)) / total:.3f}"
+
+
+def build(rid: str) -> str:
+    """The report's HTML. ValueError: an unknown recording, or one with no finished manifest."""
+    snap = snapshot.finished(rid)
+    return render(snap, store.get_json(store.manifest_key(rid)) or {}, _thumb,
+                  large=lambda key: _thumb(key, LARGE_WIDTH))
+
+
+def render(snap: snapshot.Snapshot, manifest: dict, thumb, large=None) -> str:
+    """The HTML of one snapshot; ``thumb(file key)`` gives a frame's image URL (or None), ``large(file key)``
+    the one a click on the thumbnail opens (default: the thumbnail's)."""
+    large = large or thumb
+    rid = snap.rid
+    rec, wc = snap.rec, snap.wall_clock
+    total = max(1, rec["duration_ms"], *(s["t1_ms"] for s in snap.segments))
+    names = snap.names if any(s.get("speaker") for s in snap.segments) else {}
+    tr = manifest.get("transcript") or {}
+    di = tr.get("diarization") or {}
+    models = [m for m in (tr.get("model"), di.get("segmentation_model") if di.get("available") else None,
+                          di.get("embedding_model") if di.get("available") else None) if m]
+    by_ms = {f["ms"]: f for f in snap.frames}
+    unique = [f for f in snap.frames if f.get("duplicate_of") is None]
+    frame_ms = [f["ms"] for f in snap.frames]
+
+    def ocr_at(ms: int) -> tuple[int | None, str]:
+        i = bisect.bisect_right(frame_ms, ms) - 1
+        if i < 0:
+            return None, ""
+        f = snap.frames[i]
+        src = by_ms.get(f.get("duplicate_of")) if f.get("duplicate_of") is not None else f
+        return f["ms"], (f.get("ocr_text") or (src or {}).get("ocr_text") or "")
+
+    labels = sorted({t[2] for t in snap.turns} | {s["speaker"] for s in snap.segments if s.get("speaker")})
+    colour = {lab: COLOURS[i % len(COLOURS)] for i, lab in enumerate(labels)}
+    out: list[str] = []
+    w = out.append
+    title = f"{rec['filename']} · Talkthrough report"
+    w(f"<!doctype html><html lang=en><head><meta charset=utf-8>"
+      f"<meta http-equiv=Content-Security-Policy content=\"{_e(CSP)}\">"
+      f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{_e(title)}</title>"
+      f"<style>{STYLE}</style></head><body>")
+    w(f"<header><h1 id=title>{_e(rec['filename'])}</h1><dl>")
+    facts = [("recording id", rid), ("duration", formats.clock(rec["duration_ms"]) + f" ({rec['duration_ms'] / 1000:.1f} s)"),
+             ("kind", rec.get("kind")),
+             ("wall-clock start", f"{wc['start_utc']} (source: {wc['source']}, confidence: {wc['confidence']})"
+              if wc else "unknown"),
+             ("language", rec.get("language") or "-"), ("models", ", ".join(models) or "-"),
+             ("segments", len(snap.segments)), ("frames", f"{len(snap.frames)} ({len(unique)} unique)"),
+             ("speakers", ", ".join(formats.speaker_tag(lab, names) + (" (by voice)" if snap.name_sources.get(lab) == "voice"
+                                                                      else "") for lab in labels) or "not diarized")]
+    # unconfirmed voice matches with enrolled people (issue #35)
+    facts += [(f"{lab} voice", m.get("hint") or "voice match") for lab, m in sorted(snap.voice_hints.items())]
+    for k, v in facts:
+        w(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>")
+    w("</dl></header>")
+    # timeline: thumbnails at their time, turns as bands, cuts as ticks; each part only when it has something
+    # to show (an audio-only recording without speakers has no timeline at all: issue #38, item 7)
+    if unique or snap.turns:
+        w("<section id=timeline aria-label=timeline>")
+    if unique:
+        w("<div class=frames>")
+    for f in unique:
+        src = thumb(f["file"])
+        big = large(f["file"]) if src else None
+        img = f"<img alt='frame at {_e(formats.clock(f['ms']))}' src='{_e(src)}'>" if src else "<span>missing</span>"
+        w(f"<button class=thumb data-t='{int(f['ms'])}' title='{_e(formats.clock(f['ms']))}: click to enlarge'"
+          + (f" data-full='{_e(big)}'" if big else "") + f">{img}<small>{_e(formats.clock(f['ms']))}</small></button>")
+    if unique:
+        w("</div>")
+    if snap.turns:
+        w("<div class=track id=turns>")
+    for t0, t1, lab in snap.turns:
+        left, width = _pct(t0, total), f"{max(0.2, 100.0 * (t1 - t0) / total):.3f}"
+        w(f"<button class=turn data-t='{int(t0)}' style='left:{left}%;width:{width}%;background:{colour.get(lab, '#888')}' "
+          f"title='{_e(formats.speaker_tag(lab, names))} {_e(formats.clock(t0))}'></button>")
+    if snap.turns:
+        w("</div>")
+    if unique:
+        w("<div class=track id=cuts>")
+        for f in unique:
+            w(f"<span class=cut style='left:{_pct(f['ms'], total)}%' title='scene cut {_e(formats.clock(f['ms']))}'></span>")
+        w("</div>")
+    if labels:
+        w("<p class=legend>" + " ".join(
+            f"<span style='background:{colour[lab]}'>{_e(formats.speaker_tag(lab, names))}</span>" for lab in labels)
+          + "</p>")
+    if unique or snap.turns:
+        w("</section>")
+    w("<dialog id=large aria-label='frame, large'><p id=large-cap></p></dialog>")  # the script adds the image
+    w("<section id=transcript><input id=q type=search placeholder='search transcript and screen text' "
+      "aria-label=search autocomplete=off><span id=count></span><ol id=segs>")
+    if not snap.segments:
+        w(f"<li class=none>{_e(snap.transcript_reason or 'no transcript')}</li>")
+    for s in snap.segments:
+        t0 = int(s["t0_ms"])
+        wall = t_wall(wc, t0)
+        fms, ocr = ocr_at(t0)
+        who = s.get("speaker")
+        w(f"<li class=seg data-t='{t0}' data-t1='{int(s['t1_ms'])}'>"
+          f"<span class=time>{_e(formats.clock(t0))}</span>"
+          + (f"<span class=wall>{_e(wall)}</span>" if wall else "")
+          + (f"<b class=who style='color:{colour.get(who, '#333')}'>{_e(formats.speaker_tag(who, names))}</b>" if who else "")
+          + f"<span class=text>{_e(s['text'])}</span>")
+        if ocr:
+            w(f"<details><summary>on screen (frame at {_e(formats.clock(fms))})</summary><pre class=ocr>{_e(ocr)}</pre></details>")
+        w(f"<code class=mcp>get_moment {{\"id\": \"{rid}\", \"t_ms\": {t0}}}</code></li>")
+    w("</ol>")
+    # every on-screen text, not only the frames a segment points at: the search box covers them all (#38, item 7)
+    screens = [(f["ms"], f.get("ocr_text") or "") for f in unique if (f.get("ocr_text") or "").strip()]
+    if screens:
+        w("<h2>On screen</h2><ol id=screens>")
+        for ms, text in screens:
+            w(f"<li class=screen data-t='{int(ms)}'><span class=time>{_e(formats.clock(ms))}</span>"
+              f"<pre class=ocr>{_e(text)}</pre></li>")
+        w("</ol>")
+    w("</section>")
+    w(f"<script>{SCRIPT}</script></body></html>")
+    return "".join(out)
+
+
+STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}header{padding:12px 20px;background:#f4f4f6}
+h1{font-size:20px;margin:0 0 8px;word-break:break-all}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0}
+dt{color:#666}dd{margin:0}#timeline{position:sticky;top:0;background:#fff;border-bottom:1px solid #ddd;padding:8px 20px;z-index:1}
+.frames{display:flex;gap:6px;overflow-x:auto;padding-bottom:4px}.thumb{border:1px solid #ccc;padding:2px;background:#fff;cursor:pointer;flex:none}
+.thumb img{display:block;height:68px}.thumb small{display:block;color:#555}.track{position:relative;height:12px;margin-top:4px;background:#eee}
+.turn{position:absolute;top:0;height:12px;border:0;padding:0;cursor:pointer;opacity:.85}.cut{position:absolute;top:0;width:1px;height:12px;background:#222}
+.legend span{color:#fff;padding:0 6px;margin-right:4px;border-radius:3px}#transcript{padding:8px 20px}#q{width:320px;padding:4px}#count{margin-left:8px;color:#666}
+#segs{list-style:none;padding:0}.seg{padding:4px 6px;border-bottom:1px solid #eee}.seg.hit{background:#fff3c4}.time,.wall{color:#666;margin-right:8px;font-variant-numeric:tabular-nums}
+h2{font-size:15px;margin:16px 0 4px}#screens{list-style:none;padding:0}.screen{padding:4px 6px;border-bottom:1px solid #eee;cursor:pointer}
+.screen.hit{background:#fff3c4}#large{max-width:96vw;padding:6px;border:1px solid #888}#large img{display:block;max-width:92vw;max-height:84vh}
+#large::backdrop{background:rgba(0,0,0,.6)}#large p{margin:4px 0 0;color:#555}.who{margin-right:6px}.mcp{display:block;color:#888;font-size:11px}.ocr{white-space:pre-wrap;background:#f7f7f7;padding:4px;margin:2px 0}
+"""
+
+SCRIPT = """
+(function(){
+  var segs=Array.prototype.slice.call(document.querySelectorAll('#segs .seg'));
+  var screens=Array.prototype.slice.call(document.querySelectorAll('#screens .screen'));
+  var dlg=document.getElementById('large'),cap=document.getElementById('large-cap'),big=null;
+  function enlarge(el){
+    if(!el.dataset.full||!dlg.showModal)return;
+    if(!big){big=document.createElement('img');big.id='large-img';big.alt='frame, large';dlg.insertBefore(big,cap);}
+    big.src=el.dataset.full; cap.textContent=el.title.replace(/: click to enlarge$/,'');
+    dlg.showModal();
+  }
+  dlg.addEventListener('click',function(){dlg.close();});
+  function jump(t){
+    var best=null;
+    for(var i=0;i<segs.length;i++){ if(+segs[i].dataset.t<=t||best===null){best=segs[i];} if(+segs[i].dataset.t>t)break; }
+    if(!best)return;
+    segs.forEach(function(s){s.classList.remove('hit');});
+    best.classList.add('hit');
+    best.scrollIntoView({block:'center'});
+  }
+  document.querySelectorAll('[data-t]').forEach(function(el){
+    if(el.classList.contains('seg'))return;
+    el.addEventListener('click',function(){jump(+el.dataset.t); if(el.classList.contains('thumb'))enlarge(el);});
+  });
+  var q=document.getElementById('q'),count=document.getElementById('count');
+  q.addEventListener('input',function(){
+    var want=q.value.trim().toLowerCase(),n=0,m=0;
+    segs.forEach(function(s){
+      var show=!want||s.textContent.toLowerCase().indexOf(want)>=0;
+      s.style.display=show?'':'none'; if(show)n++;
+    });
+    screens.forEach(function(s){
+      var show=!want||s.textContent.toLowerCase().indexOf(want)>=0;
+      s.style.display=show?'':'none'; if(show)m++;
+    });
+    count.textContent=want?(n+' of '+segs.length+' segments'+(screens.length?', '+m+' of '+screens.length+' screens':'')):'';
+  });
+})();
+"""
+
+
+def write(rid: str, path) -> dict:
+    """Write the report of ``rid`` to ``path`` (temp file + rename); returns its path and size."""
+    from pathlib import Path
+
+    html = build(rid).encode()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    store.atomic_write_bytes(target, html)
+    return {"recording_id": rid, "path": str(target), "size_bytes": len(html)}
+
+
+def publish(rid: str) -> dict:
+    """Write the report of ``rid`` into the data root (``reports/<id>.html``, beside its manifest; on an
+    ``s3://`` root one PUT), as each run does after publishing the manifest; returns where and its size."""
+    html = build(rid).encode()
+    return {"recording_id": rid, "path": store.put_bytes(store.report_key(rid), html), "size_bytes": len(html)}

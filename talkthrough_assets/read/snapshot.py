@@ -1,0 +1,202 @@
+"""One recording's published generation, read from its manifest.
+
+The manifest (``manifests/<id>.json``) is written by the pipeline's last stage, after every table
+of that run, in one atomic ``os.replace``. It carries everything the read tools serve: media
+facts, wall clock, the (speaker-attributed) transcript segments, word timestamps, diarization
+turns / roster / names and every keyframe with its duplicate link and OCR text. So the read
+server uses it as the per-recording generation pointer *and* snapshot: one ``open`` yields one
+consistent generation across all tables, while a re-run rewrites the Parquet tables underneath
+(those stay the source of truth for SQL users; the server reads only the published manifest).
+
+A manifest with a ``partial`` block is the provisional generation of a run still in progress (issue #19: the
+transcript of the chunks finished so far, ``stages/partial.py``); :func:`partial_fields` is how every tool
+marks an answer from it. A recording with no manifest has no run that got that far yet. Parsed manifests are cached by the file's
+identity (inode, size, mtime): every publish is a new inode, so a cache entry never outlives it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from talkthrough_assets import store
+from talkthrough_assets.stages import manifest as manifest_stage
+from talkthrough_assets.stages import wall_clock as wallclock
+
+CACHE_SIZE = 64
+
+
+class DamagedManifest(ValueError):
+    pass
+
+
+@dataclass
+class Snapshot:
+    rid: str
+    sig: tuple
+    rec: dict                     # recordings-row fields (what list_recordings shows)
+    wall_clock: dict | None       # {start_utc, tz_offset_min, source, confidence} or None
+    segments: list[dict]          # seq, t0_ms, t1_ms, text (+ speaker, source_seq when diarized)
+    words: list[list]             # [t0_ms, t1_ms, word], time order
+    frames: list[dict]            # ms, file, duplicate_of, ocr_text; time order
+    diarized: bool
+    names: dict[str, str]         # speaker label -> name
+    speakers: list[dict] = field(default_factory=list)
+    turns: list[list] = field(default_factory=list)   # [t0_ms, t1_ms, label]
+    transcript_reason: str | None = None
+    source_path: str | None = None
+    partial: dict | None = None   # a provisional generation of a run in progress (its manifest's `partial`)
+    name_sources: dict[str, str] = field(default_factory=dict)  # label -> "confirmed" | "voice" (applied by voice)
+    voice_hints: dict[str, dict] = field(default_factory=dict)   # label -> voice match not applied (issue #35)
+
+    @property
+    def generation(self) -> str:
+        """A short label of this published manifest: it changes with every publish."""
+        return generation_of(self.sig)
+
+
+def generation_of(sig: tuple) -> str:
+    return hashlib.sha256(repr(tuple(sig)).encode()).hexdigest()[:12]
+
+
+def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
+    """A snapshot from a parsed manifest (talkthrough-manifest/v1)."""
+    try:
+        media, tr, fr = m["media"], m["transcript"], m["frames"]
+        di = tr.get("diarization") or {}
+        diarized = bool(di.get("available"))
+        segments = sorted(tr.get("segments") or [], key=lambda s: (s["t0_ms"], s["seq"]))
+        frames = []
+        for it in sorted(fr.get("items") or [], key=lambda i: i["ms"]):
+            frames.append({"ms": int(it["ms"]), "file": it["file"], "duplicate_of": it.get("duplicate_of"),
+                           "ocr_text": it.get("ocr_text") or None})
+        wc = wallclock.view(m.get("wall_clock"))
+        names = {str(k): str(v) for k, v in (di.get("speaker_names") or {}).items() if v} if diarized else {}
+        # the recordings row the manifest stage writes, less what readers are not shown (paths, size)
+        rec = {"recording": rid, **{k: v for k, v in manifest_stage.recording_row(m).items()
+                                    if k not in ("path", "size_bytes", "manifest_path")}}
+        sources = {str(k): str(v) for k, v in (di.get("speaker_name_sources") or {}).items()} if diarized else {}
+        sources = {lab: sources.get(lab, "confirmed") for lab in names}
+        voice_hints = {str(sp["label"]): sp["voice_match"] for sp in (di.get("speakers") or []) if diarized
+                       and sp.get("voice_match") and not sp["voice_match"].get("applied")}
+        partial = m.get("partial") or None
+        if partial is not None:
+            partial = {**partial, "covered_ms": [int(x) for x in partial["covered_ms"]]}
+        if partial:  # the listing's partial columns (a finished generation's row is the recordings row)
+            rec.update(partial_to_ms=partial["covered_ms"][1], partial_next_ms=partial.get("next_start_ms"))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise DamagedManifest(f"manifest of {rid} is not a valid talkthrough-manifest/v1 ({type(e).__name__})") from None
+    return Snapshot(rid=rid, sig=sig, rec=rec, wall_clock=wc, segments=segments,
+                    words=sorted(tr.get("words") or [], key=lambda w: w[0]), frames=frames, diarized=diarized,
+                    names=names, speakers=list(di.get("speakers") or []) if diarized else [],
+                    turns=list(di.get("turns") or []) if diarized else [], transcript_reason=tr.get("reason"),
+                    source_path=media.get("path"), partial=partial, name_sources=sources, voice_hints=voice_hints)
+
+
+def read(rid: str, sig: tuple | None = None) -> Snapshot | None:
+    """Parse the published manifest of ``rid`` (None when there is none). Locally the signature
+    comes from ``fstat`` of the very file descriptor that was read, so it always describes these
+    bytes; on an object store it is taken before the GET (``sig``: the caller's, just taken from a
+    listing or a HEAD; else one HEAD here), so a newer object is re-read later."""
+    if store.is_remote():
+        sig = sig or signature(rid)
+        data = store.get_bytes(store.manifest_key(rid)) if sig else None
+        if data is None:
+            return None
+    else:
+        try:
+            with open(store.manifest_path(rid), "rb") as f:
+                st = os.fstat(f.fileno())
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+    try:
+        m = json.loads(data)
+    except ValueError:
+        raise DamagedManifest(f"manifest of {rid} is not valid JSON") from None
+    return build(rid, m, sig)
+
+
+def signature(rid: str) -> tuple | None:
+    return store.stamp(store.manifest_key(rid))
+
+
+class SnapshotCache:
+    """Parsed manifests by recording, re-read when the published file changes (LRU bounded)."""
+
+    def __init__(self, size: int = CACHE_SIZE):
+        self.size = size
+        self._items: OrderedDict[str, Snapshot] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, rid: str) -> Snapshot | None:
+        sig = signature(rid)
+        if sig is None:
+            with self._lock:
+                self._items.pop(rid, None)
+            return None
+        with self._lock:
+            snap = self._items.get(rid)
+            if snap is not None and snap.sig == sig:
+                self._items.move_to_end(rid)
+                return snap
+        snap = read(rid, sig)
+        if snap is None:
+            return None
+        with self._lock:
+            self._items[rid] = snap
+            self._items.move_to_end(rid)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return snap
+
+
+def partial_fields(snap: Snapshot) -> dict:
+    """What marks an answer from a partial generation: ``partial: true``, the transcript's ``covered_ms``
+    ([0, end]) and ``next_start_ms`` where it ends (null once the whole audio is transcribed and only frames
+    or speakers are left), and a note to come back; {} for a finished generation."""
+    if not snap.partial:
+        return {}
+    out = marking(snap.partial["covered_ms"][1], snap.partial.get("next_start_ms"))
+    if snap.partial.get("stopped"):  # the run publishing it ended without its final generation
+        out["partial_stopped"] = snap.partial["stopped"]
+        out["partial_note"] = (f"the run processing this recording stopped ({snap.partial['stopped']}): the "
+                               f"transcript covers only 0-{snap.partial['covered_ms'][1]} ms until it is processed "
+                               "again (talkthrough process)")
+    return out
+
+
+def marking(covered_to_ms: int, next_start_ms: int | None) -> dict:
+    """The partial marking from the covered end alone (the listing and search read it from the index)."""
+    rest = ("the rest of the transcript" if next_start_ms is not None else "frames and speakers")
+    return {"partial": True, "covered_ms": [0, int(covered_to_ms)], "next_start_ms": next_start_ms,
+            "partial_note": f"still being processed: the transcript so far covers 0-{int(covered_to_ms)} ms; "
+                            f"{rest} will follow: call again later (the generation label changes)"}
+
+
+def require_finished(snap: Snapshot) -> Snapshot:
+    """``snap`` when it is a finished generation; ValueError saying what is there when it is partial (a file
+    written from it, an export or a report, would look finished)."""
+    if snap.partial:
+        raise ValueError(f"recording {snap.rid} is still being processed: only a partial transcript "
+                         f"(0-{snap.partial['covered_ms'][1]} ms) is published; wait for the run to finish "
+                         "(MCP tools read the partial one, marked partial)")
+    return snap
+
+
+def finished(rid: str) -> Snapshot:
+    """The finished generation of ``rid`` for a file written from it (an export, a report). ValueError that
+    says which case it is: an id nothing is stored under ("unknown recording": issue #38, item 8), a
+    recording with no finished run yet, or one still being processed."""
+    snap = read(store.check_id(rid))
+    if snap is None:
+        if not store.is_known(rid):
+            raise ValueError(f"unknown recording {rid}: nothing is stored under that id "
+                             "(`talkthrough recordings` lists the ids)")
+        raise ValueError(f"recording {rid} has no finished run (no manifest): process it first")
+    return require_finished(snap)

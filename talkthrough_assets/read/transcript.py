@@ -1,0 +1,150 @@
+"""get_transcript's answer: one page of a recording's transcript from its snapshot, as JSON segments or
+SRT cues, cut at a character budget with ``truncated``, ``next_start_ms`` and ``continue_with`` for the
+next page, optionally one speaker's segments only. From a partial generation (a run in progress) the page says
+``partial: true`` with the ``covered_ms`` range, and ``next_start_ms`` (``truncated`` false) is where the covered
+transcript ends: the same call later continues there."""
+
+from __future__ import annotations
+
+from talkthrough_assets.stages.turns import speaker_names
+
+from talkthrough_assets.read import formats
+from talkthrough_assets.read import snapshot
+from talkthrough_assets.read.args import SPEAKER_MAX_CHARS, clip, dumps, limit_arg, range_arg, text_arg
+from talkthrough_assets.read.errors import InvalidArgument
+
+TRANSCRIPT_MAX_CHARS = 30_000
+TRANSCRIPT_MIN_CHARS = 1000
+
+
+NAME_HINTS_NOTE = ("unconfirmed: names read on screen while each label was talking (e.g. a meeting tile); "
+                   "say 'S2 (possibly Bob Stone)', never present one as fact; a person confirms with "
+                   "`talkthrough name ID 'S2=Bob Stone'`")
+
+
+def name_hints(snap) -> dict[str, list[str]]:
+    """On-screen name candidates (the manifest's) of the speakers that have no confirmed name."""
+    cands = {str(sp["label"]): [str(c) for c in sp.get("name_candidates") or []]
+             for sp in snap.speakers if sp.get("label")}
+    return speaker_names.hints(cands, snap.names)
+
+
+srt_time = formats.srt_time  # kept here by name: get_transcript's SRT and `talkthrough export` share it
+
+
+def name_matches(name: str | None, want: str) -> bool:
+    """A speaker name matches the full name or any of its words ("Alice" and "stone" match "Alice Stone")."""
+    n = " ".join((name or "").casefold().split())
+    return bool(n) and (n == want or want in n.split(" "))
+
+
+def voice_hints(snap) -> dict[str, str]:
+    """Voice matches with enrolled people not applied as names: label -> "voice match 0.86 to Alice Chen, 3
+    recordings" (issue #35)."""
+    from talkthrough_assets.stages.turns import voices
+
+    return {lab: m.get("hint") or voices.describe(m) for lab, m in snap.voice_hints.items()}
+
+
+def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
+    """Labels whose label, name, or voice-suggested person (issue #35) is ``speaker``."""
+    want = " ".join(speaker.casefold().split())
+    labels = sorted({s["speaker"] for s in snap.segments if s.get("speaker")})
+    match = {lab for lab in labels if lab.casefold() == want or name_matches(snap.names.get(lab), want)}
+    if not match:
+        match = {lab for lab in labels if lab in snap.voice_hints
+                 and name_matches(snap.voice_hints[lab].get("person"), want)}
+    if not match:
+        known = ", ".join(f"{lab} ({snap.names[lab]})" if lab in snap.names else lab for lab in labels) or "none"
+        shown, _ = clip(speaker, 60)
+        raise InvalidArgument(f"no speaker {shown!r} in recording {snap.rid}; speakers: {known}")
+    return match
+
+
+def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | None = None,
+         format: str = "json", max_chars: int = TRANSCRIPT_MAX_CHARS, with_t_wall: bool = False) -> dict:
+    """One transcript page. Segments carry t_ms/t1_ms; their wall time is ``wall_clock.start_utc`` +
+    t_ms, given per segment only with ``with_t_wall`` (it was 28 % of a page: issue #26, item 5)."""
+    rec, rid = snap.rec, snap.rid
+    start, end = range_arg(rec, start_ms, end_ms)
+    if format not in ("json", "srt"):
+        shown = format[:20] if isinstance(format, str) else type(format).__name__
+        raise InvalidArgument(f"format must be 'json' or 'srt', got {shown!r}")
+    max_chars = limit_arg("max_chars", max_chars, TRANSCRIPT_MIN_CHARS, TRANSCRIPT_MAX_CHARS)
+    speaker = text_arg("speaker", speaker, SPEAKER_MAX_CHARS, required=False)
+    if not isinstance(with_t_wall, bool):
+        raise InvalidArgument(f"with_t_wall must be true or false, got {type(with_t_wall).__name__}")
+    wc = snap.wall_clock
+    segs = snap.segments
+    attributed = any(s.get("speaker") for s in segs)
+    names = snap.names if attributed else {}
+    if speaker is not None:
+        if not attributed:
+            raise InvalidArgument(f"recording {rid} is not diarized, so it has no speaker labels",
+                                  hint="drop `speaker`, or reprocess with `talkthrough process --diarize`")
+        match = speaker_match(snap, speaker)
+        segs = [s for s in segs if s.get("speaker") in match]
+    # SRT cue numbers count the cues of this (possibly speaker-filtered) transcript: 1, 2, 3 …
+    cue = {id(s): i + 1 for i, s in enumerate(segs)}
+    after = {id(s): (segs[i + 1] if i + 1 < len(segs) else None) for i, s in enumerate(segs)}  # SRT cue ends
+    window = [s for s in segs if s["t1_ms"] > start and s["t0_ms"] <= end] if (start_ms or end_ms is not None) \
+        else segs
+    out: dict = {"recording": rid, "filename": rec["filename"], "generation": snap.generation, "format": format,
+                 "diarized": attributed, "wall_clock": wc, "start_ms": start, "end_ms": end}
+    if not rec["transcript_available"]:
+        out["transcript_available"] = False
+        out["reason"] = snap.transcript_reason or "no transcript"
+    if wc is None:
+        out["note"] = "wall_clock unknown: t_wall is null; t_ms counts from the recording start"
+    if names:
+        out["speaker_names"] = names
+        out["name_sources"] = {lab: snap.name_sources.get(lab, "confirmed") for lab in names}
+    voiced = voice_hints(snap) if attributed else {}
+    if voiced:  # unconfirmed, like name_hints
+        out["voice_hints"] = voiced
+    hints = name_hints(snap) if attributed else {}
+    if hints:
+        out["name_hints"] = hints
+        out["name_hints_note"] = NAME_HINTS_NOTE
+    items: list = []
+    next_start = None
+    base = len(dumps(dict(out, segments=[], srt="", returned=10 ** 6, truncated=True, next_start_ms=10 ** 12,
+                           continue_with={"id": rid, "start_ms": 10 ** 12, "end_ms": 10 ** 12,
+                                          "speaker": speaker or "", "format": "json", "max_chars": 30000,
+                                          "with_t_wall": True})))
+    used = base
+    for s in window:
+        if format == "srt":
+            item = formats.srt_cue(cue[id(s)], s, names, end_ms=formats.cue_end(s, after[id(s)]))
+            size = len(dumps(item)) - 2
+        else:
+            item = formats.json_item(s, names, wc, with_t_wall)
+            size = len(dumps(item)) + 1
+        if items and used + size > max_chars:
+            next_start = s["t0_ms"]
+            break
+        items.append(item)
+        used += size
+    if format == "srt":
+        out["srt"] = "".join(items)
+    else:
+        out["segments"] = items
+    out["returned"] = len(items)
+    out["truncated"] = next_start is not None
+    out["next_start_ms"] = next_start
+    later = None
+    if snap.partial:  # a run in progress: the transcript so far; where it goes on, once it has (issue #19)
+        mark = snapshot.partial_fields(snap)
+        out.update({k: v for k, v in mark.items() if k != "next_start_ms"})
+        # the window ends where the transcript so far ends, not at the (unread) duration (issue #38, item 5)
+        out["end_ms"] = max(start, min(end, mark["covered_ms"][1]))
+        goes_on = mark["next_start_ms"]
+        if next_start is None and goes_on is not None and end > mark["covered_ms"][1]:
+            later = out["next_start_ms"] = max(start, goes_on)
+    if next_start is not None or later is not None:
+        same = {"end_ms": end_ms, "speaker": speaker, "format": format if format != "json" else None,
+                "max_chars": max_chars if max_chars != TRANSCRIPT_MAX_CHARS else None,
+                "with_t_wall": True if with_t_wall else None}
+        out["continue_with"] = {"id": rid, "start_ms": next_start if next_start is not None else later,
+                                **{k: v for k, v in same.items() if v is not None}}
+    return out

@@ -1,0 +1,1 @@
+"""The segments stage: Whisper in chunks (stage, chunks, transcribe, word_timing)."""

