@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Chunked Whisper (stages/chunks.py) against the whole-recording decode, in one run:
+"""Chunked Whisper (stages/segments/chunks.py) against the whole-recording decode, in one run:
 
     python bench/bench_chunks.py [--parts wer,kill,prefix] [--chunk-s 180] [--stress-s 20] [--only SUBSTR] [--no-eval]
 

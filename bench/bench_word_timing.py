@@ -21,7 +21,7 @@ References (bench/eval/word_times.json, with their sources):
   * ``fsdd_*``: spoken digits with 0.15-0.2 s pauses between them (counting, a code read out), built from the
     Free Spoken Digit Dataset by bench/eval/build_more_clips.py; word times are the parts' exact spans.
 
-Each clip has a ``split``: the constants of stages/word_timing.py are chosen on ``tune`` (TIMIT dialect
+Each clip has a ``split``: the constants of stages/segments/word_timing.py are chosen on ``tune`` (TIMIT dialect
 regions 1, 3, 5, 7 and the two clips above); ``heldout`` (regions 2, 4, 6, 8: other speakers) is the
 figure to report.
 
