@@ -72,6 +72,13 @@ def find(name: str) -> str:
     return hit[0]
 
 
+def forget_plan(name: str) -> dict:
+    """What :func:`forget_person` would remove: the person as enrolled, as :func:`list_people` lists them (their
+    voiceprints: recording and label). ValueError naming who is enrolled: no such person."""
+    person = find(name)
+    return next(p for p in list_people() if p["person"] == person)
+
+
 # re-runs ``manifest`` of one recording (the caller's Dagster job: ``service.manifest_again``); True when it ran
 Rerun = Callable[[str], bool]
 
@@ -178,4 +185,4 @@ def rename_person(old: str, new: str, rerun: Rerun) -> dict:
             "rechecked": sorted(set(redone) | set(recheck(rerun, exclude=set(touched))))}
 
 
-__all__ = ["enrol", "list_people", "forget_person", "rename_person", "recheck", "voiceprint_recordings"]
+__all__ = ["enrol", "list_people", "forget_plan", "forget_person", "rename_person", "recheck", "voiceprint_recordings"]

@@ -7,6 +7,7 @@ import json
 
 import typer
 
+from talkthrough_assets.cli.command import OURS
 from talkthrough_assets.cli.output import console, esc
 
 app = typer.Typer(add_completion=False, rich_markup_mode=None, invoke_without_command=True,
@@ -53,17 +54,15 @@ def forget(name: str = typer.Argument(..., metavar="NAME", help="The person, as 
 
     try:
         if not yes:
-            found = [p for p in P.list_people() if p["person"].casefold() == " ".join(name.split()).casefold()]
-            if not found:
-                P.find(name)  # raises the clear error
-            where = ", ".join(f"{v['recording']} {v['label']}" for v in found[0]["voiceprints"])
-            console().print(f"would forget {esc(found[0]['person'])} (voiceprints of {esc(where)}, and those "
+            found = P.forget_plan(name)
+            where = ", ".join(f"{v['recording']} {v['label']}" for v in found["voiceprints"])
+            console().print(f"would forget {esc(found['person'])} (voiceprints of {esc(where)}, and those "
                             "names); run again with --yes", highlight=False)
             raise typer.Exit(1)
         from talkthrough_assets.app import service
 
         result = P.forget_person(name, service.manifest_again)
-    except ValueError as e:
+    except OURS as e:
         console().print(f"[red]{esc(e)}[/red]", highlight=False)
         raise typer.Exit(2)
     _done(result, as_json, f"forgot {esc(result['person'])}: {result['voiceprints_removed']} voiceprint(s) in "
@@ -80,7 +79,7 @@ def rename(old: str = typer.Argument(..., metavar="OLD", help="The person, as en
 
     try:
         result = P.rename_person(old, new, service.manifest_again)
-    except ValueError as e:
+    except OURS as e:
         console().print(f"[red]{esc(e)}[/red]", highlight=False)
         raise typer.Exit(2)
     _done(result, as_json, f"{'merged' if result['merged'] else 'renamed'} {esc(result['person'])} -> "

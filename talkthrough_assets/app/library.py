@@ -1,0 +1,90 @@
+"""What the read-side commands of `talkthrough` ask of the library of processed recordings: the listing (by wall
+time), what was on at an instant, SQL over the tables, transcripts and reports written out, speakers named.
+Plain functions returning data; the CLI prints it. Our own failures raise :class:`TalkthroughError` (the
+service's bad-input errors are still ``ValueError``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from talkthrough_assets.core.errors import TalkthroughError
+
+
+class QueryFailed(TalkthroughError):
+    """`talkthrough sql` was given a query DuckDB refused; ``reason`` is DuckDB's message."""
+
+
+def recordings(since: str | None = None, until: str | None = None, tz: str | None = None
+               ) -> tuple[list[dict], dict | None]:
+    """Processed recordings, and with ``since``/``until`` only those whose wall-clock span meets that window;
+    the window as stated back (since, until, tz), or None without one. ``bytime.ReadError``: a bad time."""
+    from talkthrough_assets.app import service
+    from talkthrough_assets.read import bytime
+
+    win = bytime.window_arg(since, until, tz) if since is not None or until is not None else None
+    rows = service.list_recordings()
+    if win is None:
+        return rows, None
+    return bytime.filter_rows(rows, win), win.stated()
+
+
+def moment_at(when: str, tz: str | None = None, window_ms: int = 10000) -> dict:
+    """The MCP server's get_moment_at answer for a wall-clock instant (``covering``: the recordings that do)."""
+    from talkthrough_assets.read.reader import Reader
+
+    reader = Reader(refresh_interval=0)
+    try:
+        return reader.get_moment_at(when, tz=tz, window_ms=window_ms).meta
+    finally:
+        reader.index.close()
+
+
+def query(sql: str) -> tuple[list[str], list[tuple]]:
+    """(column names, rows) of a DuckDB query over the stored tables; :class:`QueryFailed` when DuckDB refuses it."""
+    import duckdb
+
+    from talkthrough_assets import store
+
+    con = store.connect()
+    try:
+        cur = con.execute(sql)
+        cols = [d[0] for d in cur.description or []]
+        return cols, cur.fetchall()
+    except duckdb.Error as e:
+        raise QueryFailed(str(e)) from e
+    finally:
+        con.close()
+
+
+def name_speakers(rid: str, assignments: list[str]) -> dict:
+    """Apply ``S1=Alice``-style names (``service.set_speaker_names``): the names in force, the roster, where the
+    rebuilt manifest is and the labels whose voices are now enrolled (recognised in other recordings, issue #35)."""
+    from talkthrough_assets import store
+    from talkthrough_assets.app import service
+
+    merged, roster = service.set_speaker_names(rid, assignments)
+    return {"recording_id": rid, "speaker_names": merged, "roster": roster,
+            "manifest": store.data_location(store.manifest_key(rid)),
+            "enrolled": [r["label"] for r in store.read_rows("people", rid)]}
+
+
+def export(ref: str, fmt: str, *, wall_clock: bool = False, output: Path | None = None) -> str:
+    """A recording's transcript (id or file) in ``fmt``, speaker names applied; written to ``output`` when given."""
+    from talkthrough_assets import store
+    from talkthrough_assets.app import service
+    from talkthrough_assets.read import formats
+
+    text = formats.export(service.resolve_recording(ref), fmt, wall_clock=wall_clock)
+    if output is not None:
+        store.atomic_write_bytes(output, text.encode())
+    return text
+
+
+def write_report(ref: str, output: Path | None = None) -> dict:
+    """The offline HTML page of a recording (id or file), at ``output`` or talkthrough-report-ID.html here:
+    its path and size."""
+    from talkthrough_assets.app import service
+    from talkthrough_assets.read import report
+
+    rid = service.resolve_recording(ref)
+    return report.write(rid, output or Path(f"talkthrough-report-{rid}.html"))

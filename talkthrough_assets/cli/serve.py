@@ -1,0 +1,31 @@
+"""The serving commands: `mcp` (the read-only MCP server, its own package) and `ui` (the Dagster UI + daemon)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from talkthrough_assets.cli.output import console
+
+
+def mcp(
+    http: bool = typer.Option(False, "--http", help="Streamable HTTP instead of stdio."),
+    host: str = typer.Option("127.0.0.1", "--host", help="HTTP bind address; non-loopback needs TALKTHROUGH_MCP_TOKEN."),
+    port: int = typer.Option(8765, "--port", help="HTTP port."),
+) -> None:
+    """Serve the read-only MCP server (stdio by default; --http for streamable HTTP on 127.0.0.1)."""
+    # the MCP server is its own package above this one (it imports talkthrough_assets, never the reverse):
+    # this process becomes `python -m talkthrough_mcp`, so stdio and signals reach the server directly
+    argv = [sys.executable, "-m", "talkthrough_mcp", *(["--http", "--host", host, "--port", str(port)] if http else [])]
+    sys.stdout.flush()
+    os.execv(sys.executable, argv)
+
+
+def ui(port: int = typer.Option(3000, help="Loopback port for the Dagster UI.")) -> None:
+    """Start the Dagster UI + daemon (sensor, backfills) on 127.0.0.1. Ctrl-C or SIGTERM stops both,
+    after asking the runs in progress to stop."""
+    from talkthrough_assets.app import ui_supervisor
+
+    raise typer.Exit(ui_supervisor.serve(port, console()))
