@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 DEFAULT_MEDIA = ROOT.parent / "shared" / "eval" / "media"
 SHARED_MODELS = ROOT.parent / "shared" / "models" / "diarization"
 STEP = 0.01  # scoring grid, seconds
-# The refine thresholds (stages/diarize/refine.py) were chosen on the other clips only; these (every other clip
+# The refine thresholds (stages/turns/refine.py) were chosen on the other clips only; these (every other clip
 # of each kind, in the manifest's order) were held out, and the pooled figures are printed for both halves.
 HELD_OUT = {"ami_dev01_30s", "ami_trn03_30s", "ami_trn05_30s", "ami_trn07_30s", "ami_trn09_30s",
             "pyannote_sample_2spk_phone", "composite_5spk_sequential", "composite_2spk_dialogue",
