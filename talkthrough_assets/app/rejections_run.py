@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import sys
 
+from talkthrough_assets.core.errors import TalkthroughError
+
 ORIGIN_TAG = "talkthrough/origin"
 ORIGIN = "talkthrough process: rejected before a run"
 
 
-class _Busy(Exception):
-    pass
+class _Busy(TalkthroughError):
+    """Another process holds the rejections lock (it drains the queue)."""
 
 
 def main() -> int:
@@ -23,7 +25,7 @@ def main() -> int:
 
     while rejections.pending():
         try:
-            with store.named_lock("rejections", 0.0, _Busy()):
+            with store.named_lock("rejections", 0.0, _Busy("another process drains the rejections queue")):
                 _drain()
         except _Busy:  # another process drains the queue; it looks again after letting go of the lock
             return 0

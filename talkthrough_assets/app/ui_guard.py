@@ -10,6 +10,7 @@ import socket
 from pathlib import Path
 
 from talkthrough_assets.core import proctree
+from talkthrough_assets.core.errors import TalkthroughError
 from talkthrough_assets import store
 
 # set in the environment of everything `talkthrough ui` starts (watchdog, `dagster dev`, the webserver, daemon,
@@ -17,8 +18,8 @@ from talkthrough_assets import store
 MARKER = "_TALKTHROUGH_UI_OF"  # not a setting: no TALKTHROUGH_ prefix (config.py declares those)
 
 
-class Refused(Exception):
-    pass
+class Refused(TalkthroughError):
+    """This data root's UI cannot start here; ``reason`` says why."""
 
 
 def claim(port: int, dagster_home: str | os.PathLike) -> int:

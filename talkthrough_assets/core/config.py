@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from talkthrough_assets.core import doctables
 from talkthrough_assets.core.errors import TalkthroughError
 
 
@@ -187,17 +188,11 @@ def env_table() -> str:
 
 def readme_with_env_table(readme: str) -> str:
     """``readme`` with its environment table (header line up to the first blank line) replaced by :func:`env_table`."""
-    start = readme.index(ENV_TABLE_HEADER + "\n")
-    end = readme.index("\n\n", start) + 1
-    return readme[:start] + env_table() + readme[end:]
+    return doctables.with_table(readme, ENV_TABLE_HEADER, env_table())
 
 
 if __name__ == "__main__":  # python -m talkthrough_assets.core.config docs/operations.md: rewrite the table in place
-    import sys
-    from pathlib import Path
-
-    for arg in sys.argv[1:] or ["docs/operations.md"]:
-        Path(arg).write_text(readme_with_env_table(Path(arg).read_text()))
+    doctables.rewrite(readme_with_env_table, "docs/operations.md")
 
 
 __all__ = ["Var", "VARS", "BY_NAME", "ConfigError", "get", "raw", "is_set", "problems", "env_table"]

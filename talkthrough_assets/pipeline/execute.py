@@ -21,7 +21,7 @@ from talkthrough_assets import store
 from talkthrough_assets.pipeline.engines import Engines
 from talkthrough_assets.pipeline.engines import shared as shared_engines
 from talkthrough_assets.core import stop as stop_flag
-from talkthrough_assets.core.errors import DiskSpaceError, InternalError, StageError
+from talkthrough_assets.core.errors import DiskSpaceError, InternalError, StageError, TalkthroughError
 from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.stages import cpu_plan
 from talkthrough_assets.stages import keyframes as keyframes_stage
@@ -162,7 +162,7 @@ def stage_workers() -> int:
 STARTED = "started"  # yielded by run_stages when a stage is handed to a worker
 
 
-class Skipped(Exception):
+class Skipped(TalkthroughError):
     """A stage not run because a stage it depends on failed in the same run."""
 
     def __init__(self, stage: str, upstream: str):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from talkthrough_assets.core import config
+from talkthrough_assets.core import config, doctables
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.stages import dedup
@@ -214,17 +214,11 @@ def amend_table() -> str:
 
 def readme_with_amend_table(readme: str) -> str:
     """``readme`` with its amend table (header line up to the first blank line) replaced by :func:`amend_table`."""
-    start = readme.index(AMEND_TABLE_HEADER + "\n")
-    end = readme.index("\n\n", start) + 1
-    return readme[:start] + amend_table() + readme[end:]
+    return doctables.with_table(readme, AMEND_TABLE_HEADER, amend_table())
 
 
 if __name__ == "__main__":  # python -m talkthrough_assets.pipeline.stagespec docs/architecture.md: rewrite the table in place
-    import sys
-    from pathlib import Path
-
-    for arg in sys.argv[1:] or ["docs/architecture.md"]:
-        Path(arg).write_text(readme_with_amend_table(Path(arg).read_text()))
+    doctables.rewrite(readme_with_amend_table, "docs/architecture.md")
 
 
 __all__ = ["Setting", "Check", "StageSpec", "SETTINGS", "SPECS", "BY_NAME", "SETTING_BY_NAME", "downstream",

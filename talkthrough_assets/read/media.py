@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from talkthrough_assets.core import ids
+from talkthrough_assets.core.errors import TalkthroughError
 from talkthrough_assets.core.mediaio import open_input
 
 MAX_SIDE = 1568
@@ -26,8 +27,8 @@ def is_jpeg(data: bytes) -> bool:
     return data[:3] == JPEG_MAGIC
 
 
-class CropOutside(ValueError):
-    pass
+class CropOutside(TalkthroughError, ValueError):
+    """A crop box that does not fit the frame."""
 
 
 def open_verified(candidates: list[str], rid: str) -> tuple[BinaryIO | None, list[str]]:

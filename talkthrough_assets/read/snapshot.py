@@ -24,14 +24,15 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from talkthrough_assets import store
+from talkthrough_assets.core.errors import TalkthroughError
 from talkthrough_assets.stages import manifest as manifest_stage
 from talkthrough_assets.stages import wall_clock as wallclock
 
 CACHE_SIZE = 64
 
 
-class DamagedManifest(ValueError):
-    pass
+class DamagedManifest(TalkthroughError, ValueError):
+    """A published manifest that cannot be read (not JSON, or not a talkthrough-manifest/v1)."""
 
 
 @dataclass

@@ -31,6 +31,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from talkthrough_assets.core import config
+from talkthrough_assets.core.errors import TalkthroughError
 
 FORMS = "'2026-03-14 14:30', '14:30', 'yesterday 14:30', '14:30-15:00', '2h ago', 'since 9:00', 'last week'"
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -46,7 +47,7 @@ _ISO_RE = re.compile(rf"^(?P<date>\d{{4}}-\d{{2}}-\d{{2}})[t ](?P<time>\d{{1,2}}
 _AGO_RE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<u>[a-z]+)\s+ago$")
 
 
-class TimeError(ValueError):
+class TimeError(TalkthroughError, ValueError):
     """A time text that cannot be read unambiguously; the message is one line saying how to write it."""
 
 

@@ -15,7 +15,7 @@ from talkthrough_assets.stages.keyframes import CAP_REASON_PREFIX
 from talkthrough_assets.stages.segments.transcribe import quality as transcript_quality
 from talkthrough_assets.stages.wall_clock import view as wallclock_view
 from talkthrough_assets.stages import probe as probe_stage
-from talkthrough_assets.stages import search_index
+from talkthrough_assets.stages import search_index, search_index_docs
 from talkthrough_assets.stages.runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
 CODE_VERSION = "6"  # 6: voice matches and name sources per speaker (issue #35); 5: transcript.quality
@@ -236,8 +236,8 @@ def run(rid: str, cfg: dict) -> StageResult:
     # the search index of this generation (issue #26): the SQL terms table and the MCP server's part,
     # both from the manifest about to be published, written before it
     part, docs = search_index.write_part(rid, m, data)
-    for source in search_index.SOURCES:
-        store.write_table("terms", rid, search_index.term_table_rows(docs, source), part=source)
+    for source in search_index_docs.SOURCES:
+        store.write_table("terms", rid, search_index_docs.term_table_rows(docs, source), part=source)
     path = store.put_bytes(store.manifest_key(rid), data)
     search_index.drop_parts(rid, keep=part)
     try:

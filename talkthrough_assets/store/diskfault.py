@@ -77,6 +77,3 @@ def reason(e: BaseException, where: str | os.PathLike, need_bytes: int | None = 
     need = max(1, round((need_bytes or 0) / 1e6))
     return f"disk full at {path}: {0 if free is None else free / 1e6:.0f} MB free, {need} MB needed"
 
-
-class ReadOnlyDataRoot(OSError):
-    pass

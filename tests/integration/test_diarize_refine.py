@@ -69,7 +69,7 @@ def test_window_reassignment_gives_short_turns_back_to_their_voice(tt_home, tmp_
     to the label whose voice is nearest lowers the confusion (measured here: 16.5 % -> 12.7 %, DER 20.7 % -> 16.9 %)."""
     import der_composites
 
-    from talkthrough_assets.stages.turns import refine as R
+    from talkthrough_assets.stages.turns import refine_models as R
     from talkthrough_assets.stages.turns.engine import run_engine
     from talkthrough_assets.stages.turns.labels import relabel
 

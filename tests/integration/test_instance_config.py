@@ -11,6 +11,7 @@ typo in dagster.yaml or deploy/ fails CI instead of the first `dagster-daemon ru
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 
@@ -129,9 +130,24 @@ def test_pg_url_selects_postgres_storage_without_writing_the_url(tmp_path, monke
 
 @pytest.mark.parametrize("path", WORKSPACE_YAMLS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_workspace_yaml_passes_dagsters_schema(path):
+    from dagster import DagsterInvalidConfigError
     from dagster._core.workspace.config_schema import ensure_workspace_config
 
-    ensure_workspace_config(yaml.safe_load(path.read_text()), str(path))
+    raw = yaml.safe_load(path.read_text())
+    checked = ensure_workspace_config(raw, str(path))  # raises DagsterInvalidConfigError when invalid
+    # the schema keeps every code location as written, and each names something that loads: a module that
+    # exists here, or a gRPC code server with a host and port
+    assert checked["load_from"] == raw["load_from"] and checked["load_from"]
+    for entry in checked["load_from"]:
+        (kind, target), = entry.items()
+        if kind == "python_module":
+            assert importlib.util.find_spec(target["module_name"]) is not None, target
+        else:
+            assert kind == "grpc_server" and target["host"] and int(target["port"]) > 0, entry
+    # the check has teeth: the same file with a misspelled key is refused
+    (kind, target), = raw["load_from"][0].items()
+    with pytest.raises(DagsterInvalidConfigError):
+        ensure_workspace_config({"load_from": [{kind + "_": target}]}, str(path))
 
 
 def test_deploy_compose_wiring():

@@ -1,27 +1,12 @@
-"""The pure scoring and sizing rules behind the accuracy tests (tests/integration/test_accuracy_*.py):
-DER scoring shared with bench/bench_der.py, and the OCR detection-size rule. No models, no media."""
+"""The pure sizing rule behind the OCR accuracy tests (tests/integration/test_accuracy_ocr.py): the detection
+size. No models, no media. (The DER scoring shared with bench/bench_der.py is tested in
+tests/integration/test_der_scoring.py, beside the accuracy tests that import the benchmark.)"""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import pytest
 
 from talkthrough_assets.stages import ocr
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import bench_der  # noqa: E402  (der: pure scoring shared with the benchmark)
-
-
-def test_der_scoring_is_label_free_and_counts_a_lost_speaker():
-    ref = [(0.0, 5.0, "a"), (5.0, 10.0, "b")]
-    assert bench_der.der(ref, [(0.0, 5.0, "S2"), (5.0, 10.0, "S1")], 10.0)["der"] == 0.0
-    lost = bench_der.der(ref, [(0.0, 10.0, "S1")], 10.0, collar=0.25)  # one label for both voices
-    assert lost["conf"] == pytest.approx(0.5, abs=0.03) and lost["miss"] == 0 and lost["fa"] == 0
-    missed = bench_der.der(ref, [(0.0, 5.0, "S1")], 10.0, collar=0.0)
-    assert missed["miss"] == pytest.approx(0.5, abs=0.01)
 
 
 def test_detection_scale_keeps_small_frame_upscaling_and_caps_big_frames():

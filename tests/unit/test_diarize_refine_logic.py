@@ -1,4 +1,4 @@
-"""Diarization refinement, the pure part (stages/diarize/refine.py): splitting a label that holds two voices
+"""Diarization refinement, the pure part (stages/turns/refine.py): splitting a label that holds two voices
 (window embeddings given here as vectors) and giving VAD speech the segmentation missed to the nearest
 speaker. tests/integration/test_diarize_refine.py runs it with the real models on AMI excerpts."""
 

@@ -11,6 +11,7 @@ import pytest
 from talkthrough_assets import store
 from talkthrough_assets.stages import manifest as manifest_stage
 from talkthrough_assets.stages import search_index as si
+from talkthrough_assets.stages import search_index_docs
 from talkthrough_assets.stages import terms
 
 
@@ -52,9 +53,10 @@ def home(tmp_path, monkeypatch):
 
 
 def test_terms_rows_and_queries_share_one_tokenizer():
-    rows = si.term_table_rows(si.documents([{"seq": 0, "t0_ms": 0, "t1_ms": 900, "text": "Dashboards showed ERROR503"}],
-                                           [[100, 400, "Dashboards"], [450, 600, "showed"], [650, 800, "ERROR503"]],
-                                           [], {}), "transcript")
+    docs = search_index_docs.documents([{"seq": 0, "t0_ms": 0, "t1_ms": 900, "text": "Dashboards showed ERROR503"}],
+                                       [[100, 400, "Dashboards"], [450, 600, "showed"], [650, 800, "ERROR503"]],
+                                       [], {})
+    rows = search_index_docs.term_table_rows(docs, "transcript")
     assert {r["term"]: r["t_ms"] for r in rows} == {"dashboard": 100, "showed": 450, "error": 650, "503": 650}
     assert terms.index_terms("dashboards") == ["dashboard"]  # what a query for the plural searches
 

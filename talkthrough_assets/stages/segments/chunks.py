@@ -37,6 +37,7 @@ from typing import Callable
 import numpy as np
 
 from talkthrough_assets.core import stop
+from talkthrough_assets.core.errors import TalkthroughError
 from talkthrough_assets.stages.segments import transcribe as T
 from talkthrough_assets.stages.segments import word_timing
 from talkthrough_assets.stages.runner import hms
@@ -136,8 +137,8 @@ def context(result: dict | None) -> list[int] | None:
 
 # --------------------------------------------------------------------------- stored results
 
-class CorruptChunk(ValueError):
-    pass
+class CorruptChunk(TalkthroughError, ValueError):
+    """A stored chunk result that is not exactly what :func:`encode` wrote."""
 
 
 def encode(result: dict) -> bytes:

@@ -29,7 +29,7 @@ from talkthrough_assets.stages.turns.attribution import attribute_segments
 from talkthrough_assets.stages.turns.engine import (SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, engine_version, run_engine)
 from talkthrough_assets.stages.turns.labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_order, merge_labels, merge_to_count, parse_num_speakers, plan_merges, relabel, roster)
 from talkthrough_assets.stages.turns.models import ModelUnavailable, resolve_models
-from talkthrough_assets.stages.turns.refine import refine_turns, window_vectors
+from talkthrough_assets.stages.turns.refine_models import refine_turns, window_vectors
 from talkthrough_assets.stages.turns import voiceprints as voiceprints_mod
 
 CODE_VERSION = "7"  # 7: a voiceprint per label (the voiceprints table, issue #35)
