@@ -504,7 +504,7 @@ def test_non_loopback_bind_without_token_is_refused(tt_home):
 
 
 def test_bind_guard_rules():
-    from talkthrough_mcp.server import BindRefused, check_bind, is_loopback
+    from talkthrough_mcp.http_guard import BindRefused, check_bind, is_loopback
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.8.0.1")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.com")

@@ -281,7 +281,7 @@ def test_same_size_bytes_with_a_reset_mtime_are_not_served_as_the_recording(proc
 
 def test_query_length_and_every_response_are_capped(processed, pristine_home, ids, tmp_path):
     from talkthrough_assets.read.reader import LIST_MAX_CHARS, SEARCH_MAX_CHARS, SEARCH_MAX_QUERY_CHARS
-    from talkthrough_mcp.server import RESPONSE_MAX_CHARS
+    from talkthrough_mcp.results import RESPONSE_MAX_CHARS
 
     home = _copy_home(pristine_home, tmp_path / "big")
     _replicate_manifests(home, 400)
@@ -573,7 +573,7 @@ def test_host_with_blanks_is_normalized_not_a_crash(processed, pristine_home):
 
 
 def test_host_normalization_rules():
-    from talkthrough_mcp.server import BindRefused, normalize_host
+    from talkthrough_mcp.http_guard import BindRefused, normalize_host
 
     assert normalize_host(" 127.0.0.1\t") == "127.0.0.1" and normalize_host("[::1]") == "::1"
     assert normalize_host("localhost ") == "localhost"

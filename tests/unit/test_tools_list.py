@@ -8,7 +8,7 @@ import json
 
 import anyio
 
-from talkthrough_mcp.server import build_server
+from talkthrough_mcp.tools import build_server
 
 # 2k per tool: #38 cut six tools from 25.7k to 11.9k; #36's get_moment_at is the seventh
 TOOLS_PER_TOOL_CHARS = 2_000
