@@ -31,9 +31,10 @@ PROMPT_ARG_MAX_CHARS = 20_000
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 # Strict types: JSON true is not the integer 1, "5" is not 5 (issue #15, item 6).
-RecordingId = Annotated[StrictStr, Field(description="recording id", max_length=64)]
-StartMs = Annotated[StrictInt | None, Field(description="window start, ms; omitted: 0")]
-EndMs = Annotated[StrictInt | None, Field(description="window end, ms (>= start_ms); omitted: the end")]
+# (what an id and a *_ms field are is said once, in the server instructions)
+RecordingId = Annotated[StrictStr, Field(max_length=64)]
+StartMs = Annotated[StrictInt | None, Field(description="from; omitted: 0")]
+EndMs = Annotated[StrictInt | None, Field(description="to (>= start_ms); omitted: the end")]
 # wall-clock questions (issue #36): read by talkthrough_assets.read.timeq
 # (their grammar is said once, in the server instructions)
 Since = Annotated[StrictStr | None, Field(max_length=80)]
