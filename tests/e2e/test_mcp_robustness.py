@@ -21,6 +21,7 @@ import pytest
 from PIL import Image
 
 import fixture_facts as F
+from mcp_env import server_env
 from test_mcp import TALKTHROUGH, TOOLS, _free_port, _http_session, _stop, _wait_port
 
 SESSION_TIMEOUT_S = 240
@@ -45,7 +46,7 @@ def _params(home: Path, **env):
     from mcp import StdioServerParameters
 
     return StdioServerParameters(command=TALKTHROUGH, args=["mcp"],
-                                 env={"TALKTHROUGH_HOME": str(home), "TALKTHROUGH_MCP_REFRESH_S": "0", **env})
+                                 env=server_env(home, **env))
 
 
 async def _calls(home: Path, calls: dict[str, tuple[str, dict]], errlog=None, **env) -> dict:
@@ -218,7 +219,7 @@ def test_client_disconnect_during_index_warmup_exits_cleanly(processed, pristine
     rc_file, err_file = tmp_path / "rc.txt", tmp_path / "stderr.txt"
     params = StdioServerParameters(
         command="sh", args=["-c", f'"{TALKTHROUGH}" mcp; echo "rc=$?" > "{rc_file}"'],
-        env={"TALKTHROUGH_HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        env={**server_env(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
 
     async def connect_and_leave():
         with open(err_file, "w") as errlog, anyio.fail_after(120):
