@@ -1,6 +1,7 @@
 """Talkthrough's read-only MCP server: lazy, capped reads over the pipeline's Parquet outputs.
 
-Logic lives in plain modules (:mod:`.reader`, :mod:`.index`, :mod:`.media`, :mod:`.guidance`);
-:mod:`.server` only registers tools and prompts on the official ``mcp`` SDK and maps results to
-content blocks. Keep this file free of imports: the package must also work as a namespace package.
+The read model lives in :mod:`talkthrough_assets.read`; here :mod:`.tools` registers tools and prompts on the
+official ``mcp`` SDK, :mod:`.results` maps answers to content blocks, :mod:`.guidance` says how to use them and
+:mod:`.server` serves them (stdio or HTTP). Keep this file free of imports: the package must also work as a
+namespace package.
 """

@@ -2,7 +2,7 @@
 
 Descriptions are budgeted: a short summary, then one-line examples (each <= 120 characters)
 covering canonical calls, edge cases (audio-only, wall_clock=null, continuation after
-truncation) and anti-examples that point at the better tool. ``tests/test_mcp.py`` gates this.
+truncation) and anti-examples that point at the better tool. ``tests/unit/test_guidance.py`` gates this.
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@
   default (issue #38, item 4). Clients that convert command-line text by the declared type (the MCP
   Inspector CLI converts only ``type: integer|number|boolean|object``) can then send it. Validation still
   uses the argument model, which accepts an explicit ``null`` too.
-* Output: the advertised ``outputSchema`` keeps types and required fields; field descriptions are
-  dropped (the tool descriptions and server instructions carry that guidance once) so ``tools/list``
-  stays small (issue #38, item 5).
+* Output: the advertised ``outputSchema`` types the answer's required top-level fields; an object below
+  them (a frame, a hit, a segment) names its required fields without their types, and field descriptions
+  are dropped (the tool descriptions and server instructions carry that guidance once), so ``tools/list``
+  stays under 12 000 characters (issue #38, item 5; ``tests/unit/test_tools_list.py``). The full schemas
+  (:mod:`talkthrough_mcp.schemas`) document every field.
 """
 
 from __future__ import annotations
@@ -50,20 +52,25 @@ def input_schema(schema: dict) -> dict:
     return lean
 
 
-def _required_only(node):
-    """Object schemas reduced to their required properties (others stay allowed, just not listed)."""
-    if isinstance(node, dict):
-        out = {k: _required_only(v) for k, v in node.items()}
-        if isinstance(node.get("properties"), dict):
-            out["properties"] = {k: v for k, v in out["properties"].items() if k in node.get("required", ())}
-            if not out["properties"]:
-                del out["properties"]
-        return out
+def _required_only(node, top: bool = True):
+    """Object schemas reduced to their required properties (others stay allowed, just not listed); below
+    the top level an object keeps its ``required`` names and loses its ``properties``."""
     if isinstance(node, list):
-        return [_required_only(v) for v in node]
-    return node
+        return [_required_only(v, top) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for k, v in node.items():
+        if k != "properties" or not isinstance(v, dict):
+            out[k] = _required_only(v, top)
+        elif top:
+            kept = {name: _required_only(sub, False) for name, sub in v.items() if name in node.get("required", ())}
+            if kept:
+                out[k] = kept
+    return out
 
 
 def output_schema(schema: dict) -> dict:
-    """A tool's outputSchema for the wire: the types of its required fields, no field descriptions."""
+    """A tool's outputSchema for the wire: the types of its required top-level fields, the required names of
+    the objects below them, no field descriptions."""
     return _required_only(_strip_props(schema, ("description",)))

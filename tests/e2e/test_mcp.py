@@ -21,6 +21,7 @@ import pytest
 from PIL import Image
 
 import fixture_facts as F
+from mcp_env import server_env
 
 TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))
 TOOLS = {"list_recordings", "get_transcript", "get_frames", "get_moment", "search", "extract_frame", "get_moment_at"}
@@ -93,7 +94,7 @@ async def _drive(home: Path, ids: dict[str, str]) -> dict:
 
     sc, mt, tv, sv = (ids[F.SCREENCAST_NAME], ids[F.MEETING_NAME], ids[F.TWO_VOICES_NAME], ids[F.SILENT_NAME])
     params = StdioServerParameters(command=TALKTHROUGH, args=["mcp"],
-                                   env={"TALKTHROUGH_HOME": str(home), "TALKTHROUGH_MCP_REFRESH_S": "0"})
+                                   env=server_env(home))
     out: dict = {}
     with anyio.fail_after(SESSION_TIMEOUT_S):
         async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
@@ -504,7 +505,7 @@ def test_non_loopback_bind_without_token_is_refused(tt_home):
 
 
 def test_bind_guard_rules():
-    from talkthrough_mcp.server import BindRefused, check_bind, is_loopback
+    from talkthrough_mcp.http_guard import BindRefused, check_bind, is_loopback
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.8.0.1")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.com")

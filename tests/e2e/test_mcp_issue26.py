@@ -19,6 +19,7 @@ import pytest
 
 import fixture_facts as F
 import mcp_inspector
+from mcp_env import inspector_env_args, server_env
 from test_mcp_robustness import _copy_home, _point_source
 
 TALKTHROUGH = shutil.which("talkthrough") or str(Path(sys.executable).with_name("talkthrough"))
@@ -40,8 +41,7 @@ def inspector() -> list[str]:
 
 def _inspect(inspector: list[str], home: Path, *args: str) -> tuple[int, dict | None, str]:
     """One Inspector CLI run against `talkthrough mcp` over stdio: (exit code, its JSON output, stderr)."""
-    cmd = [*inspector, "-e", f"TALKTHROUGH_HOME={home}", "-e", "TALKTHROUGH_MCP_REFRESH_S=0",
-           TALKTHROUGH, "mcp", *args]
+    cmd = [*inspector, *inspector_env_args(home), TALKTHROUGH, "mcp", *args]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=INSPECTOR_TIMEOUT_S,
                          env={**os.environ, "PATH": f"{Path(inspector[0]).parent}{os.pathsep}{os.environ['PATH']}"})
     try:  # the result, then (for an isError result) a line of the CLI's own: {"error": {"code": "tool_is_error"}}
@@ -157,7 +157,7 @@ def test_item2_extract_frame_never_serves_a_file_swapped_over_the_source(process
     from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(command=TALKTHROUGH, args=["mcp"],
-                                   env={"TALKTHROUGH_HOME": str(home), "TALKTHROUGH_MCP_REFRESH_S": "0"})
+                                   env=server_env(home))
 
     async def run() -> tuple:
         with anyio.fail_after(SESSION_TIMEOUT_S):
@@ -205,7 +205,7 @@ def defects(processed, pristine_home, ids) -> dict:
     from mcp.shared.exceptions import MCPError
 
     params = StdioServerParameters(command=TALKTHROUGH, args=["mcp"],
-                                   env={"TALKTHROUGH_HOME": str(pristine_home), "TALKTHROUGH_MCP_REFRESH_S": "0"})
+                                   env=server_env(pristine_home))
     calls = {
         "offset_huge": ("list_recordings", {"offset": 2 ** 63}),
         "offset_past": ("list_recordings", {"offset": 50}),
@@ -307,8 +307,7 @@ def test_item3_list_and_search_answer_during_the_index_warmup(processed, pristin
     from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(command=TALKTHROUGH, args=["mcp"],
-                                   env={"TALKTHROUGH_HOME": str(home), "TALKTHROUGH_MCP_REFRESH_S": "0",
-                                        "TALKTHROUGH_MCP_WARM_WAIT_S": "0"})  # (default 5 s)
+                                   env=server_env(home, TALKTHROUGH_MCP_WARM_WAIT_S="0"))  # (default 5 s)
 
     async def run() -> dict:
         out: dict = {}

@@ -14,6 +14,7 @@ import pytest
 
 import fixture_facts as F
 import mcp_inspector
+from mcp_env import inspector_env_args, server_env
 from test_mcp_issue26 import INSPECTOR_TIMEOUT_S, TALKTHROUGH, _tool_call
 
 CONNECT_TIMEOUT_MS = 60_000  # a loaded CI machine starts `talkthrough mcp` in more than the CLI's 15 s default
@@ -26,11 +27,9 @@ def inspector() -> list[str]:
 
 def _inspect(inspector: list[str], home: Path, *args: str) -> tuple[int, dict | None, str]:
     """One Inspector CLI run against `talkthrough mcp` over stdio: (exit code, its JSON output, all text).
-    The CLI starts the server with its own small environment: PYTHONPATH is handed on so that a checkout
-    run without installing it serves its own code."""
-    extra = ["-e", f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
-    cmd = [*inspector, "--connect-timeout", str(CONNECT_TIMEOUT_MS), "-e", f"TALKTHROUGH_HOME={home}",
-           "-e", "TALKTHROUGH_MCP_REFRESH_S=0", *extra, TALKTHROUGH, "mcp", *args]
+    The CLI starts the server with its own small environment: PYTHONPATH is handed on (mcp_env)."""
+    cmd = [*inspector, "--connect-timeout", str(CONNECT_TIMEOUT_MS), *inspector_env_args(home),
+           TALKTHROUGH, "mcp", *args]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=INSPECTOR_TIMEOUT_S,
                          env={**os.environ, "PATH": f"{Path(inspector[0]).parent}{os.pathsep}{os.environ['PATH']}"})
     try:
@@ -126,8 +125,7 @@ def test_item5_get_frames_images_are_small_and_their_text_stays_legible(processe
     sc = processed[F.SCREENCAST_NAME]["recording_id"]
 
     async def frames():
-        params = StdioServerParameters(command=TALKTHROUGH, args=["mcp"], env={
-            **os.environ, "TALKTHROUGH_HOME": str(pristine_home), "TALKTHROUGH_MCP_REFRESH_S": "0"})
+        params = StdioServerParameters(command=TALKTHROUGH, args=["mcp"], env=server_env(pristine_home))
         with anyio.fail_after(300):
             async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
                 await s.initialize()

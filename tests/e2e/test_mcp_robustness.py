@@ -21,6 +21,7 @@ import pytest
 from PIL import Image
 
 import fixture_facts as F
+from mcp_env import server_env
 from test_mcp import TALKTHROUGH, TOOLS, _free_port, _http_session, _stop, _wait_port
 
 SESSION_TIMEOUT_S = 240
@@ -45,7 +46,7 @@ def _params(home: Path, **env):
     from mcp import StdioServerParameters
 
     return StdioServerParameters(command=TALKTHROUGH, args=["mcp"],
-                                 env={"TALKTHROUGH_HOME": str(home), "TALKTHROUGH_MCP_REFRESH_S": "0", **env})
+                                 env=server_env(home, **env))
 
 
 async def _calls(home: Path, calls: dict[str, tuple[str, dict]], errlog=None, **env) -> dict:
@@ -218,7 +219,7 @@ def test_client_disconnect_during_index_warmup_exits_cleanly(processed, pristine
     rc_file, err_file = tmp_path / "rc.txt", tmp_path / "stderr.txt"
     params = StdioServerParameters(
         command="sh", args=["-c", f'"{TALKTHROUGH}" mcp; echo "rc=$?" > "{rc_file}"'],
-        env={"TALKTHROUGH_HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        env={**server_env(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
 
     async def connect_and_leave():
         with open(err_file, "w") as errlog, anyio.fail_after(120):
@@ -281,7 +282,7 @@ def test_same_size_bytes_with_a_reset_mtime_are_not_served_as_the_recording(proc
 
 def test_query_length_and_every_response_are_capped(processed, pristine_home, ids, tmp_path):
     from talkthrough_assets.read.reader import LIST_MAX_CHARS, SEARCH_MAX_CHARS, SEARCH_MAX_QUERY_CHARS
-    from talkthrough_mcp.server import RESPONSE_MAX_CHARS
+    from talkthrough_mcp.results import RESPONSE_MAX_CHARS
 
     home = _copy_home(pristine_home, tmp_path / "big")
     _replicate_manifests(home, 400)
@@ -573,7 +574,7 @@ def test_host_with_blanks_is_normalized_not_a_crash(processed, pristine_home):
 
 
 def test_host_normalization_rules():
-    from talkthrough_mcp.server import BindRefused, normalize_host
+    from talkthrough_mcp.http_guard import BindRefused, normalize_host
 
     assert normalize_host(" 127.0.0.1\t") == "127.0.0.1" and normalize_host("[::1]") == "::1"
     assert normalize_host("localhost ") == "localhost"

@@ -36,7 +36,7 @@ def test_seven_workflow_prompts_render_every_argument():
 
 
 def test_scrub_keeps_the_clients_own_text():
-    from talkthrough_mcp.server import scrub
+    from talkthrough_mcp.results import scrub
 
     assert scrub("invalid recording id '/etc/passwd'", keep=("'/etc/passwd'",)) == "invalid recording id '/etc/passwd'"
     assert scrub("could not read /srv/data/x/file.mp4") == "could not read file.mp4"

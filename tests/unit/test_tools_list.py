@@ -7,26 +7,43 @@ from __future__ import annotations
 import json
 
 import anyio
+from mcp_types import ListToolsResult
 
-from talkthrough_mcp.server import build_server
+from talkthrough_mcp.tools import build_server
 
-# 2k per tool: #38 cut six tools from 25.7k to 11.9k; #36's get_moment_at is the seventh
+# issue #38, item 5: tools/list was 25.7k characters compact for six tools; it must stay under 12k (11.6k for the
+# seven tools of #36), and no tool may take more than 2k of it
+TOOLS_LIST_MAX_CHARS = 12_000
 TOOLS_PER_TOOL_CHARS = 2_000
 
 
-def _tools() -> list[dict]:
+def _listing() -> dict:
+    """The tools/list result as it travels (camelCase, None fields dropped), as bench/bench_answer_size.py counts it."""
     async def go():
         return await build_server().list_tools()
-    return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in anyio.run(go)]
+    return ListToolsResult(tools=anyio.run(go)).model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def test_tools_list_is_under_2k_characters_a_tool_compact():
-    tools = _tools()
-    size = len(json.dumps({"tools": tools}, separators=(",", ":")))
-    assert size < TOOLS_PER_TOOL_CHARS * len(tools), (size, len(tools))
+def _tools() -> list[dict]:
+    return _listing()["tools"]
+
+
+def test_tools_list_is_under_12k_characters_compact_and_under_2k_a_tool():
+    listing = _listing()
+    tools = listing["tools"]
+    assert len(tools) == 7
+    size = len(json.dumps(listing, separators=(",", ":")))
+    assert size < TOOLS_LIST_MAX_CHARS, size
+    for t in tools:
+        assert len(json.dumps(t, separators=(",", ":"))) < TOOLS_PER_TOOL_CHARS, t["name"]
     for t in tools:  # the guidance is still there: 10+ examples, an output schema
         assert t["description"].count("\n- ") >= 10, t["name"]
-        assert t["outputSchema"]["type"] == "object" and t["outputSchema"]["required"], t["name"]
+        out = t["outputSchema"]
+        assert out["type"] == "object" and out["required"], t["name"]
+        assert set(out["properties"]) == set(out["required"]) and all("type" in p or "enum" in p
+                                                                     for p in out["properties"].values()), t["name"]
+    frames = {t["name"]: t for t in tools}["get_frames"]["outputSchema"]["properties"]["frames"]
+    assert {"ms", "valid_from_ms", "ocr_text"} <= set(frames["items"]["required"])  # nested: required names only
 
 
 def test_every_optional_argument_is_declared_by_its_plain_type():
