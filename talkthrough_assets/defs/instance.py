@@ -13,7 +13,7 @@ from talkthrough_assets.core import config
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets import store
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]  # talkthrough_assets/defs/instance.py -> the repo
 
 PG_URL_ENV = store.PG_URL_ENV
 # Appended to the repo's dagster.yaml when TALKTHROUGH_PG_URL is set. The URL is read from the environment
