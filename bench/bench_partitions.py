@@ -70,7 +70,8 @@ def measure(backend: str, n: int, inst, rid: str, drop_dir: Path, runs: int) -> 
     from dagster import build_sensor_context
 
     from talkthrough_assets.app import service
-    from talkthrough_assets.defs.assets import PARTITIONS_NAME, drop_dir_sensor
+    from talkthrough_assets.defs.partitions import PARTITIONS_NAME
+    from talkthrough_assets.defs.sensors import drop_dir_sensor
 
     rng = random.Random(n)
     keys = [f"{rng.getrandbits(64):016x}" for _ in range(n - 1)] + [rid]

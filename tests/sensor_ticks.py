@@ -15,7 +15,7 @@ class Sensor:
         self.instance, self.cursor = instance, cursor
 
     def __call__(self):
-        from talkthrough_assets.defs.assets import drop_dir_sensor
+        from talkthrough_assets.defs.sensors import drop_dir_sensor
 
         res = drop_dir_sensor(build_sensor_context(instance=self.instance, cursor=self.cursor))
         self.cursor = res.cursor

@@ -53,7 +53,7 @@ def record(inst, rid: str) -> str | None:
     from talkthrough_assets.pipeline import execute as pipeline
     from talkthrough_assets.pipeline import registry
     from talkthrough_assets.app import service
-    from talkthrough_assets.defs.jobs import FAILURE_TAG
+    from talkthrough_assets.defs.partitions import FAILURE_TAG
 
     reason = pipeline.failure_reason(rid)
     if not reason:

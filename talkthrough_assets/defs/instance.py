@@ -105,7 +105,7 @@ def instance_soon() -> Future:
     def open_it() -> None:
         try:
             inst = instance()
-            from talkthrough_assets.defs import assets as definitions  # noqa: F401  (the job the run executes: imported here, off the main thread)
+            from talkthrough_assets import definitions  # noqa: F401  (the job the run executes: imported here, off the main thread)
 
             fut.set_result(inst)
         except BaseException as e:  # handed to whoever waits on the future

@@ -1,25 +1,53 @@
-"""Dagster partitions, run tags and the job that processes a recording (the sensor, the CLI, backfills and
-amends all launch it)."""
+"""Dagster jobs: ``process_recording`` (the sensor, the CLI, backfills and amends all launch it),
+``check_recording`` (re-verify a recording's checks) and ``register_folder`` (every media file under a folder
+becomes a partition)."""
 
 # no `from __future__ import annotations`: Dagster reads the op/resource annotations at definition time
-from dagster import AssetSelection, DynamicPartitionsDefinition, define_asset_job, in_process_executor
+import dagster as dg
 
+from talkthrough_assets.defs.checks import check_recording_op
+from talkthrough_assets.defs.partitions import PARTITIONS_NAME, recordings_partitions
+from talkthrough_assets.defs.resources import DataStoreResource
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.pipeline.settings import STAGES
 
-PARTITIONS_NAME = registry.PARTITIONS_NAME
-recordings_partitions = DynamicPartitionsDefinition(name=PARTITIONS_NAME)
-
-FILENAME_TAG = "talkthrough/filename"  # on every run: which recording (runs list, partition view)
-DURATION_TAG = "talkthrough/duration"  # added once probe has run
-FAILURE_TAG = "talkthrough/failure"  # a failed run's one-line reason (runs list)
-
-
-process_recording = define_asset_job(
+process_recording = dg.define_asset_job(
     "process_recording",
-    selection=AssetSelection.assets(*STAGES),
-    executor_def=in_process_executor,
+    selection=dg.AssetSelection.assets(*STAGES),
+    executor_def=dg.in_process_executor,
     description="All Talkthrough stages for one recording (in-process: no per-step subprocess cost). "
                 "The sensor, the CLI, and backfills and amends launched from this job's page all run it, "
                 "so a recording's runs are in one history.",
 )
+
+check_recording = dg.GraphDefinition(name="check_recording", node_defs=[check_recording_op]).to_job(
+    partitions_def=recordings_partitions, executor_def=dg.in_process_executor,
+    description="Re-verify the checks of one recording (pick its partition in the Launchpad; a backfill from "
+                "this job's page checks many) against what is on disk now. Dagster's Checks tab cannot "
+                "execute partitioned checks itself.")
+
+
+class RegisterFolderConfig(dg.Config):
+    folder: str
+    recursive: bool = True
+
+
+@dg.op(description="Hash every media file under `folder` and add it as a `recordings` partition (no processing).")
+def register_folder_op(context: dg.OpExecutionContext, config: RegisterFolderConfig,
+                       data_store: DataStoreResource) -> None:
+    files, skipped = registry.collect([config.folder], recursive=config.recursive)
+    for p, why in skipped:
+        context.log.info(f"skip {p}: {why}")
+    known = set(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
+    ids = registry.register_many(files, context.instance)
+    context.log.info(registry.registration_log(files, ids, known, config.folder))
+    context.log.info(f"registered {len(ids)} recordings from {config.folder} in {data_store.location()}; "
+                     f"process them from the UI: "
+                     f"Jobs > process_recording > Materialize all > pick the partitions (all, or missing/failed)")
+
+
+register_folder = dg.GraphDefinition(name="register_folder", node_defs=[register_folder_op]).to_job(
+    executor_def=dg.in_process_executor,
+    description="Point at a folder: every recording appears as a partition, ready for a UI backfill.")
+
+JOBS = [process_recording, check_recording, register_folder]

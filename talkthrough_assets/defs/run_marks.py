@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from talkthrough_assets.defs.jobs import FAILURE_TAG
+from talkthrough_assets.defs.partitions import FAILURE_TAG
 
 _STEP_ENDS = ("STEP_SUCCESS", "STEP_FAILURE", "STEP_SKIPPED")
 
@@ -15,17 +15,16 @@ _STEP_ENDS = ("STEP_SUCCESS", "STEP_FAILURE", "STEP_SKIPPED")
 def close_open_steps(inst, run, reason: str) -> list[str]:
     """A STEP_FAILURE (framework error, the reason alone, no stack) for each step of ``run`` that started
     and never ended; returns their keys."""
-    from dagster import DagsterEventType
-    from dagster._core.events import DagsterEvent
-    from dagster._core.execution.plan.objects import ErrorSource, StepFailureData
-    from dagster._utils.error import SerializableErrorInfo
+    import dagster as dg  # here: importing this module (`talkthrough ui`'s start) does not import Dagster
 
-    kinds = {DagsterEventType.STEP_START, *(getattr(DagsterEventType, k) for k in _STEP_ENDS)}
+    from talkthrough_assets.defs import step_failure
+
+    kinds = {dg.DagsterEventType.STEP_START, *(getattr(dg.DagsterEventType, k) for k in _STEP_ENDS)}
     started: dict[str, object] = {}
     ended: set[str] = set()
     for entry in inst.all_logs(run.run_id, of_type=kinds):
         ev = entry.dagster_event
-        if ev.event_type == DagsterEventType.STEP_START:
+        if ev.event_type == dg.DagsterEventType.STEP_START:
             started[ev.step_key] = ev
         else:
             ended.add(ev.step_key)
@@ -33,41 +32,32 @@ def close_open_steps(inst, run, reason: str) -> list[str]:
     for key, start in started.items():
         if key in ended:
             continue
-        error = SerializableErrorInfo(message=reason, stack=[], cls_name="RunProcessGone")
-        event = DagsterEvent(
-            event_type_value=DagsterEventType.STEP_FAILURE.value, job_name=run.job_name,
-            step_handle=start.step_handle, node_handle=start.node_handle, step_kind_value=start.step_kind_value,
-            logging_tags=start.logging_tags, message=f'Step "{key}" ended: {reason}',
-            event_specific_data=StepFailureData(error=error, user_failure_data=None,
-                                                error_source=ErrorSource.FRAMEWORK_ERROR))
-        inst.report_dagster_event(event, run_id=run.run_id, log_level=logging.ERROR)
+        inst.report_dagster_event(step_failure.step_failure_event(run, start, reason), run_id=run.run_id,
+                                  log_level=logging.ERROR)
         closed.append(key)
     return closed
 
 
 def end_run(inst, run, reason: str, *, canceled: bool = False) -> None:
     """Mark ``run`` (whose process is gone) failed, or canceled, with ``reason`` everywhere the UI shows it."""
-    from dagster._core.events import JobFailureData, RunFailureReason
-    from dagster._utils.error import SerializableErrorInfo
+    from talkthrough_assets.defs import step_failure
 
     close_open_steps(inst, run, reason)
     if canceled:
         inst.report_run_canceled(run, f"run canceled: {reason}")
         return
     inst.add_run_tags(run.run_id, {FAILURE_TAG: reason[:200]})
-    error = SerializableErrorInfo(message=reason, stack=[], cls_name="RunProcessGone")
-    inst.report_run_failed(run, f"run failed: {reason}", job_failure_data=JobFailureData(
-        error=error, failure_reason=RunFailureReason.UNEXPECTED_TERMINATION))
+    step_failure.report_run_failed(inst, run, reason)
 
 
 def tag_untagged_failures(inst, limit: int = 100) -> list[str]:
     """The newest ``limit`` failed runs that carry no ``talkthrough/failure`` tag (failed by Dagster itself:
     run monitoring, a worker interrupted) get one, from their RUN_FAILURE event, and their open steps are
     closed. Returns their ids."""
-    from dagster import DagsterEventType, DagsterRunStatus, RunsFilter
+    import dagster as dg
 
     done = []
-    for run in inst.get_runs(RunsFilter(statuses=[DagsterRunStatus.FAILURE]), limit=limit):
+    for run in inst.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]), limit=limit):
         if FAILURE_TAG in run.tags:
             continue
         reason = failure_reason(inst, run.run_id)
@@ -79,9 +69,9 @@ def tag_untagged_failures(inst, limit: int = 100) -> list[str]:
 
 def failure_reason(inst, run_id: str) -> str:
     """One line saying why a run failed: its first step failure's error, else its run failure's."""
-    from dagster import DagsterEventType
+    import dagster as dg
 
-    kinds = {DagsterEventType.STEP_FAILURE, DagsterEventType.RUN_FAILURE}
+    kinds = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE}
     for entry in inst.all_logs(run_id, of_type=kinds):
         ev = entry.dagster_event
         error = getattr(ev.event_specific_data, "error", None)

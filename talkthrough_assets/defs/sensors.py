@@ -1,19 +1,15 @@
-"""Dagster sensors and the folder jobs: the drop-folder sensor (one run per new, stable recording) and the
-register_folder job (every media file under a folder becomes a partition)."""
+"""Dagster sensors: the drop-folder sensor (one run per new, stable recording in ``$TALKTHROUGH_DROP_DIR``)."""
 
 # no `from __future__ import annotations`: Dagster reads the op/resource annotations at definition time
-import os
 from pathlib import Path
 
-from dagster import (Config, DefaultSensorStatus, GraphDefinition, OpExecutionContext, RunRequest,
-                     SensorEvaluationContext, SensorResult, SkipReason, in_process_executor, op, sensor)
+from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SensorResult, SkipReason, sensor
 
 from talkthrough_assets.core import config
+from talkthrough_assets.defs.jobs import process_recording
+from talkthrough_assets.defs.partitions import FILENAME_TAG, PARTITIONS_NAME, recordings_partitions
 from talkthrough_assets.pipeline import dropdir
-from talkthrough_assets.pipeline import execute as pipeline
-from talkthrough_assets.pipeline import registry
-from talkthrough_assets.defs.jobs import FILENAME_TAG, PARTITIONS_NAME, process_recording, recordings_partitions
-from talkthrough_assets.defs.resources import DataStoreResource
+from talkthrough_assets.pipeline.registry import registration_log
 
 
 @sensor(job=process_recording, minimum_interval_seconds=max(1, int(config.get("TALKTHROUGH_DROP_INTERVAL_S"))),
@@ -55,39 +51,4 @@ def drop_dir_sensor(context: SensorEvaluationContext):
     )
 
 
-class RegisterFolderConfig(Config):
-    folder: str
-    recursive: bool = True
-
-
-@op(description="Hash every media file under `folder` and add it as a `recordings` partition (no processing).")
-def register_folder_op(context: OpExecutionContext, config: RegisterFolderConfig,
-                       data_store: DataStoreResource) -> None:
-    files, skipped = registry.collect([config.folder], recursive=config.recursive)
-    for p, why in skipped:
-        context.log.info(f"skip {p}: {why}")
-    known = set(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
-    ids = registry.register_many(files, context.instance)
-    context.log.info(registration_log(files, ids, known, config.folder))
-    context.log.info(f"registered {len(ids)} recordings from {config.folder} in {data_store.location()}; "
-                     f"process them from the UI: "
-                     f"Jobs > process_recording > Materialize all > pick the partitions (all, or missing/failed)")
-
-
-def registration_log(files: list, ids: list[str], known: set[str], root) -> str:
-    """One line per file: its recording id (the partition to pick) and whether it is new or an alias
-    (same bytes as a recording already registered, under its first name)."""
-    lines, first = [], {}
-    for f, rid in zip(files, ids):
-        name = os.path.relpath(f, root) if root else str(f)
-        if rid in known or rid in first:
-            lines.append(f"{rid}  {name}  (alias of {first.get(rid) or pipeline.recording_filename(rid)})")
-        else:
-            first[rid] = Path(f).name
-            lines.append(f"{rid}  {name}")
-    return f"recording id -> file ({len(first)} new, {len(lines) - len(first)} alias(es)):\n" + "\n".join(lines)
-
-
-register_folder = GraphDefinition(name="register_folder", node_defs=[register_folder_op]).to_job(
-    executor_def=in_process_executor,
-    description="Point at a folder: every recording appears as a partition, ready for a UI backfill.")
+SENSORS = [drop_dir_sensor]

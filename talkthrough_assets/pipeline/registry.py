@@ -1,6 +1,7 @@
 """Registering recordings: find media files, hash them, record their sources and add their partitions.
 
-Shared by the CLI (through :mod:`service`) and the Dagster ``register_folder`` job (:mod:`definitions`),
+Shared by the CLI (through :mod:`talkthrough_assets.app.service`) and the Dagster ``register_folder`` job and drop-folder
+sensor (:mod:`talkthrough_assets.defs`),
 so neither imports the other. No Dagster import: ``instance`` is whatever DagsterInstance the caller
 holds (only its dynamic-partition methods are used).
 """
@@ -11,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from talkthrough_assets import store
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.core.ids import recording_id
 from talkthrough_assets.stages.probe import MEDIA_EXTS
@@ -63,3 +65,26 @@ def register_many(paths: Iterable[str | os.PathLike], instance) -> list[str]:
     if new:
         instance.add_dynamic_partitions(PARTITIONS_NAME, new)
     return ids
+
+
+def registration_log(files: list, ids: list[str], known: set[str], root) -> str:
+    """One line per file: its recording id (the partition to pick) and whether it is new or an alias
+    (same bytes as a recording already registered, under its first name)."""
+    lines, first = [], {}
+    for f, rid in zip(files, ids):
+        name = os.path.relpath(f, root) if root else str(f)
+        if rid in known or rid in first:
+            lines.append(f"{rid}  {name}  (alias of {first.get(rid) or pipeline.recording_filename(rid)})")
+        else:
+            first[rid] = Path(f).name
+            lines.append(f"{rid}  {name}")
+    return f"recording id -> file ({len(first)} new, {len(lines) - len(first)} alias(es)):\n" + "\n".join(lines)
+
+
+def known_duration_ms(rid: str, rerunning: Iterable[str] = ()) -> int | None:
+    """The recording's duration as probed before (a run tags itself with it at its start); None when it is
+    not probed yet, or when ``rerunning`` (the stages a run is about to run) probes it again."""
+    if "probe" in rerunning:
+        return None
+    probed = store.read_one("probe", rid)
+    return probed.get("duration_ms") if probed else None

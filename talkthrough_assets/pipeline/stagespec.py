@@ -79,6 +79,43 @@ class StageSpec:
     engines: bool = False  # run() takes the loaded engines (Whisper, OCR, the diarizer) as a third argument
     # engine settings (config) that change the output, beyond ``settings``: () -> dict, in the config hash
     engine: Callable[[], dict] | None = None
+    # once its output is stored (the Dagster asset, after each materialization): (recording id, its
+    # StageResult, the recording's file names, first registered first) -> metadata added to that
+    # materialization; what it raises is logged as a warning
+    after: Callable[[str, Any, list[str]], dict] | None = None
+    # forgetting a recording (pipeline/forget.py): (recording id) -> what removes, once the recording's tables
+    # are gone, what the stage keeps beyond them (read before they go); that returns the removed locations
+    forget: Callable[[str], Callable[[], list[str]]] | None = None
+    # a check of the file in milliseconds, before any run starts (pipeline/preflight.py): raises
+    # BadMediaError for a file this stage would reject
+    reject: Callable[[Any], Any] | None = None
+
+
+def _aliases(_rid: str, _result, names: list[str]) -> dict:
+    """The other names the recording's bytes were registered under, on its probe's materialization."""
+    return {"aliases": ", ".join(names[1:])} if len(names) > 1 else {}
+
+
+def _publish_report(rid: str, _result, _names: list[str]) -> dict:
+    """Write the recording's HTML report (``talkthrough report``'s page) beside the manifest just published,
+    so the manifest's materialization names it; a report that cannot be written never fails the run."""
+    from talkthrough_assets.read import report
+
+    try:
+        return {"report": report.publish(rid)["path"]}
+    except Exception as e:  # a view of what is already published: say so and go on
+        raise RuntimeError(f"report not written: {type(e).__name__}: {e}") from e
+
+
+def _release_results(rid: str) -> Callable[[], list[str]]:
+    """Its stored Whisper/OCR results no other recording uses (their keys read before its tables go)."""
+    keys = chunkstore.keys_of(rid)
+    return lambda: chunkstore.release(rid, keys)
+
+
+def _forget_postings(rid: str) -> Callable[[], list[str]]:
+    """Its search index part and its postings in the merged bucket (once its manifest is gone)."""
+    return lambda: search_index.forget(rid)
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -110,7 +147,8 @@ SETTINGS: tuple[Setting, ...] = (
 
 SPECS: tuple[StageSpec, ...] = (
     StageSpec("probe", probe.run, (), ("max_seconds",), probe.CODE_VERSION, ("probe",),
-              "Streams, duration, container tags; caps and disk-space preflight."),
+              "Streams, duration, container tags; caps and disk-space preflight.",
+              after=_aliases, reject=probe.probe_file),
     StageSpec("wall_clock", wallclock.run, ("probe",), ("recorded_at",), wallclock.CODE_VERSION, ("wall_clock",),
               "Wall-clock anchor: recorded_at > QuickTime creationdate > creation_time > date tags > "
               "mtime-duration.", amend="re-anchor"),
@@ -120,7 +158,7 @@ SPECS: tuple[StageSpec, ...] = (
               transcribe.CODE_VERSION, ("segments", "words", "transcripts", "chunks"),
               "faster-whisper transcript segments + word timestamps (CPU int8, beam 5, VAD gate), decoded in "
               "chunks of a few minutes cut at silences, each kept under a content key (chunks/whisper/).",
-              engines=True, engine=transcribe.engine_fingerprint,
+              engines=True, engine=transcribe.engine_fingerprint, forget=_release_results,
               checks=(Check("transcript_present_when_audible", "WARN",
                             "Audio louder than about -30 dBFS produced at least one transcript segment. Fails "
                             "(warning) when Whisper heard nothing in audible audio: music, noise, or speech in a "
@@ -148,6 +186,7 @@ SPECS: tuple[StageSpec, ...] = (
               f"{manifest.CODE_VERSION}.{terms.CODE_VERSION}.{search_index.CODE_VERSION}",
               ("manifests/<id>.json", "recordings", "terms", "index/parts/<id>.*.parquet"),
               "talkthrough-manifest/v1 JSON, the recordings row, the search terms and index part of it.", kinds=frozenset({"json"}),
+              after=_publish_report, forget=_forget_postings,
               checks=(Check("manifest_schema_valid", "ERROR",
                             "The published manifests/<id>.json parses and validates against "
                             "talkthrough-manifest/v1. Fails when it is missing, unreadable or invalid; the "

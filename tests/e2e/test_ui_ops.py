@@ -169,7 +169,7 @@ def test_every_stage_the_registration_log_and_an_alias_name_the_file(ui):
 
 ASSET_NODES = """
 { assetNodes(group: {groupName: "talkthrough", repositoryName: "__repository__",
-                     repositoryLocationName: "talkthrough_assets.defs.assets"}) {
+                     repositoryLocationName: "talkthrough_assets.definitions"}) {
     assetKey { path } kinds owners { ... on TeamAssetOwner { team } } tags { key value }
     metadataEntries { label ... on TableSchemaMetadataEntry { schema { columns { name type } } } }
 } }"""
@@ -209,7 +209,7 @@ def test_launchpad_fields_are_described_and_assets_carry_schemas_kinds_and_owner
 
 ASSET_STATES = """
 { assetNodes(group: {groupName: "talkthrough", repositoryName: "__repository__",
-                     repositoryLocationName: "talkthrough_assets.defs.assets"}) {
+                     repositoryLocationName: "talkthrough_assets.definitions"}) {
     assetKey { path } partitionStats { numMaterialized numFailed numPartitions }
     assetChecksOrError { ... on AssetChecks { checks { name
       executionForLatestMaterialization { status partition evaluation { severity } } } } }

@@ -33,7 +33,7 @@ from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
 from talkthrough_assets.pipeline.settings import STAGES
 
 ROOT = Path(__file__).resolve().parents[2]
-REPO = {"repositoryLocationName": "talkthrough_assets.defs.assets", "repositoryName": "__repository__"}
+REPO = {"repositoryLocationName": "talkthrough_assets.definitions", "repositoryName": "__repository__"}
 EMPTY_NAME = "empty drop.mp4"
 
 LAUNCH_BACKFILL = """

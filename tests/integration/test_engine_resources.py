@@ -14,6 +14,7 @@ from dagster import AssetKey, DagsterInstance, materialize
 from fixture_facts import FIXTURES_DIR, SCREENCAST_KEYWORDS, SCREENCAST_SCENES, ocr_normalize
 
 from talkthrough_assets.defs import assets as definitions
+from talkthrough_assets.defs.partitions import PARTITIONS_NAME
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets.store import models
 from talkthrough_assets.pipeline import execute as pipeline
@@ -48,7 +49,7 @@ def test_the_stages_asset_runs_on_the_engines_its_resources_give(private_root):
     rid = recording_id(src)
     pipeline.register_source(src, rid)
     instance = DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(definitions.PARTITIONS_NAME, [rid])
+    instance.add_dynamic_partitions(PARTITIONS_NAME, [rid])
     whisper, ocr, diarizer = Whisper(), OcrEngine(), CountingDiarizer()
     assert whisper is not engines.shared().whisper and ocr is not engines.shared().ocr
     stages = ["probe", "audio", "segments", "turns", "keyframes", "dedup", "ocr"]
@@ -85,7 +86,7 @@ def test_an_audio_file_never_loads_the_ocr_engine(private_root):
             t.join(120)
     assert len(mine.whisper._models) == 1 and mine.ocr._engine is None
     instance = DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(definitions.PARTITIONS_NAME, [rid])
+    instance.add_dynamic_partitions(PARTITIONS_NAME, [rid])
     result = materialize(definitions.ASSETS, instance=instance, partition_key=rid,
                          resources={"whisper": mine.whisper, "ocr_engine": mine.ocr, "diarizer": mine.diarizer})
     assert result.success and mine.ocr._engine is None

@@ -160,7 +160,7 @@ def test_deploy_compose_wiring():
     grpc = workspace["load_from"][0]["grpc_server"]
     cmd = services["user_code"]["command"]
     assert grpc["host"] in services and cmd[cmd.index("-p") + 1] == str(grpc["port"])
-    assert cmd[cmd.index("-m") + 1] == "talkthrough_assets.defs.assets"
+    assert cmd[cmd.index("-m") + 1] == "talkthrough_assets.definitions"
     for name in ("webserver", "daemon"):
         svc = services[name]
         mounts = {m.split(":")[1]: m.split(":")[0] for m in svc["volumes"]}

@@ -9,7 +9,7 @@ from talkthrough_assets.app import service
 
 
 def test_a_failed_run_without_a_failure_tag_gets_one_from_its_failure(tt_home):
-    from talkthrough_assets.defs.assets import defs
+    from talkthrough_assets.definitions import defs
 
     inst = service.instance()
     # a register_folder run whose file cannot be read (EIO at offset 0): its op raises, Dagster fails the run

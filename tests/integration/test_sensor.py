@@ -13,7 +13,7 @@ from sensor_ticks import Sensor
 from talkthrough_assets.pipeline import dropdir
 from talkthrough_assets.app import service
 from talkthrough_assets import store
-from talkthrough_assets.defs.assets import PARTITIONS_NAME
+from talkthrough_assets.defs.partitions import PARTITIONS_NAME
 
 
 def test_sensor_waits_for_stability_then_requests_one_run_and_dedupes(drop):

@@ -12,7 +12,6 @@ import pytest
 from fixture_facts import FIXTURES_DIR
 from sensor_ticks import Sensor
 
-from talkthrough_assets.defs import assets as definitions
 from talkthrough_assets.pipeline import dropdir
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.defs import sensors

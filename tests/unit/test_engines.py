@@ -9,7 +9,8 @@ import time
 
 from dagster import build_init_resource_context
 
-from talkthrough_assets.defs import assets as definitions
+from talkthrough_assets import definitions
+from talkthrough_assets.defs import resources
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets.stages import ocr
 from talkthrough_assets.stages.segments import transcribe
@@ -18,7 +19,7 @@ from talkthrough_assets.stages.segments import transcribe
 def test_the_resources_hand_out_this_process_one_set_of_engines():
     shared = engines.shared()
     assert engines.shared() is shared
-    got = {key: res.create_resource(build_init_resource_context()) for key, res in definitions.RESOURCES.items()}
+    got = {key: res.create_resource(build_init_resource_context()) for key, res in resources.RESOURCES.items()}
     assert got["whisper"] is shared.whisper is transcribe.default_whisper()
     assert got["ocr_engine"] is shared.ocr is ocr.default_ocr()
     assert got["diarizer"] is shared.diarizer

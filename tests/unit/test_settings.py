@@ -30,6 +30,7 @@ def test_every_stage_fact_comes_from_its_stage_spec():
     from dagster import AssetKey
 
     from talkthrough_assets.defs import assets as definitions
+    from talkthrough_assets.defs.asset_specs import StagesConfig
     from talkthrough_assets.pipeline import execute as pipeline
     from talkthrough_assets.pipeline.stagespec import SETTINGS, SPECS
 
@@ -44,4 +45,4 @@ def test_every_stage_fact_comes_from_its_stage_spec():
         assert asset.specs_by_key[key].description == sp.description
         checks = {c.name for c in asset.check_specs if c.asset_key == key}
         assert checks == {c.name for c in sp.checks}
-    assert set(definitions.StagesConfig.model_fields) == {st.name for st in SETTINGS}
+    assert set(StagesConfig.model_fields) == {st.name for st in SETTINGS}

@@ -1,0 +1,116 @@
+"""What a person sees of recordings without opening media or Dagster: the short summary of one recording
+(what `talkthrough process` prints), the list of processed recordings, and the registered copies whose name
+matches a text."""
+
+from __future__ import annotations
+
+from talkthrough_assets import store
+from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.stages import probe as probe_stage
+from talkthrough_assets.stages import wall_clock as wallclock
+from talkthrough_assets.stages.segments import stage as chunkstore
+from talkthrough_assets.stages.segments import transcribe
+from talkthrough_assets.stages.wall_clock import t_wall
+
+PREVIEW_SEGMENTS = 15
+
+
+def summary(rid: str) -> dict:
+    """A short, context-friendly summary from stored outputs (no media access)."""
+    rec = store.read_one("recordings", rid)
+    out: dict = {"recording_id": rid, "manifest": store.data_location(store.manifest_key(rid)) if rec else None}
+    if not rec:
+        return out
+    wc = store.read_one("wall_clock", rid)
+    note = probe_stage.readable_note(store.read_one("probe", rid))  # the file ends before its header says
+    if note:
+        out["warning"] = note
+    segs = store.read_rows("speaker_segments", rid) or store.read_rows("segments", rid)
+    tr = store.read_one("transcripts", rid) or {}
+    di = store.read_one("diarization", rid) or {}
+    out.update({
+        "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
+        # the other names the same bytes were registered under (issue #38, item 8: a copy prints them all)
+        "aliases": [n for n in pipeline.recording_names(rid) if n != rec["filename"]],
+        "wall_clock": wallclock.view(wc if wc and wc.get("available") else None),
+        "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
+                       "language": rec["language"], "segments": rec["segment_count"],
+                       # chunks with a stored Whisper result (derived from the chunk keys), and failed ones
+                       "coverage": (chunkstore.coverage(rid) or {}).get("text"),
+                       "chunks_reason": pipeline.stage_reason(rid, "segments"),
+                       **{k: v for k, v in transcribe.quality(tr).items() if k != "uncovered"}},
+        "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
+                   "dir": store.data_location(store.frames_key(rid)),
+                   "reason": pipeline.stage_reason(rid, "keyframes"), "contact_sheet": _contact_sheet(rid)},
+        # the HTML page each run writes beside the manifest (`talkthrough report` writes one anywhere)
+        "report": store.data_location(store.report_key(rid)) if store.exists(store.report_key(rid)) else None,
+        "diarized": rec["diarized"], "speakers": rec["speaker_count"],
+        # which count was used and why: given with --num-speakers, or found from the audio
+        "speakers_note": di.get("speaker_count") if di.get("available") else None,
+        # --diarize asked for and not done (models missing, no speech ...): why, here and not only in the manifest
+        "diarization_reason": (di.get("reason") or "diarization failed") if di.get("requested")
+        and not di.get("available") else None,
+        "preview": [
+            {"t_ms": s["t0_ms"], "t_wall": t_wall(wc, s["t0_ms"]), "text": s["text"],
+             **({"speaker": s["speaker"]} if s.get("speaker") else {})}
+            for s in segs[:PREVIEW_SEGMENTS]
+        ],
+        "more_segments": max(0, len(segs) - PREVIEW_SEGMENTS),
+    })
+    if rec["diarized"]:  # voice matches with enrolled people, as the published manifest shows them (issue #35)
+        from talkthrough_assets.stages.turns import voices
+
+        try:
+            shown = voices.published_matches(store.get_json(store.manifest_key(rid)))
+        except (OSError, ValueError):
+            shown = {}
+        if shown:
+            out["voice_matches"] = {lab: m.get("hint") or voices.describe(m) for lab, m in shown.items()}
+    return out
+
+
+def _contact_sheet(rid: str) -> str | None:
+    """The keyframes' contact sheet (a grid of up to 16 of them), where the keyframes stage wrote one."""
+    rows = store.read_rows("keyframes", rid)
+    if not rows:
+        return None
+    folder = rows[0]["file"].rpartition("/")[0]
+    return store.data_location(f"{folder}/contact_sheet.jpg") if "contact_sheet.jpg" in store.list_names(folder) \
+        else None
+
+
+def list_recordings() -> list[dict]:
+    con = store.connect()
+    try:
+        cur = con.execute("SELECT recording, filename, kind, duration_ms, recorded_at, segment_count, frame_count, "
+                          "diarized FROM recordings ORDER BY recorded_at NULLS LAST, filename")
+        cols = [d[0] for d in cur.description]
+        rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+    for r in rows:  # derived from the stored chunk keys, not recorded
+        cov = chunkstore.coverage(r["recording"]) or {}
+        r["coverage"] = cov.get("text")
+        r["chunks"] = f"{cov['covered']}/{cov['chunks']}" if cov else None
+    return rows
+
+
+def find_recordings(text: str) -> list[dict]:
+    """Registered recordings (processed, failed or not run yet) with a copy whose file name or path contains
+    ``text`` (case-insensitive): the recording id is the Dagster partition to pick for that file."""
+    con = store.connect()
+    try:
+        ids = [r[0] for r in con.execute(
+            "SELECT DISTINCT recording FROM sources WHERE contains(lower(path), lower(?)) ORDER BY recording",
+            [text]).fetchall()]
+    finally:
+        con.close()
+    out = []
+    for rid in ids:
+        names = pipeline.recording_names(rid)
+        processed = store.read_one("recordings", rid) is not None
+        reason = pipeline.failure_reason(rid)
+        out.append({"recording": rid, "filename": names[0] if names else None, "aliases": names[1:],
+                    "state": "failed" if reason else "processed" if processed else "registered",
+                    "reason": reason, "coverage": (chunkstore.coverage(rid) or {}).get("text")})
+    return out
