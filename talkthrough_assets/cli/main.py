@@ -503,10 +503,10 @@ def gc(
     change or a forget); refused while a run is in progress. Says how much disk chunk results take per hour
     of audio."""
     from talkthrough_assets import store
-    from talkthrough_assets.stages.segments import stage as chunkstore
+    from talkthrough_assets.store import cache_gc
 
     try:
-        r = chunkstore.gc(dry_run=dry_run)
+        r = cache_gc.gc(dry_run=dry_run)
     except store.PartitionBusy as e:
         _console().print(f"[yellow]refused:[/yellow] {_e(e)}; nothing removed", highlight=False)
         raise typer.Exit(1)
