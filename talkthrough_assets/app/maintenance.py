@@ -38,4 +38,6 @@ def collect_garbage(dry_run: bool = False) -> dict:
     """Remove (or with ``dry_run`` count) the Whisper chunk and OCR results no recording uses any more."""
     from talkthrough_assets.stages.segments import stage as segments
 
-    return segments.gc(dry_run=dry_run)
+    from talkthrough_assets.store import cache_gc
+
+    return cache_gc.gc(dry_run=dry_run)

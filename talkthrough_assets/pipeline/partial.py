@@ -21,7 +21,8 @@ so readers (the MCP tools) can start on the first hour of a 3-hour meeting while
   search index: ~0.1-0.5 s for an hour of speech). A 3-min chunk takes 15-40 s to decode on 2 cores, so
   this is about one publish per chunk or two, and an agent polling every 30 s sees each one.
 
-No Dagster here: ``pipeline.run_stages`` feeds the segments stage's progress events to a :class:`Publisher`.
+No Dagster here: the segments stage's StageSpec names :func:`previews` as its ``previews`` hook, and the
+scheduler (``pipeline.scheduler.run_stages``) feeds that stage's progress events to what it returns.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from talkthrough_assets.stages.runner import hms, probe_row
 EVERY_S = 30.0  # at most one partial generation per this many seconds of wall time (after the first)
 MAX_SHARE = 0.05  # and publishing never takes more than this share of the wall time
 FRAMES_PENDING = "not extracted yet: the recording is still being processed"
+FINAL_STAGE = "manifest"  # the stage whose final generation a partial one stands in for
 
 
 def published_kind(rid: str) -> str | None:
@@ -190,3 +192,31 @@ class Publisher:
             self.errors += 1
             self.last_error = f"{type(e).__name__}: {e}"[:300]
             return False
+
+
+class RunPreviews:
+    """The partial generations of one run (:func:`previews`): the scheduler calls :meth:`progressed` on each
+    progress report of the segments stage and :meth:`ended` once the run ends, however it ends."""
+
+    def __init__(self, publisher: Publisher):
+        self.publisher = publisher
+
+    def progressed(self) -> None:
+        self.publisher.chunk_done()  # a partial generation of the transcript so far, when one is due
+
+    def ended(self, done: set[str], reason: str) -> None:
+        if FINAL_STAGE not in done:  # its partial generation says the run stopped
+            self.publisher.stopped(reason)
+
+
+def previews(rid: str, settings: Callable[[], dict], selected: list[str], done: set[str]) -> RunPreviews | None:
+    """The segments stage's StageSpec ``previews`` hook: the partial generations of a run that publishes the
+    manifest (None otherwise; ``settings()``: the recording's effective settings); its wall clock only once this
+    run's is current (not selected: current already; selected: once done)."""
+    if FINAL_STAGE not in selected:
+        return None
+
+    def wall_clock() -> dict | None:
+        return store.read_one("wall_clock", rid) if "wall_clock" not in selected or "wall_clock" in done else None
+
+    return RunPreviews(Publisher(rid, settings(), wall_clock=wall_clock))

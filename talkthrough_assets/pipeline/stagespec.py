@@ -12,8 +12,11 @@
 Adding a stage: a module under ``stages/`` with its function, its ``CODE_VERSION`` and ``run(rid, cfg)``
 (reads its inputs from the store, calls the function, writes its tables, returns a
 ``stages.runner.StageResult``; ``run(rid, cfg, engines)`` and ``engines=True`` here when it needs
-Whisper/OCR/the diarizer), and one ``StageSpec`` here holding that ``run``. The Dagster asset, its config,
-code version, checks, the CLI options, ``plan()`` and the amend table all follow. No Dagster import here.
+Whisper/OCR/the diarizer; a keyword ``ctx`` and ``context=True`` when it reports progress or cares what runs
+beside it), and one ``StageSpec`` here holding that ``run``. The Dagster asset, its config, code version,
+checks, the CLI options, ``plan()`` and the amend table all follow. What the runner does differently for a stage
+(its branch, engine prewarm, staleness beyond settings and code, partial results, the disk estimate) is a field
+or hook on its ``StageSpec``: the pipeline's runner and scheduler name no stage. No Dagster import here.
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from talkthrough_assets.core import config, doctables
+from talkthrough_assets.pipeline import partial
 from talkthrough_assets.stages import audio
-from talkthrough_assets.stages.segments import stage as chunkstore
+from talkthrough_assets.stages.segments import stage as segments
 from talkthrough_assets.stages import dedup
 from talkthrough_assets.stages import turns as diarize
 from talkthrough_assets.stages import keyframes
 from talkthrough_assets.stages import manifest
 from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.ocr import prewarm as ocr_prewarm
 from talkthrough_assets.stages import probe
 from talkthrough_assets.stages import search_index
 from talkthrough_assets.stages import terms
@@ -90,6 +95,23 @@ class StageSpec:
     # BadMediaError for a file this stage would reject
     reject: Callable[[Any], Any] | None = None
 
+    # how the runner treats it (pipeline.scheduler, .prewarm, .freshness, .disk); none of them names a stage
+    context: bool = False  # run() takes the stages.runner.RunContext as keyword ``ctx`` (progress, ``beside``)
+    # the CPU-bound branch it belongs to: stages of different branches overlap when the run has 2+ workers, and
+    # a stage's RunContext.beside names the other branches of its run ("" for none)
+    branch: str = ""
+    # (rid, cfg, engines, ctx) -> None: loads the engine the stage will need before the run starts
+    prewarm: Callable[..., None] | None = None
+    # the hook loads native code and runs first, in the caller's thread, beside Dagster's import; False: Python
+    # (it starts its own thread) once Dagster's instance is open (both: bench/bench_cold_start.py)
+    prewarm_native: bool = True
+    # (rid, cfg, stage_runs row) -> bool: re-run although its settings and code are current
+    stale: Callable[[str, dict, dict | None], bool] | None = None
+    # (rid, settings thunk, selected stages, done stages) -> None, or an object whose progressed() is called on
+    # each of the stage's progress reports while it runs and ended(done, first failure) once the run ends
+    previews: Callable[..., Any] | None = None
+    # (rid, settings thunk) -> bytes the recording's run writes, or None: the "<m> MB needed" of a disk fault
+    disk_need: Callable[[str, Callable[[], dict]], int | None] | None = None
 
 def _aliases(_rid: str, _result, names: list[str]) -> dict:
     """The other names the recording's bytes were registered under, on its probe's materialization."""
@@ -109,8 +131,10 @@ def _publish_report(rid: str, _result, _names: list[str]) -> dict:
 
 def _release_results(rid: str) -> Callable[[], list[str]]:
     """Its stored Whisper/OCR results no other recording uses (their keys read before its tables go)."""
-    keys = chunkstore.keys_of(rid)
-    return lambda: chunkstore.release(rid, keys)
+    from talkthrough_assets.store import cache_gc
+
+    keys = cache_gc.keys_of(rid)
+    return lambda: cache_gc.release(rid, keys)
 
 
 def _forget_postings(rid: str) -> Callable[[], list[str]]:
@@ -148,17 +172,18 @@ SETTINGS: tuple[Setting, ...] = (
 SPECS: tuple[StageSpec, ...] = (
     StageSpec("probe", probe.run, (), ("max_seconds",), probe.CODE_VERSION, ("probe",),
               "Streams, duration, container tags; caps and disk-space preflight.",
-              after=_aliases, reject=probe.probe_file),
+              after=_aliases, reject=probe.probe_file, disk_need=probe.disk_need),
     StageSpec("wall_clock", wallclock.run, ("probe",), ("recorded_at",), wallclock.CODE_VERSION, ("wall_clock",),
               "Wall-clock anchor: recorded_at > QuickTime creationdate > creation_time > date tags > "
               "mtime-duration.", amend="re-anchor"),
     StageSpec("audio", audio.run, ("probe",), (), audio.CODE_VERSION, ("audio/<id>.wav",),
-              "16 kHz mono WAV cache of the first audio stream."),
-    StageSpec("segments", chunkstore.run, ("audio",), transcribe.SETTINGS,
-              transcribe.CODE_VERSION, ("segments", "words", "transcripts", "chunks"),
+              "16 kHz mono WAV cache of the first audio stream.", branch="audio"),
+    StageSpec("segments", segments.run, ("audio",), transcribe.SETTINGS,
+              segments.CODE_VERSION, ("segments", "words", "transcripts", "chunks"),
               "faster-whisper transcript segments + word timestamps (CPU int8, beam 5, VAD gate), decoded in "
               "chunks of a few minutes cut at silences, each kept under a content key (chunks/whisper/).",
-              engines=True, engine=transcribe.engine_fingerprint, forget=_release_results,
+              engines=True, engine=transcribe.engine_fingerprint, forget=_release_results, context=True,
+              branch="audio", prewarm=segments.prewarm, stale=segments.stale, previews=partial.previews,
               checks=(Check("transcript_present_when_audible", "WARN",
                             "Audio louder than about -30 dBFS produced at least one transcript segment. Fails "
                             "(warning) when Whisper heard nothing in audible audio: music, noise, or speech in a "
@@ -166,27 +191,29 @@ SPECS: tuple[StageSpec, ...] = (
     StageSpec("turns", diarize.run, ("audio", "segments"), ("diarize", "num_speakers", "diarize_threshold"),
               diarize.CODE_VERSION, ("diarization", "turns", "speakers", "speaker_segments", "voiceprints"),
               "Speaker turns (sherpa-onnx), roster and per-word attribution; opt-in via `diarize`.",
-              engines=True, amend="diarize amend", amend_note="whisper output untouched"),
+              engines=True, amend="diarize amend", amend_note="whisper output untouched", branch="audio",
+              stale=diarize.stale),
     StageSpec("keyframes", keyframes.run, ("probe",), ("max_frames", "scene_threshold"), keyframes.CODE_VERSION,
               ("keyframes", "frames/<id>/<generation>/"),
               "Scene-cut + interval keyframes from I-frames, GOPs decoded only where the picture changed; "
-              "upright, <=1568 px JPEGs.",
+              "upright, <=1568 px JPEGs.", context=True, branch="visual",
               checks=(Check("frame_index_matches_disk", "ERROR",
                             "Every keyframe listed in the keyframes table exists as a JPEG under frames/. Fails "
                             "when a frame file was deleted or never written; the check_recording job re-verifies "
                             "the disk.", keyframes.frame_index_check),)),
     StageSpec("dedup", dedup.run, ("keyframes",), (), dedup.CODE_VERSION, ("dedup",),
               "A keyframe is a duplicate only if no pixel or colour changed since its run's head; new frames "
-              "record which bands changed."),
+              "record which bands changed.", branch="visual"),
     StageSpec("ocr", ocr.run, ("dedup",), ("ocr",), ocr.CODE_VERSION + ".1", ("ocr", "ocr_keys"),  # .1: it wrote terms until the manifest stage took them
               "RapidOCR over unique keyframes (only the changed bands when little changed).",
-              engines=True, engine=ocr.engine_fingerprint),
+              engines=True, engine=ocr.engine_fingerprint, branch="visual", prewarm=ocr_prewarm.prewarm,
+              prewarm_native=False),
     StageSpec("manifest", manifest.run, ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"),
               ("speaker_names", "apply_voice_names"),
               f"{manifest.CODE_VERSION}.{terms.CODE_VERSION}.{search_index.CODE_VERSION}",
               ("manifests/<id>.json", "recordings", "terms", "index/parts/<id>.*.parquet"),
               "talkthrough-manifest/v1 JSON, the recordings row, the search terms and index part of it.", kinds=frozenset({"json"}),
-              after=_publish_report, forget=_forget_postings,
+              after=_publish_report, forget=_forget_postings, stale=manifest.stale,
               checks=(Check("manifest_schema_valid", "ERROR",
                             "The published manifests/<id>.json parses and validates against "
                             "talkthrough-manifest/v1. Fails when it is missing, unreadable or invalid; the "

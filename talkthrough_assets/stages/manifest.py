@@ -226,6 +226,17 @@ def voice_check(rid: str) -> CheckResult:
                        "; ".join(open_) if open_ else "no unnamed speaker matches an enrolled person")
 
 
+def stale(rid: str, cfg: dict, stage_run: dict | None) -> bool:
+    """Its StageSpec's ``stale``: with diarization on, someone enrolled, renamed or forgotten since the manifest
+    matched the voices (only the manifest re-checks them)."""
+    if not cfg.get("diarize"):
+        return False
+    try:
+        return voices.hints_changed(rid, cfg.get("speaker_names") or None)
+    except Exception:  # noqa: BLE001 - a damaged people partition never blocks processing
+        return False
+
+
 def run(rid: str, cfg: dict) -> StageResult:
     m = build_stored(rid, cfg)
     problems = validate(m)

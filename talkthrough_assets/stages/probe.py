@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from talkthrough_assets.core import config
 from talkthrough_assets import store
@@ -246,6 +247,43 @@ def run(rid: str, cfg: dict) -> StageResult:
     md = {"filename": src.name, "duration_s": round(info["duration_ms"] / 1000, 3),
           **{k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}}
     return StageResult(md, digest(info))
+
+
+def disk_need(rid: str, settings: Callable[[], dict]) -> int | None:
+    """Its StageSpec's ``disk_need``: the bytes the recording's run writes (:func:`estimate_need` of its stored
+    probe row, ``settings()``: its effective settings), or None before probe or when it cannot say."""
+    probed = store.read_one("probe", rid)
+    if not probed:
+        return None
+    try:
+        return sum(estimate_need(probed, settings()).values())
+    except Exception:  # an estimate only
+        return None
+
+
+_AUDIO_ONLY = AUDIO_EXTS - {".webm"}  # webm is as often video
+
+
+def has_video(rid: str) -> bool:
+    """From the probe row when there is one, else (before probe) the registered source's extension; no media is
+    opened. False without a source."""
+    p = store.read_one("probe", rid)
+    if p is not None:
+        return bool(p.get("has_video"))
+    try:
+        return source_path(rid).suffix.lower() not in _AUDIO_ONLY
+    except StageError:
+        return False
+
+
+def may_have_video(rid: str) -> bool:
+    """From the probe row when there is one, else the last registered source's extension (no media is opened).
+    True without a source."""
+    row = store.read_one("probe", rid)
+    if row is not None:
+        return bool(row["has_video"])
+    rows = store.read_rows("sources", rid)
+    return not rows or Path(rows[-1]["path"]).suffix.lower() not in _AUDIO_ONLY
 
 
 __all__ = ["probe_file", "decoded_end_s", "readable_note", "preflight_disk", "estimate_need", "frame_bytes", "frame_floor_s", "effective_seconds", "MEDIA_EXTS"]

@@ -2,9 +2,9 @@
 outputs it needs (the probe row, a stage's recorded reason, the cached WAV, the source file).
 
 A stage module holds its pure function(s), its ``CODE_VERSION`` and ``run(rid, cfg)`` (``run(rid, cfg,
-engines)`` when its ``StageSpec`` says ``engines=True``): read its inputs from the store, call the function,
-write its tables, return a :class:`StageResult`. ``pipeline.run_stage`` records it; Dagster turns it into a
-materialization. No Dagster here.
+engines)`` when its ``StageSpec`` says ``engines=True``; a keyword ``ctx``, the :class:`RunContext`, when it
+says ``context=True``): read its inputs from the store, call the function, write its tables, return a
+:class:`StageResult`. ``pipeline.run_stage`` records it; Dagster turns it into a materialization. No Dagster here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
@@ -41,17 +41,47 @@ class StageResult:
     manifest: dict | None = None  # the manifest stage: the document it published
 
 
-# Progress inside a long stage (the segments stage after each chunk): (stage, recording id, {"share": 0..1,
-# "eta_s": seconds or None, "text": "3 of 10 chunks"}); the CLI draws it on a terminal.
+# The process's displays of progress inside long stages: (stage, recording id, {"share": 0..1, "eta_s": seconds
+# or None, "text": "3 of 10 chunks"}); the CLI draws them on a terminal. Observers only: a run's own listener
+# (the scheduler's) comes with its RunContext.
 progress_listeners: list = []
 
 
 def progress(stage: str, rid: str, info: dict) -> None:
+    """Tell the process's displays (:data:`progress_listeners`) how far ``stage`` of ``rid`` is."""
     for fn in list(progress_listeners):
         try:
             fn(stage, rid, info)
         except Exception:  # noqa: BLE001 - a display never breaks a stage
             pass
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the pipeline tells one stage run besides its settings, passed explicitly as ``run(..., ctx=)`` to a
+    stage whose StageSpec says ``context=True`` (a stage run on its own gets :meth:`alone`'s).
+
+    ``beside``: the other branches (``StageSpec.branch``) this run works on at the same time as the stage's own
+    (empty when its stages run one at a time): the segments stage then leaves cores to the visual branch.
+    ``on_progress``: the run's own listener of the stage's progress reports (the scheduler's event queue)."""
+
+    recording_id: str
+    stage: str
+    beside: frozenset[str] = frozenset()
+    on_progress: Callable[[dict], None] | None = None
+
+    @classmethod
+    def alone(cls, recording_id: str, stage: str) -> "RunContext":
+        return cls(recording_id, stage)
+
+    def progress(self, info: dict) -> None:
+        """A progress report (``{"share", "eta_s", "text", ...}``): to the process's displays, then to the run."""
+        progress(self.stage, self.recording_id, info)
+        if self.on_progress is not None:
+            try:
+                self.on_progress(info)
+            except Exception:  # noqa: BLE001 - a report never breaks a stage
+                pass
 
 
 def hms(seconds: float) -> str:
@@ -97,7 +127,3 @@ def source_path(rid: str) -> Path:
     raise StageError(f"source file is gone: {rows[-1]['path']} (moved or deleted since it was registered)",
                      stage="probe")
 
-
-# recordings whose current run overlaps Whisper with the visual branch (the pipeline's scheduler sets it;
-# the segments stage then gives Whisper half the cores)
-sharing_cpu: set[str] = set()

@@ -21,6 +21,7 @@ from talkthrough_assets.cli import main as cli
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.app import service
 from talkthrough_assets import store
+from talkthrough_assets.store import cache_gc
 from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import chunks as C
@@ -177,7 +178,7 @@ def test_gc_removes_only_unused_results_and_never_during_a_run(tt_home, tmp_path
     old_orphan, young_orphan = "ab" * 32, "cd" * 32  # results no plan names (e.g. from an older setting)
     for k in (old_orphan, young_orphan):
         store.put_bytes(store.chunk_result_key(k), C.encode({"meta": {}, "segments": [], "words": [], "dropped": []}))
-    past = time.time() - 2 * chunkstore.GC_MIN_AGE_S
+    past = time.time() - 2 * cache_gc.GC_MIN_AGE_S
     os.utime(_path(old_orphan), (past, past))
 
     # while a run holds a recording's lock (another process), gc removes nothing

@@ -25,6 +25,7 @@ from fixture_facts import FIXTURES_DIR, MEETING_NAME, SCREENCAST_NAME, SILENT_NA
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.app import service
 from talkthrough_assets import store
+from talkthrough_assets.stages import keyframes as keyframes_stage
 
 CLI = [sys.executable, "-m", "talkthrough_assets.cli.main"]
 
@@ -82,7 +83,7 @@ def test_truncated_mp4_keeps_what_decodes(processed, tmp_path):
     assert out["status"] == "processed", out
     frames = store.read_rows("keyframes", out["recording_id"])
     assert frames and max(f["ms"] for f in frames) < 24_000  # decoded up to the damage
-    assert pipeline.frame_index_check(out["recording_id"]).passed
+    assert keyframes_stage.frame_index_check(out["recording_id"]).passed
 
 
 def test_silence_only_is_transcribed_as_no_speech(processed, tmp_path):
@@ -161,7 +162,7 @@ def test_kill_9_mid_stage_leaves_previous_outputs_and_rerun_completes(processed,
         if f"/recording={rid}/" in f"/{rel}" and rel.split("/")[0] in ("keyframes", "segments", "words", "ocr"):
             assert (store.tables_dir() / rel).read_bytes() == data, rel
     assert store.read_rows("keyframes", rid) == frames_before
-    assert pipeline.frame_index_check(rid).passed
+    assert keyframes_stage.frame_index_check(rid).passed
     assert store.connect().execute("SELECT count(*) FROM segments WHERE recording = ?", [rid]).fetchone()[0] > 0
     again = service.process(FIXTURES_DIR / name, force=True)
     assert again["status"] == "processed"

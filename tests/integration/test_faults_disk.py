@@ -24,6 +24,7 @@ from talkthrough_assets.pipeline import datacheck
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.app import service
 from talkthrough_assets import store
+from talkthrough_assets.stages import keyframes as keyframes_stage
 from talkthrough_assets.app.selfcheck import DATA_CHECK
 
 MB = 1_000_000
@@ -126,7 +127,7 @@ def test_deleted_manifest_frames_and_report_are_restored(small):
     assert code != 0 and "manifest missing" in check["detail"] and "frames missing" in check["detail"], check
     out = service.process(small["a"])
     assert out["status"] == "processed" and out["stages_run"] == ["keyframes", "manifest"], out
-    assert pipeline.frame_index_check(a).passed and store.manifest_path(a).is_file()
+    assert keyframes_stage.frame_index_check(a).passed and store.manifest_path(a).is_file()
     # a deleted report: `talkthrough repair ID` re-runs the manifest stage alone
     (store.home() / store.report_key(a)).unlink()
     assert "report missing" in _doctor_data()[1]["detail"]

@@ -17,6 +17,7 @@ from fixture_facts import (
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.app import service
 from talkthrough_assets import store
+from talkthrough_assets.stages import keyframes as keyframes_stage
 from talkthrough_assets.pipeline.settings import STAGES
 from talkthrough_assets.stages import manifest as manifest_stage
 from talkthrough_assets.stages.wall_clock import parse_iso
@@ -127,7 +128,7 @@ def test_max_frames_change_reruns_only_the_visual_branch(processed):
     m = json.loads(store.manifest_path(rid).read_text())
     assert m["caps"]["max_frames"] == 3 and m["frames"]["count"] == out["frames"]["count"]
     # only the live frame generations remain on disk and every indexed file exists
-    assert pipeline.frame_index_check(rid).passed
+    assert keyframes_stage.frame_index_check(rid).passed
     # the asset checks ran in that run, and passed
     checks = inst.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION).records
     results = {r.event_log_entry.dagster_event.event_specific_data.check_name:

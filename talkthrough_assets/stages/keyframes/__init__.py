@@ -44,7 +44,7 @@ from talkthrough_assets.core.errors import BadMediaError
 from talkthrough_assets.core.mediaio import open_input
 from talkthrough_assets.stages.keyframes.scan import Keeper, full_pass, iframe_pass, video_stream
 from talkthrough_assets.stages.probe import frame_floor_s
-from talkthrough_assets.stages.runner import CheckResult, StageResult, digest, hms, probe_row, progress
+from talkthrough_assets.stages.runner import CheckResult, RunContext, StageResult, digest, hms, probe_row
 
 CODE_VERSION = "3"  # 3: the budget is paced over the whole recording and spent on distinct screens
 MAX_WIDTH = 1568
@@ -165,10 +165,12 @@ PROGRESS_MIN_S = 0.25  # ... at most this often, and at least every PROGRESS_QUI
 PROGRESS_QUIET_S = 10.0
 
 
-def scan_progress(rid: str, span_s: float, clock=time.monotonic):
-    """on_time -> runner.progress("keyframes", ...): the share of the video scanned (the time of the frame the scan
-    is at) and an ETA from this run's pace, each PROGRESS_STEP of the video (at most every PROGRESS_MIN_S) or
-    PROGRESS_QUIET_S: at most ~20 lines per scan plus one per 10 s in the Dagster run's log."""
+def scan_progress(rid: str, span_s: float, clock=time.monotonic, ctx: RunContext | None = None):
+    """on_time -> ``ctx.progress`` (default: the process's displays only): the share of the video scanned (the
+    time of the frame the scan is at) and an ETA from this run's pace, each PROGRESS_STEP of the video (at most
+    every PROGRESS_MIN_S) or PROGRESS_QUIET_S: at most ~20 lines per scan plus one per 10 s in the Dagster run's
+    log."""
+    ctx = ctx or RunContext.alone(rid, "keyframes")
     t0 = clock()
     state = {"at": t0, "share": 0.0}
 
@@ -181,15 +183,14 @@ def scan_progress(rid: str, span_s: float, clock=time.monotonic):
             return
         state.update(at=now, share=share)
         pace = (now - t0) / share
-        progress("keyframes", rid, {"share": share, "what": "the video scanned",
-                                    "text": f"frames to {hms(t)} of {hms(span_s)}",
-                                    "eta_s": pace * (1 - share), "next_share": min(1.0, share + PROGRESS_STEP)})
+        ctx.progress({"share": share, "what": "the video scanned", "text": f"frames to {hms(t)} of {hms(span_s)}",
+                      "eta_s": pace * (1 - share), "next_share": min(1.0, share + PROGRESS_STEP)})
 
     return on_time
 
 
 
-def run(rid: str, cfg: dict) -> StageResult:
+def run(rid: str, cfg: dict, *, ctx: RunContext | None = None) -> StageResult:
     p = probe_row(rid)
     if not p["has_video"]:
         store.write_table("keyframes", rid, [])
@@ -201,7 +202,7 @@ def run(rid: str, cfg: dict) -> StageResult:
         res = extract(p["path"], gen, duration_s=p["duration_ms"] / 1000, max_frames=int(cfg["max_frames"]),
                       scene_threshold=float(cfg["scene_threshold"]),
                       max_seconds=p["max_seconds"] if p["cap_hit"] else None,
-                      on_time=scan_progress(rid, span_s))
+                      on_time=scan_progress(rid, span_s, ctx=ctx))
     except BadMediaError as e:
         # the video stream cannot be read (header-only, unknown codec ...): processed up to the damage,
         # i.e. no frames, a recorded reason, and the rest of the recording still goes through

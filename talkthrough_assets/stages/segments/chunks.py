@@ -103,10 +103,11 @@ def plan(samples: np.ndarray, chunk_s: float | None = None) -> list[tuple[int, i
     return out
 
 
-def fingerprint(stage_config: dict, language_check_model: str | None) -> str:
+def fingerprint(stage_config: dict, language_check_model: str | None, code_version: str) -> str:
     """What, besides the samples, makes a chunk's result: the stage's config (model, language, vocabulary,
-    beam, device/compute type), the code versions, and whether the language check could run."""
-    return json.dumps({"format": CHUNK_FORMAT, "code": T.CODE_VERSION, "word_timing": word_timing.CODE_VERSION,
+    beam, device/compute type), the code versions (``code_version``: the segments stage's), and whether the
+    language check could run."""
+    return json.dumps({"format": CHUNK_FORMAT, "code": code_version, "word_timing": word_timing.CODE_VERSION,
                        "config": stage_config,
                        "language_check": language_check_model}, sort_keys=True, default=str)
 

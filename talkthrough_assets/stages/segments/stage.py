@@ -1,19 +1,18 @@
-"""The segments stage's ``run()`` and its chunk store: content-addressed Whisper results of audio chunks (the
-logic is ``chunks.py``, Whisper and the drop rules ``transcribe.py``; paths and writes are ``store``'s:
-``chunks/whisper/<kk>/<key>.bin``).
+"""The segments stage: its ``CODE_VERSION``, ``run()``, the hooks its StageSpec names (``prewarm``, ``stale``)
+and its chunk store: content-addressed Whisper results of audio chunks (the logic is ``chunks.py``, Whisper and
+the drop rules ``transcribe.py``; paths and writes are ``store``'s: ``chunks/whisper/<kk>/<key>.bin``).
 
 * Each recording's ``chunks`` table is its audio's chunk plan with each chunk's key. What is covered is
   derived from it, never recorded twice: a chunk is covered when a result is stored under its key
   (:func:`coverage`).
 * Results are shared: the same samples under the same settings are decoded once, in any recording.
-  :func:`gc` removes the results no recording's plan names (refused while any run holds a recording's
-  lock); :func:`release` removes a forgotten recording's results that no other recording uses.
+  ``store.cache_gc`` removes the results no recording's plan names, and a forgotten recording's results that no
+  other recording uses.
 """
 
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack
 
 from talkthrough_assets.core import config
 from talkthrough_assets import store
@@ -21,10 +20,14 @@ from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.segments import transcribe as T
-from talkthrough_assets.stages.runner import (StageResult, digest, hms, probe_row, progress, sharing_cpu, stage_reason, wav_path)
+from talkthrough_assets.stages.probe import has_video
+from talkthrough_assets.stages.runner import RunContext, StageResult, digest, hms, probe_row, stage_reason, wav_path
+from talkthrough_assets.store.cache_gc import keys_of, release  # noqa: F401 - app/service.py's names for them
 
+# the segments stage's code version (stage_runs, Dagster's code version, and part of every chunk's key):
+# bump it when the stage's output changes
+CODE_VERSION = "13"
 FAILED_PREFIX = "Whisper failed on "  # the segments stage's reason when some chunks failed (re-run retries them)
-GC_MIN_AGE_S = 600.0  # a result younger than this is kept by gc (a run that began meanwhile may be writing it)
 
 
 def fingerprint(cfg: dict) -> str:
@@ -35,7 +38,7 @@ def fingerprint(cfg: dict) -> str:
     stage_cfg = {k: cfg.get(k) for k in T.SETTINGS}
     if (engine := T.engine_fingerprint()):
         stage_cfg["_engine"] = engine
-    return C.fingerprint(stage_cfg, base.name if base else None)
+    return C.fingerprint(stage_cfg, base.name if base else None, CODE_VERSION)
 
 
 def load(key: str) -> bytes | None:
@@ -71,6 +74,11 @@ def needs_retry(stage_run: dict | None) -> bool:
     return bool(stage_run and (stage_run.get("reason") or "").startswith(FAILED_PREFIX))
 
 
+def stale(rid: str, cfg: dict, stage_run: dict | None) -> bool:
+    """Its StageSpec's ``stale``: re-run although settings and code are current when chunks were left undecoded."""
+    return needs_retry(stage_run)
+
+
 def coverage(rid: str) -> dict | None:
     """{"chunks", "covered", "missing_ms": [[t0, t1]], "text": "41 of 52 chunks, 0:00-81:00"} from the
     recording's chunk plan and the stored keys; None before its segments stage has planned chunks."""
@@ -82,93 +90,6 @@ def coverage(rid: str) -> dict | None:
     return {"chunks": len(rows), "covered": sum(have),
             "missing_ms": [[r["t0_ms"], r["t1_ms"]] for r, ok in zip(rows, have) if not ok],
             "text": C.covered_text(rows, have)}
-
-
-# --------------------------------------------------------------------------- garbage
-
-# kind -> (the table naming a recording's keys, the stored results' folder, key -> stored path)
-KINDS = {"whisper": ("chunks", store.CHUNKS_PREFIX, store.chunk_result_key),
-         "ocr": ("ocr_keys", store.OCR_RESULTS_PREFIX, store.ocr_result_key)}
-
-
-def _partitions(table: str) -> list[str]:
-    return [n.split("=", 1)[1] for n in store.list_names(f"tables/{table}")
-            if n.startswith("recording=") and store.ID_RE.match(n.split("=", 1)[1])]
-
-
-def _known_recordings() -> list[str]:
-    ids = set(_partitions("sources"))
-    for table, _, _ in KINDS.values():
-        ids.update(_partitions(table))
-    return sorted(ids)
-
-
-def used_keys(kind: str = "whisper", exclude: str | None = None) -> dict[str, int]:
-    """Key -> chunk length (ms; 0 for OCR) of every result some recording names (``exclude``: but that one)."""
-    table = KINDS[kind][0]
-    out: dict[str, int] = {}
-    for rid in _partitions(table):
-        if rid == exclude:
-            continue
-        for r in store.read_rows(table, rid):
-            out[r["key"]] = r.get("t1_ms", 0) - r.get("t0_ms", 0)
-    return out
-
-
-def stored(kind: str = "whisper") -> dict[str, tuple]:
-    """Key -> :func:`store.stamp` of every stored result of that kind."""
-    prefix = KINDS[kind][1]
-    out = {}
-    for sub in store.list_names(prefix):
-        for name, st in store.file_stamps(f"{prefix}/{sub}").items():
-            if name.endswith(".bin"):
-                out[name[:-4]] = st
-    return out
-
-
-def gc(*, dry_run: bool = False, min_age_s: float = GC_MIN_AGE_S) -> dict:
-    """Remove the stored Whisper chunk and OCR results no recording names. Holds every known recording's lock
-    meanwhile (PartitionBusy, nothing removed, when a run holds one), and keeps results younger than
-    ``min_age_s`` (a recording registered meanwhile may be writing them). Reports the disk the kept Whisper
-    results take per hour of the audio they cover."""
-    out: dict = {"dry_run": dry_run}
-    with ExitStack() as stack:
-        for rid in _known_recordings() if not dry_run else ():  # a dry run only reads: no lock file written
-            stack.enter_context(store.partition_lock(rid, timeout_s=0.0))
-        now_ns = time.time_ns()
-        for kind, (_, _, path_of) in KINDS.items():
-            used, have = used_keys(kind), stored(kind)
-            garbage = {k: st for k, st in have.items() if k not in used and now_ns - st[2] >= min_age_s * 1e9}
-            if not dry_run:
-                for k in garbage:
-                    store.delete_file(path_of(k))
-            kept = {k: st for k, st in have.items() if k not in garbage}
-            out[kind] = {"removed": len(garbage), "removed_bytes": sum(st[1] for st in garbage.values()),
-                         "kept": len(kept), "kept_bytes": sum(st[1] for st in kept.values())}
-            if kind == "whisper":
-                hours = sum(used[k] for k in kept if k in used) / 3.6e6
-                out.update(out[kind], audio_hours=round(hours, 4),
-                           bytes_per_audio_hour=round(out[kind]["kept_bytes"] / hours) if hours else None)
-    return out
-
-
-def release(rid: str, keys: dict[str, list[str]]) -> list[str]:
-    """After ``rid`` is forgotten: remove those of its stored results (``keys``: kind -> keys) no other recording
-    names. The caller holds ``rid``'s lock."""
-    gone = []
-    for kind, ks in keys.items():
-        path_of = KINDS[kind][2]
-        others = used_keys(kind, exclude=rid)
-        for k in dict.fromkeys(ks):
-            if k not in others and store.exists(path_of(k)):
-                store.delete_file(path_of(k))
-                gone.append(store.data_location(path_of(k)))
-    return gone
-
-
-def keys_of(rid: str) -> dict[str, list[str]]:
-    """Kind -> the keys of ``rid``'s stored results (read before it is forgotten)."""
-    return {kind: [r["key"] for r in store.read_rows(table, rid)] for kind, (table, _, _) in KINDS.items()}
 
 
 def metadata(rid: str, report: dict | None) -> dict:
@@ -186,8 +107,8 @@ def metadata(rid: str, report: dict | None) -> dict:
 
 # --------------------------------------------------------------------------- the stage
 
-def _progress_to(rid: str):
-    """on_chunk -> runner.progress: the share of the audio transcribed, and an ETA from the pace of the
+def _progress_to(ctx: RunContext):
+    """on_chunk -> ``ctx.progress``: the share of the audio transcribed, and an ETA from the pace of the
     chunks decoded in this run (reused ones cost nothing)."""
     t0 = time.monotonic()
     state = {"decoded_ms": 0, "prev_ms": 0}
@@ -200,16 +121,33 @@ def _progress_to(rid: str):
         # next_share: where the chunk now decoding ends (about one more chunk's share): the CLI's bar moves
         # toward it between reports, never past it (issue #38, item 6)
         step = done_ms / done if done else total_ms / max(total, 1)
-        progress("segments", rid, {"share": done_ms / max(total_ms, 1), "text": f"{done} of {total} chunks",
-                                   "eta_s": pace * (total_ms - done_ms) if pace else None,
-                                   "next_share": min(1.0, (done_ms + step) / max(total_ms, 1))})
+        ctx.progress({"share": done_ms / max(total_ms, 1), "text": f"{done} of {total} chunks",
+                      "eta_s": pace * (total_ms - done_ms) if pace else None,
+                      "next_share": min(1.0, (done_ms + step) / max(total_ms, 1))})
 
     return on_chunk
 
 
-def run(rid: str, cfg: dict, engines) -> StageResult:
+def prewarm(rid: str, cfg: dict, engines, ctx: RunContext) -> None:
+    """Its StageSpec's ``prewarm`` (native: the calling thread): load Whisper now (~0.5-1 s, native code: a
+    thread importing Dagster meanwhile runs beside it). Not in a thread of its own: a CTranslate2 model loaded in
+    a thread while Dagster was imported decoded its first chunk at ~5x the CPU (the 30-min bench meeting's first
+    3-min chunk: 74 s of CPU vs 13 s when loaded first, same output; bench/bench_partial.py, whose first partial
+    transcript waited for it)."""
     from talkthrough_assets.store.models import resolve_whisper
 
+    threads = T.cpu_threads(shared=bool(ctx.beside) and has_video(rid),
+                            override=config.get("TALKTHROUGH_WHISPER_THREADS"))
+    try:
+        engines.whisper.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads)
+    except Exception:  # the stage itself reports a missing or broken model, with a reason
+        pass
+
+
+def run(rid: str, cfg: dict, engines, *, ctx: RunContext | None = None) -> StageResult:
+    from talkthrough_assets.store.models import resolve_whisper
+
+    ctx = ctx or RunContext.alone(rid, "segments")
     p = probe_row(rid)
     ref, label = resolve_whisper(cfg.get("whisper_model"))
     peak = 0
@@ -220,9 +158,9 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
     else:
         samples = audio_stage.load_wav(wav_path(rid))  # read once: transcript + loudness check
         peak = audio_stage.peak(samples)
-        shared = rid in sharing_cpu and bool(p["has_video"])  # the visual branch runs beside it
+        shared = bool(ctx.beside) and bool(p["has_video"])  # the visual branch runs beside it
         # in chunks, each stored as soon as it is decoded under a content key (stages/chunks.py)
-        out = transcribe(rid, samples, cfg, on_chunk=_progress_to(rid), model_ref=ref, model_label=label, language=cfg.get("language"),
+        out = transcribe(rid, samples, cfg, on_chunk=_progress_to(ctx), model_ref=ref, model_label=label, language=cfg.get("language"),
                          threads=T.cpu_threads(shared=shared, override=config.get("TALKTHROUGH_WHISPER_THREADS")),
                          vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or T.BEAM_SIZE),
                          whisper=engines.whisper)

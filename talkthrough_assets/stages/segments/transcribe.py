@@ -4,9 +4,9 @@ are dropped with a recorded reason, and speech no segment covers is decoded agai
 
 The loaded models live in a :class:`Whisper` object that the caller owns and passes in (the pipeline gets
 the process's one from ``talkthrough_assets.pipeline.engines``, Dagster from its ``whisper`` resource); a call
-without one uses :func:`default_whisper`, the same process-wide object. The stage's ``run()`` (in chunks of the
-recording, each result kept) is ``stages/chunkstore.py``; ``chunks.transcribe`` is the same decode with nothing
-stored."""
+without one uses :func:`default_whisper`, the same process-wide object. The stage's ``run()`` and its
+``CODE_VERSION`` (in chunks of the recording, each result kept) are ``stages/segments/stage.py``;
+``chunks.transcribe`` is the same decode with nothing stored."""
 
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import word_timing
 from talkthrough_assets.stages.runner import CheckResult, wav_path
 
-CODE_VERSION = "13"
 SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the config hash (and chunk keys) cover
 # Decoding, chosen with bench/bench_asr.py against bare faster-whisper with its defaults, same model, same run
 # (eval clips, the 10-min screencast and the 30-min meeting of bench/make_long_media.py):

@@ -191,6 +191,24 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
     return StageResult(md, digest([out["turns"], out["speaker_segments"]]))
 
 
+def stale(rid: str, cfg: dict, stage_run: dict | None) -> bool:
+    """Its StageSpec's ``stale``: a diarization that ran without its models is retried once they can be found
+    (no download)."""
+    if not cfg.get("diarize"):
+        return False
+    row = store.read_one("diarization", rid)
+    if not row or not row["requested"] or row["available"] or "diarization models" not in (row["reason"] or ""):
+        return False
+    from talkthrough_assets.core import config
+    from talkthrough_assets.stages.turns.models import ENV_MODELS_DIR
+
+    try:
+        resolve_models(download=False, models_dir=config.get(ENV_MODELS_DIR))
+    except ModelUnavailable:
+        return False
+    return True
+
+
 __all__ = [
     "CODE_VERSION", "ENGINE", "run_turns", "parse_num_speakers", "AUTO",
     # re-exported for callers of the stage: its failure mode

@@ -1,0 +1,31 @@
+"""What to (re)run for a recording (:func:`plan`): the stages whose output is missing, failed or made under
+other settings or code, those their StageSpec's ``stale`` hook says are out of date, the ones that re-make damaged
+outputs, and everything downstream of them. Names no stage."""
+
+from __future__ import annotations
+
+from talkthrough_assets.pipeline import datacheck
+from talkthrough_assets.pipeline import settings as S
+from talkthrough_assets.pipeline.stagerun import CODE_VERSIONS
+from talkthrough_assets.pipeline.stagespec import BY_NAME
+from talkthrough_assets.stages.runner import stage_state
+
+
+def plan(recording_id: str, *, force: bool = False) -> list[str]:
+    """Stages to (re)run: missing, failed, changed config or code, stale by their StageSpec's hook (chunks left
+    undecoded, diarization models that appeared, enrolled voices that changed) -> those plus their downstream."""
+    if force:
+        return list(S.STAGES)
+    cfg = S.effective(recording_id)
+    state = stage_state(recording_id)
+    stale = set()
+    for stage in S.STAGES:
+        st = state.get(stage)
+        hook = BY_NAME[stage].stale
+        if (st is None or st["status"] != "ok" or st["config_hash"] != S.config_hash(stage, cfg)
+                or st["code_version"] != CODE_VERSIONS[stage] or (hook is not None and hook(recording_id, cfg, st))):
+            stale.add(stage)
+    # outputs deleted or damaged since (a torn Parquet file, a removed published file or frame folder): exactly
+    # the stages that re-make them (datacheck)
+    repair = datacheck.repair_stages(recording_id) if len(stale) < len(S.STAGES) else set()
+    return S.ordered(S.downstream(stale) | repair)

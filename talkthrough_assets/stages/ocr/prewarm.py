@@ -1,0 +1,26 @@
+"""The ocr stage's StageSpec ``prewarm`` hook: RapidOCR loaded before the stage needs it."""
+
+from __future__ import annotations
+
+import threading
+
+from talkthrough_assets.stages.probe import may_have_video
+from talkthrough_assets.stages.runner import RunContext
+
+
+def prewarm(rid: str, cfg: dict, engines, ctx: RunContext) -> None:
+    """Start loading RapidOCR in a background thread (named ``prewarm``) for a recording with a picture when OCR is
+    on (ONNX Runtime releases the GIL while loading; the ocr stage waits for a load under way, never starting a
+    second one). Its import is Python (~1.5 s here), so the hook is not native (StageSpec.prewarm_native): the
+    CLI starts it once Dagster's instance is open, so that it overlaps the run's start and the first stages
+    (probe, audio, keyframes) rather than Dagster's own import, which needs the interpreter just as much."""
+    if cfg.get("ocr") and may_have_video(rid):
+        threading.Thread(target=_quietly, args=(lambda: engines.ocr.status(True),), daemon=True,
+                         name="prewarm").start()
+
+
+def _quietly(fn) -> None:
+    try:
+        fn()
+    except Exception:  # the stage itself reports a missing or broken model, with a reason
+        pass
