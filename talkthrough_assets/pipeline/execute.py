@@ -16,6 +16,7 @@ from typing import Callable
 
 from talkthrough_assets.core import config
 from talkthrough_assets.pipeline import datacheck
+from talkthrough_assets.pipeline import options
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets import store
 from talkthrough_assets.pipeline.engines import Engines
@@ -124,7 +125,7 @@ def _run_stage(stage: str, recording_id: str, overrides: dict | None, engines: E
             extra = (engines or shared_engines(),) if stage in ENGINE_STAGES else ()
             stop_flag.checkpoint()  # stopped while it waited for the lock
             with cpu_plan.running(stage):  # the thread plan: OCR widens when Whisper is not running
-                result = RUNNERS[stage](recording_id, cfg, *extra)
+                result = RUNNERS[stage](recording_id, options.build(stage, cfg), *extra)
     except store.PartitionBusy as e:
         _notify(stage, recording_id, "failed", {"reason": str(e)})
         raise StageError(str(e), stage=stage) from None

@@ -1,8 +1,9 @@
 """What every stage's ``run()`` shares: the typed result it returns, and the reads of other stages'
 outputs it needs (the probe row, a stage's recorded reason, the cached WAV, the source file).
 
-A stage module holds its pure function(s), its ``CODE_VERSION`` and ``run(rid, cfg)`` (``run(rid, cfg,
-engines)`` when its ``StageSpec`` says ``engines=True``): read its inputs from the store, call the function,
+A stage module holds its pure function(s), its ``CODE_VERSION`` and ``run(rid, opts)`` (``run(rid, opts,
+engines)`` when its ``StageSpec`` says ``engines=True``; ``opts``: its frozen ``Options``, built by
+``pipeline.options``, or None): read its inputs from the store, call the function,
 write its tables, return a :class:`StageResult`. ``pipeline.run_stage`` records it; Dagster turns it into a
 materialization. No Dagster here.
 """

@@ -12,6 +12,7 @@ from dagster import build_init_resource_context
 from talkthrough_assets.defs import assets as definitions
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.ocr import engine as ocr_engine
 from talkthrough_assets.stages.segments import transcribe
 
 
@@ -74,7 +75,7 @@ def test_ocr_engine_loads_once_and_a_failed_load_is_tried_again(monkeypatch):
             raise ImportError("no wheel")
         return "engine"
 
-    monkeypatch.setattr(ocr, "_load_engine", load)
+    monkeypatch.setattr(ocr_engine, "_load_engine", load)
     e = ocr.OcrEngine()
     assert e.status(False) == (None, "off (TALKTHROUGH_OCR=off)") and calls == []
     engine, status = e.status(True)

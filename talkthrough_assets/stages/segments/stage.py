@@ -1,5 +1,5 @@
 """The segments stage's ``run()`` and its chunk store: content-addressed Whisper results of audio chunks (the
-logic is ``chunks.py``, Whisper and the drop rules ``transcribe.py``; paths and writes are ``store``'s:
+logic is ``chunks.py``, the decode ``transcribe.py`` (its engine, rules and coverage pass beside it); paths and writes are ``store``'s:
 ``chunks/whisper/<kk>/<key>.bin``).
 
 * Each recording's ``chunks`` table is its audio's chunk plan with each chunk's key. What is covered is
@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 
-from talkthrough_assets.core import config
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import chunks as C
+from talkthrough_assets.stages.segments import engine as E
 from talkthrough_assets.stages.segments import transcribe as T
 from talkthrough_assets.stages.runner import (StageResult, digest, hms, probe_row, progress, sharing_cpu, stage_reason, wav_path)
 
@@ -27,13 +28,32 @@ FAILED_PREFIX = "Whisper failed on "  # the segments stage's reason when some ch
 GC_MIN_AGE_S = 600.0  # a result younger than this is kept by gc (a run that began meanwhile may be writing it)
 
 
-def fingerprint(cfg: dict) -> str:
+@dataclass(frozen=True)
+class Options:
+    """What the segments stage runs with (built by ``pipeline.options`` from its settings and the environment)."""
+
+    whisper_model: str | None  # the settings its config hash covers (transcribe.SETTINGS)
+    language: str | None
+    vocabulary: str | None
+    beam_size: int
+    device: str = field(metadata={"env": "TALKTHROUGH_DEVICE"})  # the engine: in the config hash too
+    compute_type: str | None = field(metadata={"env": "TALKTHROUGH_COMPUTE_TYPE"})
+    threads: int | None = field(metadata={"env": "TALKTHROUGH_WHISPER_THREADS"})  # None: engine.cpu_threads
+    chunk_s: float = field(metadata={"env": "TALKTHROUGH_CHUNK_S"})
+
+
+def engine_fingerprint(opts: Options) -> dict:
+    """What, besides its settings, changes the segments stage's output (its StageSpec.engine)."""
+    return {"device": opts.device, "compute_type": E.compute_type(opts.device, opts.compute_type)}
+
+
+def fingerprint(opts: Options) -> str:
     """The chunk keys' settings part: what the segments config hash covers (settings.stage_config's shape)."""
     from talkthrough_assets.store.models import base_model_dir
 
     base = base_model_dir()
-    stage_cfg = {k: cfg.get(k) for k in T.SETTINGS}
-    if (engine := T.engine_fingerprint()):
+    stage_cfg = {k: getattr(opts, k) for k in T.SETTINGS}
+    if (engine := engine_fingerprint(opts)):
         stage_cfg["_engine"] = engine
     return C.fingerprint(stage_cfg, base.name if base else None)
 
@@ -46,12 +66,12 @@ def save(key: str, blob: bytes) -> None:
     store.put_bytes(store.chunk_result_key(key), blob)
 
 
-def transcribe(rid: str, samples, cfg: dict, *, on_chunk=None, **decode_kw) -> dict:
+def transcribe(rid: str, samples, opts: Options, *, on_chunk=None, **decode_kw) -> dict:
     """The segments stage's output for ``rid`` from its chunks (stored ones reused, the rest decoded and
     stored one by one); the chunk plan is written first, so coverage can be read while it runs. Adds
     ``"reason"`` when some chunks failed."""
-    out = C.transcribe_chunked(samples, fp=fingerprint(cfg), load=load, save=save, on_chunk=on_chunk,
-                               chunk_s=config.get("TALKTHROUGH_CHUNK_S"),
+    out = C.transcribe_chunked(samples, fp=fingerprint(opts), load=load, save=save, on_chunk=on_chunk,
+                               chunk_s=opts.chunk_s,
                                on_plan=lambda rows: store.write_table("chunks", rid, rows), **decode_kw)
     failed = out["chunks"]["failed"]
     if failed:
@@ -207,11 +227,11 @@ def _progress_to(rid: str):
     return on_chunk
 
 
-def run(rid: str, cfg: dict, engines) -> StageResult:
+def run(rid: str, opts: Options, engines) -> StageResult:
     from talkthrough_assets.store.models import resolve_whisper
 
     p = probe_row(rid)
-    ref, label = resolve_whisper(cfg.get("whisper_model"))
+    ref, label = resolve_whisper(opts.whisper_model)
     peak = 0
     audio_reason = stage_reason(rid, "audio")
     if not p["has_audio"] or audio_reason:
@@ -222,10 +242,10 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
         peak = audio_stage.peak(samples)
         shared = rid in sharing_cpu and bool(p["has_video"])  # the visual branch runs beside it
         # in chunks, each stored as soon as it is decoded under a content key (stages/chunks.py)
-        out = transcribe(rid, samples, cfg, on_chunk=_progress_to(rid), model_ref=ref, model_label=label, language=cfg.get("language"),
-                         threads=T.cpu_threads(shared=shared, override=config.get("TALKTHROUGH_WHISPER_THREADS")),
-                         vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or T.BEAM_SIZE),
-                         whisper=engines.whisper)
+        out = transcribe(rid, samples, opts, on_chunk=_progress_to(rid), model_ref=ref, model_label=label,
+                         language=opts.language, threads=E.cpu_threads(shared=shared, override=opts.threads),
+                         vocabulary=opts.vocabulary, beam_size=int(opts.beam_size), whisper=engines.whisper,
+                         device=opts.device, compute=opts.compute_type)
         if not out["chunks"]["total"] - len(out["chunks"]["failed"]):
             raise StageError(out["reason"])
     store.write_table("segments", rid, out["segments"])
