@@ -60,6 +60,7 @@ def known_cuts() -> dict[str, list[int]]:
 def run_keyframes(path: str, workdir: Path) -> dict:
     from talkthrough_assets.stages import dedup
     from talkthrough_assets.stages import keyframes
+    from talkthrough_assets.pipeline import settings as S
     from talkthrough_assets.stages import probe
 
     info = probe.probe_file(path)
@@ -68,7 +69,7 @@ def run_keyframes(path: str, workdir: Path) -> dict:
     for label, fn in (("v1", KF_V1.extract), ("new", keyframes.extract)):
         d = workdir / label / Path(path).stem
         t = time.perf_counter()
-        r = fn(path, d, duration_s=dur)
+        r = fn(path, d, duration_s=dur, max_frames=S.DEFAULTS["max_frames"])
         el = time.perf_counter() - t
         if label == "v1":
             hashes = [DD_V1.hashes(d / f["file"]) for f in r["frames"]]

@@ -146,11 +146,12 @@ def sherpa_defaults(wav: Path, num_clusters: int = -1) -> tuple[list[tuple], flo
     from talkthrough_assets.stages.turns import models as diarize_models
 
     m = diarize_models.resolve_models(models_dir=config.get(diarize_models.ENV_MODELS_DIR))
+    threads = diarize_engine.with_threads(diarize_engine.default_cache(), config.get(diarize_engine.ENV_THREADS)).threads
     cfg = so.OfflineSpeakerDiarizationConfig(
         segmentation=so.OfflineSpeakerSegmentationModelConfig(
             pyannote=so.OfflineSpeakerSegmentationPyannoteModelConfig(model=str(m.segmentation)),
-            num_threads=diarize_engine.threads()),
-        embedding=so.SpeakerEmbeddingExtractorConfig(model=str(m.embedding), num_threads=diarize_engine.threads()),
+            num_threads=threads),
+        embedding=so.SpeakerEmbeddingExtractorConfig(model=str(m.embedding), num_threads=threads),
         clustering=so.FastClusteringConfig(num_clusters=num_clusters) if num_clusters > 0 else so.FastClusteringConfig(),
     )
     eng = so.OfflineSpeakerDiarization(cfg)

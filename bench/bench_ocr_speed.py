@@ -37,10 +37,12 @@ def frames(path: str, workdir: Path) -> tuple[list[dict], list[dict]]:
 
     from talkthrough_assets.stages import dedup
     from talkthrough_assets.stages import keyframes
+    from talkthrough_assets.pipeline import settings as S
     from talkthrough_assets.stages import probe
 
     d = workdir / Path(path).stem
-    r = keyframes.extract(path, d, duration_s=probe.probe_file(path)["duration_ms"] / 1000)
+    r = keyframes.extract(path, d, duration_s=probe.probe_file(path)["duration_ms"] / 1000,
+                          max_frames=S.DEFAULTS["max_frames"])
     sigs = [dedup.signature(d / f["file"]) for f in r["frames"]]
     marks = dedup.mark(r["frames"], sigs)
     now, old, head = [], [], None

@@ -77,12 +77,12 @@ print(json.dumps({"segments": len(segs), "words": sum(len(s.text.split()) for s 
 
 def whisper_setup() -> tuple[str, str, int]:
     """(model path, compute type, threads) that `process` gives Whisper on this machine when it runs alone."""
-    from talkthrough_assets.core import config
+    from talkthrough_assets.pipeline import options
     from talkthrough_assets.store.models import resolve_whisper
-    from talkthrough_assets.stages.segments import transcribe
+    from talkthrough_assets.stages.segments import engine
 
-    return (resolve_whisper()[0], transcribe.device_setting()[1],
-            transcribe.cpu_threads(override=config.get("TALKTHROUGH_WHISPER_THREADS")))
+    o = options.build("segments", {})  # the engine fields: from the environment
+    return (resolve_whisper()[0], engine.compute_type(o.device, o.compute_type), engine.cpu_threads(override=o.threads))
 
 
 def bare(path: str, vad: bool) -> dict:

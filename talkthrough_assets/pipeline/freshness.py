@@ -5,6 +5,7 @@ outputs, and everything downstream of them. Names no stage."""
 from __future__ import annotations
 
 from talkthrough_assets.pipeline import datacheck
+from talkthrough_assets.pipeline import options
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.stagerun import CODE_VERSIONS
 from talkthrough_assets.pipeline.stagespec import BY_NAME
@@ -23,7 +24,7 @@ def plan(recording_id: str, *, force: bool = False) -> list[str]:
         st = state.get(stage)
         hook = BY_NAME[stage].stale
         if (st is None or st["status"] != "ok" or st["config_hash"] != S.config_hash(stage, cfg)
-                or st["code_version"] != CODE_VERSIONS[stage] or (hook is not None and hook(recording_id, cfg, st))):
+                or st["code_version"] != CODE_VERSIONS[stage] or (hook is not None and hook(recording_id, cfg, st, options.build(stage, cfg)))):
             stale.add(stage)
     # outputs deleted or damaged since (a torn Parquet file, a removed published file or frame folder): exactly
     # the stages that re-make them (datacheck)

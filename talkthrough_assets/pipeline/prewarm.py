@@ -4,6 +4,7 @@ the Python ones once Dagster's instance is open, each starting its own thread (b
 
 from __future__ import annotations
 
+from talkthrough_assets.pipeline import options
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.engines import Engines
 from talkthrough_assets.pipeline.engines import shared as shared_engines
@@ -36,4 +37,4 @@ def _prewarm(recording_id: str, stages: list[str], engines: Engines | None, *, n
         if spec.prewarm is None or spec.prewarm_native != native or spec.name not in stages:
             continue
         ctx = RunContext(recording_id, spec.name, beside=beside(spec.name, stages, stage_workers()))
-        spec.prewarm(recording_id, S.effective(recording_id), engines or shared_engines(), ctx)
+        spec.prewarm(recording_id, options.build(spec.name, S.effective(recording_id)), engines or shared_engines(), ctx)

@@ -13,6 +13,7 @@ from typing import Any
 
 from talkthrough_assets.core import config
 from talkthrough_assets import store
+from talkthrough_assets.pipeline import options
 from talkthrough_assets.pipeline.stagespec import BY_NAME, SETTING_BY_NAME, SETTINGS, SPECS, downstream  # noqa: F401  (S.downstream: what a change re-runs)
 
 # Everything below is derived from stagespec (the one description of stages and settings).
@@ -63,17 +64,17 @@ def effective(recording_id: str) -> dict[str, Any]:
     return s
 
 
-def engine_fingerprint(stage: str) -> dict[str, Any]:
+def engine_fingerprint(stage: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Engine choices that change a stage's output without being per-recording settings (its
-    ``StageSpec.engine``): part of its config hash, so changing one re-runs the stage (and records what
-    produced it)."""
+    ``StageSpec.engine``, of the stage's options): part of its config hash, so changing one re-runs the stage
+    (and records what produced it)."""
     engine = BY_NAME[stage].engine
-    return engine() if engine else {}
+    return engine(options.build(stage, settings or {})) if engine else {}
 
 
 def stage_config(stage: str, settings: dict[str, Any]) -> dict[str, Any]:
     cfg = {k: settings.get(k) for k in STAGE_KEYS[stage]}
-    env = engine_fingerprint(stage)
+    env = engine_fingerprint(stage, settings)
     if env:
         cfg["_engine"] = env
     return cfg

@@ -11,6 +11,7 @@ from typing import Callable
 from talkthrough_assets import store
 from talkthrough_assets.core import stop as stop_flag
 from talkthrough_assets.core.errors import DiskSpaceError, InternalError, StageError
+from talkthrough_assets.pipeline import options
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.disk import disk_reason
 from talkthrough_assets.pipeline.engines import Engines
@@ -66,7 +67,7 @@ def _run_stage(stage: str, recording_id: str, overrides: dict | None, engines: E
             kw = {"ctx": ctx or RunContext.alone(recording_id, stage)} if stage in CONTEXT_STAGES else {}
             stop_flag.checkpoint()  # stopped while it waited for the lock
             with cpu_plan.running(stage):  # the thread plan (stages.cpu_plan) knows which stages run now
-                result = RUNNERS[stage](recording_id, cfg, *extra, **kw)
+                result = RUNNERS[stage](recording_id, options.build(stage, cfg), *extra, **kw)
     except store.PartitionBusy as e:
         notify(stage, recording_id, "failed", {"reason": str(e)})
         raise StageError(str(e), stage=stage) from None

@@ -9,12 +9,15 @@
 * the amend table of docs/architecture.md (:func:`amend_table`; ``python -m talkthrough_assets.pipeline.stagespec
   docs/architecture.md`` rewrites it, and a unit test fails while that file and this module disagree).
 
-Adding a stage: a module under ``stages/`` with its function, its ``CODE_VERSION`` and ``run(rid, cfg)``
+Adding a stage: a module under ``stages/`` with its function, its ``CODE_VERSION`` and ``run(rid, opts)``
 (reads its inputs from the store, calls the function, writes its tables, returns a
-``stages.runner.StageResult``; ``run(rid, cfg, engines)`` and ``engines=True`` here when it needs
+``stages.runner.StageResult``; ``run(rid, opts, engines)`` and ``engines=True`` here when it needs
 Whisper/OCR/the diarizer; a keyword ``ctx`` and ``context=True`` when it reports progress or cares what runs
-beside it), and one ``StageSpec`` here holding that ``run``. The Dagster asset, its config, code version,
-checks, the CLI options, ``plan()`` and the amend table all follow. What the runner does differently for a stage
+beside it), and one ``StageSpec`` here holding that ``run``. ``opts`` is the stage's own
+frozen ``Options`` (``options=`` here; None for a stage without one), built once per run by
+``pipeline.options.build`` from the settings (a field named as a setting) and the environment (a field whose
+metadata names its ``env`` variable): a stage module never reads the environment itself. The Dagster asset, its config,
+code version, checks, the CLI options, ``plan()`` and the amend table all follow. What the runner does differently for a stage
 (its branch, engine prewarm, staleness beyond settings and code, partial results, the disk estimate) is a field
 or hook on its ``StageSpec``: the pipeline's runner and scheduler name no stage. No Dagster import here.
 """
@@ -71,7 +74,7 @@ class Check:
 @dataclass(frozen=True)
 class StageSpec:
     name: str
-    run: Callable[..., Any]  # the stage module's run(rid, cfg) -> StageResult (+ engines when ``engines``)
+    run: Callable[..., Any]  # the stage module's run(rid, opts) -> StageResult (+ engines when ``engines``)
     upstream: tuple[str, ...]
     settings: tuple[str, ...]  # the settings it reads: exactly what its config hash covers
     code_version: str
@@ -82,8 +85,11 @@ class StageSpec:
     amend: str = ""  # amend table (docs/architecture.md): what changing this stage's options is called ("re-anchor")
     amend_note: str = ""  # ... and what such a change leaves alone
     engines: bool = False  # run() takes the loaded engines (Whisper, OCR, the diarizer) as a third argument
-    # engine settings (config) that change the output, beyond ``settings``: () -> dict, in the config hash
-    engine: Callable[[], dict] | None = None
+    # engine settings (the environment) that change the output, beyond ``settings``: (options) -> dict, in the
+    # config hash
+    engine: Callable[[Any], dict] | None = None
+    options: type | None = None  # the stage's frozen Options dataclass, what its run() takes (pipeline.options)
+
     # once its output is stored (the Dagster asset, after each materialization): (recording id, its
     # StageResult, the recording's file names, first registered first) -> metadata added to that
     # materialization; what it raises is logged as a warning
@@ -100,18 +106,24 @@ class StageSpec:
     # the CPU-bound branch it belongs to: stages of different branches overlap when the run has 2+ workers, and
     # a stage's RunContext.beside names the other branches of its run ("" for none)
     branch: str = ""
-    # (rid, cfg, engines, ctx) -> None: loads the engine the stage will need before the run starts
+    # (rid, its Options, engines, ctx) -> None: loads the engine the stage will need before the run starts
     prewarm: Callable[..., None] | None = None
     # the hook loads native code and runs first, in the caller's thread, beside Dagster's import; False: Python
     # (it starts its own thread) once Dagster's instance is open (both: bench/bench_cold_start.py)
     prewarm_native: bool = True
-    # (rid, cfg, stage_runs row) -> bool: re-run although its settings and code are current
-    stale: Callable[[str, dict, dict | None], bool] | None = None
+    # (rid, its settings, stage_runs row, its Options) -> bool: re-run although its settings and code are current
+    stale: Callable[[str, dict, dict | None, Any], bool] | None = None
     # (rid, settings thunk, selected stages, done stages) -> None, or an object whose progressed() is called on
     # each of the stage's progress reports while it runs and ended(done, first failure) once the run ends
     previews: Callable[..., Any] | None = None
     # (rid, settings thunk) -> bytes the recording's run writes, or None: the "<m> MB needed" of a disk fault
     disk_need: Callable[[str, Callable[[], dict]], int | None] | None = None
+
+
+def _env_default(var: str) -> Any:
+    """The default of a setting that an environment variable replaces: that variable's (core.config, one place)."""
+    return config.BY_NAME[var].default
+
 
 def _aliases(_rid: str, _result, names: list[str]) -> dict:
     """The other names the recording's bytes were registered under, on its probe's materialization."""
@@ -143,14 +155,14 @@ def _forget_postings(rid: str) -> Callable[[], list[str]]:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("max_seconds", int, 4 * 3600, "TALKTHROUGH_MAX_SECONDS", "Process at most this many seconds."),
+    Setting("max_seconds", int, _env_default("TALKTHROUGH_MAX_SECONDS"), "TALKTHROUGH_MAX_SECONDS", "Process at most this many seconds."),
     Setting("recorded_at", str, None, None, "ISO-8601 start time; re-anchors wall_clock only.", "--recorded-at"),
     Setting("whisper_model", str, None, "TALKTHROUGH_WHISPER_MODEL",  # unset: the embedded tiny.en
             "Whisper model name or CTranslate2 folder.", "--model"),
     Setting("language", str, None, "TALKTHROUGH_LANGUAGE", "Force a language code (e.g. en).", "--language"),
     Setting("vocabulary", str, None, None, "Names/terms to bias Whisper.", "--vocabulary"),
     # 5, faster-whisper's default: greedy (1) lost words on real speech (bench/bench_asr.py)
-    Setting("beam_size", int, 5, None, "Whisper beam width (5; 1 = greedy: faster, loses words).",
+    Setting("beam_size", int, transcribe.BEAM_SIZE, None, "Whisper beam width (5; 1 = greedy: faster, loses words).",
             "--beam-size"),
     Setting("diarize", bool, False, None, "Speaker diarization (turns).", "--diarize/--no-diarize"),
     # "auto" (the default) or a count; persisted like every setting, so `--num-speakers auto` is how a
@@ -160,8 +172,8 @@ SETTINGS: tuple[Setting, ...] = (
             "changed.", "--num-speakers", parse=diarize.parse_num_speakers, metavar="N|auto"),
     Setting("diarize_threshold", float, 0.45, None,
             "Clustering threshold: the middle of the range that finds every speaker (bench/bench_der.py)."),
-    Setting("max_frames", int, 120, "TALKTHROUGH_MAX_FRAMES", "Keyframe budget per recording.", "--max-frames"),
-    Setting("scene_threshold", float, 0.04, None, "Share of the screen changed at once that is a cut."),
+    Setting("max_frames", int, _env_default("TALKTHROUGH_MAX_FRAMES"), "TALKTHROUGH_MAX_FRAMES", "Keyframe budget per recording.", "--max-frames"),
+    Setting("scene_threshold", float, keyframes.SCENE_THRESHOLD, None, "Share of the screen changed at once that is a cut."),
     Setting("ocr", bool, None, "TALKTHROUGH_OCR", "OCR on unique keyframes (unset: TALKTHROUGH_OCR, on unless 'off')."),
     Setting("speaker_names", dict, {}, None, "Speaker label -> name.", set_by="talkthrough name ID S1=Alice"),
     Setting("apply_voice_names", bool, False, None,
@@ -172,18 +184,20 @@ SETTINGS: tuple[Setting, ...] = (
 SPECS: tuple[StageSpec, ...] = (
     StageSpec("probe", probe.run, (), ("max_seconds",), probe.CODE_VERSION, ("probe",),
               "Streams, duration, container tags; caps and disk-space preflight.",
-              after=_aliases, reject=probe.probe_file, disk_need=probe.disk_need),
+              after=_aliases, reject=probe.probe_file, disk_need=probe.disk_need,
+              options=probe.Options),
     StageSpec("wall_clock", wallclock.run, ("probe",), ("recorded_at",), wallclock.CODE_VERSION, ("wall_clock",),
               "Wall-clock anchor: recorded_at > QuickTime creationdate > creation_time > date tags > "
-              "mtime-duration.", amend="re-anchor"),
+              "mtime-duration.", amend="re-anchor", options=wallclock.Options),
     StageSpec("audio", audio.run, ("probe",), (), audio.CODE_VERSION, ("audio/<id>.wav",),
               "16 kHz mono WAV cache of the first audio stream.", branch="audio"),
     StageSpec("segments", segments.run, ("audio",), transcribe.SETTINGS,
               segments.CODE_VERSION, ("segments", "words", "transcripts", "chunks"),
               "faster-whisper transcript segments + word timestamps (CPU int8, beam 5, VAD gate), decoded in "
               "chunks of a few minutes cut at silences, each kept under a content key (chunks/whisper/).",
-              engines=True, engine=transcribe.engine_fingerprint, forget=_release_results, context=True,
+              engines=True, engine=segments.engine_fingerprint, forget=_release_results, context=True,
               branch="audio", prewarm=segments.prewarm, stale=segments.stale, previews=partial.previews,
+              options=segments.Options,
               checks=(Check("transcript_present_when_audible", "WARN",
                             "Audio louder than about -30 dBFS produced at least one transcript segment. Fails "
                             "(warning) when Whisper heard nothing in audible audio: music, noise, or speech in a "
@@ -192,11 +206,11 @@ SPECS: tuple[StageSpec, ...] = (
               diarize.CODE_VERSION, ("diarization", "turns", "speakers", "speaker_segments", "voiceprints"),
               "Speaker turns (sherpa-onnx), roster and per-word attribution; opt-in via `diarize`.",
               engines=True, amend="diarize amend", amend_note="whisper output untouched", branch="audio",
-              stale=diarize.stale),
+              stale=diarize.stale, options=diarize.Options),
     StageSpec("keyframes", keyframes.run, ("probe",), ("max_frames", "scene_threshold"), keyframes.CODE_VERSION,
               ("keyframes", "frames/<id>/<generation>/"),
               "Scene-cut + interval keyframes from I-frames, GOPs decoded only where the picture changed; "
-              "upright, <=1568 px JPEGs.", context=True, branch="visual",
+              "upright, <=1568 px JPEGs.", context=True, branch="visual", options=keyframes.Options,
               checks=(Check("frame_index_matches_disk", "ERROR",
                             "Every keyframe listed in the keyframes table exists as a JPEG under frames/. Fails "
                             "when a frame file was deleted or never written; the check_recording job re-verifies "
@@ -207,13 +221,13 @@ SPECS: tuple[StageSpec, ...] = (
     StageSpec("ocr", ocr.run, ("dedup",), ("ocr",), ocr.CODE_VERSION + ".1", ("ocr", "ocr_keys"),  # .1: it wrote terms until the manifest stage took them
               "RapidOCR over unique keyframes (only the changed bands when little changed).",
               engines=True, engine=ocr.engine_fingerprint, branch="visual", prewarm=ocr_prewarm.prewarm,
-              prewarm_native=False),
+              prewarm_native=False, options=ocr.Options),
     StageSpec("manifest", manifest.run, ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"),
               ("speaker_names", "apply_voice_names"),
               f"{manifest.CODE_VERSION}.{terms.CODE_VERSION}.{search_index.CODE_VERSION}",
               ("manifests/<id>.json", "recordings", "terms", "index/parts/<id>.*.parquet"),
               "talkthrough-manifest/v1 JSON, the recordings row, the search terms and index part of it.", kinds=frozenset({"json"}),
-              after=_publish_report, forget=_forget_postings, stale=manifest.stale,
+              after=_publish_report, forget=_forget_postings, stale=manifest.stale, options=manifest.Options,
               checks=(Check("manifest_schema_valid", "ERROR",
                             "The published manifests/<id>.json parses and validates against "
                             "talkthrough-manifest/v1. Fails when it is missing, unreadable or invalid; the "
@@ -229,10 +243,16 @@ SETTING_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 
 
 def _validate() -> None:
+    from dataclasses import fields
+
     seen: set[str] = set()
     for s in SPECS:  # topological order: upstream first
         assert set(s.upstream) <= seen, f"{s.name}: upstream {set(s.upstream) - seen} must come first"
         assert set(s.settings) <= set(SETTING_BY_NAME), f"{s.name}: unknown setting(s)"
+        names = {f.name for f in fields(s.options)} if s.options else set()
+        assert set(s.settings) <= names, f"{s.name}: settings its Options lacks: {set(s.settings) - names}"
+        envs = {f.metadata["env"] for f in fields(s.options) if "env" in f.metadata} if s.options else set()
+        assert envs <= set(config.BY_NAME), f"{s.name}: Options read undeclared variables {envs - set(config.BY_NAME)}"
         seen.add(s.name)
     undeclared = [st.env for st in SETTINGS if st.env and st.env not in config.BY_NAME]
     assert not undeclared, f"settings' environment variables not declared in config.VARS: {undeclared}"

@@ -85,7 +85,7 @@ def write_silent_wav(path: str | os.PathLike) -> None:
         out.setframerate(SAMPLE_RATE)
 
 
-def run(rid: str, cfg: dict) -> StageResult:
+def run(rid: str, opts: None = None) -> StageResult:  # no options
     p = probe_row(rid)
     dst = store.audio_path(rid)
     dst.parent.mkdir(parents=True, exist_ok=True)

@@ -150,7 +150,7 @@ def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
     return out
 
 
-def run(rid: str, cfg: dict) -> StageResult:
+def run(rid: str, opts: None = None) -> StageResult:  # no options
     frames = store.read_rows("keyframes", rid)
     sigs = [signature(store.local_file(f["file"], immutable=True)) for f in frames]
     rows = mark(frames, sigs)

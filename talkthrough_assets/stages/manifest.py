@@ -4,6 +4,7 @@ recordings row (:func:`run`)."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 from talkthrough_assets import store
@@ -187,8 +188,23 @@ def recording_row(m: dict, manifest_path: str | None = None) -> dict:
     }
 
 
-def build_stored(rid: str, cfg: dict) -> dict:
+@dataclass(frozen=True)
+class Options:
+    """What the manifest stage runs with (built by ``pipeline.options`` from the settings). Its config hash covers
+    ``speaker_names`` and ``apply_voice_names``; the caps it records are its upstream stages' settings (a change
+    re-runs that stage, and so this one)."""
+
+    speaker_names: dict | None
+    apply_voice_names: bool
+    max_seconds: int
+    max_frames: int
+    scene_threshold: float
+    ocr: bool | None
+
+
+def build_stored(rid: str, opts: Options) -> dict:
     """:func:`build` from the stored outputs of the stages upstream."""
+    cfg = asdict(opts)
     return build(
         frames_reason=stage_reason(rid, "keyframes"), recording_id=rid, probe=probe_row(rid),
         wall_clock=store.read_one("wall_clock", rid), transcript=store.read_one("transcripts", rid),
@@ -226,7 +242,7 @@ def voice_check(rid: str) -> CheckResult:
                        "; ".join(open_) if open_ else "no unnamed speaker matches an enrolled person")
 
 
-def stale(rid: str, cfg: dict, stage_run: dict | None) -> bool:
+def stale(rid: str, cfg: dict, stage_run: dict | None, opts=None) -> bool:
     """Its StageSpec's ``stale``: with diarization on, someone enrolled, renamed or forgotten since the manifest
     matched the voices (only the manifest re-checks them)."""
     if not cfg.get("diarize"):
@@ -237,8 +253,8 @@ def stale(rid: str, cfg: dict, stage_run: dict | None) -> bool:
         return False
 
 
-def run(rid: str, cfg: dict) -> StageResult:
-    m = build_stored(rid, cfg)
+def run(rid: str, opts: Options) -> StageResult:
+    m = build_stored(rid, opts)
     problems = validate(m)
     if problems:
         raise StageError("manifest invalid: " + "; ".join(problems))

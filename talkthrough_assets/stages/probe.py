@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from talkthrough_assets.core import config
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import BadMediaError, DiskSpaceError, StageError
 from talkthrough_assets.core.ids import recording_id
@@ -190,7 +190,7 @@ def estimate_need(info: dict, cfg: dict) -> dict[str, int]:
     from talkthrough_assets.store.models import base_model_join_bytes
 
     secs = effective_seconds(info)
-    max_frames = int(cfg.get("max_frames") or 120)
+    max_frames = int(cfg["max_frames"])
     data = int(secs * 16000 * 2) if info["has_audio"] else 0
     if info["has_video"]:  # interval frames at most one per frame_floor_s, plus scene cuts, within the budget
         frames = min(max_frames, int(secs / frame_floor_s(secs, max_frames)) + 2 + max_frames // 10)
@@ -235,13 +235,22 @@ def frame_floor_s(duration_s: float, max_frames: int) -> float:
     return max(1.0, float(duration_s) / max(1, int(max_frames)))
 
 
-def run(rid: str, cfg: dict) -> StageResult:
+@dataclass(frozen=True)
+class Options:
+    """What the probe stage runs with (built by ``pipeline.options`` from its settings and the environment)."""
+
+    max_seconds: int  # the setting its config hash covers
+    max_frames: int  # the keyframe budget its disk preflight counts (keyframes' setting)
+    min_free_bytes: int = field(metadata={"env": "TALKTHROUGH_MIN_FREE_BYTES"})  # the preflight's reserve
+
+
+def run(rid: str, opts: Options) -> StageResult:
     src = source_path(rid)
     if recording_id(src) != rid:  # hashed once per process: registration already did it
         raise StageError(f"{src.name} changed since it was registered (sha256 no longer matches {rid})")
-    info = probe_file(src, max_seconds=cfg["max_seconds"])
-    preflight_disk(info, store.home(), max_frames=int(cfg["max_frames"]),
-                   min_free_bytes=config.get("TALKTHROUGH_MIN_FREE_BYTES"), models_dir=store.models_dir(),
+    info = probe_file(src, max_seconds=opts.max_seconds)
+    preflight_disk(info, store.home(), max_frames=int(opts.max_frames),
+                   min_free_bytes=opts.min_free_bytes, models_dir=store.models_dir(),
                    dagster_dir=store.dagster_home())
     store.write_table("probe", rid, [info])
     md = {"filename": src.name, "duration_s": round(info["duration_ms"] / 1000, 3),

@@ -1,10 +1,11 @@
 """What every stage's ``run()`` shares: the typed result it returns, and the reads of other stages'
 outputs it needs (the probe row, a stage's recorded reason, the cached WAV, the source file).
 
-A stage module holds its pure function(s), its ``CODE_VERSION`` and ``run(rid, cfg)`` (``run(rid, cfg,
-engines)`` when its ``StageSpec`` says ``engines=True``; a keyword ``ctx``, the :class:`RunContext`, when it
-says ``context=True``): read its inputs from the store, call the function, write its tables, return a
-:class:`StageResult`. ``pipeline.run_stage`` records it; Dagster turns it into a materialization. No Dagster here.
+A stage module holds its pure function(s), its ``CODE_VERSION`` and ``run(rid, opts)`` (``run(rid, opts,
+engines)`` when its ``StageSpec`` says ``engines=True``; ``opts``: its frozen ``Options``, built by
+``pipeline.options``, or None; a keyword ``ctx``, the :class:`RunContext`, when it says ``context=True``): read its inputs from the store, call the function,
+write its tables, return a :class:`StageResult`. ``pipeline.run_stage`` records it; Dagster turns it into a
+materialization. No Dagster here.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from talkthrough_assets import store
@@ -147,11 +148,18 @@ def t_wall(wall_clock: dict | None, t_ms: int | float) -> str | None:
     return (start + timedelta(milliseconds=float(t_ms))).astimezone(tz).isoformat(timespec="milliseconds")
 
 
-def run(rid: str, cfg: dict) -> StageResult:
+@dataclass(frozen=True)
+class Options:
+    """What the wall_clock stage runs with (built by ``pipeline.options`` from its settings)."""
+
+    recorded_at: str | None  # ISO-8601 start time given for the recording
+
+
+def run(rid: str, opts: Options) -> StageResult:
     p = probe_row(rid)
     try:
         wc = resolve(tags=p["tags_json"], duration_ms=p["duration_ms"], file_mtime=p["file_mtime"],
-                     recorded_at=cfg.get("recorded_at"))
+                     recorded_at=opts.recorded_at)
     except ValueError as e:
         raise StageError(str(e)) from None
     store.write_table("wall_clock", rid, [wc])

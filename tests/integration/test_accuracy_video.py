@@ -14,6 +14,7 @@ from fixture_facts import FIXTURES_DIR, SCREENCAST_SCENES, SILENT_SCENES
 from PIL import Image
 
 from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.app import service
 from talkthrough_assets import store
 from talkthrough_assets.stages import dedup
@@ -26,7 +27,8 @@ VIDEOS = sorted((EVAL / "video").glob("*.mp4")) + sorted((EVAL / "video").glob("
 
 def _extract(path: Path, out: Path, mode: str = "auto") -> dict:
     info = probe.probe_file(path)
-    return keyframes.extract(path, out / mode, duration_s=info["duration_ms"] / 1000, mode=mode)
+    return keyframes.extract(path, out / mode, duration_s=info["duration_ms"] / 1000, mode=mode,
+                             max_frames=S.DEFAULTS["max_frames"])
 
 
 @pytest.mark.parametrize("path", [FIXTURES_DIR / "screencast.mp4", FIXTURES_DIR / "silent_video.mp4", *VIDEOS],

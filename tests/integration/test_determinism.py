@@ -23,8 +23,9 @@ MEDIA = ROOT.parent / "shared" / "eval" / "media" / "asr" / "faster_whisper_mult
 
 CHILD = """
 import json, sys
-from talkthrough_assets import models
-from talkthrough_assets.stages import audio, chunks
+from talkthrough_assets.store import models
+from talkthrough_assets.stages import audio
+from talkthrough_assets.stages.segments import chunks
 samples = audio.load_wav(sys.argv[1])
 ref, label = models.resolve_whisper()
 out = chunks.transcribe(samples, model_ref=ref, model_label=label)

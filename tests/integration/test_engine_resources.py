@@ -62,7 +62,7 @@ def test_the_stages_asset_runs_on_the_engines_its_resources_give(private_root):
     # the transcription model, and the multilingual one when the language check of a doubtful segment ran
     loaded = [key[0] for key in whisper._models]
     assert models.resolve_whisper()[0] in loaded and len(loaded) <= 2, loaded
-    assert ocr._engine is not None and diarizer.calls == 1
+    assert ocr._engines and diarizer.calls == 1  # loaded (one engine per detection cap)
     assert diarizer.cache is not diarize_engine.default_cache() and len(diarizer.cache.engines) == 1
     words = " ".join(s["text"] for s in store.read_rows("segments", rid)).lower()
     assert sum(k in words for k in SCREENCAST_KEYWORDS) >= len(SCREENCAST_KEYWORDS) // 2
@@ -84,10 +84,10 @@ def test_an_audio_file_never_loads_the_ocr_engine(private_root):
     for t in threading.enumerate():
         if t.name == "prewarm":
             t.join(120)
-    assert len(mine.whisper._models) == 1 and mine.ocr._engine is None
+    assert len(mine.whisper._models) == 1 and mine.ocr._engines == {}
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(PARTITIONS_NAME, [rid])
     result = materialize(definitions.ASSETS, instance=instance, partition_key=rid,
                          resources={"whisper": mine.whisper, "ocr_engine": mine.ocr, "diarizer": mine.diarizer})
-    assert result.success and mine.ocr._engine is None
+    assert result.success and mine.ocr._engines == {}
     assert store.read_rows("ocr", rid) == [] and store.read_rows("segments", rid)

@@ -13,6 +13,7 @@ from talkthrough_assets import definitions
 from talkthrough_assets.defs import resources
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.ocr import engine as ocr_engine
 from talkthrough_assets.stages.segments import transcribe
 
 
@@ -75,7 +76,7 @@ def test_ocr_engine_loads_once_and_a_failed_load_is_tried_again(monkeypatch):
             raise ImportError("no wheel")
         return "engine"
 
-    monkeypatch.setattr(ocr, "_load_engine", load)
+    monkeypatch.setattr(ocr_engine, "_load_engine", load)
     e = ocr.OcrEngine()
     assert e.status(False) == (None, "off (TALKTHROUGH_OCR=off)") and calls == []
     engine, status = e.status(True)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from talkthrough_assets import store
@@ -48,10 +49,11 @@ from talkthrough_assets.stages.runner import CheckResult, RunContext, StageResul
 
 CODE_VERSION = "3"  # 3: the budget is paced over the whole recording and spent on distinct screens
 MAX_WIDTH = 1568
+SCENE_THRESHOLD = 0.04  # the scene_threshold setting's default (pipeline/stagespec.py)
 
 
-def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: float, max_frames: int = 120,
-            scene_threshold: float = 0.04, max_width: int = MAX_WIDTH, max_seconds: float | None = None,
+def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: float, max_frames: int,
+            scene_threshold: float = SCENE_THRESHOLD, max_width: int = MAX_WIDTH, max_seconds: float | None = None,
             mode: str = "auto", on_time=None) -> dict:
     """Write keyframes into ``out_dir``.
 
@@ -190,7 +192,15 @@ def scan_progress(rid: str, span_s: float, clock=time.monotonic, ctx: RunContext
 
 
 
-def run(rid: str, cfg: dict, *, ctx: RunContext | None = None) -> StageResult:
+@dataclass(frozen=True)
+class Options:
+    """What the keyframes stage runs with (built by ``pipeline.options`` from its settings)."""
+
+    max_frames: int  # keyframe budget per recording
+    scene_threshold: float  # share of the screen changed at once that is a cut
+
+
+def run(rid: str, opts: Options, *, ctx: RunContext | None = None) -> StageResult:
     p = probe_row(rid)
     if not p["has_video"]:
         store.write_table("keyframes", rid, [])
@@ -199,8 +209,8 @@ def run(rid: str, cfg: dict, *, ctx: RunContext | None = None) -> StageResult:
     gen = store.new_frames_generation(rid)
     try:
         span_s = min(p["duration_ms"] / 1000, p["max_seconds"]) if p["cap_hit"] else p["duration_ms"] / 1000
-        res = extract(p["path"], gen, duration_s=p["duration_ms"] / 1000, max_frames=int(cfg["max_frames"]),
-                      scene_threshold=float(cfg["scene_threshold"]),
+        res = extract(p["path"], gen, duration_s=p["duration_ms"] / 1000, max_frames=int(opts.max_frames),
+                      scene_threshold=float(opts.scene_threshold),
                       max_seconds=p["max_seconds"] if p["cap_hit"] else None,
                       on_time=scan_progress(rid, span_s, ctx=ctx))
     except BadMediaError as e:

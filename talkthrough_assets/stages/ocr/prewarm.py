@@ -8,14 +8,14 @@ from talkthrough_assets.stages.probe import may_have_video
 from talkthrough_assets.stages.runner import RunContext
 
 
-def prewarm(rid: str, cfg: dict, engines, ctx: RunContext) -> None:
+def prewarm(rid: str, opts, engines, ctx: RunContext) -> None:
     """Start loading RapidOCR in a background thread (named ``prewarm``) for a recording with a picture when OCR is
     on (ONNX Runtime releases the GIL while loading; the ocr stage waits for a load under way, never starting a
     second one). Its import is Python (~1.5 s here), so the hook is not native (StageSpec.prewarm_native): the
     CLI starts it once Dagster's instance is open, so that it overlaps the run's start and the first stages
     (probe, audio, keyframes) rather than Dagster's own import, which needs the interpreter just as much."""
-    if cfg.get("ocr") and may_have_video(rid):
-        threading.Thread(target=_quietly, args=(lambda: engines.ocr.status(True),), daemon=True,
+    if opts.ocr and may_have_video(rid):  # opts: the ocr stage's Options (the detection cap it will run with)
+        threading.Thread(target=_quietly, args=(lambda: engines.ocr.status(True, opts.det_max_side),), daemon=True,
                          name="prewarm").start()
 
 

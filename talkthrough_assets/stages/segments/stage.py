@@ -13,12 +13,13 @@ the drop rules ``transcribe.py``; paths and writes are ``store``'s: ``chunks/whi
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
-from talkthrough_assets.core import config
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import chunks as C
+from talkthrough_assets.stages.segments import engine as E
 from talkthrough_assets.stages.segments import transcribe as T
 from talkthrough_assets.stages.probe import has_video
 from talkthrough_assets.stages.runner import RunContext, StageResult, digest, hms, probe_row, stage_reason, wav_path
@@ -30,13 +31,32 @@ CODE_VERSION = "13"
 FAILED_PREFIX = "Whisper failed on "  # the segments stage's reason when some chunks failed (re-run retries them)
 
 
-def fingerprint(cfg: dict) -> str:
+@dataclass(frozen=True)
+class Options:
+    """What the segments stage runs with (built by ``pipeline.options`` from its settings and the environment)."""
+
+    whisper_model: str | None  # the settings its config hash covers (transcribe.SETTINGS)
+    language: str | None
+    vocabulary: str | None
+    beam_size: int
+    device: str = field(metadata={"env": "TALKTHROUGH_DEVICE"})  # the engine: in the config hash too
+    compute_type: str | None = field(metadata={"env": "TALKTHROUGH_COMPUTE_TYPE"})
+    threads: int | None = field(metadata={"env": "TALKTHROUGH_WHISPER_THREADS"})  # None: engine.cpu_threads
+    chunk_s: float = field(metadata={"env": "TALKTHROUGH_CHUNK_S"})
+
+
+def engine_fingerprint(opts: Options) -> dict:
+    """What, besides its settings, changes the segments stage's output (its StageSpec.engine)."""
+    return {"device": opts.device, "compute_type": E.compute_type(opts.device, opts.compute_type)}
+
+
+def fingerprint(opts: Options) -> str:
     """The chunk keys' settings part: what the segments config hash covers (settings.stage_config's shape)."""
     from talkthrough_assets.store.models import base_model_dir
 
     base = base_model_dir()
-    stage_cfg = {k: cfg.get(k) for k in T.SETTINGS}
-    if (engine := T.engine_fingerprint()):
+    stage_cfg = {k: getattr(opts, k) for k in T.SETTINGS}
+    if (engine := engine_fingerprint(opts)):
         stage_cfg["_engine"] = engine
     return C.fingerprint(stage_cfg, base.name if base else None, CODE_VERSION)
 
@@ -49,12 +69,12 @@ def save(key: str, blob: bytes) -> None:
     store.put_bytes(store.chunk_result_key(key), blob)
 
 
-def transcribe(rid: str, samples, cfg: dict, *, on_chunk=None, **decode_kw) -> dict:
+def transcribe(rid: str, samples, opts: Options, *, on_chunk=None, **decode_kw) -> dict:
     """The segments stage's output for ``rid`` from its chunks (stored ones reused, the rest decoded and
     stored one by one); the chunk plan is written first, so coverage can be read while it runs. Adds
     ``"reason"`` when some chunks failed."""
-    out = C.transcribe_chunked(samples, fp=fingerprint(cfg), load=load, save=save, on_chunk=on_chunk,
-                               chunk_s=config.get("TALKTHROUGH_CHUNK_S"),
+    out = C.transcribe_chunked(samples, fp=fingerprint(opts), load=load, save=save, on_chunk=on_chunk,
+                               chunk_s=opts.chunk_s,
                                on_plan=lambda rows: store.write_table("chunks", rid, rows), **decode_kw)
     failed = out["chunks"]["failed"]
     if failed:
@@ -74,7 +94,7 @@ def needs_retry(stage_run: dict | None) -> bool:
     return bool(stage_run and (stage_run.get("reason") or "").startswith(FAILED_PREFIX))
 
 
-def stale(rid: str, cfg: dict, stage_run: dict | None) -> bool:
+def stale(rid: str, cfg: dict, stage_run: dict | None, opts=None) -> bool:
     """Its StageSpec's ``stale``: re-run although settings and code are current when chunks were left undecoded."""
     return needs_retry(stage_run)
 
@@ -128,7 +148,7 @@ def _progress_to(ctx: RunContext):
     return on_chunk
 
 
-def prewarm(rid: str, cfg: dict, engines, ctx: RunContext) -> None:
+def prewarm(rid: str, opts: Options, engines, ctx: RunContext) -> None:
     """Its StageSpec's ``prewarm`` (native: the calling thread): load Whisper now (~0.5-1 s, native code: a
     thread importing Dagster meanwhile runs beside it). Not in a thread of its own: a CTranslate2 model loaded in
     a thread while Dagster was imported decoded its first chunk at ~5x the CPU (the 30-min bench meeting's first
@@ -136,20 +156,19 @@ def prewarm(rid: str, cfg: dict, engines, ctx: RunContext) -> None:
     transcript waited for it)."""
     from talkthrough_assets.store.models import resolve_whisper
 
-    threads = T.cpu_threads(shared=bool(ctx.beside) and has_video(rid),
-                            override=config.get("TALKTHROUGH_WHISPER_THREADS"))
+    threads = E.cpu_threads(shared=bool(ctx.beside) and has_video(rid), override=opts.threads)
     try:
-        engines.whisper.warm(resolve_whisper(cfg.get("whisper_model"))[0], threads)
+        engines.whisper.warm(resolve_whisper(opts.whisper_model)[0], threads, opts.device, opts.compute_type)
     except Exception:  # the stage itself reports a missing or broken model, with a reason
         pass
 
 
-def run(rid: str, cfg: dict, engines, *, ctx: RunContext | None = None) -> StageResult:
+def run(rid: str, opts: Options, engines, *, ctx: RunContext | None = None) -> StageResult:
     from talkthrough_assets.store.models import resolve_whisper
 
     ctx = ctx or RunContext.alone(rid, "segments")
     p = probe_row(rid)
-    ref, label = resolve_whisper(cfg.get("whisper_model"))
+    ref, label = resolve_whisper(opts.whisper_model)
     peak = 0
     audio_reason = stage_reason(rid, "audio")
     if not p["has_audio"] or audio_reason:
@@ -160,10 +179,10 @@ def run(rid: str, cfg: dict, engines, *, ctx: RunContext | None = None) -> Stage
         peak = audio_stage.peak(samples)
         shared = bool(ctx.beside) and bool(p["has_video"])  # the visual branch runs beside it
         # in chunks, each stored as soon as it is decoded under a content key (stages/chunks.py)
-        out = transcribe(rid, samples, cfg, on_chunk=_progress_to(ctx), model_ref=ref, model_label=label, language=cfg.get("language"),
-                         threads=T.cpu_threads(shared=shared, override=config.get("TALKTHROUGH_WHISPER_THREADS")),
-                         vocabulary=cfg.get("vocabulary"), beam_size=int(cfg.get("beam_size") or T.BEAM_SIZE),
-                         whisper=engines.whisper)
+        out = transcribe(rid, samples, opts, on_chunk=_progress_to(ctx), model_ref=ref, model_label=label,
+                         language=opts.language, threads=E.cpu_threads(shared=shared, override=opts.threads),
+                         vocabulary=opts.vocabulary, beam_size=int(opts.beam_size), whisper=engines.whisper,
+                         device=opts.device, compute=opts.compute_type)
         if not out["chunks"]["total"] - len(out["chunks"]["failed"]):
             raise StageError(out["reason"])
     store.write_table("segments", rid, out["segments"])

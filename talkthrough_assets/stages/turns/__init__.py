@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from talkthrough_assets import store
 from talkthrough_assets.stages.runner import StageResult, digest, probe_row, wav_path
 from talkthrough_assets.stages.turns.attribution import attribute_segments
-from talkthrough_assets.stages.turns.engine import (SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, centroids, engine_version, run_engine)
+from talkthrough_assets.stages.turns.engine import (ENV_THREADS, SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, default_cache, with_threads, centroids, engine_version, run_engine)
 from talkthrough_assets.stages.turns.labels import (AUTO, SAME_VOICE_CERTAIN, SAME_VOICE_SIMILARITY, labels_in_order, merge_labels, merge_to_count, parse_num_speakers, plan_merges, relabel, roster)
-from talkthrough_assets.stages.turns.models import ModelUnavailable, resolve_models
+from talkthrough_assets.stages.turns.models import ENV_MODELS_DIR, ModelUnavailable, resolve_models
 from talkthrough_assets.stages.turns.refine_models import refine_turns, window_vectors
 from talkthrough_assets.stages.turns import voiceprints as voiceprints_mod
 
@@ -53,9 +54,10 @@ def _row(**kw) -> dict:
 
 def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], words: Sequence[dict],
               num_speakers: int | str | None, threshold: float | None, window_shift: float = WINDOW_SHIFT_RATIO,
-              cache: EngineCache | None = None, models_dir: str | None = None) -> dict:
+              cache: EngineCache | None = None, models_dir: str | None = None, threads: int | None = None) -> dict:
     """Diarize ``wav_path`` (16 kHz mono WAV; None = no audio stream) and attribute the transcript.
-    ``models_dir``: ``$TALKTHROUGH_DIARIZATION_MODELS`` (see :func:`resolve_models`).
+    ``models_dir``: ``$TALKTHROUGH_DIARIZATION_MODELS`` (see :func:`resolve_models`). ``threads``: ONNX threads
+    per model (the stage's option; None: ``cache``'s own).
 
     ``num_speakers``: a count, or ``"auto"`` (also None / 0) to find it from the audio. A given count is
     honoured: the engine clusters into exactly that many (where its own clustering finds fewer, a finer
@@ -72,6 +74,8 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     (no audio, too short, silence, no models, no speech) is ``available=False`` with a reason.
     Name candidates are not made here: they need the OCR, which is not upstream of ``turns``
     (see ``speaker_names``)."""
+    if threads is not None:
+        cache = with_threads(cache or default_cache(), threads)
     t_start = time.perf_counter()
     parsed = parse_num_speakers(num_speakers)
     n_req = None if parsed == AUTO else int(parsed)
@@ -168,8 +172,20 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
                 speaker_count=count)
 
 
-def run(rid: str, cfg: dict, engines) -> StageResult:
-    if not cfg.get("diarize"):
+@dataclass(frozen=True)
+class Options:
+    """What the turns stage runs with (built by ``pipeline.options`` from its settings and the environment)."""
+
+    diarize: bool  # the settings its config hash covers
+    num_speakers: str | None
+    diarize_threshold: float | None
+    threads: int = field(metadata={"env": ENV_THREADS})  # ONNX threads per model (engine.EngineCache.threads)
+    # $TALKTHROUGH_DIARIZATION_MODELS: where its models are (stale: a run without them is retried once found)
+    models_dir: str | None = field(default=None, metadata={"env": ENV_MODELS_DIR})
+
+
+def run(rid: str, opts: Options, engines) -> StageResult:
+    if not opts.diarize:
         row = {"available": False, "requested": False, "reason": "diarization not requested"}
         out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": [], "voiceprints": []}
     else:
@@ -178,7 +194,7 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
         out = engines.diarizer.run_turns(
             wav_path(rid) if p["has_audio"] else None,
             segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
-            num_speakers=cfg.get("num_speakers"), threshold=cfg.get("diarize_threshold"),
+            num_speakers=opts.num_speakers, threshold=opts.diarize_threshold, threads=opts.threads,
         )
     store.write_table("diarization", rid, [out["diarization"]])
     store.write_table("turns", rid, out["turns"])
@@ -191,7 +207,7 @@ def run(rid: str, cfg: dict, engines) -> StageResult:
     return StageResult(md, digest([out["turns"], out["speaker_segments"]]))
 
 
-def stale(rid: str, cfg: dict, stage_run: dict | None) -> bool:
+def stale(rid: str, cfg: dict, stage_run: dict | None, opts: "Options | None" = None) -> bool:
     """Its StageSpec's ``stale``: a diarization that ran without its models is retried once they can be found
     (no download)."""
     if not cfg.get("diarize"):
@@ -199,11 +215,8 @@ def stale(rid: str, cfg: dict, stage_run: dict | None) -> bool:
     row = store.read_one("diarization", rid)
     if not row or not row["requested"] or row["available"] or "diarization models" not in (row["reason"] or ""):
         return False
-    from talkthrough_assets.core import config
-    from talkthrough_assets.stages.turns.models import ENV_MODELS_DIR
-
     try:
-        resolve_models(download=False, models_dir=config.get(ENV_MODELS_DIR))
+        resolve_models(download=False, models_dir=opts.models_dir if opts else None)
     except ModelUnavailable:
         return False
     return True

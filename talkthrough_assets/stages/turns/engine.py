@@ -7,10 +7,10 @@ imported lazily, only when diarization really runs.
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
-from talkthrough_assets.core import config
 from talkthrough_assets.stages.turns.labels import exclusive_spans, labels_in_order
 from talkthrough_assets.stages.turns.models import DiarizationModels, ModelUnavailable
 
@@ -23,7 +23,7 @@ MIN_DURATION_ON = 0.3        # sherpa defaults
 MIN_DURATION_OFF = 0.5
 CENTROID_MAX_S = 20.0        # audio per label (its longest clean spans) used for its centroid embedding
 
-ENV_THREADS = "TALKTHROUGH_DIARIZATION_THREADS"
+ENV_THREADS = "TALKTHROUGH_DIARIZATION_THREADS"  # the turns stage's ``threads`` option
 
 MAX_ENGINES = 4
 
@@ -34,7 +34,8 @@ class EngineCache:
     diarizer resource (``talkthrough_assets.pipeline.engines.Diarizer``) owns one; a call without one uses
     :func:`default_cache`, the same process-wide object the shared diarizer holds."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads  # ONNX threads per model (see :meth:`with_threads`)
         self.lock = threading.Lock()
         self.engines: dict[tuple, Any] = {}  # (models, clustering, threads) -> OfflineSpeakerDiarization
         self.extractors: dict[tuple, Any] = {}
@@ -47,12 +48,15 @@ def default_cache() -> EngineCache:
     return _default_cache
 
 
-def threads() -> int:
-    """ONNX threads per model. Default 1: measured on the 2-core build machine (96 s of two-voice audio),
-    2 threads doubled the CPU time for the same work (20 vs 10 CPU-s per audio minute) and were ~2x
-    slower in wall time whenever anything else ran (the Dagster pool runs 2 steps at once); these
-    int8 models are too small for intra-op threads to pay. ``TALKTHROUGH_DIARIZATION_THREADS`` overrides."""
-    return max(1, config.get(ENV_THREADS) or 1)
+def with_threads(cache: EngineCache, n: int | None) -> EngineCache:
+    """``cache`` (the same engines, lock and extractors) building its engines with ``n`` ONNX threads per model.
+    Default 1: measured on the 2-core build machine (96 s of two-voice audio), 2 threads doubled the CPU time for
+    the same work (20 vs 10 CPU-s per audio minute) and were ~2x slower in wall time whenever anything else ran
+    (the Dagster pool runs 2 steps at once); these int8 models are too small for intra-op threads to pay. The
+    turns stage's ``threads`` option (``TALKTHROUGH_DIARIZATION_THREADS``) sets it."""
+    view = copy.copy(cache)
+    view.threads = max(1, n or 1)
+    return view
 
 
 def engine_version() -> str | None:
@@ -109,7 +113,7 @@ def run_engine(samples, models: DiarizationModels, num_speakers: int | None, thr
 
     cache = cache or default_cache()
     with cache.lock:
-        eng = _engine(cache, models, int(num_speakers) if num_speakers else -1, float(threshold), threads(),
+        eng = _engine(cache, models, int(num_speakers) if num_speakers else -1, float(threshold), cache.threads,
                       window_shift)
         result = eng.process(np.ascontiguousarray(samples, dtype=np.float32)).sort_by_start_time()
     return [(int(round(s.start * 1000)), int(round(s.end * 1000)), int(s.speaker)) for s in result]
@@ -123,7 +127,7 @@ def centroids(samples, turns: list[dict], models: DiarizationModels,
     cache = cache or default_cache()
     out = {}
     with cache.lock:
-        ex = _extractor(cache, models, threads())
+        ex = _extractor(cache, models, cache.threads)
         for label in labels_in_order(turns):
             spans = exclusive_spans(turns, label) or [(t["t0_ms"], t["t1_ms"]) for t in turns if t["speaker"] == label]
             pieces, total = [], 0
@@ -148,5 +152,5 @@ def centroids(samples, turns: list[dict], models: DiarizationModels,
 
 
 
-__all__ = ["SAMPLE_RATE", "WINDOW_SHIFT_RATIO", "ENV_THREADS", "EngineCache", "default_cache", "threads",
+__all__ = ["SAMPLE_RATE", "WINDOW_SHIFT_RATIO", "ENV_THREADS", "EngineCache", "default_cache", "with_threads",
            "engine_version", "run_engine", "centroids"]

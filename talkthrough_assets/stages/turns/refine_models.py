@@ -21,15 +21,15 @@ def segmentation_probs(samples, models, cache=None):
     import numpy as np
     import onnxruntime as ort
 
-    from talkthrough_assets.stages.turns.engine import default_cache, threads
+    from talkthrough_assets.stages.turns.engine import default_cache
 
     cache = cache or default_cache()
-    key = ("onnxruntime-segmentation", str(models.segmentation), threads())
+    key = ("onnxruntime-segmentation", str(models.segmentation), cache.threads)
     with cache.lock:
         sess = cache.extractors.get(key)
         if sess is None:
             opts = ort.SessionOptions()
-            opts.intra_op_num_threads = opts.inter_op_num_threads = threads()
+            opts.intra_op_num_threads = opts.inter_op_num_threads = cache.threads
             sess = cache.extractors[key] = ort.InferenceSession(str(models.segmentation), opts,
                                                                 providers=["CPUExecutionProvider"])
     meta = sess.get_modelmeta().custom_metadata_map
@@ -85,12 +85,12 @@ def window_vectors(samples, windows: Sequence[tuple[int, str]], models, cache=No
     """Unit CAM++ embeddings of ``windows`` (rows in order)."""
     import numpy as np
 
-    from talkthrough_assets.stages.turns.engine import _extractor, default_cache, threads
+    from talkthrough_assets.stages.turns.engine import _extractor, default_cache
 
     cache = cache or default_cache()
     out = []
     with cache.lock:
-        ex = _extractor(cache, models, threads())
+        ex = _extractor(cache, models, cache.threads)
         for start, _ in windows:
             a = start * SAMPLE_RATE // 1000
             st = ex.create_stream()

@@ -1,0 +1,130 @@
+"""segments' coverage pass: voice activity that no kept segment covers is decoded again on its own (its own window,
+the text kept before it as prompt), and what stays uncovered is listed with why (``transcripts.uncovered``)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from talkthrough_assets.stages.segments.engine import PROMPT_TOKENS
+from talkthrough_assets.stages.segments.rules import _key
+
+# Coverage: voice activity that no kept segment covers for at least this long is decoded again on its own (its
+# own window, the text before it as prompt): Whisper's long-form decoding jumps over speech now and then (27 s of
+# a narrated scene), and a segment whose text was given a wrong time span or was cut as a loop leaves its speech
+# uncovered.
+COVERAGE_MIN_S = 1.0
+COVERAGE_MARGIN_S = 0.5  # audio heard on either side of an uncovered span when it is decoded again
+RECOVER_MAX_NO_SPEECH_P = 0.6  # a segment the coverage pass finds is not kept when Whisper's no-speech
+RECOVER_MIN_WORD_P = 0.5  # probability is at least this and its words' mean probability under this, when it
+RECOVER_UNSURE_MAX_WORDS = 2  # has at most this many words
+COVER_SLACK_MS = 250
+# A span decoded again holds at most MAX_WORDS_PER_S words a second (~1.5 tokens a word): its decode stops there.
+# Whisper pads it to a 30-s window and, over a breath or a filler, loops until its 448-token limit (on the 10-min
+# screencast the coverage pass took 48 % of the stage's CPU, mostly such loops, later cut as repetitions)
+COVER_TOKENS_PER_S = 12
+COVER_TOKENS_MIN = 16
+COVER_TOKENS_MAX = 200  # + a prompt of <= 228 tokens (no vocabulary) stays under Whisper's 448  # a kept segment covers its aligned span widened by this much
+
+
+def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[dict], dropped: list[dict],
+            doubtful: list[dict], *, again: bool, vocabulary: str | None, redecode: Callable[..., dict]) -> list[dict]:
+    """Decode again (``again``) the ``core`` speech that no kept entry covers for at least :data:`COVERAGE_MIN_S`:
+    ``redecode(samples, prompt=, max_new_tokens=)`` is the decode of such a span (``transcribe.decode`` without a
+    coverage pass of its own). What it finds is added to ``entries``, ``dropped`` and ``doubtful`` (in place).
+    Returns the speech still uncovered: [{"t0_ms", "t1_ms", "reason"}]."""
+    def covered() -> list[tuple[int, int]]:
+        slack = COVER_SLACK_MS * 16
+        spans = [(e["seg"]["t0_ms"] * 16 - slack, e["seg"]["t1_ms"] * 16 + slack) for e in entries]
+        return spans + [(d["t0_ms"] * 16, d["t1_ms"] * 16) for d in dropped if d.get("lang")]
+
+    for a, b in (uncovered(core, covered(), int(COVERAGE_MIN_S * 16000)) if again else []):
+        m = int(COVERAGE_MARGIN_S * 16000)
+        w0, w1 = max(0, a - m), min(len(samples), b + m)
+        # the text kept before it is its context (not the prompt this audio came with: a prompt that sent
+        # Whisper into a loop would do it again)
+        before = [t for e in entries if e["seg"]["t1_ms"] * 16 <= a for t in e["tokens"]]
+        sub = redecode(samples[w0:w1], prompt=before[-PROMPT_TOKENS:] or None,
+                       max_new_tokens=_cover_tokens(w1 - w0, vocabulary))
+        off = w0 * 1000 // 16000
+        for e in _entries_of(sub):
+            t0, t1 = e["seg"]["t0_ms"] + off, e["seg"]["t1_ms"] + off
+            inside = min(t1, b // 16) - max(t0, a // 16)
+            if inside * 2 < max(1, t1 - t0) or any(_key(x["seg"]["text"]) == _key(e["seg"]["text"])
+                                                   for x in entries if abs(x["seg"]["t0_ms"] - t0) < 5000):
+                continue
+            if (unsure := _unsure_recovery(e)) is not None:  # Whisper itself thinks nothing was said
+                dropped.append({"t0_ms": t0, "t1_ms": t1, "reason": unsure, "text": e["seg"]["text"],
+                                "lang": None, "words": len(e["seg"]["text"].split())})
+                continue
+            entries.append(_shift(e, off))
+        dropped.extend(dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off,
+                            reason=d["reason"] + " (speech decoded again)") for d in sub["dropped"])
+        doubtful.extend(dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off) for d in sub["doubtful"])
+    still = uncovered(core, covered(), int(COVERAGE_MIN_S * 16000))
+    return [{"t0_ms": a // 16, "t1_ms": b // 16, "reason": _gap_reason(a, b, dropped, again)} for a, b in still]
+
+
+def uncovered(core: list[tuple[int, int]], covered: list[tuple[int, int]], min_len: int) -> list[tuple[int, int]]:
+    """Parts of the ``core`` speech (samples) that no ``covered`` span overlaps, at least ``min_len`` long."""
+    out = []
+    spans = sorted(covered)
+    for s, e in core:
+        pos = s
+        for a, b in spans:
+            if b <= pos or a >= e:
+                continue
+            if a > pos:
+                out.append((pos, a))
+            pos = max(pos, b)
+        if pos < e:
+            out.append((pos, e))
+    return [(a, b) for a, b in out if b - a >= min_len]
+
+
+def _cover_tokens(n_samples: int, vocabulary: str | None) -> int | None:
+    """The token cap of a span decoded again (:data:`COVER_TOKENS_PER_S`), or None where the prompt could leave it
+    no room: Whisper's 448 tokens hold the prompt (its previous text, <= 223 tokens, and the vocabulary as
+    hotwords, <= 223) and what it writes."""
+    if vocabulary:
+        return None
+    return min(COVER_TOKENS_MAX, int(COVER_TOKENS_PER_S * n_samples / 16000) + COVER_TOKENS_MIN)
+
+
+def _unsure_recovery(e: dict) -> str | None:
+    """Why a segment the coverage pass found is not kept, or None: at most :data:`RECOVER_UNSURE_MAX_WORDS` words,
+    Whisper's own no-speech probability at least :data:`RECOVER_MAX_NO_SPEECH_P` and its words' mean probability
+    under :data:`RECOVER_MIN_WORD_P` (a "Yeah." written over a filler or a breath). A sentence is kept however
+    unsure: on generated narrations the recovered scene introductions had no-speech probabilities of 0.78-0.88."""
+    probs = [w["prob"] for w in e["words"]]
+    mean_p = sum(probs) / len(probs) if probs else 0.0
+    nsp = e["seg"].get("no_speech_prob", 0.0)
+    if len(e["words"]) <= RECOVER_UNSURE_MAX_WORDS and nsp >= RECOVER_MAX_NO_SPEECH_P and mean_p < RECOVER_MIN_WORD_P:
+        return (f"decoded again, not kept: no-speech probability {nsp:.2f}, word probability {mean_p:.2f} "
+                "(speech decoded again)")
+    return None
+
+
+def _gap_reason(a: int, b: int, dropped: list[dict], decoded_again: bool) -> str:
+    """Why speech [a, b) (samples) has no transcript: what was dropped over it, else Whisper wrote nothing."""
+    over = [d for d in dropped if d["t0_ms"] * 16 < b and d["t1_ms"] * 16 > a]
+    if over:
+        return "dropped: " + over[0]["reason"]
+    return "decoded again: no words" if decoded_again else "no words"
+
+
+def _entries_of(out: dict) -> list[dict]:
+    """A decode's kept segments as entries (segment, its words, its tokens), for merging."""
+    by_seq: dict[int, list] = {}
+    for w in out["words"]:
+        by_seq.setdefault(w["seq"], []).append(w)
+    toks = out.get("seg_tokens") or [[] for _ in out["segments"]]
+    return [{"seg": s, "words": by_seq.get(s["seq"], []), "tokens": t} for s, t in zip(out["segments"], toks)]
+
+
+def _shift(e: dict, off: int) -> dict:
+    return {"seg": dict(e["seg"], t0_ms=e["seg"]["t0_ms"] + off, t1_ms=e["seg"]["t1_ms"] + off),
+            "words": [dict(w, t0_ms=w["t0_ms"] + off, t1_ms=w["t1_ms"] + off) for w in e["words"]],
+            "tokens": e["tokens"]}
+

@@ -1,0 +1,107 @@
+"""segments' engine: faster-whisper models, loaded once per (model, device, compute type, CPU threads) and kept
+in a :class:`Whisper` object that the caller owns and passes in (the pipeline gets the process's one from
+``talkthrough_assets.pipeline.engines``, Dagster from its ``whisper`` resource); a call without one uses
+:func:`default_whisper`, the same process-wide object. The device, compute type and threads come from the
+stage's options (``segments.stage.Options``, built from the environment by ``pipeline.options``): nothing here
+reads the environment."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from talkthrough_assets.stages.segments import word_timing
+
+PROMPT_TOKENS = 223  # faster-whisper's previous-text prompt: the last max_length // 2 - 1 tokens
+DEVICE = "cpu"  # a model asked for without a device: CPU int8 (the stage's options name TALKTHROUGH_DEVICE's)
+
+
+def cpu_threads(shared: bool = False, override: int | None = None) -> int:
+    """Whisper's CPU threads: every core, or half of them when another stage runs beside it (the
+    visual branch of a video): two CTranslate2 threads competing with OCR/decoding for 2 cores
+    spin and cost ~1.5x the CPU for no gain. ``override`` (TALKTHROUGH_WHISPER_THREADS) replaces both."""
+    if override:
+        return int(override)
+    n = os.cpu_count() or 2
+    return max(1, n // 2) if shared else n
+
+
+def compute_type(device: str, given: str | None = None) -> str:
+    """The compute type a model is loaded with: ``given`` (TALKTHROUGH_COMPUTE_TYPE), else int8 (float16 on cuda)."""
+    return given or ("float16" if device == "cuda" else "int8")
+
+
+class Whisper:
+    """faster-whisper models, each loaded once per (model, device, compute type, CPU threads) and kept
+    (the newest ``max_models``). ``lock`` serializes loading and decoding: one model instance is not
+    safe to share across concurrent transcribe calls, and a warm-up thread loading a model makes the
+    stage that needs it wait for that load instead of starting a second one."""
+
+    def __init__(self, max_models: int = 2):
+        self.max_models = max_models
+        self.lock = threading.RLock()
+        self._models: OrderedDict[tuple, object] = OrderedDict()
+
+    def model(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
+              compute: str | None = None):
+        """The loaded model (``compute``: see :func:`compute_type`)."""
+        key = (model_ref, device, compute_type(device, compute), threads or cpu_threads())
+        with self.lock:
+            if key in self._models:
+                self._models.move_to_end(key)
+            else:
+                from faster_whisper import WhisperModel
+
+                while len(self._models) >= self.max_models:
+                    self._models.popitem(last=False)
+                # better alignment heads where measured (word_timing.ALIGNMENT_HEADS; decoding is unchanged)
+                self._models[key] = WhisperModel(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
+                                                 files=word_timing.model_files(model_ref))
+            return self._models[key]
+
+    def warm(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
+             compute: str | None = None) -> None:
+        """Load the model now (a background thread may call this while other work runs)."""
+        self.model(model_ref, threads, device, compute)
+
+
+_default = Whisper()  # loads nothing until a model is asked for
+
+
+def default_whisper() -> Whisper:
+    """This process's one :class:`Whisper`."""
+    return _default
+
+
+def language_checker(whisper: "Whisper", threads: int | None = None, device: str = DEVICE,
+                     compute: str | None = None):
+    """A function (samples) -> (language, probability, P(en)) using the multilingual base model, or None when
+    that model is not installed."""
+    from talkthrough_assets.store.models import base_model_dir
+
+    path = base_model_dir()
+    if path is None:
+        return None
+
+    def check(samples: np.ndarray, padded: bool = False) -> tuple[str, float, float]:
+        # The encoder runs on the segment's own frames, not on Whisper's padded 30-s window: CTranslate2
+        # accepts the shorter input and it costs ~1/10 (0.03-0.1 s for 3-5 s of audio instead of 0.5 s).
+        # ``padded``: on Whisper's 30-s window, as it was trained (see rules.LANGUAGE_MIN_SPEECH_S).
+        import ctranslate2
+
+        model = whisper.model(str(path), threads, device, compute)
+        feats = model.feature_extractor(samples)
+        n = model.feature_extractor.nb_max_frames
+        feats = (np.pad(feats[:, :n], ((0, 0), (0, max(0, n - feats.shape[1])))) if padded
+                 else feats[:, : max(1, len(samples) // 160)])
+        view = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None].astype(np.float32)))
+        ranked = [(tok.strip("<|>"), float(p)) for tok, p in model.model.detect_language(view)[0]]
+        return ranked[0][0], ranked[0][1], dict(ranked).get("en", 0.0)
+
+    return check
+
+
+__all__ = ["PROMPT_TOKENS", "DEVICE", "cpu_threads", "compute_type", "Whisper", "default_whisper", "language_checker"]
