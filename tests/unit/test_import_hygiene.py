@@ -185,6 +185,15 @@ def test_the_upward_check_catches_an_upward_import():
         layer_of("talkthrough_assets.somewhere_else")
 
 
+MAX_LINES = 400
+
+
+def test_modules_stay_readable():
+    long = sorted(f"{p.relative_to(ROOT)}: {n}" for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
+                  if (n := len(p.read_text().splitlines())) > MAX_LINES)
+    assert long == [], f"modules over {MAX_LINES} lines"
+
+
 HEAVY = ("dagster", "faster_whisper", "ctranslate2", "rapidocr", "onnxruntime", "sherpa_onnx", "av", "cv2", "duckdb",
          "sqlalchemy", "alembic", "talkthrough_mcp")
 
