@@ -1,7 +1,7 @@
 """What the read-side commands of `talkthrough` ask of the library of processed recordings: the listing (by wall
 time), what was on at an instant, SQL over the tables, transcripts and reports written out, speakers named.
-Plain functions returning data; the CLI prints it. Our own failures raise :class:`TalkthroughError` (the
-service's bad-input errors are still ``ValueError``)."""
+Plain functions returning data; the CLI prints it. Our own failures raise :class:`TalkthroughError` (bad input: its
+``UsageError``)."""
 
 from __future__ import annotations
 

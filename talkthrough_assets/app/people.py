@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Callable
 
+from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets import store
 from talkthrough_assets.stages.turns import voices
@@ -63,18 +64,18 @@ def list_people() -> list[dict]:
 
 
 def find(name: str) -> str:
-    """The enrolled person called ``name`` (case and spacing aside); ValueError naming who is enrolled."""
+    """The enrolled person called ``name`` (case and spacing aside); UsageError naming who is enrolled."""
     want = _fold(name)
     known = sorted({r["person"] for r in voices.people_rows()})
     hit = [p for p in known if _fold(p) == want]
     if not hit:
-        raise ValueError(f"no person {name!r} is enrolled (people: {', '.join(known) or 'none'})")
+        raise UsageError(f"no person {name!r} is enrolled (people: {', '.join(known) or 'none'})")
     return hit[0]
 
 
 def forget_plan(name: str) -> dict:
     """What :func:`forget_person` would remove: the person as enrolled, as :func:`list_people` lists them (their
-    voiceprints: recording and label). ValueError naming who is enrolled: no such person."""
+    voiceprints: recording and label). UsageError naming who is enrolled: no such person."""
     person = find(name)
     return next(p for p in list_people() if p["person"] == person)
 
@@ -129,7 +130,7 @@ def _change_names(rid: str, person: str, new: str | None) -> bool:
 
 def forget_person(name: str, rerun: Rerun) -> dict:
     """Remove a person everywhere: their enrolments, the voiceprints of the labels that named them and those
-    labels' names; then re-check every recording (their matches go). ValueError: no such person."""
+    labels' names; then re-check every recording (their matches go). UsageError: no such person."""
     person = find(name)
     touched, removed = [], 0
     for rid in voices.people_recordings():
@@ -159,15 +160,15 @@ def forget_person(name: str, rerun: Rerun) -> dict:
 
 def rename_person(old: str, new: str, rerun: Rerun) -> dict:
     """``old`` becomes ``new`` in every enrolment and confirmed name; when ``new`` is enrolled already the two
-    are merged into one person (their voiceprints together). ValueError: no such person, or a bad name."""
+    are merged into one person (their voiceprints together). UsageError: no such person, or a bad name."""
     person = find(old)
     new = " ".join((new or "").split())
     if not new:
-        raise ValueError("the new name is empty")
+        raise UsageError("the new name is empty")
     from talkthrough_assets.stages.turns.speaker_names import MAX_CANDIDATE_CHARS
 
     if len(new) > MAX_CANDIDATE_CHARS:
-        raise ValueError(f"the new name is longer than {MAX_CANDIDATE_CHARS} characters")
+        raise UsageError(f"the new name is longer than {MAX_CANDIDATE_CHARS} characters")
     existing = {_fold(r["person"]): r["person"] for r in voices.people_rows()}
     target = existing.get(_fold(new), new) if _fold(new) != _fold(person) else new
     merged = _fold(target) in existing and _fold(target) != _fold(person)

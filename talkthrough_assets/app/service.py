@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
+from talkthrough_assets.core.errors import RebuildFailed, UsageError
 from talkthrough_assets import store
 from talkthrough_assets.app.runs import (ACTIVE_STATUSES, ORPHAN_TAG, active_runs_here, cancel_runs_here,  # noqa: F401
                                          fail_orphaned_runs, fail_stuck_run, instance, launched, run_error,
@@ -149,18 +150,18 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
 def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]]:
     """Apply ``S1=Alice``-style assignments (``S1=`` removes); rebuild only the manifest.
 
-    Returns (names now in force, roster labels). ValueError: bad input; RuntimeError: rebuild failed."""
+    Returns (names now in force, roster labels). UsageError: bad input; RebuildFailed: rebuild failed."""
     from talkthrough_assets.stages.turns import speaker_names
 
     store.check_id(rid)
     changes = speaker_names.parse_name_assignments(assignments)
     if not store.has_partition("sources", rid):
-        raise ValueError(f"unknown recording {rid} (process it first)")
+        raise UsageError(f"unknown recording {rid} (process it first)")
     roster = [s["label"] for s in store.read_rows("speakers", rid)]
     unknown = [k for k, v in changes.items() if v is not None and k not in roster]
     if unknown:
         have = ", ".join(roster) if roster else "none: run `talkthrough process FILE --diarize` first"
-        raise ValueError(f"unknown speaker label(s) {', '.join(unknown)} (speakers: {have})")
+        raise UsageError(f"unknown speaker label(s) {', '.join(unknown)} (speakers: {have})")
     merged = speaker_names.merge_names(S.load_overrides(rid).get("speaker_names"), changes)
     S.save_overrides(rid, {"speaker_names": merged or None})
     from talkthrough_assets.app import people
@@ -169,7 +170,7 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
         people.enrol(rid, merged)  # a named label's voice is enrolled under that person (issue #35)
         result = run_stages(rid, ["manifest"])
     if not result.success:
-        raise RuntimeError(pipeline.failure_reason(rid) or "see the Dagster run log")
+        raise RebuildFailed(pipeline.failure_reason(rid) or "see the Dagster run log")
     people.recheck(manifest_again, exclude={rid})  # other recordings' voice matches: their manifests only
     return merged, roster
 
@@ -186,21 +187,21 @@ def resolve_recording(ref: str) -> str:
     p = Path(ref).expanduser()
     if p.is_file():
         return recording_id_for(p)
-    raise ValueError(f"{ref!r} is neither a recording id (16 hex characters) nor an existing file")
+    raise UsageError(f"{ref!r} is neither a recording id (16 hex characters) nor an existing file")
 
 
 def forget(rid: str, inst=None) -> dict:
     """Remove a recording everywhere: every table's partition (search terms and aliases included), its search
     index part and merged postings, frames, WAV, manifest, settings and its Dagster partition (the UI's partition list no longer has it; the past
     runs' event log stays, as Dagster's SQL event log cannot wipe one partition). Refused (PartitionBusy)
-    while a run of it is queued or in progress. ValueError: nothing is known of that id."""
+    while a run of it is queued or in progress. UsageError: nothing is known of that id."""
     from dagster import DagsterRunStatus, RunsFilter
 
     store.check_id(rid)
     inst = inst or instance()
     known = store.is_known(rid) or inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
     if not known:
-        raise ValueError(f"unknown recording {rid}: nothing stored and no Dagster partition")
+        raise UsageError(f"unknown recording {rid}: nothing stored and no Dagster partition")
     with store.partition_lock(rid, timeout_s=0.0):
         fail_orphaned_runs(inst, rid)
         pending = [getattr(DagsterRunStatus, s) for s in ("QUEUED", "NOT_STARTED", *ACTIVE_STATUSES)]

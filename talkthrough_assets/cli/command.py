@@ -12,9 +12,9 @@ from talkthrough_assets.core.errors import TalkthroughError
 # what `--help` shows after an option that takes a value (typer's default is the Python type, `<int>`)
 METAVARS = {int: "N", str: "TEXT", float: "X"}
 
-# our own failures, reported in one line: TalkthroughError, and ValueError while app/service.py, app/people.py and
-# read/formats.py still raise bare ValueError for bad input (a recording id or file, a format, a person's name)
-OURS = (TalkthroughError, ValueError)
+# our own failures, reported in one line: every error Talkthrough raises on purpose is a TalkthroughError (bad
+# input is its UsageError); anything else is a bug and keeps its traceback
+OURS = (TalkthroughError,)
 
 
 def _annotation(param):

@@ -125,11 +125,13 @@ def name(
     """Name diarized speakers; a named voice is enrolled under that person and recognised in other
     recordings. Persisted per recording; only manifests are rebuilt (no re-diarization)."""
     from talkthrough_assets.app import library
+    from talkthrough_assets.core.errors import RebuildFailed
+    from talkthrough_assets.store.locks import PartitionBusy
 
     err = console()
     try:
         named = library.name_speakers(recording_id, assignments)
-    except RuntimeError as e:  # the service's failed manifest rebuild (a bare RuntimeError), or the recording is busy
+    except (RebuildFailed, PartitionBusy) as e:  # the manifest rebuild failed, or the recording is busy
         err.print(f"[red]manifest rebuild failed:[/red] {esc(e)}")
         raise typer.Exit(1)
     except OURS as e:

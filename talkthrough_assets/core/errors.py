@@ -5,6 +5,9 @@ line saying what happened and what to do about it; surfaces show it, never a bar
   :class:`BadMediaError` (unreadable or unsupported media) and :class:`DiskSpaceError` are its kinds.
 - :class:`InternalError`: a stage failed on something that is not the input's fault (a bug, a broken install);
   surfaces keep its stack and point at ``talkthrough doctor``.
+- :class:`UsageError`: a request names what does not exist or cannot be (an unknown recording, person, label or
+  format, an empty name); surfaces answer it with its reason and exit 2.
+- :class:`RebuildFailed`: re-making a published output (the manifest after naming speakers) failed.
 - :class:`ModelUnavailable`: a model file cannot be found, joined or verified (nothing is downloaded at run time).
 """
 
@@ -47,3 +50,11 @@ class InternalError(StageError):
 
 class ModelUnavailable(TalkthroughError, RuntimeError):
     """A model cannot be found, joined or verified; ``str(e)`` is the one-line reason recorded in outputs."""
+
+
+class UsageError(TalkthroughError, ValueError):
+    """A request names what does not exist or cannot be (unknown recording, person, speaker label, format ...)."""
+
+
+class RebuildFailed(TalkthroughError, RuntimeError):
+    """Re-making a published output failed; ``reason`` is the failed run's reason."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 
+from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets.stages.wall_clock import t_wall
 
 FORMATS = ("srt", "vtt", "md", "json", "txt")
@@ -116,7 +117,7 @@ def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | Non
     its wall time (where the wall clock is known); SRT/VTT cue times stay recording time (players sync on
     them) and the wall time goes before the text."""
     if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
+        raise UsageError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
 
     def wall(seg) -> str | None:
         return t_wall(wc, seg["t0_ms"]) if wall_clock and wc else None
@@ -159,7 +160,7 @@ def export(rid: str, fmt: str, *, wall_clock: bool = False) -> str:
     from talkthrough_assets.read import snapshot
 
     if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
+        raise UsageError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
     snap = snapshot.finished(rid)
     names = snap.names if any(s.get("speaker") for s in snap.segments) else {}
     return render(fmt, snap.segments, names, snap.wall_clock, wall_clock=wall_clock,

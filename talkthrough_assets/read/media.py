@@ -13,6 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import BinaryIO
 
+from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets.core import ids
 from talkthrough_assets.core.errors import TalkthroughError
 from talkthrough_assets.core.mediaio import open_input
@@ -79,7 +80,7 @@ def decode_frame(path: str | Path | BinaryIO, t_ms: int, *, max_side: int = MAX_
     with open_input(path) as container:
         streams = [s for s in container.streams.video if not (s.disposition & av.stream.Disposition.attached_pic)]
         if not streams:
-            raise ValueError("the source has no video stream")
+            raise UsageError("the source has no video stream")
         stream = streams[0]
         stream.thread_type = "AUTO"
         tb = stream.time_base or Fraction(1, 1000)
@@ -97,7 +98,7 @@ def decode_frame(path: str | Path | BinaryIO, t_ms: int, *, max_side: int = MAX_
                 break
         frame = chosen or last
         if frame is None:
-            raise ValueError(f"no decodable video frame at or before {t_ms} ms")
+            raise UsageError(f"no decodable video frame at or before {t_ms} ms")
         frame_ms = int(round(float(frame.pts * tb) * 1000))
         img = frame.to_image()
     src_w, src_h = img.size

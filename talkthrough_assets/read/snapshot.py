@@ -23,6 +23,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import TalkthroughError
 from talkthrough_assets.stages import manifest as manifest_stage
@@ -184,7 +185,7 @@ def require_finished(snap: Snapshot) -> Snapshot:
     """``snap`` when it is a finished generation; ValueError saying what is there when it is partial (a file
     written from it, an export or a report, would look finished)."""
     if snap.partial:
-        raise ValueError(f"recording {snap.rid} is still being processed: only a partial transcript "
+        raise UsageError(f"recording {snap.rid} is still being processed: only a partial transcript "
                          f"(0-{snap.partial['covered_ms'][1]} ms) is published; wait for the run to finish "
                          "(MCP tools read the partial one, marked partial)")
     return snap
@@ -197,7 +198,7 @@ def finished(rid: str) -> Snapshot:
     snap = read(store.check_id(rid))
     if snap is None:
         if not store.is_known(rid):
-            raise ValueError(f"unknown recording {rid}: nothing is stored under that id "
+            raise UsageError(f"unknown recording {rid}: nothing is stored under that id "
                              "(`talkthrough recordings` lists the ids)")
-        raise ValueError(f"recording {rid} has no finished run (no manifest): process it first")
+        raise UsageError(f"recording {rid} has no finished run (no manifest): process it first")
     return require_finished(snap)

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.stages.runner import StageResult, digest, probe_row
@@ -84,7 +85,7 @@ def resolve(*, tags: dict | str | None, duration_ms: int | None, file_mtime: flo
     if recorded_at:
         dt = parse_iso(recorded_at)
         if dt is None:
-            raise ValueError(f"recorded_at {recorded_at!r} is not an ISO-8601 timestamp (e.g. 2026-03-14T10:26:53+01:00)")
+            raise UsageError(f"recorded_at {recorded_at!r} is not an ISO-8601 timestamp (e.g. 2026-03-14T10:26:53+01:00)")
         if dt.tzinfo is None:
             dt = dt.astimezone()  # naive -> machine-local
         off = int(dt.utcoffset().total_seconds() // 60)

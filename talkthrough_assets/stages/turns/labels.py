@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from typing import Any, Iterable
+from talkthrough_assets.core.errors import UsageError
 
 SAME_VOICE_SIMILARITY = 0.75  # centroid cosine >= this: two labels are one voice (measured: same flite voice
 #                              across turns 0.91, two different voices 0.53-0.56)
@@ -23,15 +24,15 @@ def parse_num_speakers(value: Any) -> int | str:
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", AUTO)):
         return AUTO
     if isinstance(value, bool):
-        raise ValueError(f"speaker count must be a number or '{AUTO}', not {value!r}")
+        raise UsageError(f"speaker count must be a number or '{AUTO}', not {value!r}")
     text = str(value).strip()
     if not text.isdigit():
-        raise ValueError(f"speaker count must be a number (1, 2, ...) or '{AUTO}', not {text!r}")
+        raise UsageError(f"speaker count must be a number (1, 2, ...) or '{AUTO}', not {text!r}")
     n = int(text)
     if n == 0:
         return AUTO
     if n > MAX_SPEAKERS:
-        raise ValueError(f"speaker count {n} is over {MAX_SPEAKERS}")
+        raise UsageError(f"speaker count {n} is over {MAX_SPEAKERS}")
     return n
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
+from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets.stages.turns.labels import label_num, labels_in_order, overlap_ms, union_ms
 
 # --------------------------------------------------------------------------- OCR name candidates
@@ -142,14 +143,14 @@ def parse_name_assignments(pairs: Iterable[str]) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for p in pairs:
         if "=" not in p:
-            raise ValueError(f"expected LABEL=NAME (e.g. S1=Alice) or LABEL= to remove, got {p!r}")
+            raise UsageError(f"expected LABEL=NAME (e.g. S1=Alice) or LABEL= to remove, got {p!r}")
         label, name = p.split("=", 1)
         label = label.strip().upper()
         if not LABEL_RE.match(label):
-            raise ValueError(f"speaker label must look like S1, S2 ...; got {label!r}")
+            raise UsageError(f"speaker label must look like S1, S2 ...; got {label!r}")
         name = " ".join(name.split())
         if len(name) > MAX_CANDIDATE_CHARS:
-            raise ValueError(f"name for {label} is longer than {MAX_CANDIDATE_CHARS} characters")
+            raise UsageError(f"name for {label} is longer than {MAX_CANDIDATE_CHARS} characters")
         out[label] = name or None
     return out
 
