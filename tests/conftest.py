@@ -94,6 +94,16 @@ def processed(tt_home) -> dict[str, dict]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _fixtures_first(request):
+    """A test that writes to the shared data root (tt_home) runs after the four fixtures are processed, so the
+    pristine copy (pristine_home) holds exactly them, whatever order or subset of tests is run (test_export
+    then test_mcp_robustness alone used to copy five recordings)."""
+    if "tt_home" in request.fixturenames and "processed" not in request.fixturenames:
+        request.getfixturevalue("processed")
+    yield
+
+
 @pytest.fixture(scope="session")
 def pristine_home(processed, tt_home) -> Path:
     """A data root with only the four processed fixtures (other modules add recordings to tt_home)."""
