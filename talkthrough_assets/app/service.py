@@ -103,14 +103,15 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
             elif on_stages:
                 on_stages(rid, stages)
             if stages and not ran:
-                # Dagster's import and instance in a thread, beside Whisper's (native) load here; RapidOCR's
-                # (Python) import then overlaps the run's start and first stages (bench/bench_cold_start.py)
+                # Dagster's import and instance in a thread, beside the native engine loads here (Whisper); the
+                # Python ones (RapidOCR's import) then overlap the run's start and first stages
+                # (bench/bench_cold_start.py)
                 opening = instance_soon()
                 try:
-                    pipeline.prewarm_whisper(rid, stages)
+                    pipeline.prewarm_native(rid, stages)
                 finally:
                     inst = opening.result()
-                pipeline.prewarm_ocr(rid, stages)
+                pipeline.prewarm_python(rid, stages)
                 registry.ensure_partition(inst, rid)
 
                 def seen(stage, r, state, info):

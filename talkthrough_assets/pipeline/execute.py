@@ -27,13 +27,9 @@ from talkthrough_assets.pipeline.stagerun import (CODE_VERSIONS, CONTEXT_STAGES,
 from talkthrough_assets.stages.runner import (CheckResult, RunContext, StageResult, source_path, stage_reason,
                                               stage_state)
 
-# the names app/service.py calls them by (the native hook today loads Whisper, the Python one RapidOCR)
-prewarm_whisper = prewarm_native
-prewarm_ocr = prewarm_python
-
 __all__ = [
     "S", "disk_reason", "STARTED", "Progress", "Skipped", "failed_stage", "failure_reason", "listeners", "plan",
-    "prewarm", "prewarm_native", "prewarm_python", "prewarm_whisper", "prewarm_ocr", "run_stages",
+    "prewarm", "prewarm_native", "prewarm_python", "run_stages",
     "stage_workers", "recording_filename", "recording_names", "register_source", "CODE_VERSIONS",
     "CONTEXT_STAGES", "ENGINE_STAGES", "RUNNERS", "STAGE_LOCK_WAIT_S", "run_stage", "verify_check",
     "CheckResult", "RunContext", "StageResult", "source_path", "stage_reason", "stage_state",

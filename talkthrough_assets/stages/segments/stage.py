@@ -23,7 +23,6 @@ from talkthrough_assets.stages.segments import engine as E
 from talkthrough_assets.stages.segments import transcribe as T
 from talkthrough_assets.stages.probe import has_video
 from talkthrough_assets.stages.runner import RunContext, StageResult, digest, hms, probe_row, stage_reason, wav_path
-from talkthrough_assets.store.cache_gc import keys_of, release  # noqa: F401 - app/service.py's names for them
 
 # the segments stage's code version (stage_runs, Dagster's code version, and part of every chunk's key):
 # bump it when the stage's output changes
