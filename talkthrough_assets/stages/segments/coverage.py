@@ -31,7 +31,7 @@ COVER_TOKENS_MAX = 200  # + a prompt of <= 228 tokens (no vocabulary) stays unde
 def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[dict], dropped: list[dict],
             doubtful: list[dict], *, again: bool, vocabulary: str | None, redecode: Callable[..., dict]) -> list[dict]:
     """Decode again (``again``) the ``core`` speech that no kept entry covers for at least :data:`COVERAGE_MIN_S`:
-    ``redecode(samples, prompt=, max_new_tokens=)`` is the decode of such a span (``transcribe.decode`` without a
+    ``redecode(samples, prompt=, max_new_tokens=, check_context=)`` is the decode of such a span (``transcribe.decode`` without a
     coverage pass of its own). What it finds is added to ``entries``, ``dropped`` and ``doubtful`` (in place).
     Returns the speech still uncovered: [{"t0_ms", "t1_ms", "reason"}]."""
     def covered() -> list[tuple[int, int]]:
@@ -45,8 +45,10 @@ def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[dict
         # the text kept before it is its context (not the prompt this audio came with: a prompt that sent
         # Whisper into a loop would do it again)
         before = [t for e in entries if e["seg"]["t1_ms"] * 16 <= a for t in e["tokens"]]
+        # its language is checked on the chunk's audio around it (rules._context: 8-10 s, mostly enough speech
+        # for the cheap check), not on the span alone padded to Whisper's 30 s (~0.5 s CPU a span)
         sub = redecode(samples[w0:w1], prompt=before[-PROMPT_TOKENS:] or None,
-                       max_new_tokens=_cover_tokens(w1 - w0, vocabulary))
+                       max_new_tokens=_cover_tokens(w1 - w0, vocabulary), check_context=(samples, core, w0))
         off = w0 * 1000 // 16000
         for e in _entries_of(sub):
             t0, t1 = e["seg"]["t0_ms"] + off, e["seg"]["t1_ms"] + off
@@ -92,6 +94,11 @@ def _cover_tokens(n_samples: int, vocabulary: str | None) -> int | None:
     return min(COVER_TOKENS_MAX, int(COVER_TOKENS_PER_S * n_samples / 16000) + COVER_TOKENS_MIN)
 
 
+def unsure(n_words: int, no_speech_prob: float, mean_p: float) -> bool:
+    """A segment the coverage pass finds that is not kept (:func:`_unsure_recovery`): its language is not checked."""
+    return n_words <= RECOVER_UNSURE_MAX_WORDS and no_speech_prob >= RECOVER_MAX_NO_SPEECH_P and mean_p < RECOVER_MIN_WORD_P
+
+
 def _unsure_recovery(e: dict) -> str | None:
     """Why a segment the coverage pass found is not kept, or None: at most :data:`RECOVER_UNSURE_MAX_WORDS` words,
     Whisper's own no-speech probability at least :data:`RECOVER_MAX_NO_SPEECH_P` and its words' mean probability
@@ -100,7 +107,7 @@ def _unsure_recovery(e: dict) -> str | None:
     probs = [w["prob"] for w in e["words"]]
     mean_p = sum(probs) / len(probs) if probs else 0.0
     nsp = e["seg"].get("no_speech_prob", 0.0)
-    if len(e["words"]) <= RECOVER_UNSURE_MAX_WORDS and nsp >= RECOVER_MAX_NO_SPEECH_P and mean_p < RECOVER_MIN_WORD_P:
+    if unsure(len(e["words"]), nsp, mean_p):
         return (f"decoded again, not kept: no-speech probability {nsp:.2f}, word probability {mean_p:.2f} "
                 "(speech decoded again)")
     return None

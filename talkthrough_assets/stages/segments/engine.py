@@ -104,4 +104,13 @@ def language_checker(whisper: "Whisper", threads: int | None = None, device: str
     return check
 
 
-__all__ = ["PROMPT_TOKENS", "DEVICE", "cpu_threads", "compute_type", "Whisper", "default_whisper", "language_checker"]
+def warm_language_checker(whisper: "Whisper", threads: int | None = None, device: str = DEVICE,
+                          compute: str | None = None) -> None:
+    """Load the model :func:`language_checker` uses now (nothing when it is not installed)."""
+    from talkthrough_assets.store.models import base_model_dir
+
+    if (path := base_model_dir()) is not None:
+        whisper.warm(str(path), threads, device, compute)
+
+
+__all__ = ["PROMPT_TOKENS", "warm_language_checker", "DEVICE", "cpu_threads", "compute_type", "Whisper", "default_whisper", "language_checker"]

@@ -157,7 +157,11 @@ def prewarm(rid: str, opts: Options, engines, ctx: RunContext) -> None:
 
     threads = E.cpu_threads(shared=bool(ctx.beside) and has_video(rid), override=opts.threads)
     try:
-        engines.whisper.warm(resolve_whisper(opts.whisper_model)[0], threads, opts.device, opts.compute_type)
+        model = engines.whisper.model(resolve_whisper(opts.whisper_model)[0], threads, opts.device, opts.compute_type)
+        if not model.model.is_multilingual:
+            # the language check's multilingual model too (joined from its wheels on a new data root, ~0.5 s, and
+            # loaded, ~0.8 s): while Dagster opens in its thread here rather than at the first doubtful segment
+            E.warm_language_checker(engines.whisper, threads, opts.device, opts.compute_type)
     except Exception:  # the stage itself reports a missing or broken model, with a reason
         pass
 

@@ -19,7 +19,7 @@ from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import word_timing
 from talkthrough_assets.stages.segments.coverage import (  # noqa: F401  (re-exported: the rules' tests read them here)
     COVER_SLACK_MS, COVER_TOKENS_MAX, COVER_TOKENS_MIN, COVER_TOKENS_PER_S, COVERAGE_MIN_S, _cover_tokens, _entries_of,
-    _unsure_recovery, recover, uncovered)
+    _unsure_recovery, recover, uncovered, unsure)
 from talkthrough_assets.stages.segments.engine import (  # noqa: F401
     DEVICE, PROMPT_TOKENS, Whisper, cpu_threads, default_whisper, language_checker)
 from talkthrough_assets.stages.segments.rules import (  # noqa: F401
@@ -66,7 +66,8 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
            language_check: bool = True, threads: int | None = None, whisper: Whisper | None = None,
            device: str = DEVICE, compute: str | None = None,
            refine_words: bool = True, prompt: list[int] | None = None, coverage: bool = True,
-           all_doubtful: bool = False, max_new_tokens: int | None = None) -> dict:
+           all_doubtful: bool = False, max_new_tokens: int | None = None,
+           check_context: tuple[np.ndarray, list, int] | None = None) -> dict:
     """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens", "doubtful",
     "uncovered", "speech_ms"} (times in ms from the first sample; each dropped segment keeps its "lang"; "tokens":
     the tokens of the segments kept, the context for what follows: a dropped segment's are not, so a
@@ -74,7 +75,10 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     the next chunk's prompt); :func:`finish` makes it the stage's output. ``prompt``: the tokens said before (a
     previous chunk's context) instead of the vocabulary as the initial prompt. ``whisper``: where the model is
     loaded (default: :func:`default_whisper`), on ``device`` with ``compute`` (:func:`engine.compute_type`). ``language_check``: check the doubtful segments of an English-only
-    model with the multilingual model's language detection (``all_doubtful``: every segment).
+    model with the multilingual model's language detection (``all_doubtful``: every segment except those the
+    coverage pass does not keep anyway, :func:`coverage.unsure`). ``check_context``: (the chunk's samples, their
+    core speech, where ``samples`` start in them): the check hears the chunk's audio around a segment (the
+    coverage pass's spans; default: ``samples`` alone).
     ``refine_words``: move word starts onto the audio (:mod:`.word_timing`). ``coverage``: decode again, on its
     own, speech that no kept segment covers (:data:`COVERAGE_MIN_S`); what stays uncovered is listed with why.
 
@@ -98,7 +102,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
                 max_compression_ratio=max_compression_ratio, temperature=temperature,
                 language_check=language_check, threads=threads, whisper=whisper, device=device, compute=compute)
     res = _pass(samples, regions, core, prompt=prompt, all_doubtful=all_doubtful, max_new_tokens=max_new_tokens,
-                **opts)
+                check_context=check_context, **opts)
     entries, dropped, doubtful = res["entries"], res["dropped"], res["doubtful"]
     redecode = (lambda part, **kw: decode(part, **opts, refine_words=False, coverage=False, all_doubtful=True, **kw))
     gaps = (recover(samples, core, entries, dropped, doubtful, again=coverage, vocabulary=vocabulary, redecode=redecode)
@@ -125,7 +129,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
 def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: str, language, vocabulary,
           beam_size: int, condition_on_previous_text: bool, max_compression_ratio, temperature, language_check: bool,
           threads, whisper: Whisper, device: str, compute: str | None, prompt, all_doubtful: bool,
-          max_new_tokens: int | None = None) -> dict:
+          max_new_tokens: int | None = None, check_context=None) -> dict:
     """One Whisper decode of ``samples`` through the drop rules: {"entries", "dropped", "doubtful", "info"}."""
     dropped: list[dict] = []
     with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
@@ -176,12 +180,14 @@ def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: st
         verdicts: dict[int, tuple[str, float, float, float]] = {}
         if check is not None:
             doubtful = [i for i, (s, a) in enumerate(zip(candidates, aligned)) if i not in bad
-                        and (all_doubtful or i in trimmed or _doubtful(s.avg_logprob, a["words"]))]
+                        and (not _unsure(s, a["words"]) if all_doubtful
+                             else i in trimmed or _doubtful(s.avg_logprob, a["words"]))]
+            heard, heard_core, off = check_context or (samples, core, 0)
             for group in check_groups([(aligned[i]["start"], aligned[i]["end"]) for i in doubtful]):
                 t0, t1 = aligned[doubtful[group[0]]]["start"], max(aligned[doubtful[j]]["end"] for j in group)
-                a, b = _context(t0, t1, len(samples))
-                speech_s = speech_in(core, a, b)
-                verdict = check(samples[a:b], padded=speech_s < LANGUAGE_MIN_SPEECH_S)
+                a, b = _context(t0 + off / 16000, t1 + off / 16000, len(heard))
+                speech_s = speech_in(heard_core, a, b)
+                verdict = check(heard[a:b], padded=speech_s < LANGUAGE_MIN_SPEECH_S)
                 verdicts.update((doubtful[j], (*verdict, speech_s)) for j in group)
     entries, doubts = [], []
     for i, (s, a) in enumerate(zip(candidates, aligned)):
@@ -215,6 +221,12 @@ def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: st
                                    "prob": float(w["probability"])} for k, w in enumerate(a["words"])],
                         "tokens": [int(t) for t in s.tokens]})
     return {"entries": entries, "dropped": dropped, "doubtful": doubts, "info": info}
+
+
+def _unsure(s, words: list[dict]) -> bool:
+    """The coverage pass drops this segment whatever its language (:func:`coverage.unsure`)."""
+    probs = [w["probability"] for w in words]
+    return unsure(len(words), float(s.no_speech_prob), sum(probs) / len(probs) if probs else 0.0)
 
 
 def finish(out: dict) -> dict:
