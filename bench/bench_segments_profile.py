@@ -6,7 +6,7 @@
 FILE: default the 10-min screencast of bench/make_long_media.py. Its audio (PyAV, 16 kHz mono) is decoded the way
 the segments stage decodes it (``chunks.transcribe``: the same chunks, prompts, drop rules, coverage pass and word
 timing, nothing stored), on one warm tiny.en with ``--threads`` CPU threads (1: what the stage gets while the visual
-branch runs beside it). Each part's CPU seconds are measured by wrapping the functions that do it (thread CPU time,
+branch runs beside it). Each part's CPU seconds are measured by wrapping the functions that do it (process CPU time,
 exclusive: a part inside another is counted once, in the inner part):
 
   encoder / decoder        faster-whisper's WhisperModel.encode / generate_with_fallback (the decode itself), split
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 class Clock:
-    """Exclusive thread-CPU seconds per part: a wrapped call's time minus that of the wrapped calls inside it."""
+    """Exclusive process-CPU seconds (the decode runs in one Python thread; CTranslate2 computes in its own threads) per part: a wrapped call's time minus that of the wrapped calls inside it."""
 
     def __init__(self):
         self.cpu = defaultdict(float)
@@ -51,12 +51,12 @@ class Clock:
     def part(self, name: str):
         if self.coverage and name in ("encoder", "decoder", "language check", "features", "word alignment"):
             name = f"{name} (coverage)"
-        self.stack.append([name, time.thread_time(), 0.0])
+        self.stack.append([name, time.process_time(), 0.0])
         try:
             yield
         finally:
             name, t0, child = self.stack.pop()
-            spent = time.thread_time() - t0
+            spent = time.process_time() - t0
             self.cpu[name] += spent - child
             self.calls[name] += 1
             if self.stack:
@@ -114,6 +114,21 @@ def instrument(clock: Clock) -> None:
 
 
 def load_audio(path: str, seconds: float | None):
+    """The 16 kHz mono samples the segments stage hears: the audio stage's own extraction (s16 WAV), read back."""
+    import tempfile
+
+    import numpy as np
+
+    from talkthrough_assets.stages import audio as audio_stage
+
+    with tempfile.TemporaryDirectory() as d:
+        wav = Path(d) / "a.wav"
+        audio_stage.extract_wav(path, wav)
+        x = audio_stage.load_wav(wav)
+    return x[: int(seconds * 16000)] if seconds else x
+
+
+def load_audio_direct(path: str, seconds: float | None):
     import av
     import numpy as np
 

@@ -11,7 +11,8 @@ run one after the other (each child's wall and CPU seconds from os.wait4):
   bare             faster-whisper with its defaults (beam 5, no VAD; its decode_audio inlined: the installed PyAV
                    no longer takes an argument it passes), the same tiny.en model
                    (``talkthrough_assets.store.models.resolve_whisper()``), the same compute type and threads as
-                   `process` gives Whisper when it runs alone (``transcribe.cpu_threads()``)
+                   `process` gives Whisper when it runs alone (``segments.engine.cpu_threads()``); where that is
+                   not 2, also on 2 threads ("bare, 2 threads": the baseline issue #33 was measured against)
   bare + VAD       the same with ``vad_filter=True``
   process          `talkthrough process FILE --json`, cold: a new empty TALKTHROUGH_HOME (Dagster storage
                    created, models loaded, every stage materialized)
@@ -85,8 +86,9 @@ def whisper_setup() -> tuple[str, str, int]:
     return (resolve_whisper()[0], engine.compute_type(o.device, o.compute_type), engine.cpu_threads(override=o.threads))
 
 
-def bare(path: str, vad: bool) -> dict:
-    model, compute, threads = whisper_setup()
+def bare(path: str, vad: bool, threads: int | None = None) -> dict:
+    model, compute, own = whisper_setup()
+    threads = threads or own
     r = tp.run_child([sys.executable, "-c", BARE_CHILD, path, model, compute, str(threads), "1" if vad else "0"])
     r.update(json.loads(r.pop("stdout").strip().splitlines()[-1]))
     return r
@@ -165,6 +167,8 @@ def bench_file(label: str, path: str, py: Path | None, why_no_peer: str | None) 
     out["decode floor"] = tp.run_child([sys.executable, "-c", DECODE_AUDIO_CHILD, path])
     out["bare"] = bare(path, vad=False)
     out["bare + VAD"] = bare(path, vad=True)
+    if whisper_setup()[2] != 2:  # the issue's baseline: 2 threads (slower than 1 on a 2-core machine here)
+        out["bare, 2 threads"] = bare(path, vad=False, threads=2)
     proc, stages, summary = tp.run_process(path)
     out["process"] = proc
     out["stages"] = {s: r["elapsed_s"] for s, r in stages.items()}
@@ -185,7 +189,7 @@ def print_file(r: dict) -> None:
     dur = r["media_s"]
     print(f"{'':<28}{'wall s':>8}{'cpu s':>8}{'x realtime':>11}{'x floor':>9}")
     floor = r["decode floor"]["wall_s"]
-    for k in ("decode floor", "bare", "bare + VAD", "process", "peer"):
+    for k in ("decode floor", "bare", "bare + VAD", "bare, 2 threads", "process", "peer"):
         if k not in r:
             continue
         w, c = r[k]["wall_s"], r[k]["cpu_s"]
@@ -194,8 +198,10 @@ def print_file(r: dict) -> None:
     if "peer_unavailable" in r:
         print(f"peer: unavailable ({r['peer_unavailable']})")
     p = r["process"]
-    for k in ("bare", "bare + VAD"):
-        print(f"process / {k:<12} wall {p['wall_s'] / r[k]['wall_s']:.2f}   cpu {p['cpu_s'] / r[k]['cpu_s']:.2f}")
+    for k in ("bare", "bare + VAD", "bare, 2 threads"):
+        if k not in r:
+            continue
+        print(f"process / {k:<15} wall {p['wall_s'] / r[k]['wall_s']:.2f}   cpu {p['cpu_s'] / r[k]['cpu_s']:.2f}")
     if "peer" in r:
         q = r["peer"]
         print(f"peer / process        wall {q['wall_s'] / p['wall_s']:.2f}   cpu {q['cpu_s'] / p['cpu_s']:.2f}")

@@ -93,7 +93,7 @@ VARS: tuple[Var, ...] = (
     _V("TALKTHROUGH_COMPUTE_TYPE", str, None, "Whisper's compute type; in the `segments` config hash.",
        default_doc="`int8` (`float16` on cuda)"),
     _V("TALKTHROUGH_WHISPER_THREADS", int, None, "Whisper's CPU threads.",
-       default_doc="every core (half beside the visual branch)"),
+       default_doc="half the cores (a quarter beside the visual branch), at least 1"),
     _V("TALKTHROUGH_CHUNK_S", float, 180.0, "Whisper decodes a recording in chunks of about this many seconds, "
        "cut at silences, each result stored as soon as decoded (bench/bench_chunks.py); the first chunk is cut near "
        "60 s (or this, if shorter), so the first partial transcript is readable sooner. 120 s read the bench meeting "

@@ -1,8 +1,9 @@
 """The thread plan (#33 item 4): who gets how many CPU threads while the audio and visual branches share the cores.
 
-* Whisper (``segments``) takes half the cores while the visual branch runs beside it, all of them alone
-  (``transcribe.cpu_threads``, fixed when its model loads).
-* OCR takes the cores Whisper leaves: ``cores - cores // 2`` while a ``segments`` stage is running in this
+* Whisper (``segments``) takes a quarter of the cores while the visual branch runs beside it, half of them alone,
+  at least one (``segments.engine.cpu_threads``, fixed when its model loads: its beam search does not scale with
+  threads, see there).
+* OCR takes the cores Whisper leaves: ``cores - max(1, cores // 4)`` while a ``segments`` stage is running in this
   process, every core once it is not (a video whose audio is done, or a silent one). The choice is made per
   keyframe, so OCR widens the moment Whisper ends.
 
@@ -47,4 +48,4 @@ def cores() -> int:
 def ocr_threads() -> int:
     """OCR's intra-op threads now: what Whisper leaves while it decodes, else every core."""
     n = cores()
-    return max(1, n - n // 2) if is_running("segments") else n
+    return max(1, n - max(1, n // 4)) if is_running("segments") else n

@@ -20,13 +20,16 @@ DEVICE = "cpu"  # a model asked for without a device: CPU int8 (the stage's opti
 
 
 def cpu_threads(shared: bool = False, override: int | None = None) -> int:
-    """Whisper's CPU threads: every core, or half of them when another stage runs beside it (the
-    visual branch of a video): two CTranslate2 threads competing with OCR/decoding for 2 cores
-    spin and cost ~1.5x the CPU for no gain. ``override`` (TALKTHROUGH_WHISPER_THREADS) replaces both."""
+    """Whisper's CPU threads: half the cores, a quarter when the visual branch of a video runs beside it (at
+    least one). CTranslate2's beam search over a small model does not scale with threads: on the 2-core machines
+    here, tiny.en decoded 120 s of speech in 3.8 s on 1 thread and 5.9 s on 2 (1.8x the CPU), base in 9.1 s vs
+    10.8 s, the same words (``OMP_WAIT_POLICY`` changed nothing); the 10-min bench screencast's segments stage
+    took 31.9 s on 1 thread and 43.8 s on 2 (bench/bench_segments_profile.py). ``override``
+    (TALKTHROUGH_WHISPER_THREADS) replaces both."""
     if override:
         return int(override)
     n = os.cpu_count() or 2
-    return max(1, n // 2) if shared else n
+    return max(1, n // 4) if shared else max(1, n // 2)
 
 
 def compute_type(device: str, given: str | None = None) -> str:

@@ -66,7 +66,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
            language_check: bool = True, threads: int | None = None, whisper: Whisper | None = None,
            device: str = DEVICE, compute: str | None = None,
            refine_words: bool = True, prompt: list[int] | None = None, coverage: bool = True,
-           all_doubtful: bool = False, max_new_tokens: int | None = None,
+           recovering: bool = False, max_new_tokens: int | None = None,
            check_context: tuple[np.ndarray, list, int] | None = None) -> dict:
     """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens", "doubtful",
     "uncovered", "speech_ms"} (times in ms from the first sample; each dropped segment keeps its "lang"; "tokens":
@@ -75,8 +75,8 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     the next chunk's prompt); :func:`finish` makes it the stage's output. ``prompt``: the tokens said before (a
     previous chunk's context) instead of the vocabulary as the initial prompt. ``whisper``: where the model is
     loaded (default: :func:`default_whisper`), on ``device`` with ``compute`` (:func:`engine.compute_type`). ``language_check``: check the doubtful segments of an English-only
-    model with the multilingual model's language detection (``all_doubtful``: every segment except those the
-    coverage pass does not keep anyway, :func:`coverage.unsure`). ``check_context``: (the chunk's samples, their
+    model with the multilingual model's language detection (``recovering``: the coverage pass's decode of a span,
+    whose segments it does not keep anyway, :func:`coverage.unsure`, are not checked). ``check_context``: (the chunk's samples, their
     core speech, where ``samples`` start in them): the check hears the chunk's audio around a segment (the
     coverage pass's spans; default: ``samples`` alone).
     ``refine_words``: move word starts onto the audio (:mod:`.word_timing`). ``coverage``: decode again, on its
@@ -101,10 +101,10 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
                 beam_size=beam_size, condition_on_previous_text=condition_on_previous_text,
                 max_compression_ratio=max_compression_ratio, temperature=temperature,
                 language_check=language_check, threads=threads, whisper=whisper, device=device, compute=compute)
-    res = _pass(samples, regions, core, prompt=prompt, all_doubtful=all_doubtful, max_new_tokens=max_new_tokens,
+    res = _pass(samples, regions, core, prompt=prompt, recovering=recovering, max_new_tokens=max_new_tokens,
                 check_context=check_context, **opts)
     entries, dropped, doubtful = res["entries"], res["dropped"], res["doubtful"]
-    redecode = (lambda part, **kw: decode(part, **opts, refine_words=False, coverage=False, all_doubtful=True, **kw))
+    redecode = (lambda part, **kw: decode(part, **opts, refine_words=False, coverage=False, recovering=True, **kw))
     gaps = (recover(samples, core, entries, dropped, doubtful, again=coverage, vocabulary=vocabulary, redecode=redecode)
             if regions is not None else [])
     entries.sort(key=lambda e: (e["seg"]["t0_ms"], e["seg"]["t1_ms"]))
@@ -128,7 +128,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
 
 def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: str, language, vocabulary,
           beam_size: int, condition_on_previous_text: bool, max_compression_ratio, temperature, language_check: bool,
-          threads, whisper: Whisper, device: str, compute: str | None, prompt, all_doubtful: bool,
+          threads, whisper: Whisper, device: str, compute: str | None, prompt, recovering: bool,
           max_new_tokens: int | None = None, check_context=None) -> dict:
     """One Whisper decode of ``samples`` through the drop rules: {"entries", "dropped", "doubtful", "info"}."""
     dropped: list[dict] = []
@@ -180,8 +180,8 @@ def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: st
         verdicts: dict[int, tuple[str, float, float, float]] = {}
         if check is not None:
             doubtful = [i for i, (s, a) in enumerate(zip(candidates, aligned)) if i not in bad
-                        and (not _unsure(s, a["words"]) if all_doubtful
-                             else i in trimmed or _doubtful(s.avg_logprob, a["words"]))]
+                        and not (recovering and _unsure(s, a["words"]))
+                        and (i in trimmed or _doubtful(s.avg_logprob, a["words"]))]
             heard, heard_core, off = check_context or (samples, core, 0)
             for group in check_groups([(aligned[i]["start"], aligned[i]["end"]) for i in doubtful]):
                 t0, t1 = aligned[doubtful[group[0]]]["start"], max(aligned[doubtful[j]]["end"] for j in group)
