@@ -3,7 +3,10 @@
 The case (tests/data/make_loop_case.py): 30 s of the 30-min bench meeting and the context its chunk was given
 when the loop was found, ending in 27 "Okay." that tiny.en wrote over the silence at the previous chunk's end.
 With that context, Whisper writes "Okay." over every sentence, and each chunk handed the loop on: the last five
-chunks of the meeting were nothing but "Okay." (chunked WER 46.5 % vs 8.1 % whole). Real faster-whisper."""
+chunks of the meeting were nothing but "Okay." (chunked WER 46.5 % vs 8.1 % whole). Real faster-whisper.
+
+Since rules.LoopGuard (a window that loops after a prompt is decoded again without it), this case no longer loops
+at all; the chunk-level safety net below is tested with the guard off (``loop_retry=False``)."""
 
 import json
 import re
@@ -24,7 +27,7 @@ def case(tmp_path_factory):
     wav = tmp_path_factory.mktemp("loop") / "loop.wav"
     audio.extract_wav(DATA / "loop_context.m4a", wav)
     ref, label = resolve_whisper(None)
-    kw = dict(model_ref=ref, model_label=label, threads=2, whisper=transcribe.Whisper())
+    kw = dict(model_ref=ref, model_label=label, threads=2, whisper=transcribe.Whisper(), loop_retry=False)
     return audio.load_wav(wav), json.loads((DATA / "loop_context.json").read_text())["prompt"], kw
 
 
@@ -58,6 +61,15 @@ def test_the_context_handed_on_holds_only_the_segments_kept(case):
     tokenizer = kw["whisper"].model(kw["model_ref"], 2).hf_tokenizer
     handed = tokenizer.decode([t for t in out["tokens"] if t < 50257])
     assert _words([{"text": handed}]).split() == _words(out["segments"]).split()
+
+
+def test_the_window_guard_alone_keeps_the_case_out_of_its_loop(case):
+    samples, prompt, kw = case
+    out = chunks._decode_chunk(samples, dict(kw, prompt=prompt, loop_retry=True))
+    assert not out.get("recontext") and chunks.loop_run(out) < chunks.LOOP_RUN
+    said = _words(out["segments"])
+    for phrase in ("incident on monday", "checkout service", "version 41", "release plan for version 42"):
+        assert phrase in said, said
 
 
 def test_a_chunk_without_a_loop_keeps_its_context(case):

@@ -150,6 +150,42 @@ def _trimmed(model, s, n_words: int):
     return None
 
 
+class LoopGuard:
+    """While a ``model.transcribe`` runs: a 30-s window whose text loops (compression ratio over ``threshold``,
+    faster-whisper's own measure of it) after a prompt of text said before is decoded again without that text
+    (the vocabulary, as hotwords, stays), and the result that loops less is kept. Bare faster-whisper escapes a
+    loop by sampling at a higher temperature and dropping the prompt after it (random per call); without that,
+    one looped window ("bye, bye, bye, ...") was the next window's prompt and the loop ran to the end of its
+    chunk: the last 3 min of the 10-min bench screencast, decoded again span by span by the coverage pass.
+    Beam search both times: the same words every run."""
+
+    def __init__(self, model, threshold: float | None):
+        self.model, self.threshold = model, threshold
+        self.retried = 0
+
+    def __enter__(self):
+        model, original = self.model, self.model.generate_with_fallback
+
+        def generate_with_fallback(encoder_output, prompt, tokenizer, options):
+            out = original(encoder_output, prompt, tokenizer, options)
+            if self.threshold is None or out[3] <= self.threshold or tokenizer.sot_prev not in prompt:
+                return out
+            bare = model.get_prompt(tokenizer, [], without_timestamps=options.without_timestamps,
+                                    hotwords=options.hotwords)
+            if bare == prompt:
+                return out
+            self.retried += 1
+            again = original(encoder_output, bare, tokenizer, options)
+            return again if again[3] < out[3] else out
+
+        model.generate_with_fallback = generate_with_fallback  # an instance attribute shadows the method
+        return self
+
+    def __exit__(self, *exc):
+        self.model.__dict__.pop("generate_with_fallback", None)
+        return False
+
+
 def _impossible(candidates: list, aligned: list[dict], drop) -> set[int]:
     """Segments whose aligned timing cannot be right, dropped as text (``drop``): more than
     :data:`MAX_WORDS_PER_S` words a second (Whisper wrote sentences past what a window holds, all at its end: the

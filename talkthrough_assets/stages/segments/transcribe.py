@@ -24,7 +24,7 @@ from talkthrough_assets.stages.segments.engine import (  # noqa: F401
     DEVICE, PROMPT_TOKENS, Whisper, cpu_threads, default_whisper, language_checker)
 from talkthrough_assets.stages.segments.rules import (  # noqa: F401
     LANGUAGE_CHECK_MIN_P, LANGUAGE_CHECK_MIN_S, LANGUAGE_CHECK_MIN_TOP_P, LANGUAGE_KEEP_WORD_P, LANGUAGE_MIN_SPEECH_S,
-    LANGUAGE_SHORT_MAX_P_EN, VAD_GATE_PAD_MS, _context, _doubtful, _has_speech, _impossible, _trimmed, check_groups,
+    LANGUAGE_SHORT_MAX_P_EN, VAD_GATE_PAD_MS, LoopGuard, _context, _doubtful, _has_speech, _impossible, _trimmed, check_groups,
     compression_ratio, core_speech, loop_cut, speech_in, speech_regions)
 from talkthrough_assets.stages.runner import CheckResult, wav_path
 
@@ -51,6 +51,8 @@ CONDITION_ON_PREVIOUS_TEXT = True
 BEAM_SIZE = 5
 MAX_COMPRESSION_RATIO: float | None = 2.4
 TEMPERATURE = (0.0,)  # no sampling fallback, see above
+NO_SPEECH_THRESHOLD: float | None = 0.6  # faster-whisper's: a window it judges silent is skipped, its text unused
+LOOP_RETRY_RATIO = 2.4  # a window whose text loops is decoded again without the text before it (rules.LoopGuard)
 
 
 def _empty(meta: dict, reason: str, t_start: float) -> dict:
@@ -67,7 +69,8 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
            device: str = DEVICE, compute: str | None = None,
            refine_words: bool = True, prompt: list[int] | None = None, coverage: bool = True,
            recovering: bool = False, max_new_tokens: int | None = None,
-           check_context: tuple[np.ndarray, list, int] | None = None) -> dict:
+           check_context: tuple[np.ndarray, list, int] | None = None,
+           no_speech_threshold: float | None = NO_SPEECH_THRESHOLD, loop_retry: bool = True) -> dict:
     """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens", "doubtful",
     "uncovered", "speech_ms"} (times in ms from the first sample; each dropped segment keeps its "lang"; "tokens":
     the tokens of the segments kept, the context for what follows: a dropped segment's are not, so a
@@ -100,7 +103,8 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     opts = dict(model_ref=model_ref, model_label=model_label, language=language, vocabulary=vocabulary,
                 beam_size=beam_size, condition_on_previous_text=condition_on_previous_text,
                 max_compression_ratio=max_compression_ratio, temperature=temperature,
-                language_check=language_check, threads=threads, whisper=whisper, device=device, compute=compute)
+                language_check=language_check, threads=threads, whisper=whisper, device=device, compute=compute,
+                no_speech_threshold=no_speech_threshold, loop_retry=loop_retry)
     res = _pass(samples, regions, core, prompt=prompt, recovering=recovering, max_new_tokens=max_new_tokens,
                 check_context=check_context, **opts)
     entries, dropped, doubtful = res["entries"], res["dropped"], res["doubtful"]
@@ -129,7 +133,8 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
 def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: str, language, vocabulary,
           beam_size: int, condition_on_previous_text: bool, max_compression_ratio, temperature, language_check: bool,
           threads, whisper: Whisper, device: str, compute: str | None, prompt, recovering: bool,
-          max_new_tokens: int | None = None, check_context=None) -> dict:
+          max_new_tokens: int | None = None, check_context=None,
+          no_speech_threshold: float | None = NO_SPEECH_THRESHOLD, loop_retry: bool = True) -> dict:
     """One Whisper decode of ``samples`` through the drop rules: {"entries", "dropped", "doubtful", "info"}."""
     dropped: list[dict] = []
     with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
@@ -137,12 +142,12 @@ def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: st
         # words are aligned after decoding, window by window, on the decoder's own encoder output (see
         # word_timing.WindowAligner: decoding with word_timestamps=True lost the last words of a recording)
         aligner = word_timing.WindowAligner(model, len(samples))
-        with aligner:
+        with aligner, LoopGuard(model, LOOP_RETRY_RATIO if loop_retry else None):
             seg_iter, info = model.transcribe(
                 samples, language=language or None, beam_size=beam_size, vad_filter=False,
                 word_timestamps=False, initial_prompt=prompt or vocabulary or None, hotwords=vocabulary or None,
                 condition_on_previous_text=condition_on_previous_text, temperature=temperature,
-                max_new_tokens=max_new_tokens,
+                max_new_tokens=max_new_tokens, no_speech_threshold=no_speech_threshold,
             )
             aligner.language = info.language
             english_only = not model.model.is_multilingual
