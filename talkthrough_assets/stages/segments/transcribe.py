@@ -70,7 +70,8 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
            refine_words: bool = True, prompt: list[int] | None = None, coverage: bool = True,
            recovering: bool = False, max_new_tokens: int | None = None,
            check_context: tuple[np.ndarray, list, int] | None = None,
-           no_speech_threshold: float | None = NO_SPEECH_THRESHOLD, loop_retry: bool = True) -> dict:
+           no_speech_threshold: float | None = NO_SPEECH_THRESHOLD, loop_retry: bool = True,
+           vad_regions: list[tuple[int, int]] | None = None) -> dict:
     """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens", "doubtful",
     "uncovered", "speech_ms"} (times in ms from the first sample; each dropped segment keeps its "lang"; "tokens":
     the tokens of the segments kept, the context for what follows: a dropped segment's are not, so a
@@ -84,6 +85,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     coverage pass's spans; default: ``samples`` alone).
     ``refine_words``: move word starts onto the audio (:mod:`.word_timing`). ``coverage``: decode again, on its
     own, speech that no kept segment covers (:data:`COVERAGE_MIN_S`); what stays uncovered is listed with why.
+    ``vad_regions``: :func:`speech_regions` of ``samples``, when the caller has them already.
 
     Nothing is deleted to fix a time span or a loop: a loop loses its repeated tail (:func:`loop_cut`), and a
     segment whose span holds no voice activity is dropped only as text: its speech, wherever it is, is left
@@ -96,7 +98,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     if len(samples) < 1600:  # < 0.1 s: nothing to transcribe
         return _empty(meta, "no speech detected (audio shorter than 0.1 s)", t_start)
     whisper = whisper or default_whisper()
-    regions = speech_regions(samples) if vad else None
+    regions = (vad_regions if vad_regions is not None else speech_regions(samples)) if vad else None
     if regions == []:  # the gate would drop every segment: Whisper is not run at all (a silent screencast)
         return _empty(meta, "no speech detected (no voice activity)", t_start)
     core = core_speech(regions) if regions is not None else [(0, len(samples))]
