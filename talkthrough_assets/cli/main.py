@@ -4,9 +4,11 @@ options, calls one function of ``app/`` (processing goes through Dagster) and pr
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
+import threading
 
 import typer
 
@@ -47,7 +49,8 @@ app.add_typer(people_app, name="people")  # `talkthrough people` (issue #35)
 def main() -> None:  # pragma: no cover
     """The ``talkthrough`` command: the command runs, then the process ends without the interpreter's teardown
     (~0.45 s after `process`: the loaded models and Dagster's modules freed one by one, nothing left to save;
-    bench/bench_cold_start.py). What was printed is flushed and the logs closed first."""
+    bench/bench_cold_start.py). What was printed is flushed, the threads that are not daemons are waited for and
+    the exit handlers run first."""
     try:
         app()
         code = 0
@@ -62,6 +65,10 @@ def main() -> None:  # pragma: no cover
         sys.stderr.flush()
     except (BrokenPipeError, ValueError):  # the reader went away: nothing more to deliver
         code = code or 1
+    # what the interpreter's own exit would do first: wait for the threads that are not daemons, run the exit
+    # handlers (which close the logs); then end without freeing every object one by one
+    threading._shutdown()
+    atexit._run_exitfuncs()
     logging.shutdown()
     os._exit(code)
 
