@@ -44,8 +44,9 @@ def _remount(path: Path, mode: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def small(tt_home, tmp_path_factory):
-    """A 48-MB tmpfs holding the data root (and Dagster's storage), with two processed recordings."""
+def small(tt_home, processed, tmp_path_factory):
+    """A 48-MB tmpfs holding the data root (and Dagster's storage), with two processed recordings (after the shared
+    fixtures are processed: their data root, not this one, holds them, whatever test runs first)."""
     mnt = tmp_path_factory.mktemp("smallfs")
     _mount(mnt, 48)
     media = tmp_path_factory.mktemp("faultmedia")
