@@ -232,7 +232,7 @@ def _burn(stop):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--configs", default="bare,pipeline", help="bare, pipeline, greedy (pipeline with beam 1), nocover (pipeline without its coverage pass), speechall (no window skipped as silent: the VAD gate alone), noretry (no window decoded again without its prompt when it loops)")
+    ap.add_argument("--configs", default="bare,pipeline", help="bare, pipeline, greedy (pipeline with beam 1), nocover (pipeline without its coverage pass), noretry (no window decoded again without its prompt when it loops)")
     ap.add_argument("--only")
     ap.add_argument("--long", action="store_true")
     ap.add_argument("--load", type=int, default=0, help="CPU burners during the --repeat runs")
@@ -253,7 +253,7 @@ def main() -> int:
     if set(configs) - {"bare"}:  # loaded before timing, as bare's is (the language check's model is not)
         T.default_whisper().model(ref_model)
     kw = {"pipeline": {}, "greedy": {"beam_size": 1}, "nocover": {"coverage": False},
-          "speechall": {"no_speech_threshold": None}, "noretry": {"loop_retry": False}}
+          "noretry": {"loop_retry": False}}
     rows = []
     cl = clips(args.only, args.long)
     print(f"model {label}; {len(cl)} clips; configs {configs}")

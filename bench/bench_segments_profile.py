@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 class Clock:
-    """Exclusive process-CPU seconds (the decode runs in one Python thread; CTranslate2 computes in its own threads) per part: a wrapped call's time minus that of the wrapped calls inside it."""
+    """Exclusive process-CPU seconds per part (the decode runs in one Python thread; CTranslate2 computes in its
+    own threads): a wrapped call's time minus that of the wrapped calls inside it."""
 
     def __init__(self):
         self.cpu = defaultdict(float)
@@ -125,20 +126,6 @@ def load_audio(path: str, seconds: float | None):
         wav = Path(d) / "a.wav"
         audio_stage.extract_wav(path, wav)
         x = audio_stage.load_wav(wav)
-    return x[: int(seconds * 16000)] if seconds else x
-
-
-def load_audio_direct(path: str, seconds: float | None):
-    import av
-    import numpy as np
-
-    parts = []
-    with av.open(path) as c:
-        rs = av.AudioResampler(format="flt", layout="mono", rate=16000)
-        for f in c.decode(c.streams.audio[0]):
-            parts += [g.to_ndarray().reshape(-1) for g in rs.resample(f)]
-        parts += [g.to_ndarray().reshape(-1) for g in rs.resample(None)]
-    x = np.concatenate(parts).astype(np.float32)
     return x[: int(seconds * 16000)] if seconds else x
 
 

@@ -31,8 +31,9 @@ COVER_TOKENS_MAX = 200  # + a prompt of <= 228 tokens (no vocabulary) stays unde
 def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[dict], dropped: list[dict],
             doubtful: list[dict], *, again: bool, vocabulary: str | None, redecode: Callable[..., dict]) -> list[dict]:
     """Decode again (``again``) the ``core`` speech that no kept entry covers for at least :data:`COVERAGE_MIN_S`:
-    ``redecode(samples, prompt=, max_new_tokens=, check_context=)`` is the decode of such a span (``transcribe.decode`` without a
-    coverage pass of its own). What it finds is added to ``entries``, ``dropped`` and ``doubtful`` (in place).
+    ``redecode(samples, prompt=, max_new_tokens=, check_context=)`` is the decode of such a span
+    (``transcribe.decode`` without a coverage pass of its own). What it finds is added to ``entries``, ``dropped``
+    and ``doubtful`` (in place).
     Returns the speech still uncovered: [{"t0_ms", "t1_ms", "reason"}]."""
     def covered() -> list[tuple[int, int]]:
         slack = COVER_SLACK_MS * 16
@@ -96,7 +97,8 @@ def _cover_tokens(n_samples: int, vocabulary: str | None) -> int | None:
 
 def unsure(n_words: int, no_speech_prob: float, mean_p: float) -> bool:
     """A segment the coverage pass finds that is not kept (:func:`_unsure_recovery`): its language is not checked."""
-    return n_words <= RECOVER_UNSURE_MAX_WORDS and no_speech_prob >= RECOVER_MAX_NO_SPEECH_P and mean_p < RECOVER_MIN_WORD_P
+    return (n_words <= RECOVER_UNSURE_MAX_WORDS and no_speech_prob >= RECOVER_MAX_NO_SPEECH_P
+            and mean_p < RECOVER_MIN_WORD_P)
 
 
 def _unsure_recovery(e: dict) -> str | None:

@@ -116,4 +116,5 @@ def warm_language_checker(whisper: "Whisper", threads: int | None = None, device
         whisper.warm(str(path), threads, device, compute)
 
 
-__all__ = ["PROMPT_TOKENS", "warm_language_checker", "DEVICE", "cpu_threads", "compute_type", "Whisper", "default_whisper", "language_checker"]
+__all__ = ["PROMPT_TOKENS", "DEVICE", "cpu_threads", "compute_type", "Whisper", "default_whisper", "language_checker",
+           "warm_language_checker"]

@@ -161,7 +161,6 @@ class LoopGuard:
 
     def __init__(self, model, threshold: float | None):
         self.model, self.threshold = model, threshold
-        self.retried = 0
 
     def __enter__(self):
         model, original = self.model, self.model.generate_with_fallback
@@ -174,7 +173,6 @@ class LoopGuard:
                                     hotwords=options.hotwords)
             if bare == prompt:
                 return out
-            self.retried += 1
             again = original(encoder_output, bare, tokenizer, options)
             return again if again[3] < out[3] else out
 

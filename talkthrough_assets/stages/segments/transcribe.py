@@ -24,8 +24,8 @@ from talkthrough_assets.stages.segments.engine import (  # noqa: F401
     DEVICE, PROMPT_TOKENS, Whisper, cpu_threads, default_whisper, language_checker)
 from talkthrough_assets.stages.segments.rules import (  # noqa: F401
     LANGUAGE_CHECK_MIN_P, LANGUAGE_CHECK_MIN_S, LANGUAGE_CHECK_MIN_TOP_P, LANGUAGE_KEEP_WORD_P, LANGUAGE_MIN_SPEECH_S,
-    LANGUAGE_SHORT_MAX_P_EN, VAD_GATE_PAD_MS, LoopGuard, _context, _doubtful, _has_speech, _impossible, _trimmed, check_groups,
-    compression_ratio, core_speech, loop_cut, speech_in, speech_regions)
+    LANGUAGE_SHORT_MAX_P_EN, VAD_GATE_PAD_MS, LoopGuard, _context, _doubtful, _has_speech, _impossible, _trimmed,
+    check_groups, compression_ratio, core_speech, loop_cut, speech_in, speech_regions)
 from talkthrough_assets.stages.runner import CheckResult, wav_path
 
 SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the config hash (and chunk keys) cover
@@ -51,7 +51,6 @@ CONDITION_ON_PREVIOUS_TEXT = True
 BEAM_SIZE = 5
 MAX_COMPRESSION_RATIO: float | None = 2.4
 TEMPERATURE = (0.0,)  # no sampling fallback, see above
-NO_SPEECH_THRESHOLD: float | None = 0.6  # faster-whisper's: a window it judges silent is skipped, its text unused
 LOOP_RETRY_RATIO = 2.4  # a window whose text loops is decoded again without the text before it (rules.LoopGuard)
 
 
@@ -70,8 +69,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
            refine_words: bool = True, prompt: list[int] | None = None, coverage: bool = True,
            recovering: bool = False, max_new_tokens: int | None = None,
            check_context: tuple[np.ndarray, list, int] | None = None,
-           no_speech_threshold: float | None = NO_SPEECH_THRESHOLD, loop_retry: bool = True,
-           vad_regions: list[tuple[int, int]] | None = None) -> dict:
+           loop_retry: bool = True, vad_regions: list[tuple[int, int]] | None = None) -> dict:
     """Decode ``samples`` and apply the drop rules: {"meta", "segments", "words", "dropped", "tokens", "doubtful",
     "uncovered", "speech_ms"} (times in ms from the first sample; each dropped segment keeps its "lang"; "tokens":
     the tokens of the segments kept, the context for what follows: a dropped segment's are not, so a
@@ -80,9 +78,9 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     previous chunk's context) instead of the vocabulary as the initial prompt. ``whisper``: where the model is
     loaded (default: :func:`default_whisper`), on ``device`` with ``compute`` (:func:`engine.compute_type`). ``language_check``: check the doubtful segments of an English-only
     model with the multilingual model's language detection (``recovering``: the coverage pass's decode of a span,
-    whose segments it does not keep anyway, :func:`coverage.unsure`, are not checked). ``check_context``: (the chunk's samples, their
-    core speech, where ``samples`` start in them): the check hears the chunk's audio around a segment (the
-    coverage pass's spans; default: ``samples`` alone).
+    whose segments it does not keep anyway, :func:`coverage.unsure`, are not checked). ``check_context``: (the
+    chunk's samples, their core speech, where ``samples`` start in them): the check hears the chunk's audio around
+    a segment (the coverage pass's spans; default: ``samples`` alone).
     ``refine_words``: move word starts onto the audio (:mod:`.word_timing`). ``coverage``: decode again, on its
     own, speech that no kept segment covers (:data:`COVERAGE_MIN_S`); what stays uncovered is listed with why.
     ``vad_regions``: :func:`speech_regions` of ``samples``, when the caller has them already.
@@ -106,7 +104,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
                 beam_size=beam_size, condition_on_previous_text=condition_on_previous_text,
                 max_compression_ratio=max_compression_ratio, temperature=temperature,
                 language_check=language_check, threads=threads, whisper=whisper, device=device, compute=compute,
-                no_speech_threshold=no_speech_threshold, loop_retry=loop_retry)
+                loop_retry=loop_retry)
     res = _pass(samples, regions, core, prompt=prompt, recovering=recovering, max_new_tokens=max_new_tokens,
                 check_context=check_context, **opts)
     entries, dropped, doubtful = res["entries"], res["dropped"], res["doubtful"]
@@ -135,8 +133,7 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
 def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: str, language, vocabulary,
           beam_size: int, condition_on_previous_text: bool, max_compression_ratio, temperature, language_check: bool,
           threads, whisper: Whisper, device: str, compute: str | None, prompt, recovering: bool,
-          max_new_tokens: int | None = None, check_context=None,
-          no_speech_threshold: float | None = NO_SPEECH_THRESHOLD, loop_retry: bool = True) -> dict:
+          max_new_tokens: int | None = None, check_context=None, loop_retry: bool = True) -> dict:
     """One Whisper decode of ``samples`` through the drop rules: {"entries", "dropped", "doubtful", "info"}."""
     dropped: list[dict] = []
     with whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
@@ -149,7 +146,7 @@ def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: st
                 samples, language=language or None, beam_size=beam_size, vad_filter=False,
                 word_timestamps=False, initial_prompt=prompt or vocabulary or None, hotwords=vocabulary or None,
                 condition_on_previous_text=condition_on_previous_text, temperature=temperature,
-                max_new_tokens=max_new_tokens, no_speech_threshold=no_speech_threshold,
+                max_new_tokens=max_new_tokens,
             )
             aligner.language = info.language
             english_only = not model.model.is_multilingual
