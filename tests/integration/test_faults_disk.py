@@ -181,7 +181,7 @@ def _fill(mnt: Path, leave_bytes: int) -> Path:
     return filler
 
 
-def test_preflight_counts_frames_by_resolution_and_the_model_join(small, tmp_path):
+def test_preflight_counts_frames_by_resolution_and_the_model_join(small, tmp_path, monkeypatch):
     # the 73-KB clip asks a few MB, not the 35 MB of a 120-frame 1080p budget
     from talkthrough_assets.stages import probe
 
@@ -189,8 +189,11 @@ def test_preflight_counts_frames_by_resolution_and_the_model_join(small, tmp_pat
     need = probe.estimate_need(row, {"max_frames": 120})
     assert need["data"] < 8 * MB, need
     # audio on a data root whose model cache lacks the multilingual base model: its ~145-MB join is counted
+    # when it is the Whisper model (the language check of the default tiny.en reads it into memory: nothing)
     from talkthrough_assets.store.models import base_model_join_bytes
 
+    assert base_model_join_bytes("tiny.en") == 0
+    monkeypatch.setenv("TALKTHROUGH_WHISPER_MODEL", "base")
     if base_model_join_bytes() == 0:
         pytest.skip("the multilingual base model's wheels are not installed: nothing to join")
     src = unique_copy(FIXTURES_DIR / MEETING_NAME, tmp_path / "talk.m4a", "faults-model")

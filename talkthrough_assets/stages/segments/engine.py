@@ -49,8 +49,9 @@ class Whisper:
         self._models: OrderedDict[tuple, object] = OrderedDict()
 
     def model(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
-              compute: str | None = None):
-        """The loaded model (``compute``: see :func:`compute_type`)."""
+              compute: str | None = None, files=None):
+        """The loaded model (``compute``: see :func:`compute_type`). ``files``: a function returning the model's
+        files in memory (``WhisperModel(files=...)``; ``model_ref`` then names it), called only to load it."""
         key = (model_ref, device, compute_type(device, compute), threads or cpu_threads())
         with self.lock:
             if key in self._models:
@@ -62,13 +63,13 @@ class Whisper:
                     self._models.popitem(last=False)
                 # better alignment heads where measured (word_timing.ALIGNMENT_HEADS; decoding is unchanged)
                 self._models[key] = WhisperModel(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
-                                                 files=word_timing.model_files(model_ref))
+                                                 files=files() if files else word_timing.model_files(model_ref))
             return self._models[key]
 
     def warm(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
-             compute: str | None = None) -> None:
+             compute: str | None = None, files=None) -> None:
         """Load the model now (a background thread may call this while other work runs)."""
-        self.model(model_ref, threads, device, compute)
+        self.model(model_ref, threads, device, compute, files)
 
 
 _default = Whisper()  # loads nothing until a model is asked for
@@ -81,12 +82,11 @@ def default_whisper() -> Whisper:
 
 def language_checker(whisper: "Whisper", threads: int | None = None, device: str = DEVICE,
                      compute: str | None = None):
-    """A function (samples) -> (language, probability, P(en)) using the multilingual base model, or None when
-    that model is not installed."""
-    from talkthrough_assets.store.models import base_model_dir
+    """A function (samples) -> (language, probability, P(en)) using the multilingual base model (loaded from its
+    wheels into memory on first use: :func:`store.models.base_model_files`), or None when it is not installed."""
+    from talkthrough_assets.store.models import BASE_IN_MEMORY, base_model_files, base_model_installed
 
-    path = base_model_dir()
-    if path is None:
+    if not base_model_installed():
         return None
 
     def check(samples: np.ndarray, padded: bool = False) -> tuple[str, float, float]:
@@ -95,7 +95,7 @@ def language_checker(whisper: "Whisper", threads: int | None = None, device: str
         # ``padded``: on Whisper's 30-s window, as it was trained (see rules.LANGUAGE_MIN_SPEECH_S).
         import ctranslate2
 
-        model = whisper.model(str(path), threads, device, compute)
+        model = whisper.model(BASE_IN_MEMORY, threads, device, compute, base_model_files)
         feats = model.feature_extractor(samples)
         n = model.feature_extractor.nb_max_frames
         feats = (np.pad(feats[:, :n], ((0, 0), (0, max(0, n - feats.shape[1])))) if padded
@@ -110,10 +110,10 @@ def language_checker(whisper: "Whisper", threads: int | None = None, device: str
 def warm_language_checker(whisper: "Whisper", threads: int | None = None, device: str = DEVICE,
                           compute: str | None = None) -> None:
     """Load the model :func:`language_checker` uses now (nothing when it is not installed)."""
-    from talkthrough_assets.store.models import base_model_dir
+    from talkthrough_assets.store.models import BASE_IN_MEMORY, base_model_files, base_model_installed
 
-    if (path := base_model_dir()) is not None:
-        whisper.warm(str(path), threads, device, compute)
+    if base_model_installed():
+        whisper.warm(BASE_IN_MEMORY, threads, device, compute, base_model_files)
 
 
 __all__ = ["PROMPT_TOKENS", "DEVICE", "cpu_threads", "compute_type", "Whisper", "default_whisper", "language_checker",

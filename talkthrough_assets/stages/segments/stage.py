@@ -51,13 +51,12 @@ def engine_fingerprint(opts: Options) -> dict:
 
 def fingerprint(opts: Options) -> str:
     """The chunk keys' settings part: what the segments config hash covers (settings.stage_config's shape)."""
-    from talkthrough_assets.store.models import base_model_dir
+    from talkthrough_assets.store.models import BASE_IN_MEMORY, base_model_installed
 
-    base = base_model_dir()
     stage_cfg = {k: getattr(opts, k) for k in T.SETTINGS}
     if (engine := engine_fingerprint(opts)):
         stage_cfg["_engine"] = engine
-    return C.fingerprint(stage_cfg, base.name if base else None, CODE_VERSION)
+    return C.fingerprint(stage_cfg, BASE_IN_MEMORY if base_model_installed() else None, CODE_VERSION)
 
 
 def load(key: str) -> bytes | None:
@@ -158,26 +157,13 @@ def prewarm(rid: str, opts: Options, engines, ctx: RunContext) -> None:
     threads = E.cpu_threads(shared=bool(ctx.beside) and has_video(rid), override=opts.threads)
     try:
         model = engines.whisper.model(resolve_whisper(opts.whisper_model)[0], threads, opts.device, opts.compute_type)
-        if not model.model.is_multilingual and _may_join_base_model():
-            # the language check's multilingual model too (joined from its wheels on a new data root, ~0.5 s, and
-            # loaded, ~0.8 s): while Dagster opens in its thread here rather than at the first doubtful segment
+        if not model.model.is_multilingual:
+            # the language check's multilingual model too (read from its wheels into memory, ~0.3 s, and loaded,
+            # ~0.6 s; nothing written to disk): while Dagster opens in its thread here rather than at the first
+            # doubtful segment
             E.warm_language_checker(engines.whisper, threads, opts.device, opts.compute_type)
     except Exception:  # the stage itself reports a missing or broken model, with a reason
         pass
-
-
-PREWARM_JOIN_MARGIN = 512 * 1024 * 1024  # free bytes the prewarm leaves beside the joined base model, at least
-
-
-def _may_join_base_model() -> bool:
-    """Whether the prewarm may load the base model: joined already, or room to join it with
-    :data:`PREWARM_JOIN_MARGIN` to spare. The prewarm runs before the disk preflight (probe) and never fills a
-    disk: on a small one the join is left to the stage, after the preflight has counted it."""
-    from talkthrough_assets.store.models import base_model_join_bytes
-
-    need = base_model_join_bytes()
-    free = store.diskfault.free_bytes(store.models_dir()) if need else None
-    return not need or (free is not None and free > need + PREWARM_JOIN_MARGIN)
 
 
 def run(rid: str, opts: Options, engines, *, ctx: RunContext | None = None) -> StageResult:
