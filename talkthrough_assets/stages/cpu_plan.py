@@ -45,7 +45,9 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-def ocr_threads() -> int:
-    """OCR's intra-op threads now: what Whisper leaves while it decodes, else every core."""
+def ocr_threads(beside_whisper: bool | None = None) -> int:
+    """OCR's intra-op threads now: what Whisper leaves while it decodes, else every core. ``beside_whisper``:
+    whether Whisper will be decoding (the OCR prewarm, before either stage runs); default: whether it is now."""
     n = cores()
-    return max(1, n - max(1, n // 4)) if is_running("segments") else n
+    busy = is_running("segments") if beside_whisper is None else beside_whisper
+    return max(1, n - max(1, n // 4)) if busy else n

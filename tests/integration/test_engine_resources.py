@@ -98,3 +98,27 @@ def test_an_audio_file_never_loads_the_ocr_engine(private_root):
                          resources={"whisper": mine.whisper, "ocr_engine": mine.ocr, "diarizer": mine.diarizer})
     assert result.success and mine.ocr._engines == {}
     assert store.read_rows("ocr", rid) == [] and store.read_rows("segments", rid)
+
+
+def test_the_ocr_prewarm_builds_the_sessions_the_stage_starts_on(private_root):
+    """A screencast's OCR prewarm builds RapidOCR's ONNX sessions for the thread count the ocr stage starts
+    with: what Whisper leaves when the audio branch runs beside it (cpu_plan), so the stage builds none at its
+    start; and the stage, once Whisper is done, widens onto the other count."""
+    import threading
+
+    from talkthrough_assets.pipeline.scheduler import stage_workers
+    from talkthrough_assets.stages import cpu_plan
+
+    src = FIXTURES_DIR / "screencast.mp4"
+    rid = recording_id(src)
+    pipeline.register_source(src, rid)
+    mine = engines.Engines(whisper=Whisper(), ocr=OcrEngine(), diarizer=engines.Diarizer())
+    pipeline.prewarm(rid, list(pipeline.S.STAGES), engines=mine)
+    for t in threading.enumerate():
+        if t.name == "prewarm":
+            t.join(120)
+    (engine,) = mine.ocr._engines.values()
+    start = cpu_plan.ocr_threads(beside_whisper=stage_workers() >= 2)
+    assert set(engine._tt_threads.sessions) == {start} and engine._tt_threads.current == start
+    if cpu_plan.cores() >= 2:
+        assert start < cpu_plan.cores()  # fewer than every core: Whisper decodes beside it

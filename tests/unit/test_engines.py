@@ -70,7 +70,7 @@ def test_whisper_loads_each_model_once_and_a_warmup_load_is_waited_for_not_repea
 def test_ocr_engine_loads_once_and_a_failed_load_is_tried_again(monkeypatch):
     calls = []
 
-    def load(max_side):
+    def load(max_side, threads=None):
         calls.append(1)
         if len(calls) == 1:
             raise ImportError("no wheel")

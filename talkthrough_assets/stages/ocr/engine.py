@@ -139,7 +139,9 @@ class _Threads:
         self.current = n
 
 
-def _load_engine(max_side: int):
+def _load_engine(max_side: int, threads: int | None = None):
+    """RapidOCR with detection capped at ``max_side`` and its sessions built for ``threads`` (default: the
+    thread plan's count now, :func:`cpu_plan.ocr_threads`)."""
     from rapidocr import RapidOCR
 
     models = bundled_models()
@@ -155,7 +157,7 @@ def _load_engine(max_side: int):
             pass
     try:
         engine._tt_threads = _Threads(engine, models)
-        engine._tt_threads.use(cpu_plan.ocr_threads())
+        engine._tt_threads.use(threads or cpu_plan.ocr_threads())
     except (ImportError, AttributeError):  # another layout: its own sessions
         engine._tt_threads = None
     return engine
@@ -168,14 +170,16 @@ class OcrEngine:
         self._lock = threading.Lock()
         self._engines: dict[int, object] = {}  # detection cap -> the loaded engine
 
-    def status(self, enabled: bool, max_side: int = DET_MAX_SIDE) -> tuple[object | None, str]:
-        """(engine or None, status string recorded in outputs); ``max_side``: its detection cap (0: none)."""
+    def status(self, enabled: bool, max_side: int = DET_MAX_SIDE,
+               threads: int | None = None) -> tuple[object | None, str]:
+        """(engine or None, status string recorded in outputs); ``max_side``: its detection cap (0: none);
+        ``threads``: the thread count its first sessions are built for, if it loads now (default: the plan's now)."""
         if not enabled:
             return None, "off (TALKTHROUGH_OCR=off)"
         try:
             with self._lock:  # one engine, even when a warm-up thread asks at the same moment
                 if max_side not in self._engines:
-                    self._engines[max_side] = _load_engine(max_side)
+                    self._engines[max_side] = _load_engine(max_side, threads)
                 return self._engines[max_side], "rapidocr"
         except Exception as e:  # missing wheel, broken onnxruntime: OCR off, recorded
             return None, f"off (rapidocr unavailable: {type(e).__name__}: {e})"

@@ -47,3 +47,5 @@ def test_ocr_takes_what_whisper_leaves_and_every_core_once_it_is_done(monkeypatc
         with cpu_plan.running("ocr"):
             assert cpu_plan.ocr_threads() == 1
     assert not cpu_plan.is_running("segments") and cpu_plan.ocr_threads() == 2
+    # the prewarm's question, before either stage runs: will Whisper decode beside it?
+    assert cpu_plan.ocr_threads(beside_whisper=True) == 1 and cpu_plan.ocr_threads(beside_whisper=False) == 2
