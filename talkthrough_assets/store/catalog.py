@@ -22,7 +22,8 @@ CATALOG_VERSION = "4"  # 4: the voiceprints and people views (issue #35)
 # republishes that partition (a new file renamed over the path) in between, the query reads the new file's bytes
 # at the old file's offsets and fails with a Thrift decoding error. Each published file is whole (store.atomic),
 # so the query is run again; with a partition rewritten every 50 ms, 2 % of reads failed once, none twice
-# (tests/integration/test_faults.py).
+# (tests/integration/test_faults.py). The same holds for a file removed between the glob and its read (a forget,
+# a stage clearing its partition): "No files found" / "No such file", and the query run again sees what is left.
 REPUBLISHED = re.compile(r"TProtocolException|don't know what type|Invalid data|No magic bytes|[Cc]orrupt|"
                          r"No files found|No such file")
 QUERY_TRIES = 5
