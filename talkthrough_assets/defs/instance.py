@@ -1,10 +1,14 @@
 """The Dagster instance every `talkthrough` command and the UI open: DAGSTER_HOME under the data root with the
-repo's dagster.yaml (SQLite storage), plus Postgres storage when ``TALKTHROUGH_PG_URL`` is set; created by one
-process at a time on a new data root."""
+shipped dagster.yaml (package data; SQLite storage), plus Postgres storage when ``TALKTHROUGH_PG_URL`` is set;
+created by one process at a time on a new data root. An operator's own DAGSTER_HOME (its dagster.yaml) is used
+as it is and never rewritten: what it lacks that Talkthrough relies on is said in one line."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.resources
 import os
+import sys
 import threading
 from concurrent.futures import Future
 from pathlib import Path
@@ -12,8 +16,6 @@ from pathlib import Path
 from talkthrough_assets.core import config
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets import store
-
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 PG_URL_ENV = store.PG_URL_ENV
 # Appended to the repo's dagster.yaml when TALKTHROUGH_PG_URL is set. The URL is read from the environment
@@ -27,11 +29,17 @@ storage:
 """
 
 
+def shipped_yaml() -> str:
+    """The instance settings shipped inside the package (importlib.resources: a wheel has no checkout)."""
+    package, name = store.INSTANCE_SETTINGS
+    return (importlib.resources.files(package) / name).read_text(encoding="utf-8")
+
+
 def instance_yaml() -> str:
-    """The dagster.yaml this process uses: the repo's (SQLite storage under DAGSTER_HOME, the run queue
-    limits), plus Postgres storage (run, event log, schedule) when ``TALKTHROUGH_PG_URL`` is set."""
-    src = _REPO_ROOT / "dagster.yaml"
-    text = src.read_text() if src.exists() else ""
+    """The dagster.yaml Talkthrough writes into a DAGSTER_HOME it owns: the shipped one (SQLite storage under
+    DAGSTER_HOME, the run queue limits), plus Postgres storage (run, event log, schedule) when
+    ``TALKTHROUGH_PG_URL`` is set."""
+    text = shipped_yaml()
     if config.get(PG_URL_ENV):
         text += POSTGRES_STORAGE_YAML
     return text
@@ -47,9 +55,21 @@ def _pin_pg_driver() -> None:
             os.environ[PG_URL_ENV] = "postgresql+psycopg2://" + url[len(scheme):]
 
 
+def owns(home: Path) -> bool:
+    """Whether Talkthrough may (re)write ``home/dagster.yaml``: the data root's own DAGSTER_HOME, one that
+    Talkthrough made (its mark), or one without a dagster.yaml yet. An operator's file is never touched."""
+    if (home / store.DAGSTER_HOME_OWNED_MARK).exists() or not (home / "dagster.yaml").exists():
+        return True
+    try:
+        return home.resolve() == store.dagster_home().resolve()
+    except OSError:
+        return False
+
+
 def ensure_dagster_home() -> Path:
     """Point DAGSTER_HOME at the data root and install the instance YAML there (SQLite storage by
-    default; Postgres when TALKTHROUGH_PG_URL is set). Written only when it changed."""
+    default; Postgres when TALKTHROUGH_PG_URL is set), written only when it changed. An explicitly set
+    DAGSTER_HOME with an operator's dagster.yaml is used as it is (:func:`check_operator_yaml`)."""
     _pin_pg_driver()
     # process-level set-up of Dagster (not a Talkthrough setting): an explicit DAGSTER_HOME wins, and the
     # one chosen is exported for Dagster itself and the processes it starts
@@ -58,10 +78,62 @@ def ensure_dagster_home() -> Path:
     os.environ["DAGSTER_HOME"] = str(home)
     reserve(home)
     target = home / "dagster.yaml"
+    if not owns(home):
+        check_operator_yaml(target)
+        return home
+    mark = home / store.DAGSTER_HOME_OWNED_MARK
+    if not mark.exists():
+        store.atomic_write_bytes(mark, b"dagster.yaml here is written by talkthrough; remove this file to keep your own\n")
     text = instance_yaml().encode()
     if not target.exists() or target.read_bytes() != text:
         store.atomic_write_bytes(target, text)  # a concurrent reader never sees half a file
     return home
+
+
+# What Talkthrough relies on in an instance, each as (what it is, a test on the parsed dagster.yaml)
+def _partition_limit(cfg: dict) -> bool:
+    runs = ((cfg.get("concurrency") or {}).get("runs") or {})
+    legacy = (((cfg.get("run_coordinator") or {}).get("config")) or {})
+    limits = (runs.get("tag_concurrency_limits") or []) + (legacy.get("tag_concurrency_limits") or [])
+    return any(isinstance(lim, dict) and lim.get("key") == "dagster/partition" and lim.get("limit") == 1
+               and isinstance(lim.get("value"), dict) and lim["value"].get("applyLimitPerUniqueValue")
+               for lim in limits)
+
+
+RELIED_ON = (
+    ("one run per recording at a time (concurrency.runs.tag_concurrency_limits on dagster/partition, limit 1)",
+     _partition_limit),
+    ("run monitoring (run_monitoring.enabled)", lambda cfg: bool((cfg.get("run_monitoring") or {}).get("enabled"))),
+)
+_said: set[str] = set()
+
+
+def missing_settings(text: str) -> list[str]:
+    """What an operator's dagster.yaml lacks of :data:`RELIED_ON` (an unreadable file lacks all of it)."""
+    import yaml  # Dagster's own dependency, which reads the same file
+
+    try:
+        cfg = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        cfg = {}
+    cfg = cfg if isinstance(cfg, dict) else {}
+    return [what for what, test in RELIED_ON if not test(cfg)]
+
+
+def check_operator_yaml(target: Path) -> None:
+    """Say once per process, in one line on stderr, what an operator's dagster.yaml lacks; never rewrite it."""
+    try:
+        text = target.read_text(encoding="utf-8")
+    except OSError:
+        return
+    key = hashlib.sha256(text.encode()).hexdigest()
+    if key in _said:
+        return
+    _said.add(key)
+    lacking = missing_settings(text)
+    if lacking:
+        print(f"talkthrough: {target} is yours and left as it is; it lacks {'; '.join(lacking)} "
+              f"(see docs/operations.md#your-own-dagster_home)", file=sys.stderr)
 
 
 RESERVE_NAME = ".talkthrough-reserve"

