@@ -21,6 +21,14 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))  # helper modules (fixture_facts, pg_cluster) import from every tier
 
+# The product under test is the installed package (a wheel, as users install it; an editable install of this
+# checkout for a quick loop). A child started as `python -m ...` from the repo folder would put the folder first
+# on its path and import the checkout instead: PYTHONSAFEPATH keeps every child on the installed package.
+os.environ["PYTHONSAFEPATH"] = "1"
+PACKAGES = ("talkthrough_assets", "talkthrough_mcp")
+# set by .ci/run: the suite must test an installed wheel, not the checkout
+FROM_WHEEL_ENV = "TALKTHROUGH_TEST_FROM_WHEEL"
+
 SHARED = ROOT.parent / "shared"
 DIARIZATION_MODELS = SHARED / "models" / "diarization"
 
@@ -28,6 +36,47 @@ DIARIZATION_MODELS = SHARED / "models" / "diarization"
 TIERS = {"unit": 60, "integration": 600, "e2e": 900}
 # session fixtures that need models/../shared or a Dagster instance: never in the unit tier
 HEAVY_FIXTURES = {"tt_home", "processed", "pristine_home"}
+
+
+def _package_files(folder: Path) -> dict[str, Path]:
+    return {str(p.relative_to(folder)): p for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith((".pyc", ".pyo"))}
+
+
+def installed_product() -> dict[str, Path]:
+    """Where each package under test is imported from. Outside the checkout (a wheel install), its files must be
+    the checkout's, byte for byte: a stale install would test yesterday's code."""
+    import importlib
+
+    where = {name: Path(importlib.import_module(name).__file__).resolve().parent for name in PACKAGES}
+    for name, folder in where.items():
+        if folder == ROOT / name:  # the checkout itself (an editable install, or the repo first on the path)
+            if os.environ.get(FROM_WHEEL_ENV):
+                raise pytest.UsageError(f"{name} is imported from the checkout ({folder}), but {FROM_WHEEL_ENV} "
+                                        f"asks for the installed wheel: install with `pip install .` (not -e) and "
+                                        f"run `.venv/bin/pytest` (not `python -m pytest`, which puts the repo first)")
+            continue
+        ours, theirs = _package_files(ROOT / name), _package_files(folder)
+        differ = sorted(k for k in ours.keys() | theirs.keys()
+                        if k.endswith(".py") or k in ours
+                        if k not in ours or k not in theirs or ours[k].read_bytes() != theirs[k].read_bytes())
+        if differ:
+            raise pytest.UsageError(f"the installed {name} ({folder}) is not this checkout: {len(differ)} file(s) "
+                                    f"differ, e.g. {differ[0]}. Reinstall it: .venv/bin/pip install --no-deps .")
+    return where
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_WHERE] = installed_product()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    where = config.stash[_WHERE]["talkthrough_assets"]
+    return (f"talkthrough under test: {where.parent} "
+            f"({'this checkout' if where == ROOT / where.name else 'installed, same files as this checkout'})")
+
+
+_WHERE = pytest.StashKey[dict]()
 
 
 def _tier(item: pytest.Item) -> str:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 def server_env(home: Path | str, **extra: str) -> dict[str, str]:
     """Variables for ``StdioServerParameters(env=...)``."""
-    env = {"TALKTHROUGH_HOME": str(home), "TALKTHROUGH_MCP_REFRESH_S": "0"}
+    # PYTHONSAFEPATH: a server started as `python -m talkthrough_mcp` from the repo folder imports the installed
+    # package, not the checkout
+    env = {"TALKTHROUGH_HOME": str(home), "TALKTHROUGH_MCP_REFRESH_S": "0", "PYTHONSAFEPATH": "1"}
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return {**env, **extra}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from talkthrough_assets.app import selfcheck
 
-REINSTALL = "reinstall with `pip install -c constraints.txt -e .` from the project folder"
+REINSTALL = "reinstall with `pip install --force-reinstall talkthrough` (from a checkout: `pip install -c constraints.txt .`)"
 
 
 @dataclass(frozen=True)

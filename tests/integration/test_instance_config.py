@@ -212,3 +212,71 @@ def test_instance_soon_opens_the_instance_in_a_background_thread(tmp_path, monke
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "not-a-folder"))
     with pytest.raises(OSError):
         tt_instance.instance_soon().result(timeout=120)
+
+
+def test_the_top_level_dagster_yaml_is_the_shipped_package_data():
+    """The repo's dagster.yaml and the wheel's are one file: what a checkout shows is what an install applies."""
+    from talkthrough_assets.defs import instance as tt_instance
+
+    assert (ROOT / "dagster.yaml").read_text() == tt_instance.shipped_yaml()
+    assert "tag_concurrency_limits" in tt_instance.shipped_yaml()
+
+
+OPERATOR_YAML = """# the operator's own instance: kept byte for byte
+telemetry:
+  enabled: false
+"""
+
+
+def _cli(env: dict, *args: str):
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).with_name("talkthrough")
+    return subprocess.run([str(exe), *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_an_operators_dagster_yaml_is_never_rewritten_and_what_it_lacks_is_said_once(tmp_path):
+    """A real `talkthrough process` with DAGSTER_HOME set to an operator's instance: the run uses it, the file is
+    byte-identical afterwards, and one stderr line names the settings it lacks (one run per recording, run
+    monitoring); an operator file with both says nothing."""
+    from fixture_facts import FIXTURES_DIR, SILENT_NAME
+
+    op = tmp_path / "operator-home"
+    op.mkdir()
+    (op / "dagster.yaml").write_text(OPERATOR_YAML)
+    before = (op / "dagster.yaml").read_bytes()
+    env = {k: v for k, v in os.environ.items() if k not in ("TALKTHROUGH_PG_URL",)}
+    env.update(TALKTHROUGH_HOME=str(tmp_path / "data"), DAGSTER_HOME=str(op), COLUMNS="200")
+    r = _cli(env, "process", str(FIXTURES_DIR / SILENT_NAME))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (op / "dagster.yaml").read_bytes() == before
+    assert not (op / ".talkthrough-owned").exists()
+    said = [line for line in r.stderr.splitlines() if "is yours and left as it is" in line]
+    assert len(said) == 1, r.stderr[-2000:]
+    assert "one run per recording" in said[0] and "run monitoring" in said[0], said
+    assert (op / "history" / "runs.db").exists()  # the run was recorded in the operator's instance
+    assert not (tmp_path / "data" / "dagster").exists()
+
+    # everything Talkthrough relies on, in the operator's own words: nothing to say, still untouched
+    full = OPERATOR_YAML + (ROOT / "dagster.yaml").read_text().split("telemetry:")[0]
+    (op / "dagster.yaml").write_text(full)
+    r = _cli(env, "process", "--force", str(FIXTURES_DIR / SILENT_NAME))  # --force: the instance is opened
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (op / "dagster.yaml").read_text() == full
+    assert "is yours" not in r.stderr
+
+
+def test_a_new_dagster_home_gets_the_shipped_settings_and_stays_talkthroughs(tmp_path, monkeypatch):
+    """An explicitly set DAGSTER_HOME with no dagster.yaml yet is Talkthrough's: the shipped settings are written
+    and marked, so a later change (TALKTHROUGH_PG_URL) is written there too."""
+    from talkthrough_assets.defs import instance as tt_instance
+
+    monkeypatch.delenv("TALKTHROUGH_PG_URL", raising=False)
+    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "fresh"))
+    home = tt_instance.ensure_dagster_home()
+    assert (home / "dagster.yaml").read_text() == tt_instance.shipped_yaml()
+    assert (home / ".talkthrough-owned").exists()
+    monkeypatch.setenv("TALKTHROUGH_PG_URL", "postgresql://u:p@127.0.0.1:1/db")
+    assert "postgres_url" in (tt_instance.ensure_dagster_home() / "dagster.yaml").read_text()

@@ -35,7 +35,7 @@ def _mcp(calls: dict[str, tuple[str, dict]]) -> dict:
     from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(command=TALKTHROUGH, args=["mcp"], env={
-        "TALKTHROUGH_HOME": str(store.home()), "TALKTHROUGH_MCP_REFRESH_S": "0",
+        "TALKTHROUGH_HOME": str(store.home()), "TALKTHROUGH_MCP_REFRESH_S": "0", "PYTHONSAFEPATH": "1",
         **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})})
 
     async def run() -> dict:

@@ -17,8 +17,8 @@ from talkthrough_assets.cli import main as cli
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 DOCS = {p.name: p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))}
-SETUP = "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[test]' && .venv/bin/talkthrough process fixtures/"
-TEST = ".venv/bin/python -m pytest -q"
+SETUP = "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt '.[test]' && .venv/bin/talkthrough process fixtures/"
+TEST = ".venv/bin/pytest -q"
 
 
 def _quickstart() -> str:
@@ -38,8 +38,10 @@ def test_the_quickstart_gives_exactly_the_two_commands_ci_runs():
     assert re.findall(r"```bash\n(.*?)\n```", _quickstart(), re.S) == [SETUP, TEST]
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert TEST in ci  # the README's test command, as CI's last step runs it
-    assert any(line.endswith(" -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[test]'")
+    # installed as users install it (a wheel, not -e), and the suite told to refuse the checkout
+    assert any(line.endswith(" -m venv .venv && .venv/bin/pip install -q -c constraints.txt '.[test]'")
                for line in ci)
+    assert "export TALKTHROUGH_TEST_FROM_WHEEL=1" in ci and not any(" -e " in line for line in ci)
 
 
 def test_every_command_the_readme_and_docs_name_exists():

@@ -21,7 +21,6 @@ import pytest
 from talkthrough_assets.core import proctree
 from talkthrough_assets.app import ui_guard
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux /proc and prctl")
 
 # the command under the watchdog: a child that starts a grandchild in its own session (as Dagster's servers
@@ -61,9 +60,9 @@ def _read_pids(path: Path) -> list[int]:
 
 @pytest.fixture
 def tree(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    # the watchdog module comes from the installed package, as `talkthrough ui` starts it
     owner = subprocess.Popen([sys.executable, "-c", OWNER, TREE, str(tmp_path / "tree"), str(tmp_path / "wd")],
-                             env=env, start_new_session=True)
+                             start_new_session=True)
     watchdog = _read_pids(tmp_path / "wd")[0]
     child, grandchild = _read_pids(tmp_path / "tree")
     everything = [owner.pid, watchdog, child, grandchild]

