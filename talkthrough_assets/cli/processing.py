@@ -19,9 +19,15 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
     """Process recordings through the Dagster asset graph (in-process). Same bytes twice = no-op."""
     from talkthrough_assets.app import batch
     from talkthrough_assets.cli.process_display import display
+    from talkthrough_assets.pipeline import settings as stage_settings
 
-    found = batch.inputs(paths)
     err = console()
+    try:  # a setting the environment gives a bad value: refused here, before any run
+        stage_settings.check_environment()
+    except OURS as e:
+        err.print(f"[red]error[/red] {esc(e)}", highlight=False)
+        raise typer.Exit(2)
+    found = batch.inputs(paths)
     for p, why in found.skipped:
         err.print(f"[yellow]skip[/yellow] {esc(p)}: {esc(why)}", highlight=False)
     for p, why in found.missing:
@@ -49,6 +55,21 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
         raise typer.Exit(1)
 
 
+def _checked(parse):
+    """The setting's own check as the option's parser: a bad value exits 2 with the setting's one-line reason
+    before any run starts or anything is saved (click would print only the value)."""
+    if parse is None:
+        return None
+
+    def parser(value):
+        try:
+            return parse(value)
+        except OURS as e:
+            raise typer.BadParameter(str(e)) from None
+
+    return parser
+
+
 def _process_signature() -> inspect.Signature:
     """`process`'s typer options: PATHS, --force, one option per setting that has a ``flag`` in
     stagespec (its name, type and help come from there; unset = keep the persisted value), --json."""
@@ -61,7 +82,7 @@ def _process_signature() -> inspect.Signature:
             False, "--force", metavar="", help="Re-run every stage even if outputs are current.")),
     ]
     params += [inspect.Parameter(st.name, kw, annotation=Optional[st.type],
-                                 default=typer.Option(None, st.flag, help=st.help, parser=st.parse,
+                                 default=typer.Option(None, st.flag, help=st.help, parser=_checked(st.parse),
                                                       metavar=st.metavar or METAVARS.get(st.type, "")))
                for st in SETTINGS if st.flag]
     params.append(inspect.Parameter("as_json", kw, annotation=bool, default=typer.Option(

@@ -82,7 +82,7 @@ VARS: tuple[Var, ...] = (
        "across machines (else SQLite and `flock`)."),
     # per-recording setting defaults (stagespec.Setting.env)
     _V("TALKTHROUGH_MAX_SECONDS", int, 4 * 3600, "Process at most this many seconds of a recording."),
-    _V("TALKTHROUGH_MAX_FRAMES", int, 120, "Keyframe budget per recording.", minimum=0),
+    _V("TALKTHROUGH_MAX_FRAMES", int, 120, "Keyframe budget per recording.", minimum=1),
     _V("TALKTHROUGH_WHISPER_MODEL", str, "tiny.en", "Whisper model name (`tiny.en` embedded, `base` from "
        "PyPI) or a CTranslate2 folder."),
     _V("TALKTHROUGH_LANGUAGE", str, None, "Force the transcript's language code (e.g. `en`)."),

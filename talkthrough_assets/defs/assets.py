@@ -18,7 +18,7 @@ import socket
 import dagster as dg
 
 from talkthrough_assets import store
-from talkthrough_assets.core.errors import InternalError
+from talkthrough_assets.core.errors import InternalError, UsageError
 from talkthrough_assets.defs import sqlite_tuning
 from talkthrough_assets.defs.asset_specs import StagesConfig, asset_specs, materialization_metadata
 from talkthrough_assets.defs.checks import CHECK_STAGE, check_every_recording, check_result, check_specs, not_checked
@@ -110,7 +110,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                     asset_key=stage, metadata=materialization_metadata(md),
                     data_version=dg.DataVersion(res.data_version),
                     check_results=[check_result(stage, c) for c in res.checks if c.name in selected_checks])
-        except store.PartitionBusy as e:
+        except (store.PartitionBusy, UsageError) as e:  # busy, or a setting it cannot take (run config, file)
             failures.append(("", str(e), e))
         # checks selected without their stage (UI: "Execute check"): re-verify what is on disk
         for name in sorted(selected_checks):

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from talkthrough_assets.core import config
+from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets import store
 from talkthrough_assets.pipeline import options
 from talkthrough_assets.pipeline.stagespec import BY_NAME, SETTING_BY_NAME, SETTINGS, SPECS, downstream  # noqa: F401  (S.downstream: what a change re-runs)
@@ -56,11 +57,21 @@ def save_overrides(recording_id: str, changes: dict[str, Any]) -> dict[str, Any]
     return cur
 
 
+def check_environment() -> None:
+    """Raise UsageError when an environment variable gives a setting a value it cannot take (checked where a
+    command starts, before any run: not at the stage that reads it)."""
+    _env_defaults()
+
+
 def effective(recording_id: str) -> dict[str, Any]:
     s = _env_defaults()
     # normalised: a value persisted by an older version (num_speakers 0 or null = automatic) reads as today's
-    s.update({k: SETTING_BY_NAME[k].normalize(v) if k in SETTING_BY_NAME else v
-              for k, v in load_overrides(recording_id).items()})
+    for k, v in load_overrides(recording_id).items():
+        try:
+            s[k] = SETTING_BY_NAME[k].normalize(v) if k in SETTING_BY_NAME else v
+        except ValueError as e:  # stored before values were checked, or edited by hand
+            raise UsageError(f"{e} (stored in {store.settings_key(recording_id)}; give the setting again to "
+                             f"replace it)") from None
     return s
 
 

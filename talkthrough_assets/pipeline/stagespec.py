@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from talkthrough_assets.core import config, doctables
 from talkthrough_assets.pipeline import partial
+from talkthrough_assets.pipeline import setting_values as values
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import stage as segments
 from talkthrough_assets.stages import dedup
@@ -155,15 +156,18 @@ def _forget_postings(rid: str) -> Callable[[], list[str]]:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("max_seconds", int, _env_default("TALKTHROUGH_MAX_SECONDS"), "TALKTHROUGH_MAX_SECONDS", "Process at most this many seconds."),
-    Setting("recorded_at", str, None, None, "ISO-8601 start time; re-anchors wall_clock only.", "--recorded-at"),
+    Setting("max_seconds", int, _env_default("TALKTHROUGH_MAX_SECONDS"), "TALKTHROUGH_MAX_SECONDS",
+            "Process at most this many seconds.", parse=values.whole("max_seconds", 1, 10 ** 7)),
+    Setting("recorded_at", str, None, None, 'ISO-8601 start time; re-anchors wall_clock only ("" clears it).',
+            "--recorded-at", parse=values.recorded_at, metavar="ISO"),
     Setting("whisper_model", str, None, "TALKTHROUGH_WHISPER_MODEL",  # unset: the embedded tiny.en
-            "Whisper model name or CTranslate2 folder.", "--model"),
-    Setting("language", str, None, "TALKTHROUGH_LANGUAGE", "Force a language code (e.g. en).", "--language"),
+            "Whisper model name or CTranslate2 folder.", "--model", parse=values.whisper_model, metavar="DIR|NAME"),
+    Setting("language", str, None, "TALKTHROUGH_LANGUAGE", "Force a language code (e.g. en).", "--language",
+            parse=values.language, metavar="CODE"),
     Setting("vocabulary", str, None, None, "Names/terms to bias Whisper.", "--vocabulary"),
     # 5, faster-whisper's default: greedy (1) lost words on real speech (bench/bench_asr.py)
     Setting("beam_size", int, transcribe.BEAM_SIZE, None, "Whisper beam width (5; 1 = greedy: faster, loses words).",
-            "--beam-size"),
+            "--beam-size", parse=values.whole("beam_size", 1, 20), metavar="N"),
     Setting("diarize", bool, False, None, "Speaker diarization (turns).", "--diarize/--no-diarize"),
     # "auto" (the default) or a count; persisted like every setting, so `--num-speakers auto` is how a
     # recording given a count goes back to finding it from the audio
@@ -171,9 +175,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Speaker count: N, or auto (the default) to find it from the audio. Kept for later runs until "
             "changed.", "--num-speakers", parse=diarize.parse_num_speakers, metavar="N|auto"),
     Setting("diarize_threshold", float, 0.45, None,
-            "Clustering threshold: the middle of the range that finds every speaker (bench/bench_der.py)."),
-    Setting("max_frames", int, _env_default("TALKTHROUGH_MAX_FRAMES"), "TALKTHROUGH_MAX_FRAMES", "Keyframe budget per recording.", "--max-frames"),
-    Setting("scene_threshold", float, keyframes.SCENE_THRESHOLD, None, "Share of the screen changed at once that is a cut."),
+            "Clustering threshold: the middle of the range that finds every speaker (bench/bench_der.py).",
+            parse=values.fraction("diarize_threshold")),
+    Setting("max_frames", int, _env_default("TALKTHROUGH_MAX_FRAMES"), "TALKTHROUGH_MAX_FRAMES",
+            "Keyframe budget per recording.", "--max-frames", parse=values.whole("max_frames", 1, 100_000), metavar="N"),
+    Setting("scene_threshold", float, keyframes.SCENE_THRESHOLD, None, "Share of the screen changed at once that is a cut.",
+            parse=values.fraction("scene_threshold")),
     Setting("ocr", bool, None, "TALKTHROUGH_OCR", "OCR on unique keyframes (unset: TALKTHROUGH_OCR, on unless 'off')."),
     Setting("speaker_names", dict, {}, None, "Speaker label -> name.", set_by="talkthrough name ID S1=Alice"),
     Setting("apply_voice_names", bool, False, None,

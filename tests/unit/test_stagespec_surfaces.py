@@ -82,13 +82,13 @@ def captured(monkeypatch, tmp_path):
 def test_given_options_become_setting_overrides(captured):
     media, calls = captured
     args = ["process", str(media), "--recorded-at", "2026-03-14T11:00:00+01:00", "--diarize", "--num-speakers", "2",
-            "--vocabulary", "Talkthrough, Dagster", "--language", "en", "--model", "/models/small",
+            "--vocabulary", "Talkthrough, Dagster", "--language", "en", "--model", "small",
             "--max-frames", "40", "--beam-size", "5", "--force", "--json"]
     r = CliRunner().invoke(cli.app, args)
     assert r.exit_code == 0, r.output
     assert calls == [{"force": True, "overrides": {
         "recorded_at": "2026-03-14T11:00:00+01:00", "diarize": True, "num_speakers": 2,
-        "vocabulary": "Talkthrough, Dagster", "language": "en", "whisper_model": "/models/small", "max_frames": 40,
+        "vocabulary": "Talkthrough, Dagster", "language": "en", "whisper_model": "small", "max_frames": 40,
         "beam_size": 5}}]
 
 
