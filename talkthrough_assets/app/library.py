@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from talkthrough_assets.core.errors import TalkthroughError
+from talkthrough_assets.core.errors import TalkthroughError, UsageError
 
 
 class QueryFailed(TalkthroughError):
@@ -45,10 +45,14 @@ def query(sql: str) -> tuple[list[str], list[tuple]]:
 
     from talkthrough_assets import store
 
+    if not sql.strip().strip(";").strip():
+        raise QueryFailed('no SQL statement given, e.g. "SELECT filename, segment_count FROM recordings"')
     con = store.connect()
     try:
         cur = con.execute(sql)
-        cols = [d[0] for d in cur.description or []]
+        if cur is None or cur.description is None:  # a statement that returns no rows
+            return [], []
+        cols = [d[0] for d in cur.description]
         return cols, cur.fetchall()
     except duckdb.Error as e:
         raise QueryFailed(str(e)) from e
@@ -68,16 +72,29 @@ def name_speakers(rid: str, assignments: list[str]) -> dict:
             "enrolled": [r["label"] for r in store.read_rows("people", rid)]}
 
 
-def export(ref: str, fmt: str, *, wall_clock: bool = False, output: Path | None = None) -> str:
-    """A recording's transcript (id or file) in ``fmt``, speaker names applied; written to ``output`` when given."""
+def export(ref: str, fmt: str, *, wall_clock: bool = False, output: Path | None = None) -> tuple[str, Path | None]:
+    """A recording's transcript (id or file) in ``fmt``, speaker names applied, and the file it was written to
+    when ``output`` is given (:func:`output_file`)."""
     from talkthrough_assets import store
     from talkthrough_assets.app import service
     from talkthrough_assets.read import formats
 
-    text = formats.export(service.resolve_recording(ref), fmt, wall_clock=wall_clock)
-    if output is not None:
-        store.atomic_write_bytes(output, text.encode())
-    return text
+    rid = service.resolve_recording(ref)
+    text = formats.export(rid, fmt, wall_clock=wall_clock)
+    if output is None:
+        return text, None
+    return text, store.atomic_write_bytes(output_file(output, f"talkthrough-{rid}.{fmt}"), text.encode())
+
+
+def output_file(output: Path, default_name: str) -> Path:
+    """Where a user's ``-o`` puts a file: into it when it is a folder (under ``default_name``), else that path, whose
+    folder must exist (a typo is not silently made into new folders)."""
+    output = output.expanduser()
+    if output.is_dir():
+        return output / default_name
+    if not output.parent.is_dir():
+        raise UsageError(f"folder {output.parent} does not exist (make it first, or give another -o)")
+    return output
 
 
 def write_report(ref: str, output: Path | None = None) -> dict:
@@ -87,4 +104,5 @@ def write_report(ref: str, output: Path | None = None) -> dict:
     from talkthrough_assets.read import report
 
     rid = service.resolve_recording(ref)
-    return report.write(rid, output or Path(f"talkthrough-report-{rid}.html"))
+    name = f"talkthrough-report-{rid}.html"
+    return report.write(rid, output_file(output, name) if output is not None else Path(name))

@@ -103,7 +103,9 @@ def sql(
     try:
         cols, rows = library.query(query)
     except library.QueryFailed as e:
-        console().print(f"[red]query failed:[/red] {esc(e)}", highlight=False)
+        from rich.markup import escape  # DuckDB's message keeps its lines (the caret under the error)
+
+        console().print(f"[red]query failed:[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2)
     if as_json:
         typer.echo(json.dumps([dict(zip(cols, r)) for r in rows], indent=2, default=str))
@@ -153,7 +155,8 @@ def name(
 def export(
     ref: str = typer.Argument(..., metavar="ID|PATH", help="Recording id (16 hex characters) or the file."),
     fmt: str = typer.Option("srt", "--format", metavar="srt|vtt|md|json|txt", help="Output format."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", help="Write here, not to stdout."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE|DIR",
+                                          help="Write here (into a folder: talkthrough-ID.FORMAT), not to stdout."),
     wall_clock: bool = typer.Option(False, "--wall-clock", help="Add each segment's wall-clock time "
                                     "(SRT/VTT cue times stay recording time)."),
 ) -> None:
@@ -162,14 +165,14 @@ def export(
     from talkthrough_assets.app import library
 
     try:
-        text = library.export(ref, fmt, wall_clock=wall_clock, output=output)
+        text, written = library.export(ref, fmt, wall_clock=wall_clock, output=output)
     except OURS as e:
         console().print(f"[red]{esc(e)}[/red]", highlight=False)
         raise typer.Exit(2)
     if output is None:
         typer.echo(text, nl=False)
         return
-    console().print(f"wrote {esc(output)}", highlight=False)
+    console().print(f"wrote {esc(written)}", highlight=False)
 
 
 def report(

@@ -236,7 +236,6 @@ def write(rid: str, path) -> dict:
 
     html = build(rid).encode()
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     store.atomic_write_bytes(target, html)
     return {"recording_id": rid, "path": str(target), "size_bytes": len(html)}
 

@@ -9,10 +9,20 @@ from pathlib import Path
 from typing import Iterator
 
 
+# The mode a plain open() gives a new file under this process's umask: mkstemp makes 0600 files, which made every
+# export and data-root file private whatever the umask. Read once (os.umask both reads and sets it).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
+
+
 def _tmp_in(directory: Path, suffix: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=directory)
-    os.close(fd)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
     return Path(name)
 
 
