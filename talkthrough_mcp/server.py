@@ -98,13 +98,49 @@ def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = DEFAULT_PO
     if token:
         app = BearerAuth(app, token)
     shown = f"[{host}]" if ":" in host else host
+    try:  # bound here, before saying where: a port in use is one line, not uvicorn's traceback
+        sock = bind(host, port)
+    except OSError as e:
+        print(f"talkthrough mcp: cannot listen on {shown}:{port}: {e.strerror or e} "
+              f"(another server there? pick another with --port)", file=sys.stderr)
+        return _finish(warmup, 2)
     print(f"talkthrough mcp: streamable HTTP on http://{shown}:{port}/mcp"
           + (" (bearer token required)" if token else ""), file=sys.stderr, flush=True)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     return _finish(warmup, 0)
+
+
+def bind(host: str, port: int):
+    """A listening TCP socket on ``host:port`` (as uvicorn would make it)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 1..65535 (the system would take 99999 modulo 65536 and listen elsewhere)."""
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"port must be a number from 1 to 65535, not {text!r}") from None
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be from 1 to 65535, not {n}")
+    return n
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="talkthrough-mcp", description="Read-only MCP server over Talkthrough data.")
     ap.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     ap.add_argument("--host", default="127.0.0.1", help="HTTP bind address (non-loopback needs a token)")
-    ap.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTP port")
+    ap.add_argument("--port", type=port_number, default=DEFAULT_PORT, help="HTTP port, 1..65535")
     a = ap.parse_args(argv)
     return serve(http=a.http, host=a.host, port=a.port)
 

@@ -33,8 +33,17 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Strict types: JSON true is not the integer 1, "5" is not 5 (issue #15, item 6).
 # (what an id and a *_ms field are is said once, in the server instructions)
 RecordingId = Annotated[StrictStr, Field(max_length=64)]
-StartMs = Annotated[StrictInt | None, Field(description="from; omitted: 0")]
-EndMs = Annotated[StrictInt | None, Field(description="to (>= start_ms); omitted: the end")]
+
+
+def bounds(lo: int, hi: int | None = None) -> dict:
+    """An integer argument's range, advertised in its inputSchema (the reader checks it, with a hint)."""
+    return {"json_schema_extra": {"minimum": lo, **({"maximum": hi} if hi is not None else {})}}
+
+
+StartMs = Annotated[StrictInt | None, Field(description="from; omitted: 0", **bounds(0))]
+EndMs = Annotated[StrictInt | None, Field(description="to (>= start_ms); omitted: the end", **bounds(0))]
+InstantMs = Annotated[StrictInt, Field(description="the instant, ms", **bounds(0))]
+WindowMs = Annotated[StrictInt, Field(description="transcript +- ms around the instant", **bounds(0, 60000))]
 # wall-clock questions (issue #36): read by talkthrough_assets.read.timeq
 # (their grammar is said once, in the server instructions)
 Since = Annotated[StrictStr | None, Field(max_length=80)]
@@ -53,7 +62,10 @@ class TalkthroughMCP(MCPServer):
             known = ", ".join(t.name for t in self._tool_manager.list_tools())
             return error_result(ReadError.with_code("unknown_tool", f"no tool named {name[:60]!r}",
                                                     hint=f"tools: {known}"))
-        unknown = sorted(set(arguments or {}) - set(tool.parameters.get("properties", {})))
+        # an explicit null for an optional argument means "omitted", for every tool and argument alike
+        required = set(tool.parameters.get("required", ()))
+        arguments = {k: v for k, v in (arguments or {}).items() if v is not None or k in required}
+        unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
         if unknown:
             shown = ", ".join(repr(u[:40]) for u in unknown[:5])
             return error_result(InvalidArgument(
@@ -100,8 +112,8 @@ def build_server(reader: Reader | None = None) -> MCPServer:
 
     @mcp.tool(description=guidance.description("list_recordings"), annotations=READ_ONLY)
     def list_recordings(
-        offset: Annotated[StrictInt, Field(description="recordings to skip")] = 0,
-        limit: Annotated[StrictInt, Field(description="page size, 1..100")] = 20,
+        offset: Annotated[StrictInt, Field(description="recordings to skip", **bounds(0))] = 0,
+        limit: Annotated[StrictInt, Field(description="page size", **bounds(1, 100))] = 20,
         since: Since = None, until: Until = None, tz: Tz = None,
         person: Annotated[StrictStr | None, Field(description="a person", max_length=200)] = None,
     ) -> CallToolResult:
@@ -116,7 +128,7 @@ def build_server(reader: Reader | None = None) -> MCPServer:
                                                    max_length=200)] = None,
         format: Annotated[StrictStr, Field(description="json or srt",
                                            json_schema_extra={"enum": ["json", "srt"]})] = "json",
-        max_chars: Annotated[StrictInt, Field(description="size cap, 1000..30000 chars")] = 30000,
+        max_chars: Annotated[StrictInt, Field(description="size cap, chars", **bounds(1000, 30000))] = 30000,
         with_t_wall: Annotated[StrictBool, Field(description="t_wall on each segment")] = False,
     ) -> CallToolResult:
         return call(rd().get_transcript, recording_id=id, start_ms=start_ms, end_ms=end_ms, speaker=speaker,
@@ -127,9 +139,10 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         id: RecordingId,
         start_ms: StartMs = None,
         end_ms: EndMs = None,
-        at_ms: Annotated[StrictInt | None, Field(description="the frame on screen at this ms (not with start_ms/end_ms)")] = None,
+        at_ms: Annotated[StrictInt | None, Field(description="the frame on screen at this ms (not with start_ms/end_ms)",
+                                                 **bounds(0))] = None,
         include_duplicates: Annotated[StrictBool, Field(description="also repeated frames")] = False,
-        limit: Annotated[StrictInt | None, Field(description="images, 1..6; omitted: 6 (1 with at_ms)")] = None,
+        limit: Annotated[StrictInt | None, Field(description="images; omitted: 6 (1 with at_ms)", **bounds(1, 6))] = None,
     ) -> CallToolResult:
         return call(rd().get_frames, recording_id=id, start_ms=start_ms, end_ms=end_ms, at_ms=at_ms,
                     include_duplicates=include_duplicates, limit=limit)
@@ -137,8 +150,8 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     @mcp.tool(description=guidance.description("get_moment"), annotations=READ_ONLY)
     def get_moment(
         id: RecordingId,
-        t_ms: Annotated[StrictInt, Field(description="the instant, ms")],
-        window_ms: Annotated[StrictInt, Field(description="transcript +- ms around t_ms, 0..60000")] = 10000,
+        t_ms: InstantMs,
+        window_ms: WindowMs = 10000,
     ) -> CallToolResult:
         return call(rd().get_moment, recording_id=id, t_ms=t_ms, window_ms=window_ms)
 
@@ -146,7 +159,7 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     def get_moment_at(
         at: Annotated[StrictStr, Field(description="wall time", max_length=80)],
         tz: Tz = None,
-        window_ms: Annotated[StrictInt, Field(description="transcript +- ms, 0..60000")] = 10000,
+        window_ms: WindowMs = 10000,
     ) -> CallToolResult:
         return call(rd().get_moment_at, at=at, tz=tz, window_ms=window_ms)
 
@@ -156,7 +169,7 @@ def build_server(reader: Reader | None = None) -> MCPServer:
         id: Annotated[StrictStr | None, Field(description="only this recording id", max_length=64)] = None,
         speaker: Annotated[StrictStr | None, Field(description="only this speaker (S1 or name)",
                                                    max_length=200)] = None,
-        limit: Annotated[StrictInt, Field(description="hits to return, 1..50")] = 10,
+        limit: Annotated[StrictInt, Field(description="hits to return", **bounds(1, 50))] = 10,
         since: Since = None, until: Until = None, tz: Tz = None,
     ) -> CallToolResult:
         return call(rd().search, query=query, recording_id=id, speaker=speaker, limit=limit, since=since,
@@ -165,7 +178,7 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     @mcp.tool(description=guidance.description("extract_frame"), annotations=READ_ONLY)
     def extract_frame(
         id: RecordingId,
-        t_ms: Annotated[StrictInt, Field(description="the instant, ms")],
+        t_ms: InstantMs,
         crop: Annotated[dict[str, StrictInt] | None, Field(
             description="region in source pixels",
             json_schema_extra={"properties": {k: {"type": "integer", "minimum": 0}

@@ -13,7 +13,8 @@ from talkthrough_assets.cli.output import console
 def mcp(
     http: bool = typer.Option(False, "--http", help="Streamable HTTP instead of stdio."),
     host: str = typer.Option("127.0.0.1", "--host", help="HTTP bind address; non-loopback needs TALKTHROUGH_MCP_TOKEN."),
-    port: int = typer.Option(8765, "--port", help="HTTP port."),
+    port: int = typer.Option(8765, "--port", parser=lambda v: port_number(v), metavar="PORT",
+                             help="HTTP port, 1..65535."),
 ) -> None:
     """Serve the read-only MCP server (stdio by default; --http for streamable HTTP on 127.0.0.1)."""
     # the MCP server is its own package above this one (it imports talkthrough_assets, never the reverse):
@@ -24,7 +25,19 @@ def mcp(
     os.execv(sys.executable, argv)
 
 
-def ui(port: int = typer.Option(3000, help="Loopback port for the Dagster UI.")) -> None:
+def port_number(text) -> int:
+    """A TCP port, 1..65535 (the system would take 99999 modulo 65536 and listen elsewhere)."""
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        raise typer.BadParameter(f"port must be a number from 1 to 65535, not {text!r}") from None
+    if not 1 <= n <= 65535:
+        raise typer.BadParameter(f"port must be from 1 to 65535, not {n}")
+    return n
+
+
+def ui(port: int = typer.Option(3000, parser=lambda v: port_number(v), metavar="PORT",
+                                help="Loopback port for the Dagster UI, 1..65535.")) -> None:
     """Start the Dagster UI + daemon (sensor, backfills) on 127.0.0.1. Ctrl-C or SIGTERM stops both,
     after asking the runs in progress to stop."""
     from talkthrough_assets.app import ui_supervisor

@@ -31,12 +31,15 @@ def check_id(recording_id) -> str:
 def ms_arg(name: str, value, *, required: bool = False) -> int | None:
     if value is None:
         if required:
-            raise InvalidArgument(f"{name} is required (milliseconds from the recording start)")
+            raise InvalidArgument(f"{name} is required (milliseconds from the recording start)",
+                                  hint=f"pass {name} as an integer >= 0")
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgument(f"{name} must be an integer number of milliseconds, got {type(value).__name__}")
+        raise InvalidArgument(f"{name} must be an integer number of milliseconds, got {type(value).__name__}",
+                              hint=f"pass {name} as an integer >= 0, or omit it")
     if value < 0:
-        raise InvalidArgument(f"{name} must be >= 0 (milliseconds from the recording start), got {value}")
+        raise InvalidArgument(f"{name} must be >= 0 (milliseconds from the recording start), got {value}",
+                              hint=f"pass {name} >= 0, or omit it")
     return value
 
 
@@ -64,7 +67,8 @@ def text_arg(name: str, value, max_chars: int, *, required: bool = True) -> str 
     if value is None and not required:
         return None
     if not isinstance(value, str):
-        raise InvalidArgument(f"{name} must be a string, got {type(value).__name__}")
+        raise InvalidArgument(f"{name} must be a string, got {type(value).__name__}",
+                              hint=f"pass {name} as a JSON string" + ("" if required else ", or omit it"))
     if len(value) > max_chars:
         raise InvalidArgument(f"{name} is {len(value)} characters; at most {max_chars} are accepted",
                               hint=f"shorten {name}")
@@ -88,8 +92,10 @@ def crop_arg(crop) -> tuple[int, int, int, int] | None:
     for k in keys:
         v = crop[k]
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise InvalidArgument(f"crop.{k} must be an integer >= 0 (source pixels)")
+            raise InvalidArgument(f"crop.{k} must be an integer >= 0 (source pixels)",
+                                  hint="crop is {x, y, width, height} in the source's pixels")
         vals.append(v)
     if vals[2] < CROP_MIN_PX or vals[3] < CROP_MIN_PX:
-        raise InvalidArgument(f"crop width and height must be at least {CROP_MIN_PX} px")
+        raise InvalidArgument(f"crop width and height must be at least {CROP_MIN_PX} px",
+                              hint=f"pass width and height >= {CROP_MIN_PX}, or omit crop for the whole frame")
     return tuple(vals)  # type: ignore[return-value]

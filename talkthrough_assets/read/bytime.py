@@ -25,13 +25,15 @@ LOW_NOTE = ("low_confidence: that recording's wall clock comes from its file's m
 
 
 def _bad(e: timeq.TimeError, zone_name: str | None = None) -> InvalidArgument:
-    return InvalidArgument(str(e), hint=f"times are read in {zone_name} unless tz names a zone" if zone_name else None)
+    return InvalidArgument(str(e), hint=f"times are read in {zone_name} unless tz names a zone" if zone_name else
+                           "tz is an IANA zone like Europe/Paris or UTC, or an offset like +02:00; omit it for "
+                           "this machine's zone")
 
 
 def zone_arg(tz) -> tuple[tzinfo, str]:
     if tz is not None and not isinstance(tz, str):
         raise InvalidArgument(f"tz must be a string (an IANA zone like Europe/Paris, UTC or +02:00), "
-                              f"got {type(tz).__name__}")
+                              f"got {type(tz).__name__}", hint="pass tz as a string, or omit it")
     try:
         return timeq.zone(tz)
     except timeq.TimeError as e:
@@ -59,7 +61,7 @@ def window_arg(since, until, tz, now: datetime | None = None) -> Window | None:
     for name, v in (("since", since), ("until", until)):
         if v is not None and not isinstance(v, str):
             raise InvalidArgument(f"{name} must be a string like 'yesterday', '14:30' or '2026-03-14 14:30', "
-                                  f"got {type(v).__name__}")
+                                  f"got {type(v).__name__}", hint=f"pass {name} as a string, or omit it")
     zone, name = zone_arg(tz)
     if since is None and until is None:
         return None
@@ -129,7 +131,7 @@ def moment_at(timeline: Timeline, get_moment: Callable[..., ImageResult], at, tz
     t_ms, with its anchor's source and confidence), or where the nearest recordings are when none does."""
     if not isinstance(at, str):
         raise InvalidArgument(f"at must be a string like '2026-03-14 14:32', 'yesterday 14:30' or '2h ago', "
-                              f"got {type(at).__name__}")
+                              f"got {type(at).__name__}", hint="pass at as a string")
     zone, name = zone_arg(tz)
     try:
         when = timeq.instant(at, now=now, tz=zone)

@@ -27,7 +27,7 @@ def list_by_person(reader, person: str, offset: int, limit: int, since: str | No
     person = text_arg("person", person, SPEAKER_MAX_CHARS, required=True)
     limit = limit_arg("limit", limit, 1, PAGE)
     if not person.strip():
-        raise InvalidArgument("person must be a non-empty name")
+        raise InvalidArgument("person must be a non-empty name", hint="pass a person's name, e.g. 'Alice'")
     items, at, first = [], 0, None
     while at is not None:
         page = reader.list_recordings(offset=at, limit=PAGE, since=since, until=until, tz=tz)
@@ -39,7 +39,8 @@ def list_by_person(reader, person: str, offset: int, limit: int, since: str | No
                     items.append({**item, "person": found})
         at = page["next_offset"]
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidArgument(f"offset must be an integer >= 0, got {offset!r}")
+        raise InvalidArgument(f"offset must be an integer >= 0, got {offset!r}",
+                              hint="pass next_offset from the previous page, or omit it")
     page = items[offset: offset + limit]
     nxt = offset + len(page)
     out = {"total": len(items), "offset": offset, "limit": limit, "returned": len(page), "recordings": page,

@@ -161,7 +161,8 @@ class Reader:
         rec, rid = snap.rec, snap.rid
         images.require_video(snap)
         if not isinstance(include_duplicates, bool):
-            raise InvalidArgument(f"include_duplicates must be true or false, got {type(include_duplicates).__name__}")
+            raise InvalidArgument(f"include_duplicates must be true or false, got {type(include_duplicates).__name__}",
+                                  hint="pass a JSON boolean, or omit it")
         wc = snap.wall_clock
         duration = int(rec["duration_ms"] or 0)
         spans = images.screen_spans(snap.frames, duration)
@@ -172,7 +173,8 @@ class Reader:
                                       hint="at_ms picks the frame on screen at one instant; start_ms/end_ms a span")
             at = ms_arg("at_ms", at_ms)
             if duration and at > duration:
-                raise InvalidArgument(f"at_ms {at} is past the end of the recording (duration {duration} ms)")
+                raise InvalidArgument(f"at_ms {at} is past the end of the recording (duration {duration} ms)",
+                                      hint=f"use 0 <= at_ms <= {duration}")
             limit = limit_arg("limit", 1 if limit is None else limit, 1, FRAMES_MAX)
             if include_duplicates:
                 on = next((f["ms"] for f in reversed(snap.frames) if f["ms"] <= at), None)
@@ -234,7 +236,8 @@ class Reader:
         t = ms_arg("t_ms", t_ms, required=True)
         duration = int(rec["duration_ms"] or 0)
         if duration and t > duration:
-            raise InvalidArgument(f"t_ms {t} is past the end of the recording (duration {duration} ms)")
+            raise InvalidArgument(f"t_ms {t} is past the end of the recording (duration {duration} ms)",
+                                  hint=f"use 0 <= t_ms <= {duration}")
         window_ms = limit_arg("window_ms", window_ms, 0, MOMENT_MAX_WINDOW_MS)
         wc = snap.wall_clock
         frames: list[dict] = []
@@ -324,10 +327,12 @@ class Reader:
         t = ms_arg("t_ms", t_ms, required=True)
         duration = int(rec["duration_ms"] or 0)
         if duration and t > duration:
-            raise InvalidArgument(f"t_ms {t} is past the end of the recording (duration {duration} ms)")
+            raise InvalidArgument(f"t_ms {t} is past the end of the recording (duration {duration} ms)",
+                                  hint=f"use 0 <= t_ms <= {duration}")
         box = crop_arg(crop)
         if not isinstance(full_resolution, bool):
-            raise InvalidArgument(f"full_resolution must be true or false, got {type(full_resolution).__name__}")
+            raise InvalidArgument(f"full_resolution must be true or false, got {type(full_resolution).__name__}",
+                                  hint="pass a JSON boolean, or omit it")
         f = self._open_source(snap)
         name = Path(f.name).name
         try:

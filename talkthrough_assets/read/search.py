@@ -132,14 +132,15 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
     the refresh) the ms slice of each recording a wall-clock window covers (others: no hits)."""
     query = text_arg("query", query, SEARCH_MAX_QUERY_CHARS)
     if not query.strip():
-        raise InvalidArgument("query must be a non-empty string")
+        raise InvalidArgument("query must be a non-empty string", hint="pass the words to find, e.g. 'deploy error'")
     words = list(dict.fromkeys(terms_stage.index_terms(query)))
     if not words:
         shown, _ = clip(query, 60)
         raise InvalidArgument(f"query {shown!r} has no searchable words (letters or digits; one-letter words "
-                              "are not indexed)")
+                              "are not indexed)", hint="pass words of two or more letters or digits")
     if len(words) > SEARCH_MAX_TERMS:
-        raise InvalidArgument(f"query has {len(words)} distinct words; use at most {SEARCH_MAX_TERMS}")
+        raise InvalidArgument(f"query has {len(words)} distinct words; use at most {SEARCH_MAX_TERMS}",
+                              hint="keep the words that matter most")
     limit = limit_arg("limit", limit, 1, SEARCH_MAX_HITS)
     speaker = text_arg("speaker", speaker, SPEAKER_MAX_CHARS, required=False)
     rid = None

@@ -57,7 +57,8 @@ def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
     if not match:
         known = ", ".join(f"{lab} ({snap.names[lab]})" if lab in snap.names else lab for lab in labels) or "none"
         shown, _ = clip(speaker, 60)
-        raise InvalidArgument(f"no speaker {shown!r} in recording {snap.rid}; speakers: {known}")
+        raise InvalidArgument(f"no speaker {shown!r} in recording {snap.rid}; speakers: {known}",
+                              hint="pass one of the speakers listed, or omit speaker")
     return match
 
 
@@ -69,11 +70,13 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     start, end = range_arg(rec, start_ms, end_ms)
     if format not in ("json", "srt"):
         shown = format[:20] if isinstance(format, str) else type(format).__name__
-        raise InvalidArgument(f"format must be 'json' or 'srt', got {shown!r}")
+        raise InvalidArgument(f"format must be 'json' or 'srt', got {shown!r}",
+                              hint="pass format 'json' or 'srt', or omit it for json")
     max_chars = limit_arg("max_chars", max_chars, TRANSCRIPT_MIN_CHARS, TRANSCRIPT_MAX_CHARS)
     speaker = text_arg("speaker", speaker, SPEAKER_MAX_CHARS, required=False)
     if not isinstance(with_t_wall, bool):
-        raise InvalidArgument(f"with_t_wall must be true or false, got {type(with_t_wall).__name__}")
+        raise InvalidArgument(f"with_t_wall must be true or false, got {type(with_t_wall).__name__}",
+                              hint="pass a JSON boolean, or omit it")
     wc = snap.wall_clock
     segs = snap.segments
     attributed = any(s.get("speaker") for s in segs)

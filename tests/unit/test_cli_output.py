@@ -107,7 +107,7 @@ def test_help_has_no_type_placeholders_and_every_option_is_described():
     for command in commands:  # every command, present and future
         text = _run(command, "--help").output
         assert "<" not in text and "{" not in text, (command, text)  # no `<int>`, `{paths}...` labels
-    assert "--port N " in _run("ui", "--help").output
+    assert "--port PORT " in _run("ui", "--help").output
 
 
 def test_version():
