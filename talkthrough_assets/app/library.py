@@ -28,6 +28,14 @@ def recordings(since: str | None = None, until: str | None = None, tz: str | Non
     return bytime.filter_rows(rows, win), win.stated()
 
 
+def display_zone(tz: str | None = None):
+    """The zone times are shown in: ``tz``, else ``$TZ`` or this machine's (the one `at` reads a time in).
+    ``bytime.ReadError`` for an unknown zone."""
+    from talkthrough_assets.read import bytime
+
+    return bytime.zone_arg(tz)[0]
+
+
 def moment_at(when: str, tz: str | None = None, window_ms: int = 10000) -> dict:
     """The MCP server's get_moment_at answer for a wall-clock instant (``covering``: the recordings that do)."""
     from talkthrough_assets.read.reader import Reader

@@ -34,17 +34,33 @@ def _duration(ms) -> str:
     return hms((ms or 0) / 1000)
 
 
-def recordings_lines(rows: list[dict], width: int) -> list[str]:
+def one_line(text: str) -> str:
+    """A name as one table cell: a line break or other control character in it is shown, never obeyed."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _complete(chunks: str) -> bool:
+    """A chunks cell that says every chunk is transcribed ("7/7"), or says nothing."""
+    done, _, total = chunks.partition("/")
+    return not chunks or done == total
+
+
+def recordings_lines(rows: list[dict], width: int, tz=None) -> list[str]:
     """The `talkthrough recordings` table as lines of at most ``width`` characters (never less than what
-    the id needs): id, media, recorded at, segments, frames, speakers, chunks (when any row has them), file.
-    The file name takes the width that is left, cut in the middle; the time of day goes first when short."""
+    the id needs): id, media, recorded at (in ``tz``, default UTC, its zone named), segments, frames, speakers,
+    chunks (when any row has them), file. The file name takes the width that is left, cut in the middle; when
+    short, the year goes first (never the time of day: two recordings of one day must be told apart)."""
+    from datetime import timezone
+
+    from talkthrough_assets.read.timeq import shown
+
     cells = []
     for r in rows:
-        when = (r.get("recorded_at") or "-")[:16].replace("T", " ")
+        when = shown(r.get("recorded_at"), tz or timezone.utc, seconds=False) or "-"
         cells.append({"id": r["recording"], "media": f"{r.get('kind') or '?'} {_duration(r.get('duration_ms'))}",
                       "recorded": when, "segs": str(r.get("segment_count", "")),
                       "frames": str(r.get("frame_count", "")), "spk": "yes" if r.get("diarized") else "",
-                      "chunks": r.get("chunks") or "", "file": r.get("filename") or ""})
+                      "chunks": r.get("chunks") or "", "file": one_line(r.get("filename") or "")})
     cols = ["id", "media", "recorded", "segs", "frames", "spk"] + (["chunks"] if any(c["chunks"] for c in cells)
                                                                    else []) + ["file"]
     heads = {"id": "id", "media": "media", "recorded": "recorded at", "segs": "segs", "frames": "frames",
@@ -56,11 +72,13 @@ def recordings_lines(rows: list[dict], width: int) -> list[str]:
     gap = GAP
     w = widths(cols)
     fixed = sum(w[c] for c in cols if c != "file") + len(gap) * (len(cols) - 1)
-    if width - fixed < FILE_MIN_WIDTH:  # narrow: the date without the time of day, short headings, 1-space gaps
+    if width - fixed < FILE_MIN_WIDTH:  # narrow: the date without its year, short headings, 1-space gaps
         for x in cells:
-            x["recorded"] = x["recorded"][:10]
+            x["recorded"] = x["recorded"][5:] if x["recorded"][:4].isdigit() else x["recorded"]
         heads.update(recorded="recorded", spk="spk", frames="frms")
         gap = " "
+        if "chunks" in cols and all(_complete(x["chunks"]) for x in cells):  # "7/7" everywhere says nothing
+            cols.remove("chunks")
         w = widths(cols)
         fixed = sum(w[c] for c in cols if c != "file") + len(gap) * (len(cols) - 1)
     w["file"] = max(min(w["file"], width - fixed), FILE_MIN_WIDTH)

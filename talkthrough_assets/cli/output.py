@@ -64,8 +64,11 @@ def print_summary(s: dict) -> None:
     if not s.get("manifest"):
         return
     wc = s.get("wall_clock")
+    from talkthrough_assets.read.timeq import local_zone, shown  # this machine's zone, as `recordings` and `at`
+
+    start = shown(wc["start_utc"], local_zone()[0]) if wc else None
     out.print(f"  {s['kind']}, {s['duration_s']:.1f}s; wall clock: "
-              + (esc(f"{wc['start_utc']} ({wc['source']}, {wc['confidence']})") if wc else "unknown"))
+              + (esc(f"{start or wc['start_utc']} ({wc['source']}, {wc['confidence']})") if wc else "unknown"))
     tr = s["transcript"]
     fr = s["frames"]
     out.print(f"  transcript: {tr['segments']} segments"

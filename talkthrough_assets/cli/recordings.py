@@ -45,9 +45,11 @@ def recordings(as_json: bool = typer.Option(False, "--json", help="Print the lis
     from talkthrough_assets.cli.layout import recordings_lines
 
     # ids whole (`talkthrough name` needs them), file names cut in the middle to the terminal's width; in a
-    # pipe nothing is cut. recorded at: the recording's own local time to the minute (--json: the full stamp)
+    # pipe nothing is cut. recorded at: to the minute in --tz or this machine's zone, the zone named (the zone
+    # `talkthrough at` reads a time in; --json: the stored UTC stamp)
     out = console(stderr=False)
-    for line in recordings_lines(rows, out.width if out.is_terminal else 10 ** 6):
+    zone = library.display_zone(tz)
+    for line in recordings_lines(rows, out.width if out.is_terminal else 10 ** 6, zone):
         typer.echo(line)
 
 

@@ -9,7 +9,7 @@ zone the question was read in. An anchor of low confidence (file mtime) is used,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Callable
 
 from talkthrough_assets.read import timeq
@@ -178,12 +178,17 @@ def moment_at(timeline: Timeline, get_moment: Callable[..., ImageResult], at, tz
 def render(answer: dict) -> str:
     """``talkthrough at``: the moment(s) as plain text (``--json`` prints the answer itself)."""
     lines = [f"at {answer['at']} ({answer['tz']}): {answer['covering']} recording(s) cover it"]
+    try:  # every time in the zone the question was asked in, named
+        zone = timeq.zone(answer["tz"])[0]
+    except timeq.TimeError:
+        zone = timezone.utc
     for m in answer["moments"]:
         if "error" in m:
             lines.append(f"\n{m['filename']} ({m['recording']}) +{m['t_ms'] / 1000:.3f} s: {m['message']}")
             continue
         wc = m.get("wall_clock") or {}
-        lines.append(f"\n{m['filename']} ({m['recording']}) at +{m['t_ms'] / 1000:.3f} s = {m['t_wall']}"
+        lines.append(f"\n{m['filename']} ({m['recording']}) at +{m['t_ms'] / 1000:.3f} s = "
+                     f"{timeq.shown(m['t_wall'], zone) or m['t_wall']}"
                      f"  [anchor: {wc.get('source')}, {wc.get('confidence')}"
                      + (", LOW: may be off by minutes" if m.get("low_confidence") else "") + "]")
         for f in m.get("frames") or []:
@@ -203,7 +208,8 @@ def render(answer: dict) -> str:
         if answer.get(k):
             lines.append(f"\n{answer[k]}")
     for side, n in (answer.get("nearest") or {}).items():
-        lines.append(f"  {side}: {n['filename']} ({n['recording']}) {n['start']} .. {n['end']}")
+        lines.append(f"  {side}: {n['filename']} ({n['recording']}) {timeq.shown(n['start'], zone) or n['start']} .. "
+                     f"{timeq.shown(n['end'], zone) or n['end']}")
     return "\n".join(lines)
 
 

@@ -123,6 +123,25 @@ def iso(dt: datetime, tz: tzinfo) -> str:
     return local.isoformat(timespec="milliseconds" if local.microsecond else "seconds")
 
 
+def shown(stamp: str | None, tz: tzinfo, *, seconds: bool = True) -> str | None:
+    """A stored ISO instant as a person reads it, in ``tz`` with its abbreviation: ``2026-03-14 18:26:53 JST``
+    (what `talkthrough at` reads back in the same zone). None for no or an unreadable stamp."""
+    try:
+        dt = datetime.fromisoformat(stamp) if stamp else None
+    except ValueError:
+        return None
+    if dt is None:
+        return None
+    local = (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).astimezone(tz)
+    return local.strftime("%Y-%m-%d %H:%M" + (":%S" if seconds else "")) + f" {abbreviation(local)}"
+
+
+def abbreviation(local: datetime) -> str:
+    """The zone of an aware datetime as a label: JST, CET, UTC; +09:00 where the zone has no letters."""
+    name = local.tzname() or ""
+    return name if name[:1].isalpha() else _offset_name(local.utcoffset() or timedelta(0))
+
+
 # --------------------------------------------------------------------------- parsing
 
 def _localize(d: date, t: time, tz: tzinfo, text: str) -> datetime:

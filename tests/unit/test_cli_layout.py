@@ -30,8 +30,12 @@ def test_recordings_at_80_columns_keep_ids_whole_and_cut_names_in_the_middle():
     assert lines[0].split()[0] == "id" and len(lines) == 3
     assert lines[1].startswith("0000000000000001 ") and "…" in lines[1] and lines[1].endswith(").m4a")
     assert lines[2].startswith("0000000000000002 ") and lines[2].endswith("a.mp4")
-    wide = recordings_lines(rows, 10 ** 6)  # a pipe: nothing cut, the time of day shown
-    assert wide[1].endswith(LONG) and "2026-03-14 09:26" in wide[1]
+    wide = recordings_lines(rows, 10 ** 6)  # a pipe: nothing cut, the time of day shown, its zone named
+    assert wide[1].endswith(LONG) and "2026-03-14 08:26 UTC" in wide[1]  # stored as 09:26:53+01:00
+    from zoneinfo import ZoneInfo
+
+    tokyo = recordings_lines(rows, 80, ZoneInfo("Asia/Tokyo"))  # narrow: the year goes, the time of day stays
+    assert "03-14 17:26 JST" in tokyo[1] and all(len(ln) <= 80 for ln in tokyo), tokyo
 
 
 def test_the_progress_line_fits_and_moves():
