@@ -76,12 +76,15 @@ class Worker:
         return self.log.read_text(errors="replace")[-3000:]
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        """The machine is gone: every process of the worker ends at once."""
+        """SIGKILL: the machine is gone, every process of the worker ends at once (SIGTERM: a stop)."""
         try:
             os.killpg(self.proc.pid, sig)
+            self.proc.wait(60)
         except ProcessLookupError:
             pass
-        self.proc.wait(60)
+        except subprocess.TimeoutExpired:  # a stop that waits on a recording: end it anyway
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(60)
 
 
 @pytest.fixture(scope="module")
