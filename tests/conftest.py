@@ -208,6 +208,25 @@ def s3():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def rabbitmq():
+    """One throwaway RabbitMQ node (Debian's `rabbitmq-server`, which .ci/run installs) on a loopback port, the
+    Celery broker of the worker tests; each test module uses its own virtual host or queue names as it needs.
+    Skipped, with the reason, where it cannot run (failed when TALKTHROUGH_REQUIRE_SERVERS=1)."""
+    from rabbitmq_server import RabbitUnavailable, start_rabbitmq
+
+    try:
+        import dagster_celery  # noqa: F401
+    except ImportError:
+        _unavailable("dagster-celery is not installed (pip install -c constraints.txt -e '.[test]')")
+    try:
+        server = start_rabbitmq()
+    except RabbitUnavailable as e:
+        _unavailable(f"RabbitMQ cannot be started here: {e}")
+    yield server
+    server.stop()
+
+
 # ------------------------------------------------------------------ Chromium (e2e)
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (.ci/run installs it); no browser download

@@ -40,7 +40,7 @@ for command in (processing.process, maintenance.doctor, processing.repair,
                 recordings.recordings, recordings.at, recordings.sql, recordings.name,
                 recordings.export, recordings.report,
                 maintenance.forget, maintenance.gc,
-                serve.mcp, serve.ui):
+                serve.mcp, serve.ui, serve.worker):
     app.command(cls=Command)(command)
 
 app.add_typer(people_app, name="people")  # `talkthrough people` (issue #35)

@@ -1,4 +1,5 @@
-"""The serving commands: `mcp` (the read-only MCP server, its own package) and `ui` (the Dagster UI + daemon)."""
+"""The serving commands: `mcp` (the read-only MCP server, its own package), `ui` (the Dagster UI + daemon) and
+`worker` (a Celery worker that processes the recordings the UI's runs send to the broker)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import sys
 
 import typer
 
-from talkthrough_assets.cli.output import console
+from talkthrough_assets.cli.command import OURS
+from talkthrough_assets.cli.output import console, esc
 
 
 def mcp(
@@ -43,3 +45,19 @@ def ui(port: int = typer.Option(3000, parser=lambda v: port_number(v), metavar="
     from talkthrough_assets.app import ui_supervisor
 
     raise typer.Exit(ui_supervisor.serve(port, console()))
+
+
+def worker(name: str = typer.Option(None, "--name", help="This worker's name (default: worker-<pid>), "
+                                    "shown with the host in the talkthrough/worker tag of the runs it processes."),
+           loglevel: str = typer.Option("INFO", "--loglevel", help="Celery's log level.")) -> None:
+    """Process recordings sent to the Celery broker (TALKTHROUGH_CELERY_BROKER), one at a time, for the runs the
+    UI's daemon launches; needs TALKTHROUGH_PG_URL (shared Dagster storage). SIGTERM stops it after the recording
+    in progress; a worker killed mid-recording leaves it to another worker."""
+    from talkthrough_assets.app import worker as celery_worker
+
+    try:
+        code = celery_worker.serve(name, loglevel)
+    except OURS as e:  # not configured: said in one line
+        console().print(f"[red]{esc(e)}[/red]", highlight=False)
+        raise typer.Exit(2)
+    raise typer.Exit(code)

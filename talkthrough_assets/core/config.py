@@ -80,6 +80,9 @@ VARS: tuple[Var, ...] = (
        default_doc="`<home>/models`"),
     _V("TALKTHROUGH_PG_URL", str, None, "Postgres URL: shared Dagster storage and the per-recording lock "
        "across machines (else SQLite and `flock`)."),
+    _V("TALKTHROUGH_CELERY_BROKER", str, None, "Celery broker URL (e.g. `amqp://user:pw@host:5672//`): the "
+       "stages of each run launched by the UI's daemon become a task for `talkthrough worker` processes on any "
+       "machine (needs `TALKTHROUGH_PG_URL` and an `s3://` data root; else they run in the run's process)."),
     # per-recording setting defaults (stagespec.Setting.env)
     _V("TALKTHROUGH_MAX_SECONDS", int, 4 * 3600, "Process at most this many seconds of a recording."),
     _V("TALKTHROUGH_MAX_FRAMES", int, 120, "Keyframe budget per recording.", minimum=1),

@@ -12,14 +12,11 @@ plain objects. The asset specs and the run config come from the stage specs (:mo
 """
 
 # no `from __future__ import annotations`: Dagster reads the op/resource annotations at definition time
-import os
-import socket
-
 import dagster as dg
 
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import InternalError, UsageError
-from talkthrough_assets.defs import sqlite_tuning
+from talkthrough_assets.defs import celery_route, sqlite_tuning
 from talkthrough_assets.defs.asset_specs import StagesConfig, asset_specs, materialization_metadata
 from talkthrough_assets.defs.checks import CHECK_STAGE, check_every_recording, check_result, check_specs, not_checked
 from talkthrough_assets.defs.partitions import DURATION_TAG, FAILURE_TAG, FILENAME_TAG, recordings_partitions
@@ -83,7 +80,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
         names = pipeline.recording_names(rid)
         tag_run(context, {FILENAME_TAG: names[0] if names else None,
                           DURATION_TAG: duration(registry.known_duration_ms(rid, selected)),
-                          registry.RUNNER_TAG: f"{socket.gethostname()}:{os.getpid()}"})
+                          **celery_route.runner_tags()})
         named = {"filename": names[0]} if names else {}
         overrides = {k: v for k, v in config.model_dump().items() if v is not None}
         failures: list[tuple[str, str, Exception]] = []  # (stage, one-line reason, error)

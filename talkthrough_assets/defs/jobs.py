@@ -5,6 +5,7 @@ becomes a partition)."""
 # no `from __future__ import annotations`: Dagster reads the op/resource annotations at definition time
 import dagster as dg
 
+from talkthrough_assets.defs import celery_route
 from talkthrough_assets.defs.checks import check_recording_op
 from talkthrough_assets.defs.partitions import PARTITIONS_NAME, recordings_partitions
 from talkthrough_assets.defs.resources import DataStoreResource
@@ -14,8 +15,9 @@ from talkthrough_assets.pipeline.settings import STAGES
 process_recording = dg.define_asset_job(
     "process_recording",
     selection=dg.AssetSelection.assets(*STAGES),
-    executor_def=dg.in_process_executor,
-    description="All Talkthrough stages for one recording (in-process: no per-step subprocess cost). "
+    executor_def=celery_route.executor(),
+    description="All Talkthrough stages for one recording (in-process: no per-step subprocess cost; a Celery "
+                "task for `talkthrough worker` processes when TALKTHROUGH_CELERY_BROKER is set). "
                 "The sensor, the CLI, and backfills and amends launched from this job's page all run it, "
                 "so a recording's runs are in one history.",
 )

@@ -1,5 +1,5 @@
 """Exclusive writer lock per recording (a Postgres advisory lock with ``TALKTHROUGH_PG_URL``, else
-``flock`` on this machine) and the lock held while the Dagster instance is first created."""
+``flock`` on this machine) and the lock held while the Dagster instance is first created (the same two kinds)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,8 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
     pg_url = config.get(PG_URL_ENV)
     if not pg_url and is_remote() and not _warned_local_lock:
         _warn_local_lock()
-    acquire = _pg_advisory_lock(pg_url, recording_id, deadline, busy) if pg_url else \
+    key = (_LOCK_NAMESPACE << 48) | (int(recording_id[:12], 16))  # fits a signed bigint
+    acquire = _pg_advisory_lock(pg_url, key, f"talkthrough-lock-{recording_id}", deadline, busy) if pg_url else \
         _flock_file(lock_path(recording_id), deadline, busy)
     with acquire:
         with _held_guard:
@@ -64,12 +65,20 @@ def partition_lock(recording_id: str, timeout_s: float = 0.0) -> Iterator[None]:
 
 
 def instance_lock(timeout_s: float = 300.0):
-    """Held while a process opens the Dagster instance: its SQLite storage is created and stamped
-    (alembic) on the first open of a new data root, which concurrent first starts would otherwise race
-    (``table ... already exists``, a second alembic head). Opening an existing instance takes it only briefly."""
+    """Held while a process opens the Dagster instance: its storage is created and stamped (alembic) on the
+    first open of a new data root or database, which concurrent first starts would otherwise race (``table ...
+    already exists``, a second alembic head): a ``flock`` for SQLite on this machine, a Postgres advisory lock
+    when ``TALKTHROUGH_PG_URL`` is set (machines starting at once). Opening an existing instance takes it only
+    briefly."""
+    deadline = time.monotonic() + timeout_s
+    pg_url = config.get(PG_URL_ENV)
+    if pg_url:  # storage shared by machines: their first starts race on the same tables
+        busy = TimeoutError(f"the Dagster storage in Postgres is being created by another process and was not "
+                            f"ready within {timeout_s:.0f} s")
+        return _pg_advisory_lock(pg_url, _INSTANCE_KEY, "talkthrough-instance-lock", deadline, busy)
     busy = TimeoutError(f"the Dagster instance under {dagster_home()} is being created by another process "
                         f"and was not ready within {timeout_s:.0f} s (lock: {instance_lock_path()})")
-    return _flock_file(instance_lock_path(), time.monotonic() + timeout_s, busy)
+    return _flock_file(instance_lock_path(), deadline, busy)
 
 
 def named_lock(name: str, timeout_s: float, busy: Exception):
@@ -119,18 +128,18 @@ def _warn_local_lock() -> None:
 
 
 _LOCK_NAMESPACE = 0x7A1C  # high bits of the advisory-lock key: talkthrough's own key space
+_INSTANCE_KEY = 0x7A1D << 48  # the one key of the instance lock, outside every recording's
 
 
 @contextmanager
-def _pg_advisory_lock(pg_url: str, recording_id: str, deadline: float, busy: Exception) -> Iterator[None]:
-    """A Postgres session advisory lock on the recording (one dedicated connection held for the
+def _pg_advisory_lock(pg_url: str, key: int, name: str, deadline: float, busy: Exception) -> Iterator[None]:
+    """A Postgres session advisory lock on ``key`` (one dedicated connection, named ``name``, held for the
     block): every machine sharing the Dagster database sees it, and Postgres drops it when the
     holder's connection dies, so a killed worker never leaves it behind."""
     import psycopg2
 
-    key = (_LOCK_NAMESPACE << 48) | (int(recording_id[:12], 16))  # fits a signed bigint
     dsn = re.sub(r"^postgres(ql)?\+\w+://", "postgresql://", pg_url)  # a SQLAlchemy URL names its driver
-    con = psycopg2.connect(dsn, connect_timeout=10, application_name=f"talkthrough-lock-{recording_id}")
+    con = psycopg2.connect(dsn, connect_timeout=10, application_name=name)
     try:
         con.autocommit = True
         with con.cursor() as cur:

@@ -5,7 +5,8 @@ typo in dagster.yaml or deploy/ fails CI instead of the first `dagster-daemon ru
 - the YAML the CLI writes when TALKTHROUGH_PG_URL is set, and deploy/dagster.yaml, are validated with
   the instance schema, then each configurable class (storage, run queue, launcher, logs) against its own
   config schema without connecting anywhere (tests/integration/test_postgres.py loads the Postgres one for real);
-- workspace YAMLs against Dagster's workspace schema; deploy/docker-compose.yml's wiring is checked.
+- workspace YAMLs against Dagster's workspace schema; deploy/docker-compose.yml's wiring is checked, and so is
+  deploy/k8s/values.yaml's (Dagster's Helm chart values, never rendered here).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -280,3 +282,29 @@ def test_a_new_dagster_home_gets_the_shipped_settings_and_stays_talkthroughs(tmp
     assert (home / ".talkthrough-owned").exists()
     monkeypatch.setenv("TALKTHROUGH_PG_URL", "postgresql://u:p@127.0.0.1:1/db")
     assert "postgres_url" in (tt_instance.ensure_dagster_home() / "dagster.yaml").read_text()
+
+
+def test_celery_and_kubernetes_deploy_wiring():
+    """deploy/celery/dagster.yaml has what Talkthrough relies on in an operator's instance; deploy/k8s/values.yaml
+    (never rendered here: no helm) names the code location Dagster loads, the variables Talkthrough declares, the
+    per-recording run limit and run monitoring, in the chart's shapes."""
+    from talkthrough_assets.core import config
+    from talkthrough_assets.defs import instance as tt_instance
+
+    assert tt_instance.missing_settings((DEPLOY / "celery" / "dagster.yaml").read_text()) == []
+    values = yaml.safe_load((DEPLOY / "k8s" / "values.yaml").read_text())
+    module = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["dagster"]["module_name"]
+    (deployment,) = values["dagster-user-deployments"]["deployments"]
+    args = deployment["dagsterApiGrpcArgs"]
+    assert args[args.index("--module-name") + 1] == module
+    assert all(e["name"] in config.BY_NAME for e in deployment["env"])
+    assert values["runLauncher"]["type"] == "K8sRunLauncher"
+    secret = {s["name"] for s in deployment["envSecrets"]}
+    assert secret == {s["name"] for s in values["runLauncher"]["config"]["k8sRunLauncher"]["envSecrets"]} \
+        == {s["name"] for s in values["dagsterDaemon"]["envSecrets"]}
+    queued = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
+    # the chart renders these into the instance's run_coordinator config, where Talkthrough looks for them
+    rendered = {"run_coordinator": {"config": {"tag_concurrency_limits": queued["tagConcurrencyLimits"]}},
+                "run_monitoring": {"enabled": values["dagsterDaemon"]["runMonitoring"]["enabled"]}}
+    assert tt_instance.missing_settings(yaml.safe_dump(rendered)) == []
+    assert values["postgresql"]["enabled"] is False and values["dagsterDaemon"]["runMonitoring"]["maxResumeRunAttempts"] >= 1
