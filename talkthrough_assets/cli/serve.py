@@ -47,7 +47,7 @@ def ui(port: int = typer.Option(3000, parser=lambda v: port_number(v), metavar="
     raise typer.Exit(ui_supervisor.serve(port, console()))
 
 
-def worker(name: str = typer.Option(None, "--name", help="This worker's name (default: worker-<pid>), "
+def worker(name: str = typer.Option(None, "--name", help="This worker's name (default: worker-PID), "
                                     "shown with the host in the talkthrough/worker tag of the runs it processes."),
            loglevel: str = typer.Option("INFO", "--loglevel", help="Celery's log level.")) -> None:
     """Process recordings sent to the Celery broker (TALKTHROUGH_CELERY_BROKER), one at a time, for the runs the

@@ -51,7 +51,7 @@ def _require_dagster_celery() -> None:
         import dagster_celery  # noqa: F401
     except ImportError:
         raise CeleryRouteError(f"{BROKER_ENV} is set but dagster-celery is not installed: "
-                               "pip install -c constraints.txt -e '.[celery]'") from None
+                               "pip install 'talkthrough[celery]'") from None
 
 
 def executor():
