@@ -23,8 +23,10 @@ def forget_plan(ref: str) -> dict:
     rid = service.resolve_recording(ref)
     if not store.is_known(rid):
         raise TalkthroughError(f"unknown recording {rid}: nothing stored of it (`talkthrough recordings` lists them)")
+    from talkthrough_assets.store import cache_gc
+
     return {"recording_id": rid, "names": service.pipeline.recording_names(rid), "keys": store.present_keys(rid),
-            "root": store.data_location("")}
+            "root": store.data_location(""), "results": cache_gc.only_used_by(rid)}
 
 
 def forget(ref: str) -> dict:

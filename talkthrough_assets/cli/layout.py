@@ -148,9 +148,11 @@ def line_column(console):
     return LineColumn()
 
 
-def forget_plan_lines(rid: str, names: list[str], keys: list[str], root: str, width: int = 80) -> list[str]:
-    """What `talkthrough forget ID` without --yes prints (issue #38, item 8): short lines, the stored table
-    partitions on one line by table name, only the locations that exist."""
+def forget_plan_lines(rid: str, names: list[str], keys: list[str], root: str, width: int = 80,
+                      results: dict[str, int] | None = None) -> list[str]:
+    """What `talkthrough forget ID` without --yes prints: short lines, the stored table partitions on one line
+    by table name, only the locations that exist, then what goes with them (its search index entries, the
+    stored Whisper/OCR results no other recording uses, its Dagster partition): all that --yes removes."""
     tables = [k.split("/")[1] for k in keys if k.startswith("tables/") and k.count("/") >= 2]
     others = [k for k in keys if not k.startswith("tables/")]
     shown = ", ".join(names) if names else "no known file"
@@ -159,5 +161,8 @@ def forget_plan_lines(rid: str, names: list[str], keys: list[str], root: str, wi
         line = f"  rows of {len(tables)} tables: " + ", ".join(tables)
         out.append(end_cut(line, max(width, 40)))
     out += [f"  {k}" for k in others]
+    shared = results or {}
+    out.append(f"  its search index entries; {shared.get('whisper', 0)} Whisper chunk and {shared.get('ocr', 0)} "
+               f"OCR result(s) no other recording uses")
     out += ["  and its Dagster partition", "run again with --yes to remove it"]
     return out

@@ -46,9 +46,9 @@ def forget(
 
             plan = maintenance.forget_plan(ref)
             for line in forget_plan_lines(plan["recording_id"], plan["names"], plan["keys"], plan["root"],
-                                          err.width if err.is_terminal else 200):
+                                          err.width if err.is_terminal else 200, plan["results"]):
                 err.print(esc(line), highlight=False, soft_wrap=True)
-            raise typer.Exit(1)
+            return  # a dry run that said what it would do has succeeded
         result = maintenance.forget(ref)
     except PartitionBusy as e:
         err.print(f"[yellow]refused:[/yellow] {esc(e)}", highlight=False)
@@ -91,3 +91,7 @@ def gc(
         f"({r['removed_bytes'] / 1024:.0f} KiB) and {o['removed']} OCR result(s) ({o['removed_bytes'] / 1024:.0f} KiB); "
         f"kept {r['kept']} chunk results ({r['kept_bytes'] / 1024:.0f} KiB, {r['audio_hours']:.2f} h of audio: "
         f"{per_h}) and {o['kept']} OCR results ({o['kept_bytes'] / 1024:.0f} KiB)", highlight=False)
+    young = r.get("kept_young", 0) + o.get("kept_young", 0)
+    if young:  # unused but new: a run that started meanwhile may be writing them
+        console(stderr=False).print(f"{young} unused result(s) younger than {r['min_age_s'] / 60:.0f} min kept "
+                                    f"(a run may be writing them); run gc again later to remove them", highlight=False)

@@ -77,12 +77,15 @@ def gc(*, dry_run: bool = False, min_age_s: float = GC_MIN_AGE_S) -> dict:
                 for k in garbage:
                     delete_file(path_of(k))
             kept = {k: st for k, st in have.items() if k not in garbage}
+            young = sum(1 for k in kept if k not in used)  # unused, but too new to be sure no run is writing it
             out[kind] = {"removed": len(garbage), "removed_bytes": sum(st[1] for st in garbage.values()),
-                         "kept": len(kept), "kept_bytes": sum(st[1] for st in kept.values())}
+                         "kept": len(kept), "kept_bytes": sum(st[1] for st in kept.values()),
+                         "kept_young": young}
             if kind == "whisper":
                 hours = sum(used[k] for k in kept if k in used) / 3.6e6
                 out.update(out[kind], audio_hours=round(hours, 4),
                            bytes_per_audio_hour=round(out[kind]["kept_bytes"] / hours) if hours else None)
+    out["min_age_s"] = min_age_s
     return out
 
 
@@ -98,6 +101,15 @@ def release(rid: str, keys: dict[str, list[str]]) -> list[str]:
                 delete_file(path_of(k))
                 gone.append(data_location(path_of(k)))
     return gone
+
+
+def only_used_by(rid: str) -> dict[str, int]:
+    """Kind -> how many of ``rid``'s stored results no other recording names (what forgetting it releases)."""
+    out = {}
+    for kind, ks in keys_of(rid).items():
+        others, path_of = used_keys(kind, exclude=rid), KINDS[kind][2]
+        out[kind] = sum(1 for k in dict.fromkeys(ks) if k not in others and exists(path_of(k)))
+    return out
 
 
 def keys_of(rid: str) -> dict[str, list[str]]:
