@@ -23,6 +23,17 @@ from talkthrough_assets.app import service
 from talkthrough_assets.app import ui_guard
 
 
+# Variables that name a folder: given relative, they mean the folder the user started `talkthrough ui` in
+PATH_VARS = ("DAGSTER_HOME", "TALKTHROUGH_HOME", "TALKTHROUGH_LOCAL_HOME", "TALKTHROUGH_MODELS_DIR",
+             "TALKTHROUGH_DIARIZATION_MODELS", "TALKTHROUGH_DROP_DIR")
+
+
+def absolute_paths(env: dict) -> dict:
+    """The folder variables of ``env`` that are relative, made absolute against the current folder."""
+    return {k: str(Path(env[k]).expanduser().absolute()) for k in PATH_VARS
+            if env.get(k) and "://" not in env[k] and not Path(env[k]).expanduser().is_absolute()}
+
+
 def code_root() -> str:
     """The folder this package is imported from, as Dagster's working directory: its code server puts that folder
     first on the path, and the caller's current folder (a checkout, say) must not shadow the installed package."""
@@ -49,9 +60,13 @@ def serve(port: int, err) -> int:
     watch_r, watch_w = os.pipe()
     # -P: the current folder (a checkout, say) never shadows the installed package
     cmd = [sys.executable, "-P", "-m", "talkthrough_assets.app.ui_watchdog", str(watch_r), "--",
-           sys.executable, "-P", "-m", "dagster", "dev", "-m", "talkthrough_assets.definitions",
+           # `dagster dev` is what starts the webserver and daemon together; its notice that `dg dev` supersedes
+           # it is Dagster's to its own users, not news to ours
+           sys.executable, "-P", "-W", "ignore:Function `dev_command` is superseded", "-m", "dagster", "dev",
+           "-m", "talkthrough_assets.definitions",
            "-d", code_root(), "-h", "127.0.0.1", "-p", str(port)]
     env = {**os.environ, ui_guard.MARKER: ui_guard.marker_value(home)}  # every process below carries it
+    env.update(absolute_paths(env))  # the services start in DAGSTER_HOME: a relative folder means the user's
     stop_requested: list[int] = []
 
     def on_signal(signum, _frame):
@@ -65,7 +80,9 @@ def serve(port: int, err) -> int:
     # (a terminal's Ctrl-C would otherwise hit them and their children at once).
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, pass_fds=[watch_r])
+    # started in DAGSTER_HOME: `dagster dev` warns about (and would ignore) a dagster.yaml in the current folder,
+    # such as a checkout's
+    proc = subprocess.Popen(cmd, env=env, cwd=str(home), start_new_session=True, pass_fds=[watch_r])
     os.close(watch_r)
     deadline = canceled = None
     next_sweep = time.monotonic() + ORPHAN_SWEEP_S
