@@ -7,6 +7,7 @@ from __future__ import annotations
 from talkthrough_assets import store
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.stages import probe as probe_stage
+from talkthrough_assets.stages import turns as turns_stage
 from talkthrough_assets.stages import wall_clock as wallclock
 from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.stages.segments import transcribe
@@ -50,6 +51,8 @@ def summary(rid: str) -> dict:
         # --diarize asked for and not done (models missing, no speech ...): why, here and not only in the manifest
         "diarization_reason": (di.get("reason") or "diarization failed") if di.get("requested")
         and not di.get("available") else None,
+        # asked for, and not done for want of its models: the command did not do what it was asked
+        "diarization_unavailable": turns_stage.models_were_missing(di or None),
         "preview": [
             {"t_ms": s["t0_ms"], "t_wall": t_wall(wc, s["t0_ms"]), "text": s["text"],
              **({"speaker": s["speaker"]} if s.get("speaker") else {})}

@@ -53,6 +53,12 @@ def process(paths: List[Path], force: bool, as_json: bool, **settings) -> None:
         raise typer.Exit(2)
     if any(r["status"] in ("failed", "refused") for r in results):
         raise typer.Exit(1)
+    missing = [r for r in results if r.get("diarization_unavailable")]
+    if missing:  # transcripts stored, but what --diarize asked for was not done
+        err.print(f"[red]diarization did not run for {len(missing)} file(s): its models are not available[/red] "
+                  "(`talkthrough doctor` says where they are looked for); the rest is stored, and a later "
+                  "`process` diarizes once they are found", highlight=False)
+        raise typer.Exit(1)
 
 
 def _checked(parse):

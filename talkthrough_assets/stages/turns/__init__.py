@@ -207,13 +207,18 @@ def run(rid: str, opts: Options, engines) -> StageResult:
     return StageResult(md, digest([out["turns"], out["speaker_segments"]]))
 
 
+def models_were_missing(row: dict | None) -> bool:
+    """Whether a requested diarization did not run because its models could not be found (not for the audio's
+    sake: no speech, too short)."""
+    return bool(row and row["requested"] and not row["available"] and "diarization models" in (row["reason"] or ""))
+
+
 def stale(rid: str, cfg: dict, stage_run: dict | None, opts: "Options | None" = None) -> bool:
     """Its StageSpec's ``stale``: a diarization that ran without its models is retried once they can be found
     (no download)."""
     if not cfg.get("diarize"):
         return False
-    row = store.read_one("diarization", rid)
-    if not row or not row["requested"] or row["available"] or "diarization models" not in (row["reason"] or ""):
+    if not models_were_missing(store.read_one("diarization", rid)):
         return False
     try:
         resolve_models(download=False, models_dir=opts.models_dir if opts else None)
