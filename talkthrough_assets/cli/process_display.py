@@ -41,14 +41,16 @@ class Display:
                 board.finished(stage)
             count = f"{len(done)}/{len(planned)} stages, " if planned else ""
             took = f" in {info['elapsed_s']:.1f} s" if state == "ok" and "elapsed_s" in info else ""
-            # drawn at once (not at the next tick): a fast stage still shows on the terminal
+            # drawn at once (not at the next tick): a fast stage still shows on the terminal; the bar counts it
             progress.update(task, description=f"{count}{stage} {state}{took}", refresh=live,
-                            short=f"{len(done)}/{len(planned)} {stage} {state}" if planned else None)
+                            short=f"{len(done)}/{len(planned)} {stage} {state}" if planned else None,
+                            **({"total": 100, "completed": board.percent()} if planned else {}))
             if lines and state != "started":
                 self.say(f"{name}: {count}{stage} {state}{took}")
 
         def on_stages(rid, stages):
             planned[:] = stages
+            board.plan(stages)
             what = f"running {', '.join(stages)}" if stages else "up to date"
             progress.update(task, description=what, short=None)
             if lines:

@@ -65,3 +65,20 @@ def test_on_a_terminal_a_video_shows_audio_transcribed_and_frames_scanned_with_a
     assert heard and int(heard[0][2]) >= 3, text[-3000:]
     assert re.search(r"% of the (audio|video scanned) \([^)]*\) +━*─* +\d+% \d+:\d\d ETA \d+:\d\d", text), text[-3000:]
 
+
+
+def test_on_a_terminal_the_bar_never_goes_back_and_is_full_only_when_every_stage_is_done(tmp_path):
+    """The bar counts every planned stage (OCR too), so it neither jumps to 100 % when the video branch is done
+    first nor falls back when Whisper reports; a --force run of a stored recording starts from 0 the same way."""
+    from fixture_facts import SCREENCAST_PATH
+
+    env = dict(_env(tmp_path), COLUMNS="220", TALKTHROUGH_CHUNK_S="5")
+    cmd = [sys.executable, "-m", "talkthrough_assets.cli.main", "process", str(SCREENCAST_PATH)]
+    for extra in ([], ["--force"]):
+        text = run_on_terminal(cmd[:4] + extra + cmd[4:], env)
+        assert "screencast.mp4  processed" in text, text[-2000:]
+        bars = [(m.start(), int(m.group(1))) for m in re.finditer(r"━*─* +(\d+)% \d+:\d\d", text)]
+        shares = [p for _, p in bars]
+        assert len(shares) >= 5 and shares == sorted(shares), shares
+        last_stage = max(m.start() for m in re.finditer(r"8/9 stages", text))
+        assert all(at > last_stage for at, p in bars if p == 100), (shares, text[-3000:])

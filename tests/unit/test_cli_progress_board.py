@@ -16,16 +16,45 @@ def test_the_board_shows_both_branches_one_bar_and_the_later_eta():
     assert b.percent() == 50 and b.text() == "segments 50% of the audio (5 of 10 chunks), ETA 0:30"
     b.report("keyframes", {"share": 0.2, "text": "frames to 0:12 of 1:00", "eta_s": 95.0,
                            "what": "the video scanned"})
-    assert b.percent() == 35
+    assert b.percent() == 50  # a second branch reporting late never takes the bar back
     assert b.text() == ("segments 50% of the audio (5 of 10 chunks), keyframes 20% of the video scanned "
                         "(frames to 0:12 of 1:00), ETA 1:35")
     b.finished("keyframes")  # its branch is done: the ETA is the audio's
-    assert b.percent() == 75 and b.text().endswith("keyframes 100% of the video scanned (frames to 0:12 of 1:00), "
+    assert b.percent() == 61 and b.text().endswith("keyframes 100% of the video scanned (frames to 0:12 of 1:00), "
                                                     "ETA 0:30")
     b.finished("segments")
     assert b.percent() == 100 and "ETA" not in b.text()
     b.finished("ocr")  # a stage that never reported: nothing to show
     assert set(b.reports) == {"segments", "keyframes"}
+
+
+def test_the_bar_counts_every_planned_stage_never_goes_back_and_is_full_only_at_the_end():
+    """The run's plan weighs each stage: OCR (which reports no share) counts, a branch done early does not show
+    100 % while Whisper is on its first chunk, and a late report never takes the bar back."""
+    b = FileProgress(clock=lambda: 0.0)
+    stages = ["probe", "wall_clock", "audio", "segments", "keyframes", "dedup", "ocr", "manifest"]
+    b.plan(stages)
+    seen = [b.percent()]
+    for stage in ("probe", "wall_clock", "audio"):
+        b.finished(stage)
+        seen.append(b.percent())
+    b.report("keyframes", {"share": 1.0, "eta_s": None})
+    b.finished("keyframes")
+    b.finished("dedup")
+    seen.append(b.percent())
+    assert seen[-1] < 40  # the video branch is done, Whisper has not reported: far from full
+    b.report("segments", {"share": 0.1, "eta_s": 60.0, "text": "1 of 10 chunks"})
+    seen.append(b.percent())
+    b.report("segments", {"share": 1.0, "eta_s": None})
+    b.finished("segments")
+    seen.append(b.percent())
+    assert seen[-1] < 100  # OCR still runs
+    b.finished("ocr")
+    seen.append(b.percent())
+    assert seen[-1] < 100  # the manifest is still to come
+    b.finished("manifest")
+    seen.append(b.percent())
+    assert seen == sorted(seen) and seen[-1] == 100 and seen.count(100) == 1, seen
 
 
 def test_the_keyframe_scan_reports_its_share_and_eta_at_a_bounded_rate():
