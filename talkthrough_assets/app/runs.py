@@ -186,6 +186,29 @@ def fail_stuck_run(rid: str, why: str, inst=None) -> bool:
                 return True
 
 
+INTERRUPT_ERRORS = ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
+RUN_INTERRUPTED = ("interrupted: the run was stopped (Ctrl-C, SIGTERM or a cancelled run) between stages; what "
+                   "its stages had finished is kept and a re-run resumes from there")
+
+
+def run_interrupted(result) -> bool:
+    """Whether the run ended because it was interrupted (Ctrl-C reached Dagster's own code between stages, where
+    no stage could record it as its reason)."""
+    for ev in getattr(result, "all_events", None) or ():
+        err = getattr(getattr(ev, "event_specific_data", None), "error", None)
+        if err is not None and (getattr(err, "cls_name", None) in INTERRUPT_ERRORS
+                                or any(c in INTERRUPT_ERRORS for c in _causes(err))):
+            return True
+    return False
+
+
+def _causes(err) -> list[str]:
+    out, seen = [], err
+    while (seen := getattr(seen, "cause", None)) is not None:
+        out.append(getattr(seen, "cls_name", ""))
+    return out
+
+
 def run_error(result) -> str | None:
     """A disk fault the Dagster run itself hit (its storage full, its step failing outside any stage)."""
     for ev in getattr(result, "all_events", None) or ():

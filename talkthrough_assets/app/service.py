@@ -13,6 +13,7 @@ from typing import Callable, Iterable
 
 from talkthrough_assets.core.errors import RebuildFailed, UsageError
 from talkthrough_assets import store
+from talkthrough_assets.app import runs
 from talkthrough_assets.app.runs import (ACTIVE_STATUSES, ORPHAN_TAG, active_runs_here, cancel_runs_here,  # noqa: F401
                                          fail_orphaned_runs, fail_stuck_run, instance, launched, run_error,
                                          run_stages, runs_finished, storage_note)
@@ -142,7 +143,9 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
         out["warning"] = warning
     if status == "failed":
         failed = pipeline.failed_stage(rid)
-        out["reason"] = pipeline.failure_reason(rid) or run_error(result) or "run failed (see the Dagster run log)"
+        out["reason"] = (pipeline.failure_reason(rid) or run_error(result)
+                         or (runs.RUN_INTERRUPTED if runs.run_interrupted(result) else None)
+                         or "run failed (see the Dagster run log)")
         if failed and failed.get("internal"):
             out["internal"] = True  # not the input's fault: the CLI says so and exits 3
     return out
