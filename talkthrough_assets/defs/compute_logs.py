@@ -6,7 +6,6 @@ process starts per step. The CLI draws its own progress line; the UI reads the f
 
 from __future__ import annotations
 
-import os
 import sys
 from contextlib import contextmanager
 
@@ -26,8 +25,10 @@ class FileComputeLogManager(LocalComputeLogManager):
 
     @classmethod
     def from_config_value(cls, inst_data, config_value) -> "FileComputeLogManager":
+        from talkthrough_assets.defs.instance import current_home
+
         config = dict(config_value)
-        config.setdefault("base_dir", os.path.join(os.environ.get("DAGSTER_HOME") or ".", "storage"))
+        config.setdefault("base_dir", str(current_home() / "storage"))
         return cls(inst_data=inst_data, **config)
 
     @contextmanager
