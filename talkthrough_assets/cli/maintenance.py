@@ -91,3 +91,7 @@ def gc(
         f"({r['removed_bytes'] / 1024:.0f} KiB) and {o['removed']} OCR result(s) ({o['removed_bytes'] / 1024:.0f} KiB); "
         f"kept {r['kept']} chunk results ({r['kept_bytes'] / 1024:.0f} KiB, {r['audio_hours']:.2f} h of audio: "
         f"{per_h}) and {o['kept']} OCR results ({o['kept_bytes'] / 1024:.0f} KiB)", highlight=False)
+    t = r["temp_files"]
+    if t["removed"]:
+        console(stderr=False).print(f"{'would remove' if dry_run else 'removed'} {t['removed']} temp file(s) of "
+                                    f"writers that are gone ({t['removed_bytes'] / 1e6:.1f} MB)", highlight=False)

@@ -8,10 +8,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from talkthrough_assets.store.tempfiles import writer_prefix
+
 
 def _tmp_in(directory: Path, suffix: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=directory)
+    # named by host and pid: a writer killed before its rename leaves a file store.tempfiles can tell is orphaned
+    fd, name = tempfile.mkstemp(prefix=writer_prefix(), suffix=suffix, dir=directory)
     os.close(fd)
     return Path(name)
 

@@ -94,6 +94,22 @@ def delete_file(key: str) -> None:
     local_path(key).unlink(missing_ok=True)
 
 
+def move_file(key: str, dest: str) -> str:
+    """Move the file (or folder, locally) at ``key`` to ``dest``, both under the data root; returns where it is
+    now. An object store copies the object, then deletes it (this machine's cached copy goes too)."""
+    if is_remote():
+        data = s3_get(key)
+        if data is not None:
+            s3_put(dest, data)
+            s3_delete_file(key)
+        local_path(key).unlink(missing_ok=True)
+    else:
+        target = local_path(dest)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(local_path(key), target)
+    return data_location(dest)
+
+
 def publish_file(local: Path, key: str) -> str:
     """Make the finished local file ``local`` (already at ``home()/key``) visible at ``key`` in the
     data root: nothing to do locally, an upload (one PUT) to an object store."""
