@@ -14,8 +14,8 @@ from typing import Callable, Iterable
 from talkthrough_assets.core.errors import RebuildFailed, UsageError
 from talkthrough_assets import store
 from talkthrough_assets.app.runs import (ACTIVE_STATUSES, ORPHAN_TAG, active_runs_here, cancel_runs_here,  # noqa: F401
-                                         fail_orphaned_runs, fail_stuck_run, instance, launched, run_error,
-                                         run_stages, runs_finished, storage_note)
+                                         fail_orphaned_runs, fail_stuck_run, instance, launched, mark_killed_runs,
+                                         run_error, run_stages, runs_finished, storage_note)
 from talkthrough_assets.app.summary import find_recordings, list_recordings, summary  # noqa: F401
 from talkthrough_assets.core.ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
@@ -84,6 +84,7 @@ def _all_stored(rid: str) -> bool:
 def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
              on_stages: Callable[[str, list[str]], None] | None) -> dict:
     result, warning = None, None
+    mark_killed_runs()  # a run a killed process left STARTED: marked even when nothing runs now
     store.tempfiles.sweep(store.recording_folders(rid))  # what a killed writer of this recording left
     pipeline.register_source(path, rid)
     if not force and not overrides and store.read_one("recordings", rid) and not pipeline.plan(rid):
@@ -226,9 +227,10 @@ def repair(rid: str | None = None) -> list[dict]:
     whose outputs are gone or torn (and the manifest), through the Dagster job; a torn ``sources`` file is
     re-written from the probed path; a stray file in a partition is moved aside (``store.set_aside``). One dict
     per recording that needed it (problems, files moved aside, stages run, status), and one for the temp files
-    of writers that are gone (removed)."""
+    of writers that are gone (removed), after marking failed the runs a killed process left STARTED."""
     from talkthrough_assets.pipeline.datacheck import STRAY, check, recordings
 
+    mark_killed_runs()
     store.integrity.forget_skipped()
     store.tables._schema_files_done.clear()  # a torn schema file is written anew
     store.ensure_schema_files()

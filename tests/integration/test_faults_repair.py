@@ -1,4 +1,5 @@
-"""Damage that only `process --force` used to fix, stray files in a partition, temp files of killed writers: each case is damaged, then plain `talkthrough repair` (typer's runner, in this process:
+"""Damage that only `process --force` used to fix, stray files in a partition, temp files of killed writers and
+runs a kill left STARTED: each case is damaged, then plain `talkthrough repair` (typer's runner, in this process:
 the CLI's code path) makes the data root identical to the clean run of the same fixtures, and names what it moved
 aside or removed. A killed `process` is a real CLI subprocess. The data root is this module's own: the speech
 fixture (words) and the silent video (keyframes, report) processed once through `service.process`.
@@ -258,5 +259,43 @@ def test_temp_files_of_killed_writers_are_removed_and_a_live_writers_kept(lib):
         writers[1].wait(timeout=30)
     assert service.process(FIXTURES_DIR / MEETING_NAME)["status"] == "cached"  # the next command sweeps it
     assert not temps[1].exists()
+    _assert_identical_to_clean(lib)
+
+
+def _started_runs(rid: str) -> list:
+    from dagster import DagsterRunStatus, RunsFilter
+
+    return service.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED],
+                                                  tags={"dagster/partition": rid}))
+
+
+def _kill_after(name: str, stage_done: str) -> None:
+    """`talkthrough process --force` of a fixture, killed (SIGKILL, its whole group) once ``stage_done`` ended."""
+    env = dict(os.environ, TALKTHROUGH_LOG_LEVEL="DEBUG", COLUMNS="200")
+    proc = subprocess.Popen(CLI + ["process", "--force", str(FIXTURES_DIR / name)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    after = {"keyframes": "dedup"}[stage_done]
+    try:
+        for line in proc.stderr:
+            if f'Started stage "{after}"' in line:
+                break
+        else:
+            pytest.fail(f"stage {after} never started")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("then", [["process"], ["recordings", "--json"], ["repair"]])
+def test_no_run_stays_started_after_any_command_that_follows_a_kill(lib, then):
+    rid = lib["video"]
+    _kill_after(SILENT_NAME, "keyframes")
+    assert len(_started_runs(rid)) == 1  # what the kill left
+    args = then + ([str(FIXTURES_DIR / SILENT_NAME)] if then == ["process"] else [])
+    r = subprocess.run(CLI + args, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _started_runs(rid) == []
+    assert not list(store.run_marks_dir().iterdir())
+    service.process(FIXTURES_DIR / SILENT_NAME)  # whatever the kill left undone
     _assert_identical_to_clean(lib)
 
