@@ -164,7 +164,7 @@ def scan(*, deep: bool = True) -> list[Problem]:
                                f"damaged ({p})", None))
     for rid in recordings():
         out += check(rid, deep=deep)
-    return out + leftover_temp_files()
+    return out
 
 
 __all__ = ["FIX", "STRAY", "TEMP", "Problem", "check", "leftover_temp_files", "recordings", "repair_stages", "scan"]

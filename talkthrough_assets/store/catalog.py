@@ -103,32 +103,55 @@ def connect():
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM _arrow_{table} "
                         f"WHERE recording <> '{SCHEMA_PARTITION}'")
         else:
-            damaged = damaged_files(table)
-            for path, problem in damaged.items():
-                note_damaged(path, problem)
-            con.execute(view_sql(table, files=readable_files(table, damaged) if damaged else None))
+            _local_view(con, table, deep=False)
     con.execute(frames_view_sql())
     return Connection(con)
 
 
+def _local_view(con, table: str, *, deep: bool) -> bool:
+    """(Re)create ``table``'s view over its readable files (``deep``: every page read to tell); True when a
+    file was left out."""
+    damaged = damaged_files(table, deep=deep)
+    for path, problem in damaged.items():
+        note_damaged(path, problem)
+    con.execute(view_sql(table, files=readable_files(table, damaged) if damaged else None))
+    return bool(damaged)
+
+
 class Connection:
     """A reader's DuckDB connection (:func:`connect`): ``execute`` runs a query again, up to :data:`QUERY_TRIES`
-    times, when it failed because a Parquet file it read was republished under it (:data:`REPUBLISHED`); every
-    other attribute is the DuckDB connection's."""
+    times, when it failed because a Parquet file it read was republished under it (:data:`REPUBLISHED`). When it
+    still fails so, a file is damaged inside (its footer reads, a data page does not): every view is made again
+    over the files whose pages all read, and the query runs once more (one warning line names each file left
+    out). Every other attribute is the DuckDB connection's."""
 
     def __init__(self, con):
         self._con = con
+        self._deep_checked = False
 
     def execute(self, query, parameters=None):
         import duckdb
 
-        for attempt in range(QUERY_TRIES):
+        for attempt in range(QUERY_TRIES + 1):
             try:
                 return self._con.execute(query) if parameters is None else self._con.execute(query, parameters)
             except duckdb.Error as e:
-                if attempt == QUERY_TRIES - 1 or not REPUBLISHED.search(str(e)):
+                if not REPUBLISHED.search(str(e)) or attempt == QUERY_TRIES:
                     raise
+                if attempt == QUERY_TRIES - 1:
+                    if self._deep_checked or is_remote() or not self._leave_out_damaged():
+                        raise
+                    continue
                 time.sleep(0.01 * (attempt + 1))
+
+    def _leave_out_damaged(self) -> bool:
+        self._deep_checked = True
+        found = False
+        for table in SCHEMAS:
+            found |= _local_view(self._con, table, deep=True)
+        if found:
+            self._con.execute(frames_view_sql())
+        return found
 
     def __getattr__(self, name):
         return getattr(self._con, name)

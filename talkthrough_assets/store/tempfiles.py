@@ -101,7 +101,7 @@ def sweep(folders: Iterable[Path] | None = None, *, remove: bool = True) -> list
                         continue
                     if remove:
                         os.unlink(p)
-                except FileNotFoundError:  # renamed into place (or removed) meanwhile
+                except OSError:  # renamed into place (or removed) meanwhile, or a read-only data root
                     continue
                 out.append((p, st.st_size))
     return out
