@@ -304,3 +304,56 @@ def test_no_run_stays_started_after_any_command_that_follows_a_kill(lib, then):
     service.process(FIXTURES_DIR / SILENT_NAME)  # whatever the kill left undone
     _assert_identical_to_clean(lib)
 
+
+def test_a_folder_of_rejected_files_is_recorded_by_one_background_process(lib, tmp_path):
+    import threading
+
+    from background import background_rejection_runs, wait_rejections_recorded
+    from dagster import DagsterRunStatus, RunsFilter
+
+    folder = tmp_path / "junk"
+    folder.mkdir()
+    n = 12
+    for i in range(n):
+        (folder / f"notes {i}.mp4").write_bytes(f"meeting notes {i}, not a video\n".encode() * 20)
+    seen: set[int] = set()
+    most, stop = [0], threading.Event()
+
+    mine = f"TALKTHROUGH_HOME={store.home()}".encode()
+
+    def ours(pid: int) -> bool:  # not another data root's (other test sessions on this machine)
+        try:
+            return mine in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            return False
+
+    def parent(pid: int) -> int:
+        try:
+            return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return 0
+
+    def sample():
+        while not stop.is_set():
+            found = [p for p in background_rejection_runs() if ours(p)]
+            # a child it forks shows its command line until it execs (a probe's ffprobe): not a second one
+            now = [p for p in found if parent(p) not in found]
+            seen.update(now)
+            most[0] = max(most[0], len(now))
+            time.sleep(0.02)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        r = subprocess.run(CLI + ["process", "--json", str(folder)], capture_output=True, text=True, timeout=300)
+        out = json.loads(r.stdout)
+        assert len(out) == n and all(x["status"] == "failed" for x in out), r.stdout[-2000:]
+        wait_rejections_recorded()
+    finally:
+        stop.set()
+        t.join()
+    assert most[0] == 1 and len(seen) <= 2, (most[0], seen)
+    inst = service.instance()
+    for x in out:
+        runs = inst.get_runs(RunsFilter(tags={"dagster/partition": x["recording_id"]}))
+        assert [r.status for r in runs] == [DagsterRunStatus.FAILURE], x["recording_id"]
