@@ -88,7 +88,7 @@ def check(rid: str, *, deep: bool = True) -> list[Problem]:
         report = store.report_key(rid)
         if not store.exists(report):
             out.append(Problem(rid, "report", store.data_location(report), "missing", "manifest"))
-        elif deep and not _tail(report, 64).rstrip().endswith(b"</html>"):
+        elif deep and not store.tail_bytes(report, 64).rstrip().endswith(b"</html>"):
             out.append(Problem(rid, "report", store.data_location(report), "damaged (cut short)", "manifest"))
     if "keyframes" in ok:
         out += _frames(rid, deep)
@@ -106,7 +106,7 @@ def _frames(rid: str, deep: bool) -> list[Problem]:
         if name not in listed[folder]:
             missing.append(r["file"])
         elif deep and not store.is_remote():
-            if not _tail(r["file"], 64).rstrip(b"\0").endswith(JPEG_END):
+            if not store.tail_bytes(r["file"], 64).rstrip(b"\0").endswith(JPEG_END):
                 torn.append(r["file"])
     where = store.data_location(store.frames_key(rid))
     out = []
@@ -117,19 +117,6 @@ def _frames(rid: str, deep: bool) -> list[Problem]:
         out.append(Problem(rid, "frames", where, f"damaged ({len(torn)} JPEG(s) cut short, e.g. "
                                                  f"{torn[0].rpartition('/')[2]})", "keyframes"))
     return out
-
-
-def _tail(key: str, n: int) -> bytes:
-    """The last ``n`` bytes of a stored file (b"" when it is gone): a file cut short lacks its closing bytes."""
-    if store.is_remote():
-        return (store.get_bytes(key) or b"")[-n:]
-    try:
-        with open(store.local_path(key), "rb") as f:
-            size = f.seek(0, 2)
-            f.seek(max(0, size - n))
-            return f.read()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return b""
 
 
 def leftover_temp_files(folders=None) -> list[Problem]:

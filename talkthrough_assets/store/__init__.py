@@ -49,7 +49,7 @@ from talkthrough_assets.store import diskfault
 from talkthrough_assets.store import integrity
 from talkthrough_assets.store import tempfiles
 from talkthrough_assets.store.atomic import atomic_path, atomic_write_bytes
-from talkthrough_assets.store.backend import (delete_file, delete_tree, exists, file_stamps, get_bytes, get_json, json_bytes, list_names, local_file, move_file, parquet_source, publish_file, put_bytes, put_json, stamp, write_parquet)
+from talkthrough_assets.store.backend import (delete_file, delete_tree, exists, file_stamps, get_bytes, get_json, json_bytes, list_names, local_file, move_file, parquet_source, publish_file, put_bytes, put_json, stamp, tail_bytes, write_parquet)
 from talkthrough_assets.store.catalog import (CATALOG_VERSION, connect, ensure_catalog, frames_view_sql, remote_dataset, view_sql)
 from talkthrough_assets.store.frames import (generation_key, new_frames_generation, prune_frame_generations, publish_frames_generation)
 from talkthrough_assets.store.locks import (PG_URL_ENV, DiskRefused, PartitionBusy, instance_lock, named_lock, partition_lock)
@@ -62,7 +62,7 @@ __all__ = [
     "atomic_path", "atomic_write_bytes",
     "delete_file", "delete_tree", "exists", "file_stamps", "get_bytes", "get_json", "json_bytes", "list_names",
     "local_file", "move_file",
-    "parquet_source", "publish_file", "put_bytes", "put_json", "stamp", "write_parquet",
+    "parquet_source", "publish_file", "put_bytes", "put_json", "stamp", "tail_bytes", "write_parquet",
     "CATALOG_VERSION", "connect", "ensure_catalog", "frames_view_sql", "remote_dataset", "view_sql",
     "generation_key", "new_frames_generation", "prune_frame_generations", "publish_frames_generation",
     "PG_URL_ENV", "PartitionBusy", "instance_lock", "named_lock", "partition_lock",

@@ -34,6 +34,26 @@ def get_bytes(key: str) -> bytes | None:
         return None
 
 
+def tail_bytes(key: str, n: int) -> bytes:
+    """The last ``n`` bytes of the file at ``key`` (b"" when there is none): one ranged read on an object store."""
+    if is_remote():
+        fs, path = object_path(key)
+        try:
+            with fs.open_input_file(path) as f:
+                size = f.size()
+                f.seek(max(0, size - n))
+                return f.read()
+        except FileNotFoundError:
+            return b""
+    try:
+        with open(local_path(key), "rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(0, size - n))
+            return f.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return b""
+
+
 def stamp(key: str) -> tuple | None:
     """A change signature of the file at ``key`` ((inode, size, mtime_ns); inode 0 on an object
     store), None when absent."""
