@@ -40,7 +40,7 @@ def instance():
         _swept_orphans = True
         try:
             fail_orphaned_runs(inst)
-            _drop_marks(_dead_marks())
+            _drop_marks(store.tempfiles.dead_run_marks())
         except Exception:  # storage that cannot take the mark now: a later command marks them
             pass
     for rid, why in list(_UNMARKED.items()):
@@ -178,27 +178,6 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None)
         mark.unlink(missing_ok=True)
 
 
-def _dead_marks() -> list[Path]:
-    """The run marks whose process is gone (or whose pid now runs a process started after the mark)."""
-    out = []
-    try:
-        entries = list(os.scandir(store.run_marks_dir()))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    for e in entries:
-        pid, _, rid = e.name.partition(".")
-        if not pid.isdigit() or not store.ID_RE.fullmatch(rid) or int(pid) == os.getpid():
-            continue
-        try:
-            mtime = e.stat().st_mtime
-        except FileNotFoundError:
-            continue
-        started = store.tempfiles.started_at(int(pid))
-        if started is None or mtime < started - 1.0:
-            out.append(Path(e.path))
-    return out
-
-
 def _drop_marks(marks: Iterable[Path]) -> None:
     for m in marks:
         m.unlink(missing_ok=True)
@@ -207,7 +186,7 @@ def _drop_marks(marks: Iterable[Path]) -> None:
 def mark_killed_runs() -> list[tuple[str, str]]:
     """Mark failed the runs a killed process of this host left STARTED: Dagster's storage is opened only when a
     run mark says there is one (a listing otherwise: the cached `process` stays fast). (run id, reason) each."""
-    dead = _dead_marks()
+    dead = store.tempfiles.dead_run_marks()
     if not dead:
         return []
     done = []

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from talkthrough_assets.store.paths import home
+from talkthrough_assets.store.paths import ID_RE, home, run_marks_dir
 
 PREFIX = ".tmp-"
 _NAMED = re.compile(r"^\.tmp-([0-9a-f]{8})\.(\d+)-")
@@ -107,4 +107,27 @@ def sweep(folders: Iterable[Path] | None = None, *, remove: bool = True) -> list
     return out
 
 
-__all__ = ["PREFIX", "UNNAMED_AGE_S", "orphaned", "started_at", "sweep", "writer_prefix"]
+def dead_run_marks() -> list[Path]:
+    """The run marks (``paths.run_marks_dir``: ``<pid>.<recording>``, one per Dagster run a process of this host
+    executes) whose process is gone, or whose pid now runs a process started after the mark: a listing when
+    there is none."""
+    out = []
+    try:
+        entries = list(os.scandir(run_marks_dir()))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    for e in entries:
+        pid, _, rid = e.name.partition(".")
+        if not pid.isdigit() or not ID_RE.fullmatch(rid) or int(pid) == os.getpid():
+            continue
+        try:
+            mtime = e.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        started = started_at(int(pid))
+        if started is None or mtime < started - 1.0:
+            out.append(Path(e.path))
+    return out
+
+
+__all__ = ["PREFIX", "UNNAMED_AGE_S", "dead_run_marks", "orphaned", "started_at", "sweep", "writer_prefix"]

@@ -270,7 +270,9 @@ def test_temp_files_of_killed_writers_are_removed_and_a_live_writers_kept(lib):
 def _started_runs(rid: str) -> list:
     from dagster import DagsterRunStatus, RunsFilter
 
-    return service.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED],
+    from talkthrough_assets.defs.instance import instance  # as stored: service.instance() would mark them
+
+    return instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED],
                                                   tags={"dagster/partition": rid}))
 
 
@@ -291,7 +293,7 @@ def _kill_after(name: str, stage_done: str) -> None:
         proc.wait(timeout=30)
 
 
-@pytest.mark.parametrize("then", [["process"], ["recordings", "--json"], ["repair"]])
+@pytest.mark.parametrize("then", [["process"], ["recordings", "--json"], ["repair"], ["sql", "SELECT 1"]])
 def test_no_run_stays_started_after_any_command_that_follows_a_kill(lib, then):
     rid = lib["video"]
     _kill_after(SILENT_NAME, "keyframes")
