@@ -42,6 +42,9 @@ def verdict(ok: bool, env_ok: bool, media_ok: bool, data_ok: bool) -> str:
 def report() -> Report:
     """Environment, the media stack on a clip it writes itself, the engines (only where the media stack works)
     and every stored output of the data root."""
+    from talkthrough_assets.app.runs import mark_killed_runs
+
+    mark_killed_runs()  # a run a killed `process` left STARTED is failed, not shown running
     vers, results = selfcheck.versions(), selfcheck.run()
     media_ok = all(r[1] for r in results)
     checks = [(c, "ok" if k else "FAIL", d) for c, k, d in results]

@@ -22,6 +22,7 @@ def recordings(since: str | None = None, until: str | None = None, tz: str | Non
     from talkthrough_assets.read import bytime
 
     win = bytime.window_arg(since, until, tz) if since is not None or until is not None else None
+    service.mark_killed_runs()  # a run a killed `process` left STARTED is failed, not shown running
     rows = service.list_recordings()
     if win is None:
         return rows, None

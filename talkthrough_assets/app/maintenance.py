@@ -40,6 +40,10 @@ def collect_garbage(dry_run: bool = False) -> dict:
     """Remove (or with ``dry_run`` count) the Whisper chunk and OCR results no recording uses any more."""
     from talkthrough_assets.stages.segments import stage as segments
 
+    from talkthrough_assets import store
     from talkthrough_assets.store import cache_gc
 
-    return cache_gc.gc(dry_run=dry_run)
+    out = cache_gc.gc(dry_run=dry_run)
+    temp = store.tempfiles.sweep(remove=not dry_run)  # temp files of writers that are gone (killed runs)
+    out["temp_files"] = {"removed": len(temp), "removed_bytes": sum(n for _, n in temp), "paths": [p for p, _ in temp]}
+    return out

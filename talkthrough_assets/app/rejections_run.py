@@ -1,5 +1,5 @@
-"""The detached process :func:`talkthrough_assets.store.rejections.record_later` starts: one at a time per data root
-(the others leave the queue to it), it runs the ``process_recording`` job for each queued recording, which
+"""The detached process :func:`talkthrough_assets.store.rejections.record_later` starts when none runs: one at a
+time per data root (``rejections.DRAINER`` names it; the lock keeps a second one from draining beside it), it runs the ``process_recording`` job for each queued recording, which
 fails at probe with the reason the command printed. A recording whose newest run already failed with that
 reason, or that is no longer failed (processed or forgotten meanwhile), gets no new run."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from talkthrough_assets.core.errors import TalkthroughError
 
@@ -23,13 +24,30 @@ def main() -> int:
     from talkthrough_assets.store import rejections
     from talkthrough_assets import store  # (after that: even these imports wait for the foreground)
 
-    while rejections.pending():
-        try:
-            with store.named_lock("rejections", 0.0, _Busy("another process drains the rejections queue")):
-                _drain()
-        except _Busy:  # another process drains the queue; it looks again after letting go of the lock
+    while True:
+        while _pending_soon(rejections):
+            try:
+                with store.named_lock("rejections", 0.0, _Busy("another process drains the rejections queue")):
+                    _drain()
+            except _Busy:  # another process drains the queue; it looks again after letting go of the lock
+                return 0
+        rejections.release()
+        # a rejection queued before the release is in this look; one queued after it started a drainer itself
+        if not rejections.pending() or not rejections.claim(os.getpid()):
             return 0
-    return 0
+
+
+LINGER_S = 3.0  # a folder's files are rejected one after another: the next one is waited for, not a new process
+
+
+def _pending_soon(rejections) -> bool:
+    """Whether a rejection is queued now or within :data:`LINGER_S`."""
+    deadline = time.monotonic() + LINGER_S
+    while not rejections.pending():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def _drain() -> None:

@@ -27,10 +27,22 @@ LAUNCHED_TAG = ".dagster/grpc_info"
 _UNMARKED: dict[str, str] = {}
 
 
+_swept_orphans = False  # this process marked the runs of this host whose process is gone, once
+
+
 def instance():
     """The Dagster instance (:func:`talkthrough_assets.defs.instance.instance`), after recording the end of this
-    process's runs that a full disk kept unrecorded."""
+    process's runs that a full disk kept unrecorded and, once per process, of the runs of this host whose
+    process is gone (a killed `process`): whichever command opens the instance next marks them."""
+    global _swept_orphans
     inst = _open_instance()
+    if not _swept_orphans:
+        _swept_orphans = True
+        try:
+            fail_orphaned_runs(inst)
+            _drop_marks(store.tempfiles.dead_run_marks())
+        except Exception:  # storage that cannot take the mark now: a later command marks them
+            pass
     for rid, why in list(_UNMARKED.items()):
         try:
             _mark_runs_failed(inst, rid, why)
@@ -139,7 +151,9 @@ def _alive(pid: int) -> bool:
 
 
 def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None):
-    """Materialize ``stages`` of partition ``rid`` through the process_recording job (in-process)."""
+    """Materialize ``stages`` of partition ``rid`` through the process_recording job (in-process). A mark file
+    (``store.run_marks_dir()``) stands while it runs: one left by a killed process tells a later command,
+    without opening Dagster's storage, that a run may read STARTED (:func:`mark_killed_runs`)."""
     from dagster import AssetKey
 
     from talkthrough_assets.definitions import defs
@@ -148,11 +162,42 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None)
     fail_orphaned_runs(inst, rid)
     job = defs.resolve_job_def("process_recording")
     run_tags = {ORPHAN_TAG: f"{socket.gethostname()}:{os.getpid()}", **(tags or {})}
-    return job.execute_in_process(
-        instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
-        raise_on_error=False, tags=run_tags,
-        run_config={"loggers": {"console": {"config": {"log_level": config.get("TALKTHROUGH_LOG_LEVEL")}}}},
-    )
+    mark = store.run_marks_dir() / f"{os.getpid()}.{rid}"
+    try:
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.touch()
+    except OSError:  # a full or read-only disk: the run itself says so
+        pass
+    try:
+        return job.execute_in_process(
+            instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
+            raise_on_error=False, tags=run_tags,
+            run_config={"loggers": {"console": {"config": {"log_level": config.get("TALKTHROUGH_LOG_LEVEL")}}}},
+        )
+    finally:
+        mark.unlink(missing_ok=True)
+
+
+def _drop_marks(marks: Iterable[Path]) -> None:
+    for m in marks:
+        m.unlink(missing_ok=True)
+
+
+def mark_killed_runs() -> list[tuple[str, str]]:
+    """Mark failed the runs a killed process of this host left STARTED: Dagster's storage is opened only when a
+    run mark says there is one (a listing otherwise: the cached `process` stays fast). (run id, reason) each."""
+    dead = store.tempfiles.dead_run_marks()
+    if not dead:
+        return []
+    done = []
+    try:
+        inst = _open_instance()
+        for rid in sorted({m.name.partition(".")[2] for m in dead}):
+            done += fail_orphaned_runs(inst, rid)
+    except Exception:  # Dagster's storage cannot take it now: the marks stay for the next command
+        return done
+    _drop_marks(dead)
+    return done
 
 
 def storage_note() -> str:

@@ -134,12 +134,14 @@ def data_check() -> tuple[str, str, str]:
 
     try:
         problems = datacheck.scan(deep=True)
+        temp = datacheck.leftover_temp_files()  # no damage: disk taken by writers that were killed
     except OSError as e:
         return DATA_CHECK, "FAIL", f"cannot read the data root {store.data_location()}: {e}"
-    if problems:
-        shown = "; ".join(p.line() for p in problems[:5])
-        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-        return DATA_CHECK, "FAIL", f"{len(problems)} problem(s): {shown}{more}"
+    if problems or temp:
+        listed = problems + temp
+        shown = "; ".join(p.line() for p in listed[:5])
+        more = f" (and {len(listed) - 5} more)" if len(listed) > 5 else ""
+        return DATA_CHECK, "FAIL" if problems else "warn", f"{len(listed)} problem(s): {shown}{more}"
     n = len(datacheck.recordings())
     return DATA_CHECK, "ok", f"{n} recording(s) at {store.data_location()}: every partition, manifest, frame and report whole"
 

@@ -15,8 +15,8 @@ from talkthrough_assets.core.errors import RebuildFailed, UsageError
 from talkthrough_assets import store
 from talkthrough_assets.app import runs
 from talkthrough_assets.app.runs import (ACTIVE_STATUSES, ORPHAN_TAG, active_runs_here, cancel_runs_here,  # noqa: F401
-                                         fail_orphaned_runs, fail_stuck_run, instance, launched, run_error,
-                                         run_stages, runs_finished, storage_note)
+                                         fail_orphaned_runs, fail_stuck_run, instance, launched, mark_killed_runs,
+                                         run_error, run_stages, runs_finished, storage_note)
 from talkthrough_assets.app.summary import find_recordings, list_recordings, summary  # noqa: F401
 from talkthrough_assets.core.ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
@@ -85,6 +85,8 @@ def _all_stored(rid: str) -> bool:
 def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
              on_stages: Callable[[str, list[str]], None] | None) -> dict:
     result, warning = None, None
+    mark_killed_runs()  # a run a killed process left STARTED: marked even when nothing runs now
+    store.tempfiles.sweep(store.recording_folders(rid))  # what a killed writer of this recording left
     pipeline.register_source(path, rid)
     if not force and not overrides and store.read_one("recordings", rid) and not pipeline.plan(rid):
         # fast path: already processed with these settings; no Dagster import, no run
@@ -226,20 +228,31 @@ def forget(rid: str, inst=None) -> dict:
 def repair(rid: str | None = None) -> list[dict]:
     """Re-make what is missing or damaged (``datacheck``) of one recording or of every one: exactly the stages
     whose outputs are gone or torn (and the manifest), through the Dagster job; a torn ``sources`` file is
-    re-written from the probed path. One dict per recording that needed it: problems, stages run, status."""
-    from talkthrough_assets.pipeline.datacheck import check, recordings
+    re-written from the probed path; a stray file in a partition is moved aside (``store.set_aside``). One dict
+    per recording that needed it (problems, files moved aside, stages run, status), and one for the temp files
+    of writers that are gone (removed), after marking failed the runs a killed process left STARTED."""
+    from talkthrough_assets.pipeline.datacheck import STRAY, check, recordings
 
+    mark_killed_runs()
     store.integrity.forget_skipped()
     store.tables._schema_files_done.clear()  # a torn schema file is written anew
     store.ensure_schema_files()
     out = []
+    temp = store.tempfiles.sweep(store.recording_folders(rid) if rid else None)
+    if temp:
+        out.append({"recording_id": None, "problems": [f"temp file of a writer that is gone: {p}" for p, _ in temp],
+                    "removed": [p for p, _ in temp], "removed_bytes": sum(n for _, n in temp),
+                    "set_aside": [], "stages_run": [], "status": "repaired"})
     for r in [store.check_id(rid)] if rid else recordings():
         problems = check(r)
         if not problems:
             continue
-        row = {"recording_id": r, "problems": [p.line() for p in problems], "stages_run": [], "status": "repaired"}
+        row = {"recording_id": r, "problems": [p.line() for p in problems], "set_aside": [], "stages_run": [],
+               "status": "repaired"}
         try:
             with store.partition_lock(r, timeout_s=0.0):
+                strays = [p.key for p in problems if p.what == STRAY]
+                row["set_aside"] = [{"file": was, "moved_to": now} for was, now in store.set_aside(strays)]
                 if any(p.what == "table sources" for p in problems):
                     probed = store.read_one("probe", r) or {}
                     if probed.get("path") and Path(probed["path"]).is_file() and recording_id_for(probed["path"]) == r:

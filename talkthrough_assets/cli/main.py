@@ -33,6 +33,16 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", metavar="", is_eager=True, callback=_version,
                                        help="Print the version and exit.")) -> None:
     """Turn screen and meeting recordings into agent-readable data, locally."""
+    from talkthrough_assets import store
+
+    try:  # a run a killed command left STARTED: marked by the command that follows, whichever it is
+        dead = store.tempfiles.dead_run_marks()
+    except Exception:  # a data root the command itself will name the trouble with
+        dead = []
+    if dead:
+        from talkthrough_assets.app.runs import mark_killed_runs
+
+        mark_killed_runs()
 
 
 # in the order `talkthrough --help` lists them

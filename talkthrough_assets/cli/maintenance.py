@@ -95,3 +95,7 @@ def gc(
     if young:  # unused but new: a run that started meanwhile may be writing them
         console(stderr=False).print(f"{young} unused result(s) younger than {r['min_age_s'] / 60:.0f} min kept "
                                     f"(a run may be writing them); run gc again later to remove them", highlight=False)
+    t = r["temp_files"]
+    if t["removed"]:
+        console(stderr=False).print(f"{'would remove' if dry_run else 'removed'} {t['removed']} temp file(s) of "
+                                    f"writers that are gone ({t['removed_bytes'] / 1e6:.1f} MB)", highlight=False)

@@ -102,7 +102,8 @@ process.__signature__ = _process_signature()
 def repair(ref: Optional[str] = typer.Argument(None, metavar="[ID|PATH]", help="One recording (default: all)."),
            as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Re-make what is missing or damaged (a torn table file, a deleted manifest, frame folder or report):
-    exactly the stages that wrote it, and the manifest. `talkthrough doctor` lists what is damaged."""
+    exactly the stages that wrote it, and the manifest; move a stray file out of a table partition (to
+    quarantine/ under the data root) and remove temp files of killed writers. `talkthrough doctor` lists them."""
     from talkthrough_assets.app import maintenance
 
     try:
@@ -114,8 +115,16 @@ def repair(ref: Optional[str] = typer.Argument(None, metavar="[ID|PATH]", help="
         typer.echo(json.dumps(done, indent=2))
     else:
         for r in done:
+            if r["recording_id"] is None:
+                typer.echo(f"removed {len(r['removed'])} temp file(s) of writers that are gone "
+                           f"({r['removed_bytes'] / 1e6:.1f} MB)")
+                for p in r["removed"]:
+                    typer.echo(f"  {p}")
+                continue
             typer.echo(f"{r['recording_id']}  {r['status']}  stages: {', '.join(r['stages_run']) or 'none'}"
                        + (f"  ({r['reason']})" if r.get("reason") else ""))
+            for m in r["set_aside"]:
+                typer.echo(f"  moved stray file {m['file']} -> {m['moved_to']}")
         if not done:
             typer.echo("nothing to repair: every stored output is whole")
     if any(r["status"] != "repaired" for r in done):

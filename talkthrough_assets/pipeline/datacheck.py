@@ -1,8 +1,9 @@
 """Is what a recording's stages stored still there and whole? Every table partition (readable Parquet of its
-table's schema), the published manifest, the keyframe files the keyframes table lists and the HTML report;
-each problem names the stage whose re-run re-makes it. ``pipeline.plan`` adds those stages (so ``process``
-of an already-processed file repairs it), ``talkthrough repair`` runs them, ``talkthrough doctor`` reports
-them for the whole data root. No Dagster here.
+table's schema, every page read; holding only the files its stage writes), the published manifest, the keyframe
+files the keyframes table lists and the HTML report (their ends read); each problem names the stage whose re-run
+re-makes it, or the stray file to move aside. The one check of ``talkthrough doctor`` (the whole data root),
+``talkthrough repair`` (which runs those stages and moves strays aside) and ``process`` (``pipeline.plan`` adds
+those stages, so ``process`` of an already-processed file repairs it). No Dagster here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import asdict, dataclass
 from talkthrough_assets import store
 from talkthrough_assets.pipeline.stagespec import SPECS
 from talkthrough_assets.stages import manifest as manifest_stage
+from talkthrough_assets.stages.search_index_docs import SOURCES
 from talkthrough_assets.stages.runner import stage_state
 
 FIX = "run `talkthrough repair` (or `talkthrough process FILE` again) to re-make it"
@@ -20,34 +22,51 @@ FIX = "run `talkthrough repair` (or `talkthrough process FILE` again) to re-make
 OWNER = {t: sp.name for sp in SPECS for t in sp.writes if t in store.SCHEMAS}
 OWNER["stage_runs"] = None  # per file: the part names the stage
 OWNER["sources"] = None  # re-written when the file is registered again (`process FILE`)
+# the part files a multi-part table's partition holds (each single-part table's holds part-0.parquet)
+PARTS = {"stage_runs": {f"{sp.name}.parquet" for sp in SPECS}, "terms": {f"{s}.parquet" for s in SOURCES}}
+STRAY = "stray file"
+TEMP = "temp file"
+JPEG_END = b"\xff\xd9"
 
 
 @dataclass(frozen=True)
 class Problem:
     recording: str
-    what: str  # "table <name>" | "manifest" | "frames" | "report"
+    what: str  # "table <name>" | "manifest" | "frames" | "report" | STRAY | TEMP
     location: str
     problem: str
     stage: str | None  # the stage whose re-run re-makes it (None: re-registering the file does)
+    key: str | None = None  # a stray file's key (repair moves it aside), a temp file's local path
 
     def line(self) -> str:
-        fix = f"re-run `{self.stage}`: {FIX}" if self.stage else "process the file again to re-register it"
+        if self.what == STRAY:
+            fix = "`talkthrough repair` moves it aside (to quarantine/ under the data root), nothing deleted"
+        elif self.what == TEMP:
+            fix = "`talkthrough repair` removes it"
+        else:
+            fix = f"re-run `{self.stage}`: {FIX}" if self.stage else "process the file again to re-register it"
         return f"{self.recording}: {self.what} {self.problem} at {self.location}; {fix}"
 
     def as_dict(self) -> dict:
         return asdict(self) | {"line": self.line()}
 
 
-def check(rid: str, *, deep: bool = False) -> list[Problem]:
-    """The problems of one recording's stored outputs (``deep``: every Parquet page and the ends of the frame
-    JPEGs and the report are read too, as ``doctor`` does; otherwise footers and listings: milliseconds)."""
+def check(rid: str, *, deep: bool = True) -> list[Problem]:
+    """The problems of one recording's stored outputs: every Parquet page is read, and the ends of the frame
+    JPEGs and of the report (a recording's tables are small: tens of milliseconds); ``deep=False`` reads
+    footers and listings only."""
     store.check_id(rid)
     out: list[Problem] = []
     state = stage_state(rid)
     ok = {s for s, r in state.items() if r["status"] == "ok"}
     for table in store.TABLES:
         prefix = store.partition_key(table, rid)
-        names = [n for n in store.list_names(prefix) if n.endswith(".parquet") and not n.startswith(".")]
+        listing = store.list_names(prefix)
+        for key in store.stray_files(table, rid, PARTS.get(table), names=listing):
+            out.append(Problem(rid, STRAY, store.data_location(key), f"in table {table}'s partition (its stage "
+                               f"never writes it: its rows would be served beside the stage's)", None, key))
+        names = [n for n in listing if store.integrity.served(table, n)
+                 and (table not in PARTS or n in PARTS[table])]
         for n in names:
             key = f"{prefix}/{n}"
             if store.is_remote():
@@ -67,10 +86,9 @@ def check(rid: str, *, deep: bool = False) -> list[Problem]:
             out.append(Problem(rid, "manifest", store.data_location(store.manifest_key(rid)),
                                "missing" if missing else f"damaged ({m.description[:160]})", "manifest"))
         report = store.report_key(rid)
-        data = store.get_bytes(report) if deep else None
         if not store.exists(report):
             out.append(Problem(rid, "report", store.data_location(report), "missing", "manifest"))
-        elif deep and not (data or b"").rstrip().endswith(b"</html>"):
+        elif deep and not store.tail_bytes(report, 64).rstrip().endswith(b"</html>"):
             out.append(Problem(rid, "report", store.data_location(report), "damaged (cut short)", "manifest"))
     if "keyframes" in ok:
         out += _frames(rid, deep)
@@ -88,8 +106,7 @@ def _frames(rid: str, deep: bool) -> list[Problem]:
         if name not in listed[folder]:
             missing.append(r["file"])
         elif deep and not store.is_remote():
-            data = store.local_path(r["file"]).read_bytes()
-            if len(data) < 4 or not data.rstrip(b"\0").endswith(b"\xff\xd9"):
+            if not store.tail_bytes(r["file"], 64).rstrip(b"\0").endswith(JPEG_END):
                 torn.append(r["file"])
     where = store.data_location(store.frames_key(rid))
     out = []
@@ -100,6 +117,12 @@ def _frames(rid: str, deep: bool) -> list[Problem]:
         out.append(Problem(rid, "frames", where, f"damaged ({len(torn)} JPEG(s) cut short, e.g. "
                                                  f"{torn[0].rpartition('/')[2]})", "keyframes"))
     return out
+
+
+def leftover_temp_files(folders=None) -> list[Problem]:
+    """Temp files of writers that are gone (``store.tempfiles``): not removed here."""
+    return [Problem("-", TEMP, path, f"of a writer that is gone ({size / 1e6:.1f} MB)", None, path)
+            for path, size in store.tempfiles.sweep(folders, remove=False)]
 
 
 def repair_stages(rid: str) -> set[str]:
@@ -131,4 +154,4 @@ def scan(*, deep: bool = True) -> list[Problem]:
     return out
 
 
-__all__ = ["FIX", "Problem", "check", "recordings", "repair_stages", "scan"]
+__all__ = ["FIX", "STRAY", "TEMP", "Problem", "check", "leftover_temp_files", "recordings", "repair_stages", "scan"]

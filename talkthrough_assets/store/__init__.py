@@ -22,6 +22,8 @@ Layout under ``$TALKTHROUGH_HOME`` (default ``~/.talkthrough``)::
     index/merged/<b>.json, <b>/<seq>-*.arrow        the parts merged per bucket (derived data)
     state/dropdir-<folder key>/                     drop-folder sensor state (the cursor names one)
     state/rejections/<id>.json                      a file `process` rejected, until its failed run is recorded
+    state/runs/<pid>.<id>                           a Dagster run this machine's process <pid> is executing
+    quarantine/<when>/<key>                         a stray file found where no stage writes it, moved aside
 
 Every write is temp-file + ``os.replace`` in the same directory, so a reader sees the
 previous complete file or the new complete file, never a partial one.
@@ -45,21 +47,22 @@ from __future__ import annotations
 # this package's names (``store.write_table``); the modules are the layout, not a second API.
 from talkthrough_assets.store import diskfault
 from talkthrough_assets.store import integrity
+from talkthrough_assets.store import tempfiles
 from talkthrough_assets.store.atomic import atomic_path, atomic_write_bytes
-from talkthrough_assets.store.backend import (delete_file, delete_tree, exists, file_stamps, get_bytes, get_json, json_bytes, list_names, local_file, parquet_source, publish_file, put_bytes, put_json, stamp, write_parquet)
+from talkthrough_assets.store.backend import (delete_file, delete_tree, exists, file_stamps, get_bytes, get_json, json_bytes, list_names, local_file, move_file, parquet_source, publish_file, put_bytes, put_json, stamp, tail_bytes, write_parquet)
 from talkthrough_assets.store.catalog import (CATALOG_VERSION, connect, ensure_catalog, frames_view_sql, remote_dataset, view_sql)
 from talkthrough_assets.store.frames import (generation_key, new_frames_generation, prune_frame_generations, publish_frames_generation)
 from talkthrough_assets.store.locks import (PG_URL_ENV, DiskRefused, PartitionBusy, instance_lock, named_lock, partition_lock)
-from talkthrough_assets.store.paths import (CHUNKS_PREFIX, DAGSTER_HOME_OWNED_MARK, INSTANCE_SETTINGS, OCR_RESULTS_PREFIX, ocr_result_key, ID_RE, REMOTE_SCHEMES, SCHEMA_PARTITION, InvalidRecordingId, audio_key, audio_path, catalog_path, check_id, check_key, chunk_result_key, dagster_home, data_location, data_url, dropdir_state_dir, frame_file_name, frames_key, frames_root, home, instance_lock_path, is_remote, local_path, lock_path, manifest_key, manifest_path, models_dir, partition_dir, partition_key, rejections_dir, report_key, settings_key, table_key, table_path, tables_dir, ui_lock_path)
+from talkthrough_assets.store.paths import (CHUNKS_PREFIX, DAGSTER_HOME_OWNED_MARK, INSTANCE_SETTINGS, OCR_RESULTS_PREFIX, ocr_result_key, ID_RE, REMOTE_SCHEMES, SCHEMA_PARTITION, InvalidRecordingId, audio_key, audio_path, catalog_path, check_id, check_key, chunk_result_key, dagster_home, data_location, data_url, dropdir_state_dir, frame_file_name, frames_key, frames_root, home, instance_lock_path, is_remote, local_path, lock_path, manifest_key, manifest_path, models_dir, partition_dir, partition_key, quarantine_key, rejections_dir, run_marks_dir, single_part, report_key, settings_key, table_key, table_path, tables_dir, ui_lock_path)
 from talkthrough_assets.store.schemas import SCHEMAS, TABLES, SchemaMismatch, to_arrow
-from talkthrough_assets.store.tables import (delete_partition, ensure_schema_files, forget_recording, has_partition, is_known, present_keys, read_one, read_rows, recording_keys, write_table)
+from talkthrough_assets.store.tables import (delete_partition, ensure_schema_files, forget_recording, has_partition, is_known, present_keys, read_one, read_rows, recording_folders, recording_keys, set_aside, stray_files, write_table)
 
 __all__ = [
-    "diskfault", "integrity", "DiskRefused",
+    "diskfault", "integrity", "tempfiles", "DiskRefused",
     "atomic_path", "atomic_write_bytes",
     "delete_file", "delete_tree", "exists", "file_stamps", "get_bytes", "get_json", "json_bytes", "list_names",
-    "local_file",
-    "parquet_source", "publish_file", "put_bytes", "put_json", "stamp", "write_parquet",
+    "local_file", "move_file",
+    "parquet_source", "publish_file", "put_bytes", "put_json", "stamp", "tail_bytes", "write_parquet",
     "CATALOG_VERSION", "connect", "ensure_catalog", "frames_view_sql", "remote_dataset", "view_sql",
     "generation_key", "new_frames_generation", "prune_frame_generations", "publish_frames_generation",
     "PG_URL_ENV", "PartitionBusy", "instance_lock", "named_lock", "partition_lock",
@@ -67,8 +70,9 @@ __all__ = [
     "check_id", "check_key", "dagster_home", "data_location", "data_url", "dropdir_state_dir", "frame_file_name",
     "frames_key", "frames_root", "home", "instance_lock_path", "is_remote", "local_path", "lock_path",
     "manifest_key", "manifest_path", "models_dir", "partition_dir", "partition_key", "report_key", "settings_key",
-    "table_key", "table_path", "tables_dir", "rejections_dir", "ui_lock_path",
+    "table_key", "table_path", "tables_dir", "rejections_dir", "ui_lock_path", "quarantine_key", "run_marks_dir",
+    "single_part",
     "SCHEMAS", "TABLES", "SchemaMismatch", "to_arrow",
     "delete_partition", "ensure_schema_files", "forget_recording", "has_partition", "read_one", "read_rows",
-    "recording_keys", "write_table", "is_known", "present_keys",
+    "recording_keys", "write_table", "is_known", "present_keys", "recording_folders", "set_aside", "stray_files",
 ]

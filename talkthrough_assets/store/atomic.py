@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from talkthrough_assets.store.tempfiles import writer_prefix
+
 
 # The mode a plain open() gives a new file under this process's umask: mkstemp makes 0600 files, which made every
 # export and data-root file private whatever the umask. Read once (os.umask both reads and sets it).
@@ -18,7 +20,8 @@ FILE_MODE = 0o666 & ~_UMASK
 
 def _tmp_in(directory: Path, suffix: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=directory)
+    # named by host and pid: a writer killed before its rename leaves a file store.tempfiles can tell is orphaned
+    fd, name = tempfile.mkstemp(prefix=writer_prefix(), suffix=suffix, dir=directory)
     try:
         os.fchmod(fd, FILE_MODE)
     finally:

@@ -34,6 +34,26 @@ def get_bytes(key: str) -> bytes | None:
         return None
 
 
+def tail_bytes(key: str, n: int) -> bytes:
+    """The last ``n`` bytes of the file at ``key`` (b"" when there is none): one ranged read on an object store."""
+    if is_remote():
+        fs, path = object_path(key)
+        try:
+            with fs.open_input_file(path) as f:
+                size = f.size()
+                f.seek(max(0, size - n))
+                return f.read()
+        except FileNotFoundError:
+            return b""
+    try:
+        with open(local_path(key), "rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(0, size - n))
+            return f.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return b""
+
+
 def stamp(key: str) -> tuple | None:
     """A change signature of the file at ``key`` ((inode, size, mtime_ns); inode 0 on an object
     store), None when absent."""
@@ -92,6 +112,22 @@ def delete_file(key: str) -> None:
     if is_remote():
         s3_delete_file(key)
     local_path(key).unlink(missing_ok=True)
+
+
+def move_file(key: str, dest: str) -> str:
+    """Move the file (or folder, locally) at ``key`` to ``dest``, both under the data root; returns where it is
+    now. An object store copies the object, then deletes it (this machine's cached copy goes too)."""
+    if is_remote():
+        data = s3_get(key)
+        if data is not None:
+            s3_put(dest, data)
+            s3_delete_file(key)
+        local_path(key).unlink(missing_ok=True)
+    else:
+        target = local_path(dest)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(local_path(key), target)
+    return data_location(dest)
 
 
 def publish_file(local: Path, key: str) -> str:

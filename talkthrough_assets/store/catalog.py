@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from talkthrough_assets.store.integrity import damaged_files, note_damaged, readable_files
+from talkthrough_assets.store.integrity import damaged_files, note_damaged, readable_files, served
 from talkthrough_assets.store.atomic import atomic_write_bytes
-from talkthrough_assets.store.paths import SCHEMA_PARTITION, catalog_path, is_remote, tables_dir
+from talkthrough_assets.store.paths import SCHEMA_PARTITION, catalog_path, is_remote, single_part, tables_dir
 from talkthrough_assets.store.s3 import s3_filesystem
 from talkthrough_assets.store.schemas import SCHEMAS
 from talkthrough_assets.store.tables import ensure_schema_files
 
-CATALOG_VERSION = "4"  # 4: the voiceprints and people views (issue #35)
+CATALOG_VERSION = "5"  # 5: a single-part table's view reads part-0 only (a stray file beside it is not served)
 
 # DuckDB (2.0) opens a Parquet file more than once in one query (its footer, then its column chunks): when a stage
 # republishes that partition (a new file renamed over the path) in between, the query reads the new file's bytes
@@ -33,7 +33,8 @@ def view_sql(table: str, root: Path | None = None, files: list[str] | None = Non
     """The view of ``table``: every partition file (a glob read at query time), or exactly ``files`` (the
     readable ones, when some file of the table is damaged)."""
     root = root or tables_dir()
-    glob = (root / table / "recording=*" / "*.parquet").as_posix().replace("'", "''")
+    name = "part-0.parquet" if single_part(table) else "*.parquet"
+    glob = (root / table / "recording=*" / name).as_posix().replace("'", "''")
     source = f"'{glob}'" if files is None else "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
     return (
         f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet({source}, hive_partitioning=true, "
@@ -102,32 +103,55 @@ def connect():
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM _arrow_{table} "
                         f"WHERE recording <> '{SCHEMA_PARTITION}'")
         else:
-            damaged = damaged_files(table)
-            for path, problem in damaged.items():
-                note_damaged(path, problem)
-            con.execute(view_sql(table, files=readable_files(table, damaged) if damaged else None))
+            _local_view(con, table, deep=False)
     con.execute(frames_view_sql())
     return Connection(con)
 
 
+def _local_view(con, table: str, *, deep: bool) -> bool:
+    """(Re)create ``table``'s view over its readable files (``deep``: every page read to tell); True when a
+    file was left out."""
+    damaged = damaged_files(table, deep=deep)
+    for path, problem in damaged.items():
+        note_damaged(path, problem)
+    con.execute(view_sql(table, files=readable_files(table, damaged) if damaged else None))
+    return bool(damaged)
+
+
 class Connection:
     """A reader's DuckDB connection (:func:`connect`): ``execute`` runs a query again, up to :data:`QUERY_TRIES`
-    times, when it failed because a Parquet file it read was republished under it (:data:`REPUBLISHED`); every
-    other attribute is the DuckDB connection's."""
+    times, when it failed because a Parquet file it read was republished under it (:data:`REPUBLISHED`). When it
+    still fails so, a file is damaged inside (its footer reads, a data page does not): every view is made again
+    over the files whose pages all read, and the query runs once more (one warning line names each file left
+    out). Every other attribute is the DuckDB connection's."""
 
     def __init__(self, con):
         self._con = con
+        self._deep_checked = False
 
     def execute(self, query, parameters=None):
         import duckdb
 
-        for attempt in range(QUERY_TRIES):
+        for attempt in range(QUERY_TRIES + 1):
             try:
                 return self._con.execute(query) if parameters is None else self._con.execute(query, parameters)
             except duckdb.Error as e:
-                if attempt == QUERY_TRIES - 1 or not REPUBLISHED.search(str(e)):
+                if not REPUBLISHED.search(str(e)) or attempt == QUERY_TRIES:
                     raise
+                if attempt == QUERY_TRIES - 1:
+                    if self._deep_checked or is_remote() or not self._leave_out_damaged():
+                        raise
+                    continue
                 time.sleep(0.01 * (attempt + 1))
+
+    def _leave_out_damaged(self) -> bool:
+        self._deep_checked = True
+        found = False
+        for table in SCHEMAS:
+            found |= _local_view(self._con, table, deep=True)
+        if found:
+            self._con.execute(frames_view_sql())
+        return found
 
     def __getattr__(self, name):
         return getattr(self._con, name)
@@ -144,9 +168,14 @@ def remote_dataset(table: str):
     table's schema, so older files lacking a newer column read as NULL). DuckDB scans it with filter
     and projection pushdown; the file list is taken when it is built, i.e. per ``connect()``."""
     import pyarrow.dataset as pads
+    import pyarrow.fs as pafs
 
     fs, base = s3_filesystem()
+    root = f"{base}/tables/{table}"
     part = pads.partitioning(pa.schema([("recording", pa.string())]), flavor="hive")
     schema = SCHEMAS[table].append(pa.field("recording", pa.string()))
-    return pads.dataset(f"{base}/tables/{table}", filesystem=fs, format="parquet", partitioning=part,
+    # the files a view serves (a stray file beside part-0 is not), from the one listing discovery makes anyway
+    infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    files = sorted(i.path for i in infos if i.type == pafs.FileType.File and served(table, i.base_name))
+    return pads.dataset(files, filesystem=fs, format="parquet", partitioning=part, partition_base_dir=root,
                         schema=schema)

@@ -85,6 +85,26 @@ def table_path(table: str, recording_id: str, part: str = "part-0") -> Path:
     return partition_dir(table, recording_id) / f"{part}.parquet"
 
 
+# Tables whose partition holds one file per writer (stage_runs: one per stage; terms: one per search source);
+# every other table's partition holds exactly part-0.parquet, written whole by its stage.
+MULTI_PART_TABLES = ("stage_runs", "terms")
+
+
+def single_part(table: str) -> bool:
+    return table not in MULTI_PART_TABLES
+
+
+QUARANTINE_PREFIX = "quarantine"
+
+
+def quarantine_key(key: str, when: str) -> str:
+    """Where a file found in a place no stage writes it (a stray file in a table partition) is moved aside:
+    ``quarantine/<when>/<its key>``, outside every folder a reader or a stage lists."""
+    if not re.fullmatch(r"[0-9TZ-]+", when):
+        raise ValueError(f"invalid quarantine stamp {when!r}")
+    return f"{QUARANTINE_PREFIX}/{when}/{check_key(key)}"
+
+
 def partition_key(table: str, recording_id: str) -> str:
     return partition_dir(table, recording_id).relative_to(home()).as_posix()
 
@@ -187,6 +207,12 @@ def instance_lock_path() -> Path:
 def ui_lock_path() -> Path:
     """Held by the running `talkthrough ui` of this data root; holds its PID and port."""
     return home() / "locks" / "ui.lock"
+
+
+def run_marks_dir() -> Path:
+    """One empty file per Dagster run a process of this machine is executing (``<pid>.<recording>``), removed
+    when the run returns: one left behind names a killed process whose run may still read STARTED."""
+    return home() / "state" / "runs"
 
 
 def rejections_dir() -> Path:

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 from typing import Iterable
 
 import pyarrow.parquet as pq
 
 from talkthrough_assets.store.integrity import file_problem, note_damaged
-from talkthrough_assets.store.backend import delete_file, delete_tree, exists, list_names, parquet_source, write_parquet
-from talkthrough_assets.store.paths import (SCHEMA_PARTITION, audio_key, check_id, data_location, frames_key, local_path, manifest_key, partition_key, report_key, settings_key, table_key, table_path)
+from talkthrough_assets.store.backend import delete_file, delete_tree, exists, list_names, move_file, parquet_source, write_parquet
+from talkthrough_assets.store.paths import (SCHEMA_PARTITION, audio_key, check_id, data_location, frames_key, local_path, manifest_key, partition_key, quarantine_key, report_key, settings_key, single_part, table_key, table_path)
 from talkthrough_assets.store.schemas import SCHEMAS, TABLES, to_arrow
 
 _schema_files_done: set[str] = set()
@@ -38,7 +40,47 @@ def write_table(table: str, recording_id: str, rows: Iterable[dict], part: str =
     a column the schema lacks raises :class:`~.schemas.SchemaMismatch`)."""
     ensure_schema_files()
     write_parquet(table_key(table, recording_id, part), to_arrow(table, rows), compression="zstd")
+    if part == "part-0" and single_part(table) and recording_id != SCHEMA_PARTITION:
+        # the stage replaced its partition as a whole: a file it did not write would be read beside its rows
+        for was, now in set_aside(stray_files(table, recording_id)):
+            _say(f"moved a stray file out of {table}'s partition: {was} -> {now}")
     return table_path(table, recording_id, part)
+
+
+def stray_files(table: str, recording_id: str, allowed: Iterable[str] | None = None,
+                names: list[str] | None = None) -> list[str]:
+    """Keys of the files in one partition that no stage writes there: in a single-part table anything but
+    ``part-0.parquet``; in the others a name not in ``allowed`` (default: anything not ``*.parquet``). A
+    dot-name is a writer's temp file (``store.tempfiles`` removes those whose writer is gone). ``names``: the
+    partition's listing, when the caller has it."""
+    check_id(recording_id)
+    prefix = partition_key(table, recording_id)
+    if single_part(table):
+        allowed = {"part-0.parquet"}
+    ok = (lambda n: n in allowed) if allowed is not None else (lambda n: n.endswith(".parquet"))
+    names = list_names(prefix) if names is None else names
+    return [f"{prefix}/{n}" for n in names if not n.startswith(".") and not ok(n)]
+
+
+def set_aside(keys: Iterable[str]) -> list[tuple[str, str]]:
+    """Move each key to the quarantine folder (``paths.quarantine_key``), nothing deleted: (was, now) for each."""
+    when = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = []
+    for key in keys:
+        try:
+            moved.append((data_location(key), move_file(key, quarantine_key(key, when))))
+        except FileNotFoundError:  # moved meanwhile by another writer of the partition
+            continue
+    return moved
+
+
+def _say(line: str) -> None:
+    """A warning straight to stderr (never stdout: the MCP server speaks there)."""
+    try:
+        sys.stderr.write(f"warning: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _partition_files(table: str, recording_id: str) -> list[str]:
@@ -83,6 +125,16 @@ def recording_keys(recording_id: str) -> list[str]:
     return ([partition_key(t, recording_id) for t in TABLES]
             + [frames_key(recording_id), audio_key(recording_id), manifest_key(recording_id),
                report_key(recording_id), settings_key(recording_id)])
+
+
+def recording_folders(recording_id: str) -> list[Path]:
+    """This machine's folders that hold the files of one recording (where its writers leave their temp files):
+    its partitions, its frames and the folders of its WAV, manifest, report and settings."""
+    out: dict[str, Path] = {}
+    for key in recording_keys(recording_id):
+        folder = key if key.startswith(("tables/", "frames/")) else key.rpartition("/")[0]
+        out.setdefault(folder, local_path(folder))
+    return list(out.values())
 
 
 def is_known(recording_id: str) -> bool:
