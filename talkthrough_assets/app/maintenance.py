@@ -9,9 +9,14 @@ from talkthrough_assets.core.errors import TalkthroughError
 
 def repair(ref: str | None = None) -> list[dict]:
     """Re-make what is missing or damaged of one recording (id or file) or of all: one dict per recording."""
+    from talkthrough_assets import store
     from talkthrough_assets.app import service
+    from talkthrough_assets.core.errors import UsageError
 
-    return service.repair(service.resolve_recording(ref) if ref else None)
+    rid = service.resolve_recording(ref) if ref else None
+    if rid is not None and not store.is_known(rid):  # as every other command says of an id nothing is stored under
+        raise UsageError(f"unknown recording {rid}: nothing stored of it (`talkthrough recordings` lists them)")
+    return service.repair(rid)
 
 
 def forget_plan(ref: str) -> dict:

@@ -41,7 +41,8 @@ def test_forget_without_yes_prints_a_short_list_of_what_exists(processed):
 
 
 def test_report_and_export_of_an_unknown_id_say_unknown_recording(processed):
-    for args in (["report", "0123456789abcdef"], ["export", "0123456789abcdef"], ["forget", "0123456789abcdef"]):
+    for args in (["report", "0123456789abcdef"], ["export", "0123456789abcdef"], ["forget", "0123456789abcdef"],
+                 ["repair", "0123456789abcdef"]):
         r = CliRunner().invoke(cli.app, args)
         assert r.exit_code == 2 and "unknown recording 0123456789abcdef" in r.output, (args, r.output)
 
