@@ -128,7 +128,7 @@ def render(snap: snapshot.Snapshot, manifest: dict, thumb, large=None) -> str:
         w("<div class=track id=turns>")
     for t0, t1, lab in snap.turns:
         left, width = _pct(t0, total), f"{max(0.2, 100.0 * (t1 - t0) / total):.3f}"
-        w(f"<button class=turn data-t='{int(t0)}' style='left:{left}%;width:{width}%;background:{colour.get(lab, '#888')}' "
+        w(f"<button class=turn data-t='{int(t0)}' data-t1='{int(t1)}' style='left:{left}%;width:{width}%;background:{colour.get(lab, '#888')}' "
           f"title='{_e(formats.speaker_tag(lab, names))} {_e(formats.clock(t0))}'></button>")
     if snap.turns:
         w("</div>")
@@ -153,14 +153,16 @@ def render(snap: snapshot.Snapshot, manifest: dict, thumb, large=None) -> str:
         wall = t_wall(wc, t0)
         fms, ocr = ocr_at(t0)
         who = s.get("speaker")
-        w(f"<li class=seg data-t='{t0}' data-t1='{int(s['t1_ms'])}'>"
+        # a person reads the time of day; the full stamp and the agent's call for this moment are a hover away
+        call = f'get_moment {{"id": "{rid}", "t_ms": {t0}}}'
+        w(f"<li class=seg data-t='{t0}' data-t1='{int(s['t1_ms'])}' title='{_e(call)}'>"
           f"<span class=time>{_e(formats.clock(t0))}</span>"
-          + (f"<span class=wall>{_e(wall)}</span>" if wall else "")
+          + (f"<span class=wall title='{_e(wall)}'>{_e(_time_of_day(wall))}</span>" if wall else "")
           + (f"<b class=who style='color:{colour.get(who, '#333')}'>{_e(formats.speaker_tag(who, names))}</b>" if who else "")
           + f"<span class=text>{_e(s['text'])}</span>")
         if ocr:
             w(f"<details><summary>on screen (frame at {_e(formats.clock(fms))})</summary><pre class=ocr>{_e(ocr)}</pre></details>")
-        w(f"<code class=mcp>get_moment {{\"id\": \"{rid}\", \"t_ms\": {t0}}}</code></li>")
+        w("</li>")
     w("</ol>")
     # every on-screen text, not only the frames a segment points at: the search box covers them all (#38, item 7)
     screens = [(f["ms"], f.get("ocr_text") or "") for f in unique if (f.get("ocr_text") or "").strip()]
@@ -175,18 +177,23 @@ def render(snap: snapshot.Snapshot, manifest: dict, thumb, large=None) -> str:
     return "".join(out)
 
 
+def _time_of_day(stamp: str) -> str:
+    """``2026-03-14T09:27:00.120+00:00`` -> ``09:27:00`` (the date and zone are in the header)."""
+    return stamp[11:19] if len(stamp) >= 19 else stamp
+
+
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}header{padding:12px 20px;background:#f4f4f6}
 h1{font-size:20px;margin:0 0 8px;word-break:break-all}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0}
 dt{color:#666}dd{margin:0}#timeline{position:sticky;top:0;background:#fff;border-bottom:1px solid #ddd;padding:8px 20px;z-index:1}
 .frames{display:flex;gap:6px;overflow-x:auto;padding-bottom:4px}.thumb{border:1px solid #ccc;padding:2px;background:#fff;cursor:pointer;flex:none}
-.thumb img{display:block;height:68px}.thumb small{display:block;color:#555}.track{position:relative;height:12px;margin-top:4px;background:#eee}
+.thumb img{display:block;height:120px}.thumb.hit{border:2px solid #d08a00}.thumb small{display:block;color:#555}.track{position:relative;height:12px;margin-top:4px;background:#eee}
 .turn{position:absolute;top:0;height:12px;border:0;padding:0;cursor:pointer;opacity:.85}.cut{position:absolute;top:0;width:1px;height:12px;background:#222}
 .legend span{color:#fff;padding:0 6px;margin-right:4px;border-radius:3px}#transcript{padding:8px 20px}#q{width:320px;padding:4px}#count{margin-left:8px;color:#666}
 #segs{list-style:none;padding:0}.seg{padding:4px 6px;border-bottom:1px solid #eee}.seg.hit{background:#fff3c4}.time,.wall{color:#666;margin-right:8px;font-variant-numeric:tabular-nums}
 h2{font-size:15px;margin:16px 0 4px}#screens{list-style:none;padding:0}.screen{padding:4px 6px;border-bottom:1px solid #eee;cursor:pointer}
 .screen.hit{background:#fff3c4}#large{max-width:96vw;padding:6px;border:1px solid #888}#large img{display:block;max-width:92vw;max-height:84vh}
-#large::backdrop{background:rgba(0,0,0,.6)}#large p{margin:4px 0 0;color:#555}.who{margin-right:6px}.mcp{display:block;color:#888;font-size:11px}.ocr{white-space:pre-wrap;background:#f7f7f7;padding:4px;margin:2px 0}
+#large::backdrop{background:rgba(0,0,0,.6)}#large p{margin:4px 0 0;color:#555}.who{margin-right:6px}mark{background:#ffd54a}.seg{cursor:pointer}.ocr{white-space:pre-wrap;background:#f7f7f7;padding:4px;margin:2px 0}
 """
 
 SCRIPT = """
@@ -201,29 +208,85 @@ SCRIPT = """
     dlg.showModal();
   }
   dlg.addEventListener('click',function(){dlg.close();});
-  function jump(t){
+  var thumbs=Array.prototype.slice.call(document.querySelectorAll('.thumb'));
+  var LEAD=250;  // narration starts a little after the cut it speaks to
+  function segFor(t,until){
+    // what was said for the screen shown from t: the first segment that starts in [t-LEAD, until), else the one
+    // on at t, else the last one before t
+    var first=null,on=null,before=null;
+    for(var i=0;i<segs.length;i++){
+      var a=+segs[i].dataset.t,b=+segs[i].dataset.t1;
+      if(first===null&&a>=t-LEAD&&a<until)first=segs[i];
+      if(on===null&&a<=t&&t<b)on=segs[i];
+      if(a<=t)before=segs[i];
+    }
+    return first||on||before||segs[0]||null;
+  }
+  function frameAt(t){
     var best=null;
-    for(var i=0;i<segs.length;i++){ if(+segs[i].dataset.t<=t||best===null){best=segs[i];} if(+segs[i].dataset.t>t)break; }
-    if(!best)return;
-    segs.forEach(function(s){s.classList.remove('hit');});
-    best.classList.add('hit');
-    best.scrollIntoView({block:'center'});
+    thumbs.forEach(function(f){ if(+f.dataset.t<=t+LEAD)best=f; });
+    return best||thumbs[0]||null;
+  }
+  function mark(el,all,how){
+    all.forEach(function(x){x.classList.remove('hit');});
+    if(!el)return;
+    el.classList.add('hit');
+    el.scrollIntoView(how);
+  }
+  function untilAfter(el){
+    if(el.dataset.t1)return +el.dataset.t1;
+    var t=+el.dataset.t,next=Infinity;
+    thumbs.forEach(function(f){ var u=+f.dataset.t; if(u>t&&u<next)next=u; });
+    return next;
   }
   document.querySelectorAll('[data-t]').forEach(function(el){
-    if(el.classList.contains('seg'))return;
-    el.addEventListener('click',function(){jump(+el.dataset.t); if(el.classList.contains('thumb'))enlarge(el);});
+    if(el.classList.contains('seg')){
+      // a transcript line shows the frame that was on screen then
+      el.addEventListener('click',function(ev){
+        if(ev.target.closest('details'))return;
+        mark(frameAt(+el.dataset.t),thumbs,{block:'nearest',inline:'center'});
+        segs.forEach(function(s){s.classList.remove('hit');}); el.classList.add('hit');
+      });
+      return;
+    }
+    el.addEventListener('click',function(){
+      mark(segFor(+el.dataset.t,untilAfter(el)),segs,{block:'center'});
+      if(el.classList.contains('thumb')){mark(el,thumbs,{block:'nearest',inline:'nearest'}); enlarge(el);}
+    });
   });
+  // search: the words a person sees (transcript, speaker, on-screen text), each match marked, and an on-screen
+  // text that matches opened
+  function fields(el){ return Array.prototype.slice.call(el.querySelectorAll('.text,.who,pre.ocr')); }
+  function paint(node,want){
+    if(node.dataset.orig===undefined)node.dataset.orig=node.textContent;
+    var text=node.dataset.orig,low=text.toLowerCase(),at=0,hit=false;
+    while(node.firstChild)node.removeChild(node.firstChild);
+    if(want){
+      for(var i=low.indexOf(want);i>=0;i=low.indexOf(want,at)){
+        node.appendChild(document.createTextNode(text.slice(at,i)));
+        var m=document.createElement('mark'); m.textContent=text.slice(i,i+want.length); node.appendChild(m);
+        at=i+want.length; hit=true;
+      }
+    }
+    node.appendChild(document.createTextNode(text.slice(at)));
+    return hit;
+  }
+  function filter(list,want){
+    var n=0;
+    list.forEach(function(el){
+      var hit=false;
+      fields(el).forEach(function(f){
+        var h=paint(f,want); hit=hit||h;
+        var d=f.closest('details'); if(d)d.open=!!(want&&h);
+      });
+      var show=!want||hit; el.style.display=show?'':'none'; if(show)n++;
+    });
+    return n;
+  }
   var q=document.getElementById('q'),count=document.getElementById('count');
   q.addEventListener('input',function(){
-    var want=q.value.trim().toLowerCase(),n=0,m=0;
-    segs.forEach(function(s){
-      var show=!want||s.textContent.toLowerCase().indexOf(want)>=0;
-      s.style.display=show?'':'none'; if(show)n++;
-    });
-    screens.forEach(function(s){
-      var show=!want||s.textContent.toLowerCase().indexOf(want)>=0;
-      s.style.display=show?'':'none'; if(show)m++;
-    });
+    var want=q.value.trim().toLowerCase();
+    var n=filter(segs,want),m=filter(screens,want);
     count.textContent=want?(n+' of '+segs.length+' segments'+(screens.length?', '+m+' of '+screens.length+' screens':'')):'';
   });
 })();

@@ -88,15 +88,29 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             n = segs.count()
             assert n == len(snap.segments) >= 2
             page.screenshot(path=str(art / "report_screencast.png"), full_page=True)
-            # a click on the last thumbnail: the segment on at that time is marked and scrolled into view
-            last = unique[-1]["ms"]
-            want = max(i for i, s in enumerate(snap.segments) if s["t0_ms"] <= last) \
-                if any(s["t0_ms"] <= last for s in snap.segments) else 0
+            # a click on each thumbnail marks what was said for that screen: the narration that starts after
+            # the cut, not the previous slide's sentence still running into it; scrolled into view
+            cuts = [f["ms"] for f in unique] + [10 ** 9]
+            for i in range(len(unique)):
+                thumbs.nth(i).click()
+                page.keyboard.press("Escape")
+                hit = page.locator("#segs .seg.hit")
+                t = int(hit.get_attribute("data-t"))
+                assert hit.count() == 1 and cuts[i] - 250 <= t < cuts[i + 1], (i, t, cuts)
+                assert hit.evaluate("e => { const r = e.getBoundingClientRect(); "
+                                    "return r.top >= 0 && r.bottom <= innerHeight; }")
+            # a click on a transcript line marks the frame that was on screen then
+            for i in range(n):
+                segs.nth(i).locator(".text").click()
+                on = int(page.locator(".thumb.hit").get_attribute("data-t"))
+                t0 = snap.segments[i]["t0_ms"]
+                assert on == max(c for c in cuts if c <= t0 + 250), (i, on, t0)
+            # thumbnails a person can read, no developer line under each segment, times of day without a date
+            assert page.evaluate("() => document.querySelector('.thumb img').getBoundingClientRect().height") >= 100
+            assert "get_moment" not in page.inner_text("#segs")
+            assert all(len(w) == 8 for w in page.locator("#segs .wall").all_inner_texts())
+            # the frame opens large: Escape closes it
             thumbs.last.click()
-            hit = page.locator("#segs .seg.hit")
-            assert hit.count() == 1 and int(hit.get_attribute("data-t")) == snap.segments[want]["t0_ms"]
-            assert hit.evaluate("e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }")
-            # ... and the frame opens large (the thumbnails are 68 px high): #38 item 7; Escape closes it
             assert page.locator("#large[open]").count() == 1
             size = page.evaluate("() => { const i = document.getElementById('large-img'); "
                                  "return [i.naturalWidth, i.getBoundingClientRect().height]; }")
@@ -121,6 +135,14 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
                                   ".filter(s => s.style.display !== 'none').map(s => +s.dataset.t)")
             assert shown and all(6000 <= t < 12000 for t in shown), shown
             assert f"{len(shown)} of {screens.count()} screens" in page.inner_text("#count")
+            # the match is marked where it is, and the on-screen box that holds it is opened
+            opened = page.evaluate("() => Array.from(document.querySelectorAll('#segs .seg'))"
+                                   ".filter(s => s.style.display !== 'none')"
+                                   ".map(s => [!!s.querySelector('details[open] pre mark'), !!s.querySelector('.text mark')])")
+            assert opened and all(box and not said for box, said in opened), opened
+            assert page.locator("#screens .screen mark").first.inner_text().lower() == "responding"
+            page.fill("#q", "")
+            assert page.locator("mark").count() == 0 and page.locator("details[open]").count() == 0
             page.fill("#q", "zzzz-no-such-text")
             assert page.evaluate("() => Array.from(document.querySelectorAll('#segs .seg'))"
                                  ".every(s => s.style.display === 'none')")
