@@ -39,8 +39,9 @@ def serve(port: int, err) -> int:
     # the watchdog's pipe: this process holds the only write end; end of file there = this process is gone
     watch_r, watch_w = os.pipe()
     cmd = [sys.executable, "-m", "talkthrough_assets.app.ui_watchdog", str(watch_r), "--",
-           sys.executable, "-m", "dagster", "dev", "-m", "talkthrough_assets.definitions",
-           "-h", "127.0.0.1", "-p", str(port)]
+           # `dagster dev`, with a daemon that picks up a new backfill within 2 s (app/dagster_dev.py)
+           sys.executable, "-m", "talkthrough_assets.app.dagster_dev", "dagster", "dev",
+           "-m", "talkthrough_assets.definitions", "-h", "127.0.0.1", "-p", str(port)]
     env = {**os.environ, ui_guard.MARKER: ui_guard.marker_value(home)}  # every process below carries it
     stop_requested: list[int] = []
 
