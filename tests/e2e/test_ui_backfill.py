@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster_records import unsynced
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
 from test_ui_runs import _env
 from test_webserver import (BACKFILL_STATUS, CHECKS, LAUNCH_BACKFILL, REPO, _events, _free_port, _launch,
@@ -24,6 +25,7 @@ from test_webserver import (BACKFILL_STATUS, CHECKS, LAUNCH_BACKFILL, REPO, _eve
 
 from talkthrough_assets.app import service
 from talkthrough_assets.app.runs import runs_of
+from talkthrough_assets.defs import assets as definitions
 from talkthrough_assets.pipeline.settings import STAGES
 
 BAD_NAME = "not a video.mp4"
@@ -116,3 +118,6 @@ def test_backfill_runs_a_batch_stores_the_good_recordings_and_names_the_bad_one(
         assert [r.run_id for r in runs_of(inst, ids[BAD_NAME], finished)] == [runs[0]["runId"]]
         assert [r.run_id for r in runs_of(inst, ids[SILENT_NAME], finished)] == [runs[0]["runId"]]
         assert runs_of(inst, "0123456789abcdef", finished) == []
+        # the batch recorded Dagster's provenance (code and input data versions): nothing reads as unsynced
+        for name in (SILENT_NAME, MEETING_NAME):
+            assert unsynced(inst, definitions.ASSETS, ids[name]) == set(), name
