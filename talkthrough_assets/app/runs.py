@@ -80,13 +80,34 @@ def _runner(inst, run) -> tuple[str, int] | None:
     return None
 
 
+# Dagster's run tags for a backfill run over several partitions (a batch of recordings, defs/backfill.py)
+RANGE_START_TAG, RANGE_END_TAG = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+
+
+def runs_of(inst, rid: str | None, statuses: list) -> list:
+    """Runs in ``statuses`` of recording ``rid`` (all runs when None): its own runs, and the backfill batches
+    whose partition range holds it (a range is the partitions between its ends, in the order they were added)."""
+    from dagster import RunsFilter
+
+    if rid is None:
+        return list(inst.get_runs(RunsFilter(statuses=statuses)))
+    own = list(inst.get_runs(RunsFilter(statuses=statuses, tags={"dagster/partition": rid})))
+    batches = [r for r in inst.get_runs(RunsFilter(statuses=statuses)) if RANGE_START_TAG in r.tags]
+    if batches:
+        order = {k: i for i, k in enumerate(inst.get_dynamic_partitions(registry.PARTITIONS_NAME))}
+        for run in batches:
+            lo, hi, at = (order.get(k) for k in (run.tags[RANGE_START_TAG], run.tags.get(RANGE_END_TAG), rid))
+            if None not in (lo, hi, at) and lo <= at <= hi:
+                own.append(run)
+    return own
+
+
 def active_runs_here(inst, rid: str | None = None) -> list[tuple[object, int, bool]]:
     """Runs not finished (starting, started, canceling) whose process is on this host, as
     ``(run, pid, alive)``. Runs of other machines, and runs whose process is not known yet, are left out."""
-    from dagster import DagsterRunStatus, RunsFilter
+    from dagster import DagsterRunStatus
 
-    statuses = [getattr(DagsterRunStatus, s) for s in ACTIVE_STATUSES]
-    runs = inst.get_runs(RunsFilter(statuses=statuses, tags={"dagster/partition": rid} if rid else {}))
+    runs = runs_of(inst, rid, [getattr(DagsterRunStatus, s) for s in ACTIVE_STATUSES])
     out = []
     for run in runs:
         runner = _runner(inst, run)

@@ -16,7 +16,7 @@ from talkthrough_assets import store
 from talkthrough_assets.app import runs
 from talkthrough_assets.app.runs import (ACTIVE_STATUSES, ORPHAN_TAG, active_runs_here, cancel_runs_here,  # noqa: F401
                                          fail_orphaned_runs, fail_stuck_run, instance, launched, mark_killed_runs,
-                                         run_error, run_stages, runs_finished, storage_note)
+                                         run_error, run_stages, runs_finished, runs_of, storage_note)
 from talkthrough_assets.app.summary import find_recordings, list_recordings, summary  # noqa: F401
 from talkthrough_assets.core.ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
@@ -201,7 +201,7 @@ def forget(rid: str, inst=None) -> dict:
     index part and merged postings, frames, WAV, manifest, settings and its Dagster partition (the UI's partition list no longer has it; the past
     runs' event log stays, as Dagster's SQL event log cannot wipe one partition). Refused (PartitionBusy)
     while a run of it is queued or in progress. UsageError: nothing is known of that id."""
-    from dagster import DagsterRunStatus, RunsFilter
+    from dagster import DagsterRunStatus
 
     store.check_id(rid)
     inst = inst or instance()
@@ -211,7 +211,7 @@ def forget(rid: str, inst=None) -> dict:
     with store.partition_lock(rid, timeout_s=0.0):
         fail_orphaned_runs(inst, rid)
         pending = [getattr(DagsterRunStatus, s) for s in ("QUEUED", "NOT_STARTED", *ACTIVE_STATUSES)]
-        runs = inst.get_runs(RunsFilter(statuses=pending, tags={"dagster/partition": rid}))
+        runs = runs_of(inst, rid, pending)  # backfill batches that hold it included
         if runs:
             raise store.PartitionBusy(f"recording {rid} has {len(runs)} run(s) queued or in progress "
                                       f"({', '.join(r.run_id[:8] for r in runs)}); try again when they finish")

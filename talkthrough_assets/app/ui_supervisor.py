@@ -60,11 +60,11 @@ def serve(port: int, err) -> int:
     watch_r, watch_w = os.pipe()
     # -P: the current folder (a checkout, say) never shadows the installed package
     cmd = [sys.executable, "-P", "-m", "talkthrough_assets.app.ui_watchdog", str(watch_r), "--",
-           # `dagster dev` is what starts the webserver and daemon together; its notice that `dg dev` supersedes
-           # it is Dagster's to its own users, not news to ours
-           sys.executable, "-P", "-W", "ignore:Function `dev_command` is superseded", "-m", "dagster", "dev",
-           "-m", "talkthrough_assets.definitions",
-           "-d", code_root(), "-h", "127.0.0.1", "-p", str(port)]
+           # `dagster dev`, with a daemon that picks up a new backfill within 2 s (app/dagster_dev.py); its notice
+           # that `dg dev` supersedes it is Dagster's to its own users, not news to ours
+           sys.executable, "-P", "-W", "ignore:Function `dev_command` is superseded",
+           "-m", "talkthrough_assets.app.dagster_dev", "dagster", "dev",
+           "-m", "talkthrough_assets.definitions", "-d", code_root(), "-h", "127.0.0.1", "-p", str(port)]
     env = {**os.environ, ui_guard.MARKER: ui_guard.marker_value(home)}  # every process below carries it
     env.update(absolute_paths(env))  # the services start in DAGSTER_HOME: a relative folder means the user's
     stop_requested: list[int] = []

@@ -110,6 +110,10 @@ def reap_children() -> None:
             return
 
 
+# modules that run the Dagster command given after them, changed (`talkthrough ui`'s `dagster dev`)
+_LAUNCHERS = {"talkthrough_assets.app.dagster_dev"}
+
+
 def name(pid: int) -> str:
     """A short name for messages: the module of ``python -m X`` (``dagster._daemon``), else the program."""
     try:
@@ -121,6 +125,8 @@ def name(pid: int) -> str:
     if "-m" in argv[:-1]:
         mod = argv[argv.index("-m") + 1]
         rest = argv[argv.index("-m") + 2:]
+        if mod in _LAUNCHERS and rest:  # named by the command it runs (`dagster dev`, `dagster._daemon`)
+            mod, rest = rest[0], rest[1:]
         return f"{mod} {rest[0]}" if mod == "dagster" and rest else mod
     prog = os.path.basename(argv[0])
     if prog.startswith("python") and len(argv) > 1:

@@ -4,7 +4,8 @@ Thin by design: one subsettable multi-asset calls :func:`talkthrough_assets.pipe
 and turns each stage's result into a ``MaterializeResult`` with its partitioned asset checks; what a stage
 adds once it is stored is its ``StageSpec.after``. A stage failure on bad input ends the step with its one-line
 reason and no Python stack (:func:`talkthrough_assets.defs.step_failure.stop`); an internal error keeps its
-stack (a ``dagster.Failure``).
+stack (a ``dagster.Failure``). A backfill's run holds several recordings (a partition range, its
+``BackfillPolicy``): :mod:`.backfill` runs them one after another, each reported for its own partition.
 
 The models the stages run on (Whisper, RapidOCR, the sherpa-onnx diarizer) are Dagster resources
 (:mod:`talkthrough_assets.defs.resources`), injected into the stages asset, which hands them to the pipeline as
@@ -18,6 +19,7 @@ from talkthrough_assets import store
 from talkthrough_assets.core.errors import InternalError, UsageError
 from talkthrough_assets.defs import celery_route, sqlite_tuning
 from talkthrough_assets.defs.asset_specs import StagesConfig, asset_specs, materialization_metadata
+from talkthrough_assets.defs.backfill import backfill_policy, run_batch
 from talkthrough_assets.defs.checks import CHECK_STAGE, check_every_recording, check_result, check_specs, not_checked
 from talkthrough_assets.defs.partitions import DURATION_TAG, FAILURE_TAG, FILENAME_TAG, recordings_partitions
 from talkthrough_assets.defs.run_context import RunRefused, duration, recording_of_run, stop, tag_run
@@ -58,6 +60,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
 
     @dg.multi_asset(name="talkthrough_stages", specs=asset_specs(code_versions or pipeline.CODE_VERSIONS),
                     check_specs=check_specs(), partitions_def=recordings_partitions, can_subset=True,
+                    backfill_policy=backfill_policy(),
                     description="The nine Talkthrough stages of one recording.")
     def talkthrough_stages(context: dg.AssetExecutionContext, config: StagesConfig,
                            whisper: dg.ResourceParam[Whisper], ocr_engine: dg.ResourceParam[OcrEngine],
@@ -68,6 +71,12 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
             # the asset graph's "Execute all" on the checks (no partition): every recording's checks, each
             # result recorded for its own partition; the run succeeds (its unpartitioned plan shows as skipped)
             check_every_recording(context, sorted(selected_checks))
+            return
+        if context.has_partition_key_range and not context.has_partition_key:  # a backfill's batch
+            loaded = engines.Engines(whisper=whisper, ocr=ocr_engine, diarizer=diarizer)
+            overrides = {k: v for k, v in config.model_dump().items() if v is not None}
+            yield from run_batch(context, list(context.partition_keys), selected, selected_checks, overrides, loaded,
+                                 lambda stage, rid, res, names: _after(context, stage, rid, res, names))
             return
         try:
             rid = recording_of_run(context)

@@ -106,6 +106,9 @@ def test_the_repo_dagster_yaml_loads_as_an_embedded_sqlite_instance(tmp_path, mo
         assert type(inst.run_coordinator).__name__ == "QueuedRunCoordinator"
         limits = inst.get_concurrency_config().run_queue_config.tag_concurrency_limits
         assert {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
+        # beside `concurrency:`, the queue's own setting still reaches the coordinator (Dagster's default: 5 s)
+        assert inst.run_coordinator.dequeue_interval_seconds == 1
+        assert inst.get_concurrency_config().run_queue_config.max_concurrent_runs == 2
         assert (tmp_path / "history" / "runs.db").exists()
     finally:
         inst.dispose()
