@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 
-from test_webserver import ROOT, _free_port, talkthrough_command, wait_until_up
+from test_webserver import ROOT, _free_port, stop_ui, talkthrough_command, wait_until_up
 
 
 def test_the_ui_prints_no_warnings_for_dagster_users(tmp_path):
@@ -25,11 +24,7 @@ def test_the_ui_prints_no_warnings_for_dagster_users(tmp_path):
         try:
             wait_until_up(proc, port)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+            stop_ui(proc)
     text = log.read_text(errors="replace")
     assert "Serving dagster-webserver" in text, text[-3000:]
     assert "Warning" not in text and "will not be used" not in text, text[-3000:]

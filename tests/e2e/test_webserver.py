@@ -155,11 +155,16 @@ def running_ui(env: dict, port: int):
         wait_until_up(proc, port)
         yield proc
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_ui(proc)
+
+
+def stop_ui(proc: subprocess.Popen) -> None:
+    """Stop `talkthrough ui` as a terminal would (SIGTERM); its whole group killed if it does not end in 90 s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def wait_until_up(proc: subprocess.Popen, port: int, timeout: float = 150) -> None:

@@ -5,18 +5,12 @@ file name in the middle. Real processing (faster-whisper, the fixture in 4-s chu
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import re
-import select
-import struct
-import subprocess
 import sys
-import termios
-import time
 
 from fixture_facts import TWO_VOICES_PATH, unique_copy
+from pty_run import pty_chunks
 
 from talkthrough_assets.core import ids
 
@@ -26,26 +20,8 @@ COLS = 80
 
 def _on_80_columns(cmd: list[str], env: dict, timeout_s: float = 500) -> list[tuple[float, str]]:
     """Run ``cmd`` on a pseudo-terminal of 80x24: (seconds since start, text) of every chunk it wrote."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, COLS, 0, 0))
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    chunks: list[tuple[float, bytes]] = []
-    while time.monotonic() - t0 < timeout_s:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append((time.monotonic() - t0, data))
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    assert proc.wait(timeout=60) == 0, b"".join(c for _, c in chunks).decode("utf-8", "replace")[-3000:]
+    rc, chunks = pty_chunks(cmd, env, cols=COLS, timeout_s=timeout_s)
+    assert rc == 0, b"".join(c for _, c in chunks).decode("utf-8", "replace")[-3000:]
     return [(t, c.decode("utf-8", "replace")) for t, c in chunks]
 
 

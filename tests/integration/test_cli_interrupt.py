@@ -5,16 +5,14 @@ is in progress, and a re-run resumes and completes."""
 from __future__ import annotations
 
 import os
-import pty
 import re
-import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from fixture_facts import SCREENCAST_PATH, unique_copy
+from pty_run import on_pty, plain
 
 TALKTHROUGH = str(Path(sys.executable).with_name("talkthrough"))
 
@@ -22,29 +20,16 @@ TALKTHROUGH = str(Path(sys.executable).with_name("talkthrough"))
 def _interrupted(cmd: list[str], env: dict, when, timeout_s: float = 300) -> tuple[int, str]:
     """Run ``cmd`` on a pseudo-terminal in its own process group; send SIGINT to the group once ``when(text)``
     holds for what it wrote so far; (exit code, all it wrote)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
-    os.close(slave)
-    out, sent, t0 = b"", False, time.monotonic()
-    while time.monotonic() - t0 < timeout_s:
-        ready, _, _ = select.select([master], [], [], 0.05)
-        if ready:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            out += data
-        if not sent and when(out.decode("utf-8", "replace")):
+    sent = []
+
+    def watch(data: bytes, proc) -> None:
+        if not sent and when(plain(data)):
             os.killpg(proc.pid, signal.SIGINT)
-            sent = True
-        if not ready and proc.poll() is not None:
-            break
-    os.close(master)
-    rc = proc.wait(timeout=60)
-    assert sent, out[-2000:]
-    return rc, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))
+            sent.append(True)
+
+    rc, text = on_pty(cmd, env, cols=150, timeout_s=timeout_s, on_output=watch, start_new_session=True)
+    assert sent, text[-2000:]
+    return rc, text
 
 
 def _env(tmp_path) -> dict:
