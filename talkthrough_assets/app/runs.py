@@ -128,7 +128,7 @@ def fail_orphaned_runs(inst, rid: str | None = None, canceled: Iterable[str] = (
     for run, pid, alive in active_runs_here(inst, rid):
         if alive:
             continue
-        reason = why or f"its process ({pid}) died (killed?) before the run finished"
+        reason = why or f"its process is gone (PID {pid} died, killed?) before the run finished"
         # its open step ends too (else the run page shows it executing), and a failure gets its tag
         run_marks.end_run(inst, run, reason, canceled=run.run_id in canceled or run.status.value == "CANCELING")
         done.append((run.run_id, reason))

@@ -11,8 +11,14 @@ def _quiet_exit(_signum, _frame) -> None:
 
 
 def main() -> None:  # pragma: no cover
+    before = signal.getsignal(signal.SIGINT)
+    if before is signal.SIG_IGN:  # started in the background by a shell: Ctrl-C is not for it, and stays so
+        from talkthrough_assets.cli.main import main as run
+
+        run()
+        return
     signal.signal(signal.SIGINT, _quiet_exit)
     from talkthrough_assets.cli.main import main as run
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, before)
     run()

@@ -67,8 +67,9 @@ def print_summary(s: dict) -> None:
     from talkthrough_assets.read.timeq import local_zone, shown  # this machine's zone, as `recordings` and `at`
 
     start = shown(wc["start_utc"], local_zone()[0]) if wc else None
-    out.print(f"  {s['kind']}, {s['duration_s']:.1f}s; wall clock: "
-              + (esc(f"{start or wc['start_utc']} ({wc['source']}, {wc['confidence']})") if wc else "unknown"))
+    out.print(f"  {s['kind']}, {s['duration_s']:.1f}s; wall clock: "  # no highlighter: it split "24.0s" in two colours
+              + (esc(f"{start or wc['start_utc']} ({wc['source']}, {wc['confidence']})") if wc else "unknown"),
+              highlight=False)
     tr = s["transcript"]
     fr = s["frames"]
     out.print(f"  transcript: {tr['segments']} segments"
@@ -90,15 +91,29 @@ def print_summary(s: dict) -> None:
     for label, hint in (s.get("voice_matches") or {}).items():
         out.print(f"  [cyan]{esc(label)}:[/cyan] {esc(hint)}", highlight=False)
     for seg in s.get("preview", []):
-        who = f"{esc(seg['speaker'])}: " if seg.get("speaker") else ""
-        out.print(f"    [dim]{seg['t_ms'] / 1000:7.1f}s[/dim] {who}{esc(seg['text'])}", highlight=False)
+        who = f"{seg['speaker']}: " if seg.get("speaker") else ""
+        lines = hanging(who + seg["text"], out.width - PREVIEW_INDENT if out.is_terminal else 10 ** 6)
+        out.print(f"    [dim]{seg['t_ms'] / 1000:7.1f}s[/dim] " + esc(lines[0]), highlight=False)
+        for more in lines[1:]:  # a long segment's next lines under its text, not at the left edge
+            out.print(" " * PREVIEW_INDENT + esc(more), highlight=False)
     if s.get("more_segments"):
-        out.print(f"    [dim]... {s['more_segments']} more segments[/dim]")
-    out.print(f"  manifest: {esc(s['manifest'])}", highlight=False)
+        out.print(f"    [dim]... {s['more_segments']} more segments[/dim]", highlight=False)
+    # paths on one line each, never broken by a newline (the terminal wraps them; a copy is the whole path)
+    out.print(f"  manifest: {esc(s['manifest'])}", highlight=False, soft_wrap=True)
     if s.get("report"):
-        out.print(f"  report: {esc(s['report'])}", highlight=False)
+        out.print(f"  report: {esc(s['report'])}", highlight=False, soft_wrap=True)
     if fr.get("contact_sheet"):
-        out.print(f"  contact sheet: {esc(fr['contact_sheet'])}", highlight=False)
+        out.print(f"  contact sheet: {esc(fr['contact_sheet'])}", highlight=False, soft_wrap=True)
+
+
+PREVIEW_INDENT = 14  # "    " + "  123.4s" + " "
+
+
+def hanging(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters (at least 20), broken at spaces."""
+    import textwrap
+
+    return textwrap.wrap(text, max(width, 20), break_on_hyphens=False) or [""]
 
 
 def quality_line(tr: dict) -> str:

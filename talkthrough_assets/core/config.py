@@ -108,7 +108,8 @@ VARS: tuple[Var, ...] = (
     _V("TALKTHROUGH_DIARIZATION_THREADS", int, 1, "ONNX threads per diarization model."),
     _V("TALKTHROUGH_STAGE_WORKERS", int, 2, "Stages of one recording run at once (1: one after another)."),
     _V("TALKTHROUGH_BACKFILL_BATCH", int, 12, "Recordings per run of a UI backfill (one run worker and one "
-       "model load serve them, one after another); 1: a run per recording.", minimum=1),
+       "model load serve them, one after another); 1: a run per recording (the default on the Celery route).",
+       minimum=1),
     _V("TALKTHROUGH_MIN_FREE_BYTES", int, 0, "Disk reserve the probe's preflight keeps free."),
     _V("TALKTHROUGH_LOG_LEVEL", str, "CRITICAL", "Dagster's console log level for the CLI's in-process runs."),
     # the drop folder (Dagster sensor)

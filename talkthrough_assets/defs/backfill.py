@@ -35,8 +35,15 @@ _INPUT_VERSION_TAG, _INPUT_POINTER_TAG = "dagster/input_data_version/", "dagster
 
 
 def backfill_policy() -> dg.BackfillPolicy:
-    """Up to TALKTHROUGH_BACKFILL_BATCH recordings per backfill run (read when the definitions load)."""
-    return dg.BackfillPolicy.multi_run(max_partitions_per_run=config.get("TALKTHROUGH_BACKFILL_BATCH"))
+    """Up to TALKTHROUGH_BACKFILL_BATCH recordings per backfill run (read when the definitions load). On the
+    Celery route a run is one task on one worker, so a backfill spreads over the workers only a run per recording:
+    there the default is 1 (the workers pay the fixed cost side by side)."""
+    from talkthrough_assets.defs import celery_route
+
+    batch = config.get("TALKTHROUGH_BACKFILL_BATCH")
+    if celery_route.enabled() and not config.is_set("TALKTHROUGH_BACKFILL_BATCH"):
+        batch = 1
+    return dg.BackfillPolicy.multi_run(max_partitions_per_run=batch)
 
 
 def _check_event(stage: str, rid: str, name: str, passed: bool, description: str,

@@ -18,7 +18,7 @@ from talkthrough_assets.read.errors import InvalidArgument, ReadError
 from talkthrough_assets.read.images import Image, ImageResult
 from talkthrough_assets.read.timeline import LOW, Timeline, epoch_ms, from_ms
 
-AT_MAX_RECORDINGS = 3          # moments per get_moment_at answer (overlapping recordings, the earliest started)
+AT_MAX_RECORDINGS = 3          # moments per get_moment_at answer (overlapping recordings, ranked: see _ranked)
 AT_TRANSCRIPT_CHARS = 24_000   # shared by its moments' transcript slices
 LOW_NOTE = ("low_confidence: that recording's wall clock comes from its file's modification time, so its times may "
             "be off by minutes or more")
@@ -125,6 +125,13 @@ def _brief(rec: dict, start: int, end: int, tz: tzinfo) -> dict:
             "start": timeq.iso(from_ms(start), tz), "end": timeq.iso(from_ms(end), tz)}
 
 
+def _ranked(timeline: Timeline, found: list[int]) -> list[int]:
+    """What an agent asking about an instant needs first: a recording with a screen (the only frame of the moment
+    must not be the one left to `more`), then one whose wall clock is trusted, then the earliest started."""
+    return sorted(found, key=lambda j: (timeline.recs[j].get("kind") != "video", bool(low(timeline.recs[j])),
+                                        int(timeline.start[j])))
+
+
 def moment_at(timeline: Timeline, get_moment: Callable[..., ImageResult], at, tz=None, window_ms: int = 10_000,
               now: datetime | None = None) -> ImageResult:
     """The moment at the wall-clock instant ``at`` in every recording covering it (each at its own offset,
@@ -138,7 +145,7 @@ def moment_at(timeline: Timeline, get_moment: Callable[..., ImageResult], at, tz
     except timeq.TimeError as e:
         raise _bad(e, name) from None
     t = epoch_ms(when)
-    found = timeline.covering(t)
+    found = _ranked(timeline, timeline.covering(t))
     out: dict = {"at": timeq.iso(when, zone), "tz": name, "covering": len(found), "moments": []}
     images: list[Image] = []
     budget = AT_TRANSCRIPT_CHARS // max(1, min(len(found), AT_MAX_RECORDINGS))
