@@ -121,6 +121,8 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     dropped.sort(key=lambda d: d["t0_ms"])
     if refine_words:
         words = word_timing.refine(samples, words, model_label)
+        last = {w["seq"]: w["t1_ms"] for w in words}  # a segment ends where its last word ends
+        segments = [dict(s, t1_ms=last.get(s["seq"], s["t1_ms"])) for s in segments]
     info = res["info"]
     meta.update(language=info.language, language_probability=float(info.language_probability),
                 segment_count=len(segments), word_count=len(words), dropped_count=len(dropped),
