@@ -13,9 +13,11 @@ Two ways a recording is called not English (:func:`decide`):
   per-segment check);
 * unsurely: no window's P(en) reaches :data:`ENGLISH_P` and the drop rules already rejected most of what the
   English model wrote over the speech (loops, impossible timing, language; at least :data:`REJECTED_SHARE` of its
-  words). Synthetic Portuguese and Mandarin voices (espeak-ng) were heard as English with P(en) 0.21 and 0.53,
-  while tiny.en looped over them (105 of 135 and 106 of 112 words dropped); English speech of the evaluation
-  clips had P(en) >= 0.81 on its windows and no such drops.
+  words), or the English model is unsure of the words it kept
+  (mean probability under :data:`UNSURE_WORD_P`). Synthetic Portuguese and Mandarin voices (espeak-ng) were
+  heard as English with P(en) 0.21 and 0.53-0.62, while tiny.en looped over them (105 of 135 and 106 of 112
+  words dropped) or wrote number salad at a mean word probability of 0.52; English speech of the evaluation
+  clips had P(en) >= 0.82 on its windows and no such drops (the narrations: word probability 0.91-0.94).
 
 A window with P(en) >= ENGLISH_P ends the check: a recording with English in it (English, then German) keeps the
 per-segment rules alone, so its English stays. On English speech that costs one check (~0.5 s CPU on the
@@ -32,8 +34,9 @@ SR = 16000
 WINDOW_S = 30.0  # Whisper's window: the language is detected on it as the model was trained
 MAX_WINDOWS = 5  # windows checked at most, spread over the speech (the first one always)
 MIN_SPEECH_S = 1.0  # less speech than this is not judged as a whole
-ENGLISH_P = 0.6  # a window whose P(en) reaches this has English in it
+ENGLISH_P = 0.7  # a window whose P(en) reaches this has English in it
 REJECTED_SHARE = 0.6  # the unsure way: the share of the English model's words over speech the drop rules rejected
+UNSURE_WORD_P = 0.6  # ... or the English model's kept words have a mean probability under this
 NO_SPEECH_DROP = "no speech"  # drops over silence (the VAD gate) say nothing about the language
 
 
@@ -88,13 +91,15 @@ def rejected_share(out: dict) -> float:
     return min(1.0, rejected / total) if total else 0.0
 
 
-def decide(heard: list[dict], rejected: float) -> dict | None:
-    """{"language", "p", "p_en", "how"} when the recording is not English (see the module's doc), else None.
+def decide(heard: list[dict], rejected: float, word_p: float = 1.0) -> dict | None:
+    """{"language", "p", "p_en", "how", "rejected"} when the recording is not English (see the module's doc), else
+    None. ``rejected``: :func:`rejected_share`; ``word_p``: the mean probability of the English model's kept words.
     The language is the non-English one that leads most windows, p its mean probability there."""
     if not heard or any(h["p_en"] >= ENGLISH_P for h in heard):
         return None
     confident = all(h["lang"] != "en" and h["p_en"] < rules.LANGUAGE_CHECK_MIN_P for h in heard)
-    if not confident and rejected < REJECTED_SHARE:
+    unsure_words = word_p < UNSURE_WORD_P
+    if not confident and rejected < REJECTED_SHARE and not unsure_words:
         return None
     names = [h["other"] for h in heard]
     lang = max(dict.fromkeys(names), key=names.count)
@@ -128,7 +133,9 @@ def judge(out: dict, samples: np.ndarray, core: list[tuple[int, int]], check, mo
     """Decide the recording's language (:func:`hear`, :func:`decide`) and, when it is not English, drop what
     the English-only model wrote (:func:`drop_all`). Returns the verdict, or None."""
     rejected = rejected_share(out)
-    verdict = decide(hear(samples, core, check), rejected) if out["words"] or rejected else None
+    probs = [w["prob"] for w in out["words"] if "prob" in w]
+    word_p = float(np.mean(probs)) if probs else 0.0
+    verdict = decide(hear(samples, core, check), rejected, word_p) if out["words"] or rejected else None
     if verdict is not None:
         drop_all(out, verdict, model_label)
     return verdict
