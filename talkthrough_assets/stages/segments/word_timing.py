@@ -185,8 +185,9 @@ def refine(samples: np.ndarray, words: list[dict], model_label: str | None = Non
 
 def energy_end(db: np.ndarray, t0_ms: int, t1_ms: int, limit_ms: int, floor: float) -> int | None:
     """Where the sound of a word aligned at [t0_ms, t1_ms] ends (ms): the start of the first run of END_GAP_MS
-    quiet frames after its first loud one, searched up to ``limit_ms``; None when the word has no loud frame or
-    no such pause comes before ``limit_ms`` (the word runs on into what follows)."""
+    quiet frames after its first loud one, searched up to ``limit_ms`` (the end of the audio when its sound runs
+    there); None when the word has no loud frame or no such pause comes before ``limit_ms`` (the word runs on
+    into what follows)."""
     f0, f1, lim = _frame(t0_ms), max(_frame(t1_ms), _frame(t0_ms) + 1), min(_frame(limit_ms), len(db))
     if lim - f0 < 2 or f0 >= len(db):
         return None
@@ -200,6 +201,8 @@ def energy_end(db: np.ndarray, t0_ms: int, t1_ms: int, limit_ms: int, floor: flo
         if i > loud[0] and (j - i >= gap or f0 + j >= len(db)):
             # the first quiet frame's window (and the 3-frame smoothing) still reaches back over the last sound
             return (f0 + i) * HOP_MS - WIN_MS // 2
+    if lim == len(db) and not quiet[-1]:  # its sound runs to the end of the audio (counted digits cut tight)
+        return len(db) * HOP_MS
     return None
 
 
