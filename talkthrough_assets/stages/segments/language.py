@@ -124,7 +124,7 @@ def drop_all(out: dict, verdict: dict, model_label: str | None) -> None:
     meta = out["meta"]
     meta.update(language=lang, language_probability=verdict["p"], segment_count=0, word_count=0,
                 reason=f"no English speech: spoken language {lang} (p={verdict['p']:.2f}) in the whole recording; "
-                       f"use --model base or --language {lang}" if verdict["p"] >= 0.5 else
+                       "use --model base" if verdict["p"] >= 0.5 else
                        f"no English speech: spoken language not English in the whole recording (perhaps {lang}, "
                        f"p={verdict['p']:.2f}); use --model base")
 
