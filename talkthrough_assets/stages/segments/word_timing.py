@@ -179,7 +179,7 @@ def refine(samples: np.ndarray, words: list[dict], model_label: str | None = Non
                 if prev["t1_ms"] == t0 or prev["t1_ms"] > new:
                     prev["t1_ms"] = new
                 w["t0_ms"] = new
-    _settle_ends(db, out, floor)
+    _settle_ends(db, out, floor, len(samples) * 1000 // SR)
     return out
 
 
@@ -206,17 +206,19 @@ def energy_end(db: np.ndarray, t0_ms: int, t1_ms: int, limit_ms: int, floor: flo
     return None
 
 
-def _settle_ends(db: np.ndarray, words: list[dict], floor: float) -> None:
+def _settle_ends(db: np.ndarray, words: list[dict], floor: float, audio_ms: int) -> None:
     """Each segment's last word (in place) ends at :func:`energy_end`, between its start (plus MIN_WORD_MS) and
-    the next word's start."""
+    the next word's start or the end of the audio (a chunk's: its words never cross the cut)."""
     for i, w in enumerate(words):
         nxt = words[i + 1] if i + 1 < len(words) else None
         if nxt is not None and nxt["seq"] == w["seq"]:
             continue
-        limit = min(w["t1_ms"] + END_REACH_MS, nxt["t0_ms"] if nxt is not None else len(db) * HOP_MS)
+        limit = min(w["t1_ms"] + END_REACH_MS, nxt["t0_ms"] if nxt is not None else audio_ms)
         end = energy_end(db, w["t0_ms"], w["t1_ms"], max(limit, w["t1_ms"]), floor)
         if end is not None:
-            w["t1_ms"] = int(max(min(end, limit), w["t0_ms"] + MIN_WORD_MS))
+            # at least MIN_WORD_MS, but never past both its aligned end and the limit (a word aligned in a chunk's
+            # last 40 ms stays inside the chunk)
+            w["t1_ms"] = int(min(max(min(end, limit), w["t0_ms"] + MIN_WORD_MS), max(limit, w["t1_ms"])))
 
 
 # faster-whisper's TranscriptionOptions defaults
