@@ -201,7 +201,7 @@ def energy_end(db: np.ndarray, t0_ms: int, t1_ms: int, limit_ms: int, floor: flo
         if i > loud[0] and (j - i >= gap or f0 + j >= len(db)):
             # the first quiet frame's window (and the 3-frame smoothing) still reaches back over the last sound
             return (f0 + i) * HOP_MS - WIN_MS // 2
-    if lim == len(db) and not quiet[-1]:  # its sound runs to the end of the audio (counted digits cut tight)
+    if lim >= len(db) - 1 and not quiet[-1]:  # its sound runs to the end of the audio (counted digits cut tight)
         return len(db) * HOP_MS
     return None
 
