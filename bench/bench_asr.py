@@ -8,6 +8,7 @@ temperature fallback ladder), same model, same audio, same run.
 Clips:
   * the eval set in bench/eval (``bench/fetch_eval.py`` materialises it; see bench/eval/SOURCES.md) when
     it is present, else ../shared/eval/media (asr/ and the diarization clips with a transcript);
+  * the synthetic whole-recording non-English clips of bench/synthetic.py (espeak-ng: de, fr, es, pt, zh);
   * ``--long``: the 10-min narrated screencast and the 30-min meeting of bench/make_long_media.py.
 
 Figures per clip and pooled: WER (lower-cased, punctuation removed; the reference words only), words
@@ -24,6 +25,7 @@ import json
 import multiprocessing as mp
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -152,6 +154,13 @@ def clips(only: str | None, long: bool) -> list[dict]:
                 text, cut = MIT_EN, MULTI_EN_END_S
             kind = "asr" if text else "speech"
             out.append({"name": name, "path": SHARED / f["file"], "kind": kind, "ref": text, "cut_s": cut})
+    try:  # whole recordings in another language, generated here (bench/synthetic.py)
+        import synthetic
+
+        out += [{"name": c.id, "path": c.audio, "kind": "non_english", "ref": c.text, "cut_s": None}
+                for c in synthetic.clips(kind="non_english")]
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"(synthetic clips not available: {e})", file=sys.stderr)
     if long:
         import make_long_media as ml
 

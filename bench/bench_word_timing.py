@@ -21,6 +21,11 @@ References (bench/eval/word_times.json, with their sources):
   * ``fsdd_*``: spoken digits with 0.15-0.2 s pauses between them (counting, a code read out), built from the
     Free Spoken Digit Dataset by bench/eval/build_more_clips.py; word times are the parts' exact spans.
 
+``--segment-ends``: how far each segment's end is from the end of its last word's sound (+ = after it), bare
+faster-whisper vs the segments stage, beside the word starts, on the narration clips of bench/synthetic.py
+(flite sentences placed with known silences: each sentence's last word ends where its sound ends) and the
+pause clips (``fsdd_*``: spoken digits, each digit's end known). Target: median <= 100 ms, max <= 500 ms late.
+
 Each clip has a ``split``: the constants of stages/segments/word_timing.py are chosen on ``tune`` (TIMIT dialect
 regions 1, 3, 5, 7 and the two clips above); ``heldout`` (regions 2, 4, 6, 8: other speakers) is the
 figure to report.
@@ -88,7 +93,7 @@ def errors_ms(ref: list[dict], words: list[tuple[float, str]]) -> list[float]:
     for r in ref:
         for k, tok in enumerate(norm(r["word"])):
             rtoks.append(tok)
-            rstart.append(r["start_s"] if k == 0 else None)
+            rstart.append(r.get("start_s") if k == 0 else None)
     htoks, hstarts = hyp_words(words)
     return [1000 * (hstarts[j] - rstart[i]) for i, j in align(rtoks, htoks) if rstart[i] is not None]
 
@@ -168,6 +173,86 @@ def score(refs: list[dict], dec: dict, cache: Path, git_root: Path | None, refin
     return errs
 
 
+def end_errors_ms(ref: list[dict], segments: list[tuple[float, list[str]]]) -> list[float]:
+    """Signed segment-end errors (ms; + = the segment ends after the speech): a segment whose last word matches
+    a reference word with an ``end_s`` (a sentence's or a spoken digit's last word) is scored on that end.
+    ``segments``: (end_s, its words) in order."""
+    rtoks, rend = [], []
+    for r in ref:
+        toks = norm(r["word"])
+        for k, tok in enumerate(toks):
+            rtoks.append(tok)
+            rend.append(r.get("end_s") if k == len(toks) - 1 else None)
+    htoks, last_of = [], {}
+    for n, (end, words) in enumerate(segments):
+        for w in words:
+            htoks += norm(w)
+        if htoks:
+            last_of[len(htoks) - 1] = end
+    return [1000 * (last_of[j] - rend[i]) for i, j in align(rtoks, htoks) if j in last_of and rend[i] is not None]
+
+
+def sentence_refs(spans: list) -> list[dict]:
+    """Reference words of a synthetic clip (bench/synthetic.py): each sentence's first word starts at its
+    sound's start, its last word ends at its sound's end (the words between have no times)."""
+    out = []
+    for a, b, text in spans:
+        ws = text.split()
+        out += [{"word": w, **({"start_s": a} if k == 0 else {}), **({"end_s": b} if k == len(ws) - 1 else {})}
+                for k, w in enumerate(ws)]
+    return out
+
+
+def segment_ends(only: str | None, cache: Path, git_root: Path | None) -> dict:
+    """Segment-end and word-start errors of bare faster-whisper (word_timestamps=True) and the segments stage on
+    the narration clips (bench/synthetic.py) and the pause clips (spoken digits, bench/eval/word_times.json)."""
+    from faster_whisper import WhisperModel
+
+    import synthetic
+    from talkthrough_assets.store import models
+    from talkthrough_assets.stages.segments import chunks as C
+    from talkthrough_assets.stages.segments import transcribe as T
+
+    ref_model, label = models.resolve_whisper()
+    bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads())
+    clips = [(c.id, "narration", c.audio, sentence_refs(synthetic.spans(c))) for c in synthetic.clips(kind="narration")]
+    clips += [(c["id"], "pauses", clip_audio(c, cache, git_root), c["words"]) for c in load_refs() if c.get("eval_clip")]
+    res: dict = {}
+    for cid, group, path, ref in clips:
+        if only and only not in cid:
+            continue
+        x = _decode(path)
+        segs = list(bare.transcribe(x, word_timestamps=True)[0])
+        out = C.transcribe(x, model_ref=ref_model, model_label=label)
+        got = {"bare": ([(s.end, [w.word for w in s.words or []]) for s in segs],
+                        [(w.start, w.word) for s in segs for w in (s.words or [])]),
+               "pipeline": ([(s["t1_ms"] / 1000, [w["word"] for w in out["words"] if w["seq"] == s["seq"]])
+                             for s in out["segments"]], [(w["t0_ms"] / 1000, w["word"]) for w in out["words"]])}
+        for c, (ends, starts) in got.items():
+            r = res.setdefault(group, {}).setdefault(c, {"end": [], "start": []})
+            r["end"] += end_errors_ms(ref, ends)
+            r["start"] += errors_ms(ref, starts)
+        print(f"  {cid}: end errors bare {[round(e) for e in end_errors_ms(ref, got['bare'][0])]} "
+              f"pipeline {[round(e) for e in end_errors_ms(ref, got['pipeline'][0])]}", file=sys.stderr)
+    return res
+
+
+def print_segment_ends(res: dict) -> dict:
+    out: dict = {}
+    print(f"{'clips':10} {'config':9} {'what':6} {'n':>4} {'median':>7} {'p90':>6} {'max':>6} {'signed':>7} "
+          f"{'max late':>8}")
+    for group, by in res.items():
+        for c, r in by.items():
+            for what in ("end", "start"):
+                s = stats(r[what])
+                late = round(max(r[what])) if r[what] else None
+                out.setdefault(group, {}).setdefault(c, {})[what] = dict(s, max_late_ms=late)
+                if s["n"]:
+                    print(f"{group:10} {c:9} {what:6} {s['n']:>4} {s['median_ms']:>7} {s['p90_ms']:>6} "
+                          f"{s['max_ms']:>6} {s['mean_signed_ms']:>7} {late:>8}")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", help="write the figures here")
@@ -179,10 +264,17 @@ def main() -> int:
     ap.add_argument("--git-root", type=Path, default=None, help="folder of bare git mirrors (owner+name/repo)")
     ap.add_argument("--dump", type=Path, help="keep the decoded words here (JSON)")
     ap.add_argument("--from-dump", type=Path, help="score words decoded before (--dump) instead of decoding")
+    ap.add_argument("--segment-ends", action="store_true", help="segment-end (and word-start) errors on the "
+                    "narration and pause clips, bare faster-whisper vs the segments stage")
     args = ap.parse_args()
     import fetch_eval
 
     cache = args.cache or fetch_eval.default_cache()
+    if args.segment_ends:
+        out = print_segment_ends(segment_ends(args.only, cache, args.git_root))
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=2))
+        return 0
     refs = load_refs(args.split, args.only)
     if args.from_dump:
         dec = json.loads(args.from_dump.read_text())

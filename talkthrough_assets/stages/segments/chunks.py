@@ -38,6 +38,7 @@ import numpy as np
 
 from talkthrough_assets.core import stop
 from talkthrough_assets.core.errors import TalkthroughError
+from talkthrough_assets.stages.segments import language
 from talkthrough_assets.stages.segments import transcribe as T
 from talkthrough_assets.stages.segments import word_timing
 from talkthrough_assets.stages.runner import hms
@@ -195,7 +196,8 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
     finally:
         if vad:
             vad.close()
-    out = assemble(results, rows, model_label=decode_kw.get("model_label"), audio_ms=len(samples) * 1000 // SR)
+    out = assemble(results, rows, model_label=decode_kw.get("model_label"), audio_ms=len(samples) * 1000 // SR,
+                   judge=_recording_judge(samples, results, decode_kw))
     out["meta"]["elapsed_s"] = round(time.perf_counter() - t_start, 3)
     out["chunks"] = report
     out["chunk_rows"] = rows
@@ -301,10 +303,27 @@ def _decode_chunk(samples: np.ndarray, decode_kw: dict) -> dict:
     return out
 
 
-def assemble(results: list[dict | None], rows: list[dict], *, model_label: str | None, audio_ms: int) -> dict:
+def _recording_judge(samples: np.ndarray, results: list[dict | None], decode_kw: dict):
+    """For an English-only model's transcript: a function (parts, core_ms) that decides the whole recording's
+    language and drops what the model wrote over a recording with no English (``language.judge``); None when
+    there is no language check."""
+    if not decode_kw.get("language_check", True) or not any(r and r.get("english_only") for r in results):
+        return None
+    whisper = decode_kw.get("whisper") or T.default_whisper()
+    check = T.language_checker(whisper, decode_kw.get("threads"), decode_kw.get("device", T.DEVICE),
+                               decode_kw.get("compute"))
+    if check is None:
+        return None
+    return lambda parts, core_ms: language.judge(parts, samples, [(a * 16, b * 16) for a, b in core_ms], check,
+                                                 decode_kw.get("model_label"))
+
+
+def assemble(results: list[dict | None], rows: list[dict], *, model_label: str | None, audio_ms: int,
+             judge=None) -> dict:
     """Chunk results (None: failed) -> the stage's output, times shifted by each chunk's start, segments
-    numbered in order."""
-    segments, words, dropped, doubtful, gaps = [], [], [], [], []
+    numbered in order. ``judge(parts, core_ms)``: the whole recording's language check, before the output is
+    finished (:func:`_recording_judge`)."""
+    segments, words, dropped, doubtful, gaps, core_ms = [], [], [], [], [], []
     speech_ms = 0
     language = language_p = None
     reasons = set()
@@ -325,6 +344,7 @@ def assemble(results: list[dict | None], rows: list[dict], *, model_label: str |
         for kind, into in (("dropped", dropped), ("doubtful", doubtful), ("uncovered", gaps)):
             into += [dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off) for d in res.get(kind, [])]
         speech_ms += res.get("speech_ms", 0)
+        core_ms += [[a + off, b + off] for a, b in res.get("core_ms", [])]
     if language is None:  # no chunk with segments: the first chunk that detected one
         for res in results:
             if res is not None and res["meta"].get("language"):
@@ -336,8 +356,11 @@ def assemble(results: list[dict | None], rows: list[dict], *, model_label: str |
     meta = {"available": True, "reason": reason, "language": language, "language_probability": language_p,
             "model": model_label, "segment_count": len(segments), "word_count": len(words), "audio_ms": audio_ms,
             "elapsed_s": 0.0, "dropped_count": len(dropped), "dropped": "[]"}
-    return T.finish({"meta": meta, "segments": segments, "words": words, "dropped": dropped,
-                     "doubtful": doubtful, "uncovered": gaps, "speech_ms": speech_ms})
+    parts = {"meta": meta, "segments": segments, "words": words, "dropped": dropped, "doubtful": doubtful,
+             "uncovered": gaps, "speech_ms": speech_ms}
+    if judge is not None:
+        judge(parts, core_ms)
+    return T.finish(parts)
 
 
 # --------------------------------------------------------------------------- coverage

@@ -89,7 +89,8 @@ def language_checker(whisper: "Whisper", threads: int | None = None, device: str
     if not base_model_installed():
         return None
 
-    def check(samples: np.ndarray, padded: bool = False) -> tuple[str, float, float]:
+    def check(samples: np.ndarray, padded: bool = False, ranked: bool = False):
+        # ``ranked``: every language with its probability, best first, instead of (language, p, P(en)).
         # The encoder runs on the segment's own frames, not on Whisper's padded 30-s window: CTranslate2
         # accepts the shorter input and it costs ~1/10 (0.03-0.1 s for 3-5 s of audio instead of 0.5 s).
         # ``padded``: on Whisper's 30-s window, as it was trained (see rules.LANGUAGE_MIN_SPEECH_S).
@@ -101,8 +102,8 @@ def language_checker(whisper: "Whisper", threads: int | None = None, device: str
         feats = (np.pad(feats[:, :n], ((0, 0), (0, max(0, n - feats.shape[1])))) if padded
                  else feats[:, : max(1, len(samples) // 160)])
         view = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None].astype(np.float32)))
-        ranked = [(tok.strip("<|>"), float(p)) for tok, p in model.model.detect_language(view)[0]]
-        return ranked[0][0], ranked[0][1], dict(ranked).get("en", 0.0)
+        langs = [(tok.strip("<|>"), float(p)) for tok, p in model.model.detect_language(view)[0]]
+        return langs if ranked else (langs[0][0], langs[0][1], dict(langs).get("en", 0.0))
 
     return check
 

@@ -57,7 +57,7 @@ LOOP_RETRY_RATIO = 2.4  # a window whose text loops is decoded again without the
 def _empty(meta: dict, reason: str, t_start: float) -> dict:
     meta.update(reason=reason, elapsed_s=round(time.perf_counter() - t_start, 3))
     return {"meta": meta, "segments": [], "words": [], "dropped": [], "tokens": [], "doubtful": [],
-            "uncovered": [], "speech_ms": 0}
+            "uncovered": [], "speech_ms": 0, "core_ms": []}
 
 
 def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: str | None = None,
@@ -121,13 +121,16 @@ def decode(samples: np.ndarray, *, model_ref: str, model_label: str, language: s
     dropped.sort(key=lambda d: d["t0_ms"])
     if refine_words:
         words = word_timing.refine(samples, words, model_label)
+        last = {w["seq"]: w["t1_ms"] for w in words}  # a segment ends where its last word ends
+        segments = [dict(s, t1_ms=last.get(s["seq"], s["t1_ms"])) for s in segments]
     info = res["info"]
     meta.update(language=info.language, language_probability=float(info.language_probability),
                 segment_count=len(segments), word_count=len(words), dropped_count=len(dropped),
                 elapsed_s=round(time.perf_counter() - t_start, 3))
     return {"meta": meta, "segments": segments, "words": words, "dropped": dropped, "tokens": tokens,
-            "seg_tokens": seg_tokens, "doubtful": doubtful, "uncovered": gaps,
-            "speech_ms": int(sum(b - a for a, b in core) / 16)}
+            "seg_tokens": seg_tokens, "doubtful": doubtful, "uncovered": gaps, "english_only": res["english_only"],
+            "speech_ms": int(sum(b - a for a, b in core) / 16),
+            "core_ms": [[a // 16, b // 16] for a, b in core] if regions is not None else []}
 
 
 def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: str, language, vocabulary,
@@ -224,7 +227,7 @@ def _pass(samples: np.ndarray, regions, core, *, model_ref: str, model_label: st
                                    "t1_ms": int(round(w["end"] * 1000)), "word": w["word"],
                                    "prob": float(w["probability"])} for k, w in enumerate(a["words"])],
                         "tokens": [int(t) for t in s.tokens]})
-    return {"entries": entries, "dropped": dropped, "doubtful": doubts, "info": info}
+    return {"entries": entries, "dropped": dropped, "doubtful": doubts, "info": info, "english_only": english_only}
 
 
 def _unsure(s, words: list[dict]) -> bool:

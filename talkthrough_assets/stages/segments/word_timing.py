@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-CODE_VERSION = "4"
+CODE_VERSION = "5"
 SR = 16000
 HOP_MS = 10
 WIN_MS = 25
@@ -47,6 +47,15 @@ ONSET_LEAD_MS = 20  # an onset is placed this much before the first loud frame
 PAUSE_MIN_MS = 80
 PAUSE_DB = 30.0
 PAUSE_REACH_MS = 300
+# a segment's last word ends where its energy ends: at the first run of END_GAP_MS frames under END_DB below the
+# word's loudest frame (and END_FLOOR_DB over the recording's floor) after its sound, searched up to END_REACH_MS
+# past its aligned end and never past the next word's start. The DTW alignment stretched a last word over the
+# silence after it (a narrated screencast's sentence stored 5.7 s past its end) or ended it early (0.2-0.5 s
+# before the end of flite's sentences)
+END_GAP_MS = 150
+END_DB = 35.0
+END_FLOOR_DB = 8.0
+END_REACH_MS = 600
 # measured steady offset of word starts per model (+ = late), with the heads of ALIGNMENT_HEADS where it has
 # an entry (bench_word_timing.py, tune half)
 LAG_MS = {"tiny.en": -70, "tiny": 80}
@@ -170,7 +179,46 @@ def refine(samples: np.ndarray, words: list[dict], model_label: str | None = Non
                 if prev["t1_ms"] == t0 or prev["t1_ms"] > new:
                     prev["t1_ms"] = new
                 w["t0_ms"] = new
+    _settle_ends(db, out, floor, len(samples) * 1000 // SR)
     return out
+
+
+def energy_end(db: np.ndarray, t0_ms: int, t1_ms: int, limit_ms: int, floor: float) -> int | None:
+    """Where the sound of a word aligned at [t0_ms, t1_ms] ends (ms): the start of the first run of END_GAP_MS
+    quiet frames after its first loud one, searched up to ``limit_ms`` (the end of the audio when its sound runs
+    there); None when the word has no loud frame or no such pause comes before ``limit_ms`` (the word runs on
+    into what follows)."""
+    f0, f1, lim = _frame(t0_ms), max(_frame(t1_ms), _frame(t0_ms) + 1), min(_frame(limit_ms), len(db))
+    if lim - f0 < 2 or f0 >= len(db):
+        return None
+    level = float(db[f0:min(f1, lim)].max()) if f1 > f0 else float(db[f0])
+    if level < floor + END_FLOOR_DB:
+        return None
+    quiet = db[f0:lim] < max(floor + END_FLOOR_DB, level - END_DB)
+    loud = np.flatnonzero(~quiet)
+    gap = END_GAP_MS // HOP_MS
+    for i, j in true_runs(quiet):
+        if i > loud[0] and (j - i >= gap or f0 + j >= len(db)):
+            # the first quiet frame's window (and the 3-frame smoothing) still reaches back over the last sound
+            return (f0 + i) * HOP_MS - WIN_MS // 2
+    if lim >= len(db) - 1 and not quiet[-1]:  # its sound runs to the end of the audio (counted digits cut tight)
+        return len(db) * HOP_MS
+    return None
+
+
+def _settle_ends(db: np.ndarray, words: list[dict], floor: float, audio_ms: int) -> None:
+    """Each segment's last word (in place) ends at :func:`energy_end`, between its start (plus MIN_WORD_MS) and
+    the next word's start or the end of the audio (a chunk's: its words never cross the cut)."""
+    for i, w in enumerate(words):
+        nxt = words[i + 1] if i + 1 < len(words) else None
+        if nxt is not None and nxt["seq"] == w["seq"]:
+            continue
+        limit = min(w["t1_ms"] + END_REACH_MS, nxt["t0_ms"] if nxt is not None else audio_ms)
+        end = energy_end(db, w["t0_ms"], w["t1_ms"], max(limit, w["t1_ms"]), floor)
+        if end is not None:
+            # at least MIN_WORD_MS, but never past both its aligned end and the limit (a word aligned in a chunk's
+            # last 40 ms stays inside the chunk)
+            w["t1_ms"] = int(min(max(min(end, limit), w["t0_ms"] + MIN_WORD_MS), max(limit, w["t1_ms"])))
 
 
 # faster-whisper's TranscriptionOptions defaults
