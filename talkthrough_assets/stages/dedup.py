@@ -36,8 +36,9 @@ COLOR_DELTA = 12
 BAND_MARGIN_PX = 24
 # ... and this many px left and right of the changed columns.
 BAND_MARGIN_X_PX = 48
-# A change of at most this share of the frame's pixels is small: a pointer, a caret, a clock, a word.
-SMALL_SHARE = 0.015
+# A change of at most this share of the frame's pixels is small: a pointer (~0.07 % of a 1280x720
+# screen at two places), a caret, a corner clock's digits; a timecode that fills the picture changes ~1 %.
+SMALL_SHARE = 0.005
 # Keyframes after a frame that may still show one of its changed pixels changing again.
 LOOKAHEAD = 2
 # A pixel that changed a little in this many other scenes keeps changing (a clock), wherever it is.
@@ -152,29 +153,36 @@ def changed_bands(prev: Signature, cur: Signature) -> list[list[int]] | None:
 
 
 def _small_diffs(sigs: list[Signature]) -> list:
-    """Per frame, the pixels changed since the previous frame when that change is small, else None."""
+    """Per frame, the flat indices of the (1/4-scale) pixels changed since the previous frame when that
+    change is small, else None (a cut, the first frame). Indices: a long recording keeps little."""
+    import numpy as np
+
     out = [None]
     for a, b in zip(sigs, sigs[1:]):
         m = _mask(a, b)
-        out.append(m if m is not None and m.mean() <= SMALL_SHARE else None)
+        out.append(np.flatnonzero(m) if m is not None and m.mean() <= SMALL_SHARE else None)
     return out
 
 
-def _volatile(small: list, i: int):
-    """Pixels that changed at least twice among the small consecutive changes around frame ``i``: from
-    the last large change before it (a cut) up to ``LOOKAHEAD`` frames after it."""
+def _volatiles(small: list, sigs: list[Signature]):
+    """Per frame, in order: the pixels that changed at least twice among the small consecutive changes
+    from the last large change before it (a cut) up to ``LOOKAHEAD`` frames after it (a caret, a clock,
+    a pointer's path), or None. One running count per stretch between cuts."""
     import numpy as np
 
-    lo = i
-    while lo > 0 and small[lo] is not None:
-        lo -= 1
-    hi = i
-    while hi + 1 < len(small) and hi < i + LOOKAHEAD and small[hi + 1] is not None:
-        hi += 1
-    masks = [small[j] for j in range(lo, hi + 1) if small[j] is not None]
-    if len(masks) < 2:
-        return None
-    return np.sum(masks, axis=0) >= 2
+    count, added = None, 0
+    for i in range(len(small)):
+        if small[i] is None:
+            count, added = None, i
+        hi = i
+        while hi + 1 < len(small) and hi < i + LOOKAHEAD and small[hi + 1] is not None:
+            hi += 1
+        while added < hi:
+            added += 1
+            if count is None:
+                count = np.zeros(sigs[added].gray.size, np.int16)
+            count[small[added]] += 1
+        yield None if count is None else (count >= 2).reshape(sigs[i].gray.shape)
 
 
 def _grow(m, px: int = 1):
@@ -274,27 +282,26 @@ def _spot(shape, blob):
     return out
 
 
-def _tickers(small: list) -> list:
-    """Per frame, the pixels that changed a little in at least ``TICK_SCENES`` other scenes (stretches
-    between large changes) of the recording: a clock in a corner ticks on every slide, an edit happens
-    once. None where there is no such pixel."""
+def _tickers(small: list, sigs: list[Signature]):
+    """A function of a frame's index: the pixels that changed a little in at least ``TICK_SCENES`` other
+    scenes (stretches between cuts) of the recording, or None. A clock in a corner ticks on every
+    slide; an edit happens once."""
     import numpy as np
 
-    scene, scenes = [], []
-    for d in small:
+    scene_of, scenes = [], []
+    for i, d in enumerate(small):
         if d is None:
             scenes.append(None)
-        scene.append(len(scenes) - 1)
+        scene_of.append(len(scenes) - 1)
         if d is not None:
-            scenes[-1] = d if scenes[-1] is None else scenes[-1] | d
+            m = np.zeros(sigs[i].gray.shape, dtype=bool)
+            m.flat[d] = True
+            scenes[-1] = m if scenes[-1] is None else scenes[-1] | m
     masks = {k: _grow(m, TICK_GROW_PX) for k, m in enumerate(scenes) if m is not None}
-    if len(masks) <= TICK_SCENES:
-        return [None] * len(small)
-    shapes = {m.shape for m in masks.values()}
-    if len(shapes) != 1:
-        return [None] * len(small)
-    count = np.sum(list(masks.values()), axis=0)
-    return [(count - masks.get(k, 0)) >= TICK_SCENES for k in scene]
+    if len(masks) <= TICK_SCENES or len({m.shape for m in masks.values()}) != 1:
+        return lambda i: None
+    count = np.sum(list(masks.values()), axis=0, dtype=np.int16)
+    return lambda i: (count - masks.get(scene_of[i], 0)) >= TICK_SCENES
 
 
 def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
@@ -302,11 +309,11 @@ def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
     head records the bands that changed since the previous head (``changed_json``; null = all)."""
     out = []
     small = _small_diffs(sigs)
-    tickers = _tickers(small)
+    tickers = _tickers(small, sigs)
     head_ms, head = None, None
-    for i, (f, s) in enumerate(zip(frames, sigs)):
+    for i, (f, s, volatile) in enumerate(zip(frames, sigs, _volatiles(small, sigs))):
         dup_of, bands = None, None
-        if head is not None and (is_duplicate(head, s) or is_transient(head, s, _still(small, tickers, i))):
+        if head is not None and (is_duplicate(head, s) or is_transient(head, s, _still(volatile, tickers(i)))):
             dup_of = head_ms
         else:
             if head is not None:
@@ -317,12 +324,12 @@ def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
     return out
 
 
-def _still(small: list, tickers: list, i: int):
-    v, t = _volatile(small, i), tickers[i]
-    v = _grow(v) if v is not None else None
-    if v is None or t is None:
-        return v if t is None else t
-    return v | t
+def _still(volatile, ticker):
+    """Pixels a small change may touch and stay no new scene: around the volatile ones, and the tickers."""
+    v = _grow(volatile) if volatile is not None else None
+    if v is None or ticker is None:
+        return v if ticker is None else ticker
+    return v | ticker
 
 
 def run(rid: str, opts: None = None) -> StageResult:  # no options
