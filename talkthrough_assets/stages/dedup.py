@@ -11,9 +11,14 @@ new scene. A frame whose change since the head covers at most ``SMALL_SHARE`` of
 when every changed pixel is either volatile (it changed between consecutive keyframes at least twice in
 the stretch of small changes around the frame, up to ``LOOKAHEAD`` keyframes on: a caret, a clock, the
 pointer's path) or part of a blob whose picture shows up at another changed place of the other frame (the
-pointer where it was or where it went: the ends of its path). A real edit (one changed word, a changed
-digit) changes once and stays, and no other place holds its picture, so it stays new, clock or not.
-Otherwise the OCR stage reads only the bands that changed (``changed_json``), so being strict costs little.
+pointer where it was or where it went: the ends of its path), or a tick (it changed a little in at least
+``TICK_SCENES`` other scenes too: a clock ticks on every slide), or a solid bar shaped like a caret. A real
+edit (one changed word, a changed digit) changes once and stays, and no other place holds its picture, so
+it stays new, clock or not. A slide shows in only a few keyframes (a quiet stretch gives one per I-frame,
+1-2 s or more apart): hence the picture and scene-wide evidence, not a long history. What this gives up: a lone appended "l", "|" or small "!"
+(a bar, like a caret, at 1/4 scale) and an edit under the pointer's path or over a clock's digits are
+taken for those. Of a new frame, the OCR stage reads only the bands that changed (``changed_json``), so
+being strict costs little.
 
 The 1/4-scale grey image comes from the JPEG's DCT scaling (``draft``), ~3 ms a 1568 px frame.
 The stored ``dhash`` (9x8 difference hash) stays as a compact fingerprint for consumers.
@@ -245,9 +250,10 @@ def _same_at(thing, other, blob, dy: int, dx: int) -> bool:
 
 
 def _caret(ys, xs) -> bool:
-    """A blob shaped like a text caret: one or two grey px wide, at least three times as tall."""
+    """Changed pixels shaped like a text caret: a solid bar one or two grey px wide, at least three times
+    as tall (a large "!" has a gap, a "1" a flag; a small "!" is a bar at 1/4 scale)."""
     h, w = int(ys.max() - ys.min()) + 1, int(xs.max() - xs.min()) + 1
-    return w <= 2 and h >= max(3, 3 * w)
+    return w <= 2 and h >= max(3, 3 * w) and ys.size >= 0.9 * h * w
 
 
 def is_transient(head: Signature, cur: Signature, still=None) -> bool:
