@@ -15,9 +15,9 @@ pointer where it was or where it went: the ends of its path), or a tick (it chan
 ``TICK_SCENES`` other scenes too: a clock ticks on every slide), or a solid bar shaped like a caret. A real
 edit (one changed word, a changed digit) changes once and stays, and no other place holds its picture, so
 it stays new, clock or not. A slide shows in only a few keyframes (a quiet stretch gives one per I-frame,
-1-2 s or more apart): hence the picture and scene-wide evidence, not a long history. What this gives up: a lone appended "l", "|" or small "!"
-(a bar, like a caret, at 1/4 scale) and an edit under the pointer's path or over a clock's digits are
-taken for those. Of a new frame, the OCR stage reads only the bands that changed (``changed_json``), so
+1-2 s or more apart): hence the picture and scene-wide evidence, not a long history. What this gives
+up: a lone appended "l", "|" or small "!" (a bar, like a caret, at 1/4 scale) and an edit under the
+pointer's path or over a clock's digits are taken for those. Of a new frame, the OCR stage reads only the bands that changed (``changed_json``), so
 being strict costs little.
 
 The 1/4-scale grey image comes from the JPEG's DCT scaling (``draft``), ~3 ms a 1568 px frame.
@@ -274,10 +274,11 @@ def is_transient(head: Signature, cur: Signature, still=None) -> bool:
         others = [o for o in whole if not mine <= set(zip(*o))]
         if not _moved(head.gray, cur.gray, core, others):
             return False
+    # a colour cell that shifted must hold some of the change (a recoloured banner elsewhere is new)
     gh, gw = m.shape
     cmask = (abs(head.color - cur.color) > COLOR_DELTA).any(axis=2)
-    return all(grown[r * gh // COLOR_H:(r + 1) * gh // COLOR_H + 1, c * gw // COLOR_W:(c + 1) * gw // COLOR_W + 1].any()
-               for r, c in zip(*np.nonzero(cmask)))
+    return all(grown[r * gh // COLOR_H:(r + 1) * gh // COLOR_H + 1,
+                     c * gw // COLOR_W:(c + 1) * gw // COLOR_W + 1].any() for r, c in zip(*np.nonzero(cmask)))
 
 
 def _spot(shape, blob):

@@ -87,3 +87,13 @@ class TestDedup:
         rows = dedup.mark([{"ms": t * 1000} for t in range(10)], sigs)
         assert rows[5]["duplicate_of"] is None, rows
         assert len([r for r in rows if r["duplicate_of"] is None]) <= 3
+
+    def test_a_recoloured_banner_is_new_while_the_pointer_moves(self):
+        sigs = [self._screen(t) for t in range(4)]
+        im = _slide("DEPLOY", color=(200, 40, 40), size=(1280, 720))  # the banner turns red, the rest as at t=4
+        d = ImageDraw.Draw(im)
+        d.text((60, 300), "status: pending", fill=(60, 70, 90), font_size=40)
+        d.text((1090, 670), "09:41:04", fill=(90, 90, 90), font_size=28)
+        d.polygon([(480, 456), (480, 482), (487, 476), (492, 487), (499, 474)], fill=(0, 0, 0))
+        rows = dedup.mark([{"ms": t * 1000} for t in range(5)], sigs + [dedup.signature(im)])
+        assert rows[4]["duplicate_of"] is None, rows
