@@ -4,9 +4,21 @@ A frame is a duplicate only when nothing a reader could notice changed. It is co
 first frame of its run (so slow drift accumulates instead of hiding) at 1/4 scale in grey: more
 than ``MAX_CHANGED_PX`` pixels moving by more than ``PX_DELTA`` grey levels (one changed digit of
 28 px text moves ~10; decoding the same picture twice moves none) or any cell of a 16x9 colour
-thumbnail shifting by more than ``COLOR_DELTA`` (a recoloured banner) makes it new. A blinking
-cursor therefore makes a frame new too; the OCR stage then reads only the bands that changed
-(``changed_json``), so being strict costs little.
+thumbnail shifting by more than ``COLOR_DELTA`` (a recoloured banner) makes it new, with one exception:
+
+A small thing that moves or keeps changing (a mouse pointer, a blinking caret, a clock in a corner) is not a
+new scene. A frame whose change since the head covers at most ``SMALL_SHARE`` of the frame is a duplicate
+when every changed pixel is either volatile (it changed between consecutive keyframes at least twice in
+the stretch of small changes around the frame, up to ``LOOKAHEAD`` keyframes on: a caret, a clock, the
+pointer's path) or part of a blob whose picture shows up at another changed place of the other frame (the
+pointer where it was or where it went: the ends of its path), or a tick (it changed a little in at least
+``TICK_SCENES`` other scenes too: a clock ticks on every slide), or a solid bar shaped like a caret. A real
+edit (one changed word, a changed digit) changes once and stays, and no other place holds its picture, so
+it stays new, clock or not. A slide shows in only a few keyframes (a quiet stretch gives one per I-frame,
+1-2 s or more apart): hence the picture and scene-wide evidence, not a long history. What this gives
+up: a lone appended "l", "|" or small "!" (a bar, like a caret, at 1/4 scale) and an edit under the
+pointer's path or over a clock's digits are taken for those. Of a new frame, the OCR stage reads only the bands that changed (``changed_json``), so
+being strict costs little.
 
 The 1/4-scale grey image comes from the JPEG's DCT scaling (``draft``), ~3 ms a 1568 px frame.
 The stored ``dhash`` (9x8 difference hash) stays as a compact fingerprint for consumers.
@@ -19,7 +31,7 @@ import json
 from talkthrough_assets import store
 from talkthrough_assets.stages.runner import StageResult, digest
 
-CODE_VERSION = "3"  # 3: a band is as wide as its change (+ margin), not the whole frame
+CODE_VERSION = "4"  # 4: a small moving or blinking thing (pointer, caret, clock) is not a new scene
 SCALE = 4
 PX_DELTA = 40
 MAX_CHANGED_PX = 2
@@ -29,6 +41,19 @@ COLOR_DELTA = 12
 BAND_MARGIN_PX = 24
 # ... and this many px left and right of the changed columns.
 BAND_MARGIN_X_PX = 48
+# A change of at most this share of the frame's pixels is small: a pointer (~0.07 % of a 1280x720
+# screen at two places), a caret, a corner clock's digits; a timecode that fills the picture changes ~1 %.
+SMALL_SHARE = 0.005
+# Keyframes after a frame that may still show one of its changed pixels changing again.
+LOOKAHEAD = 2
+# A pixel that changed a little in this many other scenes keeps changing (a clock), wherever it is.
+TICK_SCENES = 2
+# ... counting a change this many grey px (x SCALE frame px) around it: the next digit of a clock.
+TICK_GROW_PX = 4
+# Mean grey difference under which a blob's picture is the same thing at another place.
+MOVED_DELTA = 48
+# ... and how many grey px its box may differ in size and place from the blob it is matched with.
+MOVED_SLACK_PX = 3
 # Above this share of the frame's area in bands, the OCR stage reads the whole frame anyway.
 MAX_BAND_SHARE = 0.5
 
@@ -132,14 +157,170 @@ def changed_bands(prev: Signature, cur: Signature) -> list[list[int]] | None:
     return out
 
 
+def _small_diffs(sigs: list[Signature]) -> list:
+    """Per frame, the flat indices of the (1/4-scale) pixels changed since the previous frame when that
+    change is small, else None (a cut, the first frame). Indices: a long recording keeps little."""
+    import numpy as np
+
+    out = [None]
+    for a, b in zip(sigs, sigs[1:]):
+        m = _mask(a, b)
+        out.append(np.flatnonzero(m) if m is not None and m.mean() <= SMALL_SHARE else None)
+    return out
+
+
+def _volatiles(small: list, sigs: list[Signature]):
+    """Per frame, in order: the pixels that changed at least twice among the small consecutive changes
+    from the last large change before it (a cut) up to ``LOOKAHEAD`` frames after it (a caret, a clock,
+    a pointer's path), or None. One running count per stretch between cuts."""
+    import numpy as np
+
+    count, added = None, 0
+    for i in range(len(small)):
+        if small[i] is None:
+            count, added = None, i
+        hi = i
+        while hi + 1 < len(small) and hi < i + LOOKAHEAD and small[hi + 1] is not None:
+            hi += 1
+        while added < hi:
+            added += 1
+            if count is None:
+                count = np.zeros(sigs[added].gray.size, np.int16)
+            count[small[added]] += 1
+        yield None if count is None else (count >= 2).reshape(sigs[i].gray.shape)
+
+
+def _grow(m, px: int = 1):
+    """``m`` with every pixel's neighbours up to ``px`` away set too (anti-aliased edges of a moving thing)."""
+    import numpy as np
+
+    p = np.pad(m, px)
+    h, w = m.shape
+    return np.logical_or.reduce([p[dy:dy + h, dx:dx + w] for dy in range(2 * px + 1) for dx in range(2 * px + 1)])
+
+
+def _blobs(m) -> list:
+    """Connected (8-neighbour) groups of set pixels of a small mask: a list of (ys, xs) index arrays."""
+    import numpy as np
+
+    left = {(int(y), int(x)) for y, x in zip(*np.nonzero(m))}
+    out = []
+    while left:
+        todo, group = [left.pop()], []
+        while todo:
+            y, x = todo.pop()
+            group.append((y, x))
+            for n in [(y + dy, x + dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]:
+                if n in left:
+                    left.remove(n)
+                    todo.append(n)
+        ys, xs = zip(*group)
+        out.append((np.array(ys), np.array(xs)))
+    return out
+
+
+def _box(blob) -> tuple[int, int, int, int]:
+    ys, xs = blob
+    return int(ys.min()), int(xs.min()), int(ys.max()) + 1, int(xs.max()) + 1
+
+
+def _moved(a, b, blob, others: list) -> bool:
+    """Whether ``blob`` (pixels changed from grey image ``a`` to ``b``) is a thing that moved: another
+    changed blob of about its size holds its picture (from one frame in the other): where it went, or
+    where it came from. A pointer over text changes only where it differs from the text, hence the
+    loose ``MOVED_DELTA``; two blobs of different size (an edit and a clock digit) never match."""
+    y0, x0, y1, x1 = _box(blob)
+    for other in others:
+        oy0, ox0, oy1, ox1 = _box(other)
+        if abs((oy1 - oy0) - (y1 - y0)) > MOVED_SLACK_PX or abs((ox1 - ox0) - (x1 - x0)) > MOVED_SLACK_PX:
+            continue
+        for dy in range(oy0 - y0 - MOVED_SLACK_PX, oy0 - y0 + MOVED_SLACK_PX + 1):
+            for dx in range(ox0 - x0 - MOVED_SLACK_PX, ox0 - x0 + MOVED_SLACK_PX + 1):
+                if _same_at(a, b, blob, dy, dx) or _same_at(b, a, blob, dy, dx):
+                    return True
+    return False
+
+
+def _same_at(thing, other, blob, dy: int, dx: int) -> bool:
+    ys, xs = blob[0] + dy, blob[1] + dx
+    h, w = other.shape
+    if ys.min() < 0 or xs.min() < 0 or ys.max() >= h or xs.max() >= w:
+        return False
+    return abs(other[ys, xs] - thing[blob]).mean() < MOVED_DELTA
+
+
+def _caret(ys, xs) -> bool:
+    """Changed pixels shaped like a text caret: a solid bar one or two grey px wide, at least three times
+    as tall (a large "!" has a gap, a "1" a flag; a small "!" is a bar at 1/4 scale)."""
+    h, w = int(ys.max() - ys.min()) + 1, int(xs.max() - xs.min()) + 1
+    return w <= 2 and h >= max(3, 3 * w) and ys.size >= 0.9 * h * w
+
+
+def is_transient(head: Signature, cur: Signature, still=None) -> bool:
+    """A small change since ``head`` whose every blob is still (``still``: pixels known to keep changing, a
+    mask or None), a caret or a thing that moved: a pointer, a caret, a clock, not a new scene."""
+    import numpy as np
+
+    m = _mask(head, cur)
+    if m is None or not m.any() or m.mean() > SMALL_SHARE:
+        return False
+    grown = _grow(m)
+    whole = _blobs(grown)
+    for blob in _blobs(grown & ~still) if still is not None else whole:
+        core = np.nonzero(m & _spot(m.shape, blob))  # its changed pixels, not the grown edge
+        if not core[0].size or _caret(*core):
+            continue
+        mine = set(zip(*blob))
+        others = [o for o in whole if not mine <= set(zip(*o))]
+        if not _moved(head.gray, cur.gray, core, others):
+            return False
+    # a colour cell that shifted must hold some of the change (a recoloured banner elsewhere is new)
+    gh, gw = m.shape
+    cmask = (abs(head.color - cur.color) > COLOR_DELTA).any(axis=2)
+    return all(grown[r * gh // COLOR_H:(r + 1) * gh // COLOR_H + 1,
+                     c * gw // COLOR_W:(c + 1) * gw // COLOR_W + 1].any() for r, c in zip(*np.nonzero(cmask)))
+
+
+def _spot(shape, blob):
+    import numpy as np
+
+    out = np.zeros(shape, dtype=bool)
+    out[blob] = True
+    return out
+
+
+def _tickers(small: list, sigs: list[Signature]):
+    """A function of a frame's index: the pixels that changed a little in at least ``TICK_SCENES`` other
+    scenes (stretches between cuts) of the recording, or None. A clock in a corner ticks on every
+    slide; an edit happens once."""
+    import numpy as np
+
+    scene_of, scenes = [], []
+    for i, d in enumerate(small):
+        if d is None:
+            scenes.append(None)
+        scene_of.append(len(scenes) - 1)
+        if d is not None:
+            m = np.zeros(sigs[i].gray.shape, dtype=bool)
+            m.flat[d] = True
+            scenes[-1] = m if scenes[-1] is None else scenes[-1] | m
+    masks = {k: _grow(m, TICK_GROW_PX) for k, m in enumerate(scenes) if m is not None}
+    if len(masks) <= TICK_SCENES or len({m.shape for m in masks.values()}) != 1:
+        return lambda i: None
+    count = np.sum(list(masks.values()), axis=0, dtype=np.int16)
+    return lambda i: (count - masks.get(scene_of[i], 0)) >= TICK_SCENES
+
+
 def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
     """Each frame vs the head of the current run; a duplicate points at that head's ``ms``. A new
     head records the bands that changed since the previous head (``changed_json``; null = all)."""
     out = []
+    small = _small_diffs(sigs)
+    tickers = _tickers(small, sigs)
     head_ms, head = None, None
-    for f, s in zip(frames, sigs):
+    for i, (f, s, volatile) in enumerate(zip(frames, sigs, _volatiles(small, sigs))):
         dup_of, bands = None, None
-        if head is not None and is_duplicate(head, s):
+        if head is not None and (is_duplicate(head, s) or is_transient(head, s, _still(volatile, tickers(i)))):
             dup_of = head_ms
         else:
             if head is not None:
@@ -148,6 +329,14 @@ def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
         out.append({"ms": f["ms"], "dhash": f"{s.dhash:016x}", "duplicate_of": dup_of,
                     "changed_json": json.dumps(bands) if bands is not None and dup_of is None else None})
     return out
+
+
+def _still(volatile, ticker):
+    """Pixels a small change may touch and stay no new scene: around the volatile ones, and the tickers."""
+    v = _grow(volatile) if volatile is not None else None
+    if v is None or ticker is None:
+        return v if ticker is None else ticker
+    return v | ticker
 
 
 def run(rid: str, opts: None = None) -> StageResult:  # no options

@@ -62,3 +62,38 @@ class TestDedup:
         rows = dedup.mark(frames, [h1, h1, h1, h2])
         assert [r["duplicate_of"] for r in rows] == [None, 0, 0, None]
         assert all(len(r["dhash"]) == 16 for r in rows)
+
+    def _screen(self, t: int, body: str = "status: pending", pointer: bool = True, caret: bool = True):
+        im = _slide("DEPLOY", size=(1280, 720))
+        d = ImageDraw.Draw(im)
+        d.text((60, 300), body, fill=(60, 70, 90), font_size=40)
+        if caret and t % 2:
+            d.rectangle([400, 296, 403, 344], fill=(20, 24, 32))
+        d.text((1090, 670), f"09:41:{t:02d}", fill=(90, 90, 90), font_size=28)  # a clock in the corner
+        if pointer:
+            x, y = 200 + 70 * t, 420 + 9 * t
+            d.polygon([(x, y), (x, y + 26), (x + 7, y + 20), (x + 12, y + 31), (x + 19, y + 18)], fill=(0, 0, 0))
+        return dedup.signature(im)
+
+    def test_a_moving_pointer_a_blinking_caret_and_a_ticking_clock_are_no_new_scene(self):
+        sigs = [self._screen(t) for t in range(10)]
+        rows = dedup.mark([{"ms": t * 1000} for t in range(10)], sigs)
+        unique = [r["ms"] for r in rows if r["duplicate_of"] is None]
+        assert len(unique) <= 2, unique  # the first frame, at most one more
+        assert not dedup.is_duplicate(sigs[0], sigs[1])  # each pair alone differs
+
+    def test_one_changed_word_is_new_while_the_pointer_moves_and_the_clock_ticks(self):
+        sigs = [self._screen(t, "status: pending" if t < 5 else "status: running") for t in range(10)]
+        rows = dedup.mark([{"ms": t * 1000} for t in range(10)], sigs)
+        assert rows[5]["duplicate_of"] is None, rows
+        assert len([r for r in rows if r["duplicate_of"] is None]) <= 3
+
+    def test_a_recoloured_banner_is_new_while_the_pointer_moves(self):
+        sigs = [self._screen(t) for t in range(4)]
+        im = _slide("DEPLOY", color=(200, 40, 40), size=(1280, 720))  # the banner turns red, the rest as at t=4
+        d = ImageDraw.Draw(im)
+        d.text((60, 300), "status: pending", fill=(60, 70, 90), font_size=40)
+        d.text((1090, 670), "09:41:04", fill=(90, 90, 90), font_size=28)
+        d.polygon([(480, 456), (480, 482), (487, 476), (492, 487), (499, 474)], fill=(0, 0, 0))
+        rows = dedup.mark([{"ms": t * 1000} for t in range(5)], sigs + [dedup.signature(im)])
+        assert rows[4]["duplicate_of"] is None, rows
