@@ -176,16 +176,23 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+def _needs(module: str, package: str) -> None:
+    """Skip (or fail under TALKTHROUGH_REQUIRE_SERVERS) when ``module`` cannot be imported."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        _unavailable(f"{package} is not installed (pip install -c constraints.txt '.[test]')")
+
+
 @pytest.fixture(scope="session")
 def pg():
     """One throwaway Postgres cluster (Debian's `postgresql`, which .ci/run installs) for the session;
     each test module makes its own database. Skipped, with the reason, where it cannot run."""
     from pg_cluster import PgUnavailable, start_cluster
 
-    try:
-        import dagster_postgres  # noqa: F401
-    except ImportError:
-        _unavailable("dagster-postgres is not installed (pip install -c constraints.txt -e '.[test]')")
+    _needs("dagster_postgres", "dagster-postgres")
     try:
         cluster = start_cluster()
     except PgUnavailable as e:
@@ -215,10 +222,7 @@ def rabbitmq():
     Skipped, with the reason, where it cannot run (failed when TALKTHROUGH_REQUIRE_SERVERS=1)."""
     from rabbitmq_server import RabbitUnavailable, start_rabbitmq
 
-    try:
-        import dagster_celery  # noqa: F401
-    except ImportError:
-        _unavailable("dagster-celery is not installed (pip install -c constraints.txt -e '.[test]')")
+    _needs("dagster_celery", "dagster-celery")
     try:
         server = start_rabbitmq()
     except RabbitUnavailable as e:

@@ -109,5 +109,5 @@ def start_rabbitmq() -> RabbitMQ:
     try:
         import kombu  # noqa: F401
     except ImportError as e:
-        raise RabbitUnavailable(f"kombu is not installed ({e}): pip install -c constraints.txt -e '.[test]'")
+        raise RabbitUnavailable(f"kombu is not installed ({e}): pip install -c constraints.txt '.[test]'")
     return RabbitMQ().start()

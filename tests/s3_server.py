@@ -23,7 +23,7 @@ class S3Server:
         try:
             import moto.server  # noqa: F401
         except ImportError as e:
-            raise S3Unavailable(f"moto[server] is not installed ({e}): pip install -c constraints.txt -e '.[test]'")
+            raise S3Unavailable(f"moto[server] is not installed ({e}): pip install -c constraints.txt '.[test]'")
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
