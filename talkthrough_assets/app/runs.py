@@ -171,13 +171,17 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None):
-    """Materialize ``stages`` of partition ``rid`` through the process_recording job (in-process). A mark file
+def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None, settings: dict | None = None):
+    """Materialize ``stages`` of partition ``rid`` through the process_recording job (in-process), with the run's
+    ``settings`` as its run config (the run's record in Dagster shows them; kept for the recording once the run
+    succeeded). A mark file
     (``store.run_marks_dir()``) stands while it runs: one left by a killed process tells a later command,
     without opening Dagster's storage, that a run may read STARTED (:func:`mark_killed_runs`)."""
     from dagster import AssetKey
 
     from talkthrough_assets.definitions import defs
+    from talkthrough_assets.defs.assets import talkthrough_stages
+    from talkthrough_assets.pipeline import settings as S
 
     inst = inst or instance()
     fail_orphaned_runs(inst, rid)
@@ -193,7 +197,8 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None)
         return job.execute_in_process(
             instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
             raise_on_error=False, tags=run_tags,
-            run_config={"loggers": {"console": {"config": {"log_level": config.get("TALKTHROUGH_LOG_LEVEL")}}}},
+            run_config={"loggers": {"console": {"config": {"log_level": config.get("TALKTHROUGH_LOG_LEVEL")}}},
+                        **({"ops": {talkthrough_stages.op.name: {"config": S.as_run_config(settings)}}} if settings else {})},
         )
     finally:
         mark.unlink(missing_ok=True)

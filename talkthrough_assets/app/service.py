@@ -96,10 +96,12 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
     try:
         # one writer per recording: a second process of the same bytes is refused at once
         with store.partition_lock(rid, timeout_s=0.0):
-            if overrides:
-                S.save_overrides(rid, overrides)
-            stages = pipeline.plan(rid, force=force)
+            # the run's settings go with its run (its Dagster run config) and are kept once it succeeded
+            overrides = S.checked(overrides)
+            stages = pipeline.plan(rid, force=force, given=overrides)
             status, ran = "cached", []
+            if not stages and overrides:  # what is stored was made with these settings already
+                S.persist(rid, overrides)
             if stages and (bad := preflight.rejected(path, rid, stages)):
                 status, ran = "failed", [bad]  # recorded like a run's failure of that stage, without a run
                 rejections.record_later(rid)  # ... and as a failed run for the UI, by a process of its own
@@ -111,10 +113,10 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
                 # (bench/bench_cold_start.py)
                 opening = instance_soon()
                 try:
-                    pipeline.prewarm_native(rid, stages)
+                    pipeline.prewarm_native(rid, stages, given=overrides)
                 finally:
                     inst = opening.result()
-                pipeline.prewarm_python(rid, stages)
+                pipeline.prewarm_python(rid, stages, given=overrides)
                 registry.ensure_partition(inst, rid)
 
                 def seen(stage, r, state, info):
@@ -123,7 +125,7 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
 
                 pipeline.listeners.append(seen)
                 try:
-                    result = run_stages(rid, stages, inst)
+                    result = run_stages(rid, stages, inst, settings=overrides)
                 finally:
                     pipeline.listeners.remove(seen)
                 status = "processed" if result.success else "failed"

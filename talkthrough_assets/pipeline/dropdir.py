@@ -270,13 +270,12 @@ def tick(drop_dir: str | os.PathLike, *, known_ids: set[str], state: DropState |
     return res
 
 
-def register(drop_dir: str | os.PathLike, res: TickResult, overrides: dict | None = None) -> list[tuple[str, str]]:
-    """Record the tick's new files and aliases as sources (and give new recordings the drop folder's
-    settings); return the (id, path) pairs that now deserve a run. A file that cannot be recorded (it
+def register(drop_dir: str | os.PathLike, res: TickResult) -> list[tuple[str, str]]:
+    """Record the tick's new files and aliases as sources; return the (id, path) pairs that now deserve a run
+    (the drop folder's settings go with that run, :func:`settings_from_env`). A file that cannot be recorded (it
     vanished after hashing) is taken out of ``res`` and of its proposed state (:meth:`TickResult.retry`),
     so a later tick looks at it again rather than treating it as done."""
     from talkthrough_assets.pipeline.execute import register_source
-    from talkthrough_assets.pipeline.settings import save_overrides
 
     ok: list[tuple[str, str]] = []
     for rid, path in list(res.new + res.aliases):
@@ -286,8 +285,6 @@ def register(drop_dir: str | os.PathLike, res: TickResult, overrides: dict | Non
             res.retry(path, "vanished before it could be registered; looked at again next tick")
             continue
         if (rid, path) in res.new:
-            if overrides:
-                save_overrides(rid, overrides)
             ok.append((rid, path))
     return ok
 

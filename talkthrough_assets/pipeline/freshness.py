@@ -12,12 +12,12 @@ from talkthrough_assets.pipeline.stagespec import BY_NAME
 from talkthrough_assets.stages.runner import stage_state
 
 
-def plan(recording_id: str, *, force: bool = False) -> list[str]:
+def plan(recording_id: str, *, force: bool = False, given: dict | None = None) -> list[str]:
     """Stages to (re)run: missing, failed, changed config or code, stale by their StageSpec's hook (chunks left
     undecoded, diarization models that appeared, enrolled voices that changed) -> those plus their downstream."""
     if force:
         return list(S.STAGES)
-    cfg = S.effective(recording_id)
+    cfg = S.effective(recording_id, given)
     state = stage_state(recording_id)
     stale = set()
     for stage in S.STAGES:

@@ -13,28 +13,31 @@ from talkthrough_assets.pipeline.stagespec import SPECS
 from talkthrough_assets.stages.runner import RunContext
 
 
-def prewarm(recording_id: str, stages: list[str], engines: Engines | None = None) -> None:
+def prewarm(recording_id: str, stages: list[str], engines: Engines | None = None, given: dict | None = None) -> None:
     """Load the engines the planned stages will need: :func:`prewarm_native` here, then :func:`prewarm_python`.
     Loads into ``engines`` (default: this process's, the ones Dagster's resources hand the run)."""
-    prewarm_native(recording_id, stages, engines)
-    prewarm_python(recording_id, stages, engines)
+    prewarm_native(recording_id, stages, engines, given)
+    prewarm_python(recording_id, stages, engines, given)
 
 
-def prewarm_native(recording_id: str, stages: list[str], engines: Engines | None = None) -> None:
+def prewarm_native(recording_id: str, stages: list[str], engines: Engines | None = None,
+                   given: dict | None = None) -> None:
     """The native hooks of the planned stages, in the calling thread (e.g. Whisper: CTranslate2)."""
-    _prewarm(recording_id, stages, engines, native=True)
+    _prewarm(recording_id, stages, engines, given, native=True)
 
 
-def prewarm_python(recording_id: str, stages: list[str], engines: Engines | None = None) -> None:
+def prewarm_python(recording_id: str, stages: list[str], engines: Engines | None = None,
+                   given: dict | None = None) -> None:
     """The Python hooks of the planned stages (e.g. RapidOCR's import), each starting its own thread: called
     once Dagster's instance is open, so that they overlap the run's start and first stages rather than Dagster's
     own import, which needs the interpreter just as much."""
-    _prewarm(recording_id, stages, engines, native=False)
+    _prewarm(recording_id, stages, engines, given, native=False)
 
 
-def _prewarm(recording_id: str, stages: list[str], engines: Engines | None, *, native: bool) -> None:
+def _prewarm(recording_id: str, stages: list[str], engines: Engines | None, given: dict | None, *,
+             native: bool) -> None:
     for spec in SPECS:
         if spec.prewarm is None or spec.prewarm_native != native or spec.name not in stages:
             continue
         ctx = RunContext(recording_id, spec.name, beside=beside(spec.name, stages, stage_workers()))
-        spec.prewarm(recording_id, options.build(spec.name, S.effective(recording_id)), engines or shared_engines(), ctx)
+        spec.prewarm(recording_id, options.build(spec.name, S.effective(recording_id, given)), engines or shared_engines(), ctx)

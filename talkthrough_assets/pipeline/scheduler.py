@@ -45,12 +45,11 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
     :class:`StageError`, or :class:`Skipped` for the downstream of a failure; ``(stage, Progress(info))``
     as a long stage reports it (``RunContext.progress``).
     The caller's thread does all the yielding (Dagster writes its events from there). ``engines``: the loaded
-    models the stages run on (Dagster passes its resources; default: this process's, :func:`engines.shared`)."""
+    models the stages run on (Dagster passes its resources; default: this process's, :func:`engines.shared`).
+    ``overrides``: the run's settings; kept for the recording once every selected stage has succeeded."""
     selected = S.ordered(set(stages))
     forget_failure(recording_id)
-    if overrides:  # persisted once, before any stage reads the settings
-        store.check_id(recording_id)
-        S.save_overrides(recording_id, {k: v for k, v in overrides.items() if v is not None})
+    overrides = S.checked(overrides)  # a value its setting cannot take fails the run before any stage starts
     # a selected stage waits for every selected stage upstream of it, also through unselected ones (a repair
     # runs two stages alone, the later reading the earlier's new output through the stages between them)
     deps = {s: [d for d in _upstream(s) if d in selected] for s in selected}
@@ -81,7 +80,7 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                         yield stage, Skipped(stage, failed[bad])
                     elif all(d in done for d in deps[stage]) and len(running) < workers:
                         pending.remove(stage)
-                        running[pool.submit(run_stage, stage, recording_id, None, engines, stop,
+                        running[pool.submit(run_stage, stage, recording_id, overrides, engines, stop,
                                             ctx=context(stage))] = stage
                         yield stage, STARTED
                 if not running:
@@ -89,7 +88,7 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED, timeout=1.0)
                 while not events.empty():
                     event = events.get()
-                    _preview(previews, event[0], recording_id, selected, done)
+                    _preview(previews, event[0], recording_id, selected, done, overrides)
                     yield event
                 for fut in sorted(finished, key=lambda f: S.STAGES.index(running[f])):
                     stage = running.pop(fut)
@@ -102,6 +101,8 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                         continue
                     done.add(stage)
                     yield stage, result
+            if overrides and not failed:  # the settings it succeeded with are the recording's from now on
+                S.persist(recording_id, overrides)
         finally:  # normal end, an error or interrupt in the caller (Ctrl-C, SIGTERM), the generator closed
             stop.set()  # before the pool's exit waits for its threads: they end at their next checkpoint
             for made in previews.values():  # e.g. a partial generation that says the run stopped
@@ -109,13 +110,14 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
                     made.ended(done, reasons.get("first", "the run was stopped"))
 
 
-def _preview(previews: dict[str, Any], stage: str, rid: str, selected: list[str], done: set[str]) -> None:
+def _preview(previews: dict[str, Any], stage: str, rid: str, selected: list[str], done: set[str],
+             overrides: dict) -> None:
     """A progress report of ``stage``: its StageSpec.previews hook (made once per run) publishes what is due."""
     hook = BY_NAME[stage].previews
     if hook is None or stage in done:
         return
     if stage not in previews:
-        previews[stage] = hook(rid, lambda: S.effective(rid), selected, done)
+        previews[stage] = hook(rid, lambda: S.effective(rid, overrides), selected, done)
     if previews[stage] is not None:
         previews[stage].progressed()
 

@@ -1,8 +1,10 @@
-"""Effective per-recording settings: defaults (env) < persisted per-recording overrides.
+"""Effective per-recording settings: defaults (env) < persisted per-recording values < the run's own.
 
-Overrides given once (``--recorded-at``, ``--diarize``, a vocabulary, speaker names ...) are
-persisted, so a later re-run of an upstream stage never silently drops them. Each stage's
-config hash covers only the keys it reads; a changed key re-runs that stage and its downstream.
+A run's settings (``--recorded-at``, ``--diarize``, a vocabulary ..., or the UI's run config) travel with the run
+(its Dagster run config) and are persisted for the recording only once that run has succeeded
+(:func:`persist`), so a later re-run of an upstream stage never silently drops them, and a value that failed
+never sticks. Each stage's config hash covers only the keys it reads; a changed key re-runs that stage and its
+downstream.
 """
 
 from __future__ import annotations
@@ -57,13 +59,43 @@ def save_overrides(recording_id: str, changes: dict[str, Any]) -> dict[str, Any]
     return cur
 
 
+def checked(given: dict[str, Any] | None) -> dict[str, Any]:
+    """A run's settings, normalised (None values dropped); UsageError for one its setting cannot take."""
+    out = {}
+    for k, v in (given or {}).items():
+        if v is None:
+            continue
+        if k not in SETTING_BY_NAME:
+            raise UsageError(f"unknown setting {k!r}")
+        try:
+            out[k] = SETTING_BY_NAME[k].normalize(v)
+        except (ValueError, UsageError) as e:
+            raise UsageError(f"{k}: {e}") from None
+    return out
+
+
+def as_run_config(given: dict[str, Any]) -> dict[str, Any]:
+    """Checked settings as the stages asset's run config takes them: each of its declared type (a speaker count
+    normalises to a number, the config field is text)."""
+    return {k: SETTING_BY_NAME[k].type(v) if SETTING_BY_NAME[k].type in (str, int, float)
+            and not isinstance(v, SETTING_BY_NAME[k].type) else v for k, v in checked(given).items()}
+
+
+def persist(recording_id: str, given: dict[str, Any] | None) -> None:
+    """Keep a succeeded run's settings for the recording's later runs (nothing written when they are kept already)."""
+    given = checked(given)
+    if given and any(load_overrides(recording_id).get(k) != v for k, v in given.items()):
+        save_overrides(recording_id, given)
+
+
 def check_environment() -> None:
     """Raise UsageError when an environment variable gives a setting a value it cannot take (checked where a
     command starts, before any run: not at the stage that reads it)."""
     _env_defaults()
 
 
-def effective(recording_id: str) -> dict[str, Any]:
+def effective(recording_id: str, given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The settings a run of the recording uses: the defaults, its persisted values, then ``given`` (the run's)."""
     s = _env_defaults()
     # normalised: a value persisted by an older version (num_speakers 0 or null = automatic) reads as today's
     for k, v in load_overrides(recording_id).items():
@@ -72,6 +104,7 @@ def effective(recording_id: str) -> dict[str, Any]:
         except ValueError as e:  # stored before values were checked, or edited by hand
             raise UsageError(f"{e} (stored in {store.settings_key(recording_id)}; give the setting again to "
                              f"replace it)") from None
+    s.update(checked(given))
     return s
 
 

@@ -44,7 +44,8 @@ def verify_check(name: str, rid: str) -> CheckResult:
 def run_stage(stage: str, recording_id: str, overrides: dict | None = None,
               engines: Engines | None = None, stop: "threading.Event | None" = None, *,
               ctx: RunContext | None = None) -> StageResult:
-    """Run one stage for one recording; persist ``overrides`` first; record success or failure.
+    """Run one stage for one recording with the run's settings ``overrides`` (over the persisted ones; kept
+    only once the run succeeds, by its caller: :func:`settings.persist`); record success or failure.
     ``engines``: the loaded models (default: this process's, :func:`engines.shared`). ``stop``: set when the
     run is to stop; the stage then ends at its next checkpoint with :class:`stop.Interrupted`. ``ctx``: what the
     run tells the stage (the scheduler's; default: the stage alone, :meth:`RunContext.alone`)."""
@@ -56,9 +57,7 @@ def _run_stage(stage: str, recording_id: str, overrides: dict | None, engines: E
                ctx: RunContext | None) -> StageResult:
     store.check_id(recording_id)
     notify(stage, recording_id, "started", {})
-    if overrides:
-        S.save_overrides(recording_id, {k: v for k, v in overrides.items() if v is not None})
-    cfg = S.effective(recording_id)
+    cfg = S.effective(recording_id, overrides)
     t0 = time.perf_counter()
     base = {"stage": stage, "config_hash": S.config_hash(stage, cfg), "code_version": CODE_VERSIONS[stage]}
     try:
