@@ -97,14 +97,18 @@ def check_environment() -> None:
 def effective(recording_id: str, given: dict[str, Any] | None = None) -> dict[str, Any]:
     """The settings a run of the recording uses: the defaults, its persisted values, then ``given`` (the run's)."""
     s = _env_defaults()
-    # normalised: a value persisted by an older version (num_speakers 0 or null = automatic) reads as today's
+    given = checked(given)
+    # normalised: a value persisted by an older version (num_speakers 0 or null = automatic) reads as today's;
+    # one the run gives anew is not read (a bad stored value is replaced by giving the setting again)
     for k, v in load_overrides(recording_id).items():
+        if k in given:
+            continue
         try:
             s[k] = SETTING_BY_NAME[k].normalize(v) if k in SETTING_BY_NAME else v
         except ValueError as e:  # stored before values were checked, or edited by hand
             raise UsageError(f"{e} (stored in {store.settings_key(recording_id)}; give the setting again to "
                              f"replace it)") from None
-    s.update(checked(given))
+    s.update(given)
     return s
 
 

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted(p for pkg in ("talkthrough_assets", "talkthrough_mcp") for p in (ROOT / pkg).rglob("*.py"))
 # process-level set-up that writes the environment for Dagster and the children it starts (each commented there)
 WRITES_ENVIRONMENT = {"talkthrough_assets/__init__.py", "talkthrough_assets/defs/instance.py",
-                      "talkthrough_assets/app/ui_supervisor.py"}
+                      "talkthrough_assets/app/ui_supervisor.py", "talkthrough_assets/app/dagster_dev.py"}
 
 
 def test_the_operations_environment_table_is_the_declared_one():
