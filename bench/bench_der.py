@@ -4,7 +4,7 @@ Talkthrough's turns stage (``stages.diarize.run_turns``) against sherpa-onnx's o
 with every option at its default, both measured in the same run, each with the speaker count unknown
 (Talkthrough ``--num-speakers auto``; sherpa ``num_clusters=-1``, threshold 0.5) and given (the true count).
 
-    python bench/bench_der.py [--only SUBSTR] [--no-given] [--collar 0.25] [--json OUT]
+    python bench/bench_der.py [--only SUBSTR] [--no-given] [--collar 0.25] [--json OUT] [--words [--words-cache F]]
 
 Clips (each skipped, and said so, when its audio is not there):
 
@@ -14,6 +14,10 @@ Clips (each skipped, and said so, when its audio is not there):
   and its 3-speaker leopard clip (no times: speaker count only);
 * bench/der_composites.py's clips, built from ``../shared/eval/media``: 4-6 distinct real speakers one
   after another, and 3-4 speakers taking turns more than once.
+
+``--words`` gives the turns stage what it has in the pipeline, the clip's Whisper words (the segments stage's
+own decode, ``stages.segments.chunks.transcribe``, default model; ``--words-cache`` keeps them between runs):
+without it the stage diarizes from the audio alone. sherpa-onnx never reads words.
 
 DER = (missed + false alarm + confusion) / reference speech, scored on a 10 ms grid outside a
 +-collar around every reference boundary, overlapping speech scored per speaker (NIST md-eval style),
@@ -161,14 +165,30 @@ def sherpa_defaults(wav: Path, num_clusters: int = -1) -> tuple[list[tuple], flo
     return [(s.start, s.end, s.speaker) for s in res], time.perf_counter() - t
 
 
-def talkthrough(wav: Path, num_speakers, threshold: float | None = None) -> tuple[list[tuple], float, dict]:
+def transcript(wav: Path, cache: dict) -> dict:
+    """{"segments", "words"} of the segments stage for ``wav`` (kept in ``cache`` by the file's name)."""
+    if wav.name not in cache:
+        from talkthrough_assets.stages import audio
+        from talkthrough_assets.stages.segments import chunks
+        from talkthrough_assets.store import models
+
+        ref, label = models.resolve_whisper()
+        out = chunks.transcribe(audio.load_wav(wav), model_ref=ref, model_label=label)
+        cache[wav.name] = {"segments": out["segments"], "words": out["words"]}
+    return cache[wav.name]
+
+
+def talkthrough(wav: Path, num_speakers, threshold: float | None = None,
+                text: dict | None = None) -> tuple[list[tuple], float, dict]:
     from talkthrough_assets.core import config
     from talkthrough_assets.pipeline import settings as S
     from talkthrough_assets.stages import turns as D
 
     thr = S.DEFAULTS["diarize_threshold"] if threshold is None else threshold
     t = time.perf_counter()
-    out = D.run_turns(wav, segments=[], words=[], num_speakers=num_speakers, threshold=thr,
+    text = text or {}
+    out = D.run_turns(wav, segments=text.get("segments", []), words=text.get("words", []),
+                      num_speakers=num_speakers, threshold=thr,
                       models_dir=config.get(D.models.ENV_MODELS_DIR))
     el = time.perf_counter() - t
     return [(x["t0_ms"] / 1000, x["t1_ms"] / 1000, x["speaker"]) for x in out["turns"]], el, out["diarization"]
@@ -207,6 +227,8 @@ def main() -> int:
     ap.add_argument("--threshold", type=float, default=None, help="Talkthrough's clustering threshold "
                     "(default: the diarize_threshold setting's default)")
     ap.add_argument("--json", type=Path, default=None, help="write every hypothesis and score here")
+    ap.add_argument("--words", action="store_true", help="give the turns stage the clip's Whisper words")
+    ap.add_argument("--words-cache", type=Path, default=None, help="JSON file keeping those words between runs")
     args = ap.parse_args()
     if not os.environ.get("TALKTHROUGH_DIARIZATION_MODELS") and SHARED_MODELS.is_dir():
         os.environ["TALKTHROUGH_DIARIZATION_MODELS"] = str(SHARED_MODELS)
@@ -228,13 +250,17 @@ def main() -> int:
     systems = ["sherpa", "talkthrough"] + ([] if args.no_given else ["sherpa N", "talkthrough N"])
     print(f"{'clip':30s} " + " ".join(f"{s:>13s}" for s in systems))
     rows = []
+    words_cache = json.loads(args.words_cache.read_text()) if args.words_cache and args.words_cache.exists() else {}
     for c in cs:
         wav = to_wav(c["file"], tmp)
         dur = len(audio.load_wav(wav)) / 16000
+        text = transcript(wav, words_cache) if args.words else None
+        if args.words_cache and args.words:
+            args.words_cache.write_text(json.dumps(words_cache))
         row = {"name": c["name"], "group": c["group"], "speakers": c["speakers"], "hyp": {}, "secs": {}, "notes": {}}
         n = c["speakers"]
-        runs = {"sherpa": lambda: sherpa_defaults(wav), "talkthrough": lambda: talkthrough(wav, "auto", thr),
-                "sherpa N": lambda: sherpa_defaults(wav, n), "talkthrough N": lambda: talkthrough(wav, n, thr)}
+        runs = {"sherpa": lambda: sherpa_defaults(wav), "talkthrough": lambda: talkthrough(wav, "auto", thr, text),
+                "sherpa N": lambda: sherpa_defaults(wav, n), "talkthrough N": lambda: talkthrough(wav, n, thr, text)}
         for s in systems:
             res = runs[s]()
             row["hyp"][s], row["secs"][s] = res[0], round(res[1], 2)

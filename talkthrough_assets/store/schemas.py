@@ -52,6 +52,8 @@ SCHEMAS: dict[str, pa.Schema] = {
         # which speaker count was used and why ("found from the audio (--num-speakers auto)", "as given
         # (--num-speakers 4)", "2 of the 3 given (--num-speakers 3): <reason>")
         ("speaker_count", _S),
+        # Whisper words no turn covered: given a speaker by their voice / left without one (under the floor)
+        ("words_by_voice", _I), ("words_unassigned", _I),
     ]),
     "turns": pa.schema([("t0_ms", _I), ("t1_ms", _I), ("speaker", _S)]),
     "speakers": pa.schema([

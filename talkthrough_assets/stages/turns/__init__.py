@@ -11,6 +11,7 @@ The parts, one concern each:
 * ``engine``: the sherpa-onnx engine (cached per process) and per-label voice embeddings;
 * ``labels``: pure label/turn math (relabel, same-voice merges, roster);
 * ``attribution``: pure word/segment -> speaker attribution;
+* ``word_voices``: words Whisper wrote where no turn is get a speaker by their voice, or are counted;
 * ``speaker_names``: OCR name candidates (made by the manifest stage, the one stage downstream of both
   ``turns`` and ``ocr``) and ``talkthrough name`` parsing.
 
@@ -32,8 +33,9 @@ from talkthrough_assets.stages.turns.labels import (AUTO, SAME_VOICE_CERTAIN, SA
 from talkthrough_assets.stages.turns.models import ENV_MODELS_DIR, ModelUnavailable, resolve_models
 from talkthrough_assets.stages.turns.refine_models import refine_turns, window_vectors
 from talkthrough_assets.stages.turns import voiceprints as voiceprints_mod
+from talkthrough_assets.stages.turns.word_voices import fill_from_words
 
-CODE_VERSION = "7"  # 7: a voiceprint per label (the voiceprints table, issue #35)
+CODE_VERSION = "8"  # 8: words with no turn under them get a speaker by their voice (word_voices)
 ENGINE = "sherpa-onnx"
 
 # a given count the engine's own N-way clustering fell short of (it clusters 10-s window embeddings, and
@@ -47,7 +49,7 @@ def _row(**kw) -> dict:
     row = {"available": False, "requested": True, "reason": None, "engine": ENGINE,
            "engine_version": engine_version(), "segmentation_model": None, "embedding_model": None,
            "requested_num_speakers": None, "detected_num_speakers": 0, "threshold": None, "elapsed_s": 0.0,
-           "speaker_count": None}
+           "speaker_count": None, "words_by_voice": None, "words_unassigned": None}
     row.update(kw)
     return row
 
@@ -143,6 +145,9 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     turns, split_notes = refine_turns(samples, turns, models, cache=cache, limit=(n_req - found) if n_req else None,
                                       known=known)
     notes += split_notes
+    # words Whisper wrote where no turn is: a speaker by their voice, or none (counted) under the floor
+    turns, by_voice, unassigned = fill_from_words(samples, turns, words, models, cache=cache)
+    row.update(words_by_voice=by_voice, words_unassigned=unassigned)
     detected = len(labels_in_order(turns))
     if n_req and detected < n_req:
         why = "; ".join(([short_why] if short_why else []) + notes) or (
