@@ -121,7 +121,7 @@ def _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames, unique_ev
 def publish(rid: str, m: dict) -> tuple[float, str]:
     """What the manifest stage does for the index: the part, then the manifest. Returns (seconds, part)."""
     from talkthrough_assets import store
-    from talkthrough_assets.stages import search_index
+    from talkthrough_assets.model import search_index
 
     t = time.perf_counter()
     data = store.json_bytes(m)
@@ -148,7 +148,7 @@ _CUM: dict[int, list[float]] = {}
 def _merge_bucket(args: tuple) -> None:
     home, b = args
     os.environ["TALKTHROUGH_HOME"] = str(home)
-    from talkthrough_assets.stages import search_index
+    from talkthrough_assets.model import search_index
 
     search_index.compact(b, force=True)
 
@@ -176,7 +176,7 @@ def generate(home: Path, n_recordings: int, n_segments: int, n_frames: int, pend
     merged buckets end up), the rest left as unmerged parts."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from talkthrough_assets.stages import search_index
+    from talkthrough_assets.model import search_index
 
     t0 = time.perf_counter()
     ids: list[str] = []
@@ -274,7 +274,7 @@ def _child(which: str, home: Path, runs: int) -> dict:
 def incremental(home: Path, facts: dict) -> dict:
     """One more recording: its part + manifest, then its bucket re-merged (forced: the lazily merged worst case)."""
     os.environ["TALKTHROUGH_HOME"] = str(home)
-    from talkthrough_assets.stages import search_index
+    from talkthrough_assets.model import search_index
 
     rng = random.Random("one more")
     topic = _vocab(random.Random(facts["seed"]))

@@ -18,7 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from talkthrough_assets import store
-from talkthrough_assets.stages import terms as terms_stage
+from talkthrough_assets.model import terms as terms_stage
 
 from talkthrough_assets.read import snapshot
 
@@ -277,7 +277,7 @@ class LibraryIndex:
 # --------------------------------------------------------------------------- the search tool of ed66163
 # (its helpers -- expand, split_compound, suggest, snippet ... -- run SQL on m_df and are unchanged)
 
-from talkthrough_assets.stages.wall_clock import t_wall  # noqa: E402
+from talkthrough_assets.model.wallclock import t_wall  # noqa: E402
 from talkthrough_assets.read.args import SPEAKER_MAX_CHARS, clip, dumps, limit_arg, text_arg  # noqa: E402
 from talkthrough_assets.read.errors import InvalidArgument  # noqa: E402
 from talkthrough_assets.read.search import (PHRASE_CANDIDATES, SEARCH_MAX_CHARS, SEARCH_MAX_HITS, SEARCH_MAX_QUERY_CHARS, SEARCH_MAX_TERMS, SPLIT_WEIGHT, expand, has_phrase, known_term, snippet, split_compound, suggest)

@@ -151,7 +151,7 @@ def forget_person(name: str, rerun: Rerun) -> dict:
             _change_names(rid, person, None)
         touched.append(rid)
     redone = sorted(set(_rematerialize(touched, rerun)) | set(recheck(rerun, exclude=set(touched))))
-    from talkthrough_assets.stages import search_index
+    from talkthrough_assets.model import search_index
 
     for rid in redone:  # the name was in their earlier search index generations too
         search_index.scrub(rid)

@@ -8,10 +8,10 @@ from talkthrough_assets import store
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.stages import probe as probe_stage
 from talkthrough_assets.stages import turns as turns_stage
-from talkthrough_assets.stages import wall_clock as wallclock
+from talkthrough_assets.model import wallclock
 from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.stages.segments import transcribe
-from talkthrough_assets.stages.wall_clock import t_wall
+from talkthrough_assets.model.wallclock import t_wall
 
 PREVIEW_SEGMENTS = 15
 
@@ -61,6 +61,7 @@ def summary(rid: str) -> dict:
         "more_segments": max(0, len(segs) - PREVIEW_SEGMENTS),
     })
     if rec["diarized"]:  # voice matches with enrolled people, as the published manifest shows them (issue #35)
+        from talkthrough_assets.model.speakers import describe_match
         from talkthrough_assets.stages.turns import voices
 
         try:
@@ -68,7 +69,7 @@ def summary(rid: str) -> dict:
         except (OSError, ValueError):
             shown = {}
         if shown:
-            out["voice_matches"] = {lab: m.get("hint") or voices.describe(m) for lab, m in shown.items()}
+            out["voice_matches"] = {lab: m.get("hint") or describe_match(m) for lab, m in shown.items()}
     return out
 
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from talkthrough_assets import store
 from talkthrough_assets.pipeline.stagespec import SPECS
 from talkthrough_assets.stages import manifest as manifest_stage
-from talkthrough_assets.stages.search_index_docs import SOURCES
+from talkthrough_assets.model.search_index_docs import SOURCES
 from talkthrough_assets.stages.runner import stage_state
 
 FIX = "run `talkthrough repair` (or `talkthrough process FILE` again) to re-make it"

@@ -34,7 +34,7 @@ from typing import Callable
 from talkthrough_assets import store
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.segments import stage as chunkstore
-from talkthrough_assets.stages import search_index
+from talkthrough_assets.model import search_index
 from talkthrough_assets.stages import manifest as manifest_stage
 from talkthrough_assets.stages.runner import hms, probe_row
 

@@ -39,8 +39,8 @@ from talkthrough_assets.stages import manifest
 from talkthrough_assets.stages import ocr
 from talkthrough_assets.stages.ocr import prewarm as ocr_prewarm
 from talkthrough_assets.stages import probe
-from talkthrough_assets.stages import search_index
-from talkthrough_assets.stages import terms
+from talkthrough_assets.model import search_index
+from talkthrough_assets.model import terms
 from talkthrough_assets.stages.segments import transcribe
 from talkthrough_assets.stages import wall_clock as wallclock
 

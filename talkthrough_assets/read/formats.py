@@ -14,7 +14,7 @@ import json
 import re
 
 from talkthrough_assets.core.errors import UsageError
-from talkthrough_assets.stages.wall_clock import t_wall
+from talkthrough_assets.model.wallclock import t_wall
 
 FORMATS = ("srt", "vtt", "md", "json", "txt")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from talkthrough_assets import store
-from talkthrough_assets.stages.wall_clock import t_wall
+from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read import media
 from talkthrough_assets.read import snapshot

@@ -1,5 +1,5 @@
 """LibraryIndex: the cross-recording index the listing and search read, over the pipeline's persistent
-search index (:mod:`talkthrough_assets.stages.search_index`), never re-tokenizing what it already holds.
+search index (:mod:`talkthrough_assets.model.search_index`), never re-tokenizing what it already holds.
 
 Where a recording's postings come from, for the manifest published now (one listing of
 ``manifests/``, one of ``index/parts/``, one of ``index/merged/``):
@@ -33,9 +33,9 @@ import pyarrow as pa
 
 from talkthrough_assets.core import config
 from talkthrough_assets import store
-from talkthrough_assets.stages import search_index as si
-from talkthrough_assets.stages.search_index_docs import documents, part_table
-from talkthrough_assets.stages.search_index_merge import merge
+from talkthrough_assets.model import search_index as si
+from talkthrough_assets.model.search_index_docs import documents, part_table
+from talkthrough_assets.model.search_index_merge import merge
 
 from talkthrough_assets.read import snapshot
 from talkthrough_assets.read.index_view import Segment, View

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from talkthrough_assets.stages.search_index_docs import SOURCES, frame_on_screen
-from talkthrough_assets.stages.search_index_merge import Bundle
+from talkthrough_assets.model.search_index_docs import SOURCES, frame_on_screen
+from talkthrough_assets.model.search_index_merge import Bundle
 
 from talkthrough_assets.read.timeline import Timeline
 

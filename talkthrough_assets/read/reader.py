@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 
 from talkthrough_assets import store
-from talkthrough_assets.stages.wall_clock import t_wall
+from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read import bytime
 from talkthrough_assets.read import images

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from talkthrough_assets.stages import terms as terms_stage
-from talkthrough_assets.stages.wall_clock import t_wall
+from talkthrough_assets.model import terms as terms_stage
+from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read import snapshot
 from talkthrough_assets.read.args import SPEAKER_MAX_CHARS, clip, dumps, limit_arg, text_arg

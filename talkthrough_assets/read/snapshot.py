@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import TalkthroughError
-from talkthrough_assets.stages import manifest as manifest_stage
-from talkthrough_assets.stages import wall_clock as wallclock
+from talkthrough_assets.model import wallclock
+from talkthrough_assets.model.manifest import recording_row
 
 CACHE_SIZE = 64
 
@@ -79,7 +79,7 @@ def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
         wc = wallclock.view(m.get("wall_clock"))
         names = {str(k): str(v) for k, v in (di.get("speaker_names") or {}).items() if v} if diarized else {}
         # the recordings row the manifest stage writes, less what readers are not shown (paths, size)
-        rec = {"recording": rid, **{k: v for k, v in manifest_stage.recording_row(m).items()
+        rec = {"recording": rid, **{k: v for k, v in recording_row(m).items()
                                     if k not in ("path", "size_bytes", "manifest_path")}}
         sources = {str(k): str(v) for k, v in (di.get("speaker_name_sources") or {}).items()} if diarized else {}
         sources = {lab: sources.get(lab, "confirmed") for lab in names}

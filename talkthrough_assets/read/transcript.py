@@ -6,7 +6,7 @@ transcript ends: the same call later continues there."""
 
 from __future__ import annotations
 
-from talkthrough_assets.stages.turns import speaker_names
+from talkthrough_assets.model import speakers
 
 from talkthrough_assets.read import formats
 from talkthrough_assets.read import snapshot
@@ -26,7 +26,7 @@ def name_hints(snap) -> dict[str, list[str]]:
     """On-screen name candidates (the manifest's) of the speakers that have no confirmed name."""
     cands = {str(sp["label"]): [str(c) for c in sp.get("name_candidates") or []]
              for sp in snap.speakers if sp.get("label")}
-    return speaker_names.hints(cands, snap.names)
+    return speakers.hints(cands, snap.names)
 
 
 srt_time = formats.srt_time  # kept here by name: get_transcript's SRT and `talkthrough export` share it
@@ -41,9 +41,8 @@ def name_matches(name: str | None, want: str) -> bool:
 def voice_hints(snap) -> dict[str, str]:
     """Voice matches with enrolled people not applied as names: label -> "voice match 0.86 to Alice Chen, 3
     recordings" (issue #35)."""
-    from talkthrough_assets.stages.turns import voices
 
-    return {lab: m.get("hint") or voices.describe(m) for lab, m in snap.voice_hints.items()}
+    return {lab: m.get("hint") or speakers.describe_match(m) for lab, m in snap.voice_hints.items()}
 
 
 def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:

@@ -14,9 +14,11 @@ from talkthrough_assets.stages.turns.labels import label_num
 from talkthrough_assets.stages.turns.speaker_names import name_candidates
 from talkthrough_assets.stages.keyframes import CAP_REASON_PREFIX
 from talkthrough_assets.stages.segments.transcribe import quality as transcript_quality
-from talkthrough_assets.stages.wall_clock import view as wallclock_view
+from talkthrough_assets.model.manifest import recording_row
+from talkthrough_assets.model.speakers import describe_match
+from talkthrough_assets.model.wallclock import view as wallclock_view
 from talkthrough_assets.stages import probe as probe_stage
-from talkthrough_assets.stages import search_index, search_index_docs
+from talkthrough_assets.model import search_index, search_index_docs
 from talkthrough_assets.stages.runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
 CODE_VERSION = "6"  # 6: voice matches and name sources per speaker (issue #35); 5: transcript.quality
@@ -85,7 +87,7 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
                                         and lab not in names)}
             if vm["applied"]:
                 names[lab], sources[lab] = vm["person"], "voice"
-            matched[lab] = {**vm, "hint": voices.describe(vm)}
+            matched[lab] = {**vm, "hint": describe_match(vm)}
         block["speakers"] = [
             {**{k: s[k] for k in ("label", "talk_time_ms", "turn_count", "first_ms", "last_ms")},
              **({"name_candidates": cands[s["label"]]} if cands.get(s["label"]) else {}),
@@ -166,28 +168,6 @@ def loads(text: str) -> dict:
     return m
 
 
-def recording_row(m: dict, manifest_path: str | None = None) -> dict:
-    """The one shape of a recording's listing row, from its manifest: the ``recordings`` table's row (the
-    manifest stage) and the MCP server's library row (``talkthrough_assets.read.snapshot``) are both this. Raises
-    KeyError/TypeError/ValueError on a manifest that is not talkthrough-manifest/v1."""
-    media, tr, fr = m["media"], m["transcript"], m["frames"]
-    wc = wallclock_view(m.get("wall_clock")) or {}
-    di = tr.get("diarization") or {}
-    diarized = bool(di.get("available"))
-    return {
-        "filename": media["filename"], "path": media.get("path"), "kind": media.get("kind"),
-        "duration_ms": int(round(float(media.get("duration_s") or 0) * 1000)), "size_bytes": media.get("size_bytes"),
-        "recorded_at": wc.get("start_utc"), "tz_offset_min": wc.get("tz_offset_min"),
-        "wall_clock_source": wc.get("source"), "wall_clock_confidence": wc.get("confidence"),
-        "language": tr.get("language"), "segment_count": len(tr.get("segments") or []),
-        "frame_count": int(fr.get("count") or 0), "unique_frame_count": int(fr.get("unique_count") or 0),
-        "diarized": diarized, "speaker_count": len(di.get("speakers") or []) if diarized else 0,
-        "has_audio": bool(media.get("has_audio")), "has_video": bool(media.get("has_video")),
-        "transcript_available": bool(tr.get("available")), "manifest_path": manifest_path,
-        "processed_at": m.get("created_at"),
-    }
-
-
 @dataclass(frozen=True)
 class Options:
     """What the manifest stage runs with (built by ``pipeline.options`` from the settings). Its config hash covers
@@ -236,7 +216,7 @@ def voice_check(rid: str) -> CheckResult:
         published = store.get_json(store.manifest_key(rid))
     except (OSError, ValueError):
         published = None
-    open_ = [f"{lab}: {vm.get('hint') or voices.describe(vm)}"
+    open_ = [f"{lab}: {vm.get('hint') or describe_match(vm)}"
              for lab, vm in voices.published_matches(published).items() if not vm.get("applied")]
     return CheckResult("unnamed_speakers_matched", not open_,
                        "; ".join(open_) if open_ else "no unnamed speaker matches an enrolled person")

@@ -70,7 +70,7 @@ def _with_home(home: Path):
 
 def test_pipeline_writes_parts_and_merged_buckets_the_server_reads_them_as_it_would_the_manifests(
         processed, pristine_home, ids, tmp_path):
-    from talkthrough_assets.stages import search_index as si
+    from talkthrough_assets.model import search_index as si
     from talkthrough_assets.read.reader import Reader
 
     home = _copy_home(pristine_home, tmp_path / "home")
@@ -103,7 +103,7 @@ def test_sql_terms_and_mcp_search_fold_plurals_alike(processed, pristine_home, i
     """One tokenizer: the SQL terms table has 'dashboard' (never 'dashboards'), and search("dashboards")
     counts exactly the documents the SQL table lists for it."""
     from talkthrough_assets import store
-    from talkthrough_assets.stages import terms
+    from talkthrough_assets.model import terms
 
     with _with_home(pristine_home):
         con = store.connect()
@@ -129,7 +129,7 @@ def test_sql_terms_and_mcp_search_fold_plurals_alike(processed, pristine_home, i
 
 
 def test_forget_removes_postings_while_a_server_runs(processed, pristine_home, ids, tmp_path):
-    from talkthrough_assets.stages import search_index as si
+    from talkthrough_assets.model import search_index as si
 
     home = _copy_home(pristine_home, tmp_path / "home")
     sc = ids[F.SCREENCAST_NAME]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from talkthrough_assets.stages import probe
+from talkthrough_assets.model.wallclock import t_wall
 from talkthrough_assets.stages import wall_clock as wallclock
 
 MEDIA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "media"
@@ -22,7 +23,7 @@ def test_date_tag_anchors_mediaelement_other_with_its_offset():
     assert (wc["source"], wc["confidence"]) == ("date", "medium"), wc  # before: file_mtime_minus_duration, low
     assert wc["start_utc"] == "2014-05-07T17:43:25.000+00:00"
     assert wc["tz_offset_min"] == -300
-    assert wallclock.t_wall(wc, 1500) == "2014-05-07T12:43:26.500-05:00"
+    assert t_wall(wc, 1500) == "2014-05-07T12:43:26.500-05:00"
 
 
 def test_creation_time_still_outranks_a_year_only_date_tag():

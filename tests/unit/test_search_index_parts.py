@@ -10,9 +10,9 @@ import pytest
 
 from talkthrough_assets import store
 from talkthrough_assets.stages import manifest as manifest_stage
-from talkthrough_assets.stages import search_index as si
-from talkthrough_assets.stages import search_index_docs
-from talkthrough_assets.stages import terms
+from talkthrough_assets.model import search_index as si
+from talkthrough_assets.model import search_index_docs
+from talkthrough_assets.model import terms
 
 
 def _manifest(rid: str, transcript: list[tuple[int, str]], ocr: list[tuple[int, str]] = ()) -> dict:

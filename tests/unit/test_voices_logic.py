@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from talkthrough_assets.model.speakers import describe_match
 from talkthrough_assets.stages.turns import voiceprints
 from talkthrough_assets.stages.turns import voices
 
@@ -46,8 +47,8 @@ def test_recognise_suggests_above_threshold_once_per_person_and_never_for_confir
     got = voices.recognise(prints, people, confirmed={"S4": "Bob"}, suggest=0.6, apply=0.95, rid="c" * 16)
     assert set(got) == {"S1"}
     assert got["S1"]["person"] == "Alice" and got["S1"]["recordings"] == 1 and got["S1"]["applicable"]
-    assert voices.describe(got["S1"]) == f"voice match {got['S1']['score']:.2f} to Alice, 1 recording"
-    assert voices.describe({**got["S1"], "recordings": 3, "applied": True}).endswith("3 recordings, applied")
+    assert describe_match(got["S1"]) == f"voice match {got['S1']['score']:.2f} to Alice, 1 recording"
+    assert describe_match({**got["S1"], "recordings": 3, "applied": True}).endswith("3 recordings, applied")
     # below the suggest threshold: nothing; Bob confirmed for S4 is not suggested for another label
     assert voices.recognise(prints, people, suggest=0.999) == {}
     assert "Bob" not in {m["person"] for m in voices.recognise(

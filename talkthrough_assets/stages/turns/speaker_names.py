@@ -12,11 +12,11 @@ import re
 from typing import Iterable, Sequence
 
 from talkthrough_assets.core.errors import UsageError
+from talkthrough_assets.model.speakers import MAX_CANDIDATES
 from talkthrough_assets.stages.turns.labels import label_num, labels_in_order, overlap_ms, union_ms
 
 # --------------------------------------------------------------------------- OCR name candidates
 
-MAX_CANDIDATES = 3
 MAX_CANDIDATE_CHARS = 80
 MAX_NAME_WORDS = 4
 
@@ -120,22 +120,6 @@ def name_candidates(turns: Sequence[dict], ocr: Iterable, *, limit: int = MAX_CA
 
 LABEL_RE = re.compile(r"^S[1-9]\d*$")
 
-
-
-def hints(candidates: dict[str, list[str]], confirmed: dict[str, str] | None = None,
-          *, limit: int = MAX_CANDIDATES) -> dict[str, list[str]]:
-    """What to show an agent: candidates of the labels with no confirmed name, minus names that are
-    another label's top candidate (a tile that switched late) unless that is the label's own top."""
-    confirmed = confirmed or {}
-    tops = {lab: c[0] for lab, c in candidates.items() if c}
-    out = {}
-    for lab, cands in candidates.items():
-        if lab in confirmed or not cands:
-            continue
-        others = {n for other, n in tops.items() if other != lab}
-        keep = [cands[0]] + [n for n in cands[1:] if n not in others]
-        out[lab] = keep[:limit]
-    return out
 
 
 def parse_name_assignments(pairs: Iterable[str]) -> dict[str, str | None]:

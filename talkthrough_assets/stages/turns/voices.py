@@ -105,13 +105,6 @@ def recognise(voiceprints: Sequence[dict], people: Sequence[Person], *, confirme
     return dict(sorted(out.items(), key=lambda kv: label_num(kv[0])))
 
 
-def describe(match: dict) -> str:
-    """``voice match 0.86 to Alice Chen, 3 recordings`` (+ ``, applied`` when the name was applied by voice)."""
-    n = int(match.get("recordings") or 0)
-    return (f"voice match {float(match['score']):.2f} to {match['person']}, {n} recording{'s' if n != 1 else ''}"
-            + (", applied" if match.get("applied") else ""))
-
-
 # --------------------------------------------------------------------------- stored people and voiceprints
 
 PEOPLE_TABLE = "people"
@@ -167,5 +160,5 @@ def hints_changed(rid: str, confirmed: dict[str, str] | None, people: list[Perso
     return _key(matches_for(rid, confirmed, people)) != _key(shown)
 
 
-__all__ = ["SUGGEST_SIMILARITY", "APPLY_SIMILARITY", "Person", "profiles", "recognise", "describe", "people_rows",
+__all__ = ["SUGGEST_SIMILARITY", "APPLY_SIMILARITY", "Person", "profiles", "recognise", "people_rows",
            "people_recordings", "matches_for", "published_matches", "hints_changed"]

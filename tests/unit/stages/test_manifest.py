@@ -10,6 +10,7 @@ import pytest
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets import store
 from talkthrough_assets.pipeline import settings as S
+from talkthrough_assets.model.manifest import recording_row
 from talkthrough_assets.stages import manifest as manifest_stage
 
 RID = "0123456789abcdef"
@@ -66,7 +67,7 @@ def test_the_mcp_library_row_is_the_recordings_row_less_paths():
     from talkthrough_assets.read import snapshot
 
     m = _manifest_with_a_wall_clock_and_speakers()
-    row = manifest_stage.recording_row(m, "/data/manifests/x.json")
+    row = recording_row(m, "/data/manifests/x.json")
     assert row["recorded_at"] == "2026-03-02T09:15:00.000+00:00" and row["tz_offset_min"] == 60
     assert row["duration_ms"] == 61_500 and row["diarized"] and row["speaker_count"] == 1
     snap = snapshot.build(RID, json.loads(json.dumps(m)))
@@ -78,11 +79,13 @@ def test_the_mcp_library_row_is_the_recordings_row_less_paths():
 
 
 def test_a_recording_without_a_wall_clock_has_none_everywhere():
+    from talkthrough_assets.model.manifest import recording_row
+    from talkthrough_assets.model.wallclock import view
     from talkthrough_assets.stages import wall_clock as wallclock
 
-    assert wallclock.view(wallclock.NULL_WALL_CLOCK) is None and wallclock.view(None) is None
+    assert view(wallclock.NULL_WALL_CLOCK) is None and view(None) is None
     m = _valid_manifest()
-    assert m["wall_clock"] is None and manifest_stage.recording_row(m)["recorded_at"] is None
+    assert m["wall_clock"] is None and recording_row(m)["recorded_at"] is None
 
 
 def _manifest_inputs():

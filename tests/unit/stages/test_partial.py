@@ -12,7 +12,7 @@ import pytest
 from talkthrough_assets import store
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.pipeline import partial
-from talkthrough_assets.stages import search_index as si
+from talkthrough_assets.model import search_index as si
 
 RID = "00a1b2c3d4e5f607"
 PROBE = {"path": "/rec/meeting.m4a", "filename": "meeting.m4a", "kind": "audio", "container": "mov,mp4",

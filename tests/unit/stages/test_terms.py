@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from talkthrough_assets.stages import terms
+from talkthrough_assets.model import terms
 
 
 def test_term_folding_is_case_and_diacritic_insensitive():

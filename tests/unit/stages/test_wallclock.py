@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from talkthrough_assets.model.wallclock import t_wall
 from talkthrough_assets.stages import wall_clock as wallclock
 
 
@@ -61,7 +62,7 @@ class TestWallClockLadder:
 
     def test_t_wall_renders_in_recording_local_offset_else_utc(self):
         local = wallclock.resolve(tags=IPHONE_MOV_TAGS, duration_ms=0, file_mtime=None)
-        assert wallclock.t_wall(local, 1500) == "2026-03-14T10:26:54.500+01:00"
+        assert t_wall(local, 1500) == "2026-03-14T10:26:54.500+01:00"
         utc = wallclock.resolve(tags=REPLAYKIT_TAGS, duration_ms=0, file_mtime=None)
-        assert wallclock.t_wall(utc, 61_000) == "2026-05-01T17:01:01.000+00:00"
-        assert wallclock.t_wall(None, 5) is None
+        assert t_wall(utc, 61_000) == "2026-05-01T17:01:01.000+00:00"
+        assert t_wall(None, 5) is None

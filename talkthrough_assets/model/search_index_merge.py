@@ -1,4 +1,4 @@
-"""Merging index parts (:mod:`talkthrough_assets.stages.search_index`) into a :class:`Bundle`: documents,
+"""Merging index parts (:mod:`talkthrough_assets.model.search_index`) into a :class:`Bundle`: documents,
 term-sorted postings and a lexicon with per-term document frequencies per source. A merged bucket is
 one (written as Arrow files); the MCP reader's in-memory delta is another.
 """
@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from talkthrough_assets.stages.search_index_docs import SOURCES, part_meta
+from talkthrough_assets.model.search_index_docs import SOURCES, part_meta
 
 _S, _I, _I32 = pa.string(), pa.int64(), pa.int32()
 DOCS_SCHEMA = pa.schema([("rec", _I32), ("source", pa.int8()), ("ref", _I), ("t0_ms", _I), ("t1_ms", _I),

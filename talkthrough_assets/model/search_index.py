@@ -17,8 +17,8 @@ Written by the pipeline, read by the MCP server, so the server never re-tokenize
   so a recording's write stays one small Parquet and every posting is rewritten a bounded number of
   times; ``forget`` re-merges its bucket at once, so no posting of a forgotten recording stays.
 
-The documents and part tables are built in :mod:`~talkthrough_assets.stages.search_index_docs`, the
-merge in :mod:`~talkthrough_assets.stages.search_index_merge`; this module writes, lists, compacts and
+The documents and part tables are built in :mod:`~talkthrough_assets.model.search_index_docs`, the
+merge in :mod:`~talkthrough_assets.model.search_index_merge`; this module writes, lists, compacts and
 forgets them. Terms are :func:`terms.index_terms`, the one tokenizer of the SQL ``terms`` table and MCP
 queries. The merged files are derived data: deleting ``index/`` loses nothing (the server falls back
 to the parts, then to the manifests, and the next compaction rebuilds them).
@@ -36,9 +36,9 @@ import pyarrow.parquet as pq
 
 from talkthrough_assets import store
 
-from talkthrough_assets.stages.search_index_docs import (CODE_VERSION, FORMAT, documents, manifest_parts,
+from talkthrough_assets.model.search_index_docs import (CODE_VERSION, FORMAT, documents, manifest_parts,
                                                          part_table, recording_row)
-from talkthrough_assets.stages.search_index_merge import Bundle, merge
+from talkthrough_assets.model.search_index_merge import Bundle, merge
 
 PARTS = "index/parts"
 MERGED = "index/merged"

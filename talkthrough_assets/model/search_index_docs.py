@@ -1,4 +1,4 @@
-"""The documents of the search index (:mod:`talkthrough_assets.stages.search_index`): one recording's
+"""The documents of the search index (:mod:`talkthrough_assets.model.search_index`): one recording's
 listing row and search documents from its manifest, and the part table (one row per document, its
 postings as list columns) the pipeline writes for it. Pure: no storage here.
 
@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from talkthrough_assets.stages import terms as terms_stage
+from talkthrough_assets.model import terms as terms_stage
 
 CODE_VERSION = "1"
 FORMAT = 1
