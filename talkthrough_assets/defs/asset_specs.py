@@ -62,7 +62,7 @@ def asset_specs(code_versions: dict[str, str]) -> list[dg.AssetSpec]:
 def _stages_config() -> type[dg.Config]:
     """The run config of the stages asset: every setting, optional (unset = keep the persisted value or
     the default). Each stage reads only its own keys (see the README's amend table); given values are
-    persisted, so a later run of any stage keeps them. Example: `recorded_at` + materialize
+    kept for the recording once the run succeeded, so a later run of any stage keeps them. Example: `recorded_at` + materialize
     `wall_clock` and `manifest`."""
     from pydantic import Field
 

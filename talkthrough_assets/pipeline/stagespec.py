@@ -47,7 +47,7 @@ from talkthrough_assets.stages import wall_clock as wallclock
 
 @dataclass(frozen=True)
 class Setting:
-    """A per-recording setting: persisted once given, part of the config hash of the stages that read it."""
+    """A per-recording setting: kept once a run given it succeeded, part of the config hash of the stages that read it."""
 
     name: str
     type: type
