@@ -95,7 +95,8 @@ query($key: AssetKeyInput!, $partition: String!) {
         results {
           __typename
           ... on MaterializationEvent { runId description metadataEntries { label ... on TextMetadataEntry { text }
-            ... on FloatMetadataEntry { floatValue } ... on MarkdownMetadataEntry { mdStr } } }
+            ... on FloatMetadataEntry { floatValue } ... on MarkdownMetadataEntry { mdStr }
+            ... on PathMetadataEntry { path } } }
           ... on ObservationEvent { runId description metadataEntries { label ... on TextMetadataEntry { text } } }
         }
       }
@@ -321,10 +322,11 @@ def test_backfill_from_the_job_page_is_one_history_with_filenames_and_partitione
         assert all(e["status"] == "SUCCEEDED" and e["evaluation"]["description"] for e in execs), execs
         # a failed run of another recording (the zero-byte drop file) marks only its own partition
         assert all(e["partition"] for e in data["assetCheckExecutions"])
-    # item 14: the contact sheet is a path plus a small thumbnail, not the whole sheet inline
-    kf = [e for e in _partition_events(url, "keyframes", ids[SILENT_NAME]) if e["__typename"] == "MaterializationEvent"][0]
-    md = {m["label"]: m for m in kf["metadataEntries"]}
-    assert "contact_sheet" in md
+    # item 14: the contact sheet is a path plus a small thumbnail, not the whole sheet inline; the manifest's
+    # materialization names it beside the report (every scene once: it is made from the published manifest)
+    mf = [e for e in _partition_events(url, "manifest", ids[SILENT_NAME]) if e["__typename"] == "MaterializationEvent"][0]
+    md = {m["label"]: m for m in mf["metadataEntries"]}
+    assert md["contact_sheet"]["path"].endswith(f"reports/{ids[SILENT_NAME]}.contact_sheet.jpg"), md["contact_sheet"]
     preview = md["contact_sheet_preview"]["mdStr"]
     assert preview.startswith("![contact sheet](data:image/jpeg;base64,") and len(preview) < 24_000, len(preview)
     # outputs landed in this server's data root
