@@ -141,39 +141,39 @@ _RID = "recording id: 16 lowercase hex characters (from list_recordings or a sea
 PROMPTS: dict[str, dict] = {
     "triage_recording": {
         "description": "Triage one recording: what happened, when, what went wrong, what was on screen.",
-        "arguments": {"recording_id": _RID},
+        "arguments": {"id": _RID},
         "template": """\
-Triage recording {recording_id} with the Talkthrough tools.
+Triage recording {id} with the Talkthrough tools.
 1. list_recordings: find it; note kind, duration, recorded_at (null = unknown wall clock), has_video.
-2. get_transcript(id="{recording_id}"): read it; if truncated, continue with start_ms=next_start_ms.
-3. search(query="error failed exception timeout", id="{recording_id}") for trouble spots.
-4. For each key moment: get_moment(id="{recording_id}", t_ms=...) (skip frames if audio-only).
+2. get_transcript(id="{id}"): read it; if truncated, continue with start_ms=next_start_ms.
+3. search(query="error failed exception timeout", id="{id}") for trouble spots.
+4. For each key moment: get_moment(id="{id}", t_ms=...) (skip frames if audio-only).
 Report: a 3-line summary, a timeline (t_ms and t_wall when known), errors with evidence
 (quote the snippet or OCR text), and open questions. Cite every claim with t_ms.""",
     },
     "meeting_actions": {
         "description": "Extract decisions and action items (owner, due date, evidence) from a meeting.",
-        "arguments": {"recording_id": _RID},
+        "arguments": {"id": _RID},
         "template": """\
-Extract the decisions and action items of meeting recording {recording_id}.
-1. get_transcript(id="{recording_id}") (continue with next_start_ms while truncated=true).
+Extract the decisions and action items of meeting recording {id}.
+1. get_transcript(id="{id}") (continue with next_start_ms while truncated=true).
    When diarized, use speaker_name if present, else the S1/S2 labels; never guess real names
    (name_hints are unconfirmed on-screen names: write "S2 (possibly Bob Stone)" at most).
-2. search(query="send review deadline by friday", id="{recording_id}") to find commitments you missed.
+2. search(query="send review deadline by friday", id="{id}") to find commitments you missed.
 Output a table: action | owner | due | t_ms | quote (<= 20 words). Then decisions, then open questions.
 Mark anything uncertain (e.g. unclear owner) instead of inventing it.""",
     },
     "correlate_with_logs": {
         "description": "Line up a recording with log lines by wall-clock time (t_wall).",
-        "arguments": {"recording_id": _RID,
+        "arguments": {"id": _RID,
                       "log_excerpt": "log lines with timestamps (at most 20000 characters)"},
         "template": """\
-Correlate recording {recording_id} with these log lines:
+Correlate recording {id} with these log lines:
 {log_excerpt}
 1. list_recordings: get recorded_at and wall_clock confidence. If recorded_at is null, say so: only
    relative times (t_ms) are known, so ask for one anchor (e.g. "the error appeared at 10:31:07").
-2. For each log timestamp T: t_ms = T - recorded_at (mind the offset); get_moment(id="{recording_id}", t_ms=...).
-3. search(query=<distinctive words from the logs>, id="{recording_id}") to find on-screen (OCR) matches.
+2. For each log timestamp T: t_ms = T - recorded_at (mind the offset); get_moment(id="{id}", t_ms=...).
+3. search(query=<distinctive words from the logs>, id="{id}") to find on-screen (OCR) matches.
 Report each log line next to what was said/shown at that instant, with t_ms and t_wall, and flag gaps
 larger than the wall clock's confidence allows (low = file mtime, medium = container tag).""",
     },
@@ -190,23 +190,23 @@ Answer with recording filename, t_ms and t_wall (when known) and a short quote f
     },
     "screen_at_remark": {
         "description": "Show what was on screen when something was said in one recording.",
-        "arguments": {"recording_id": _RID,
+        "arguments": {"id": _RID,
                       "remark": "words from the remark, e.g. 'the checkout page is broken' (at most 500 characters)"},
         "template": """\
-Show what was on screen in recording {recording_id} when this was said: {remark}
-1. search(query="<2-3 distinctive words of the remark>", id="{recording_id}") -> hit.t_ms.
-2. get_moment(id="{recording_id}", t_ms=hit.t_ms): the frame on screen then (on_screen_frame_ms first),
+Show what was on screen in recording {id} when this was said: {remark}
+1. search(query="<2-3 distinctive words of the remark>", id="{id}") -> hit.t_ms.
+2. get_moment(id="{id}", t_ms=hit.t_ms): the frame on screen then (on_screen_frame_ms first),
    its OCR text and the transcript around it. Audio-only recordings have no frames: say so.
-3. Small text unreadable? extract_frame(id="{recording_id}", t_ms=..., crop={{x, y, width, height}}).
+3. Small text unreadable? extract_frame(id="{id}", t_ms=..., crop={{x, y, width, height}}).
 Describe the screen (quote the OCR text) and cite t_ms / t_wall.""",
     },
     "speaker_summary": {
         "description": "Summarize what one speaker said in a diarized recording.",
-        "arguments": {"recording_id": _RID,
+        "arguments": {"id": _RID,
                       "speaker": "a speaker label (S1) or name (at most 200 characters)"},
         "template": """\
-Summarize what speaker {speaker} said in recording {recording_id}.
-1. get_transcript(id="{recording_id}", speaker="{speaker}") (continue with next_start_ms while truncated).
+Summarize what speaker {speaker} said in recording {id}.
+1. get_transcript(id="{id}", speaker="{speaker}") (continue with next_start_ms while truncated).
    An error that the recording is not diarized: say so, and summarize the whole transcript instead.
 2. Use speaker_name when present; name_hints are unconfirmed: never present them as fact.
 Output: their main points, questions they asked, commitments they made (t_ms + a short quote each).""",
@@ -227,7 +227,7 @@ Find what happened at {when}, across every recording.
 Answer with t_wall and filename for each claim.""",
 }
 
-PROMPT_ARG_MAX_CHARS = {"recording_id": 64, "log_excerpt": 20_000, "topic": 500, "remark": 500, "speaker": 200,
+PROMPT_ARG_MAX_CHARS = {"id": 64, "log_excerpt": 20_000, "topic": 500, "remark": 500, "speaker": 200,
                         "when": 80}
 
 

@@ -92,8 +92,8 @@ class TalkthroughMCP(MCPServer):
                 problems.append(f"{a} is required (a non-empty string)")
             elif len(v) > cap:
                 problems.append(f"{a} is {len(v)} characters; at most {cap} are accepted")
-            elif a == "recording_id" and not store.ID_RE.fullmatch(v.strip()):
-                problems.append(f"recording_id must be 16 lowercase hex characters, got {v.strip()[:40]!r}")
+            elif a == "id" and not store.ID_RE.fullmatch(v.strip()):
+                problems.append(f"id must be 16 lowercase hex characters, got {v.strip()[:40]!r}")
         unknown = sorted(set(args) - set(spec["arguments"]))
         if unknown:
             problems.append(f"unknown argument(s): {', '.join(repr(u[:40]) for u in unknown[:5])}")
@@ -196,35 +196,32 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     spec = guidance.PROMPTS
 
     @mcp.prompt(name="triage_recording", description=spec["triage_recording"]["description"])
-    def triage_recording(recording_id: str) -> str:
-        return guidance.render("triage_recording", recording_id=recording_id)
+    def triage_recording(id: str) -> str:
+        return guidance.render("triage_recording", id=id)
 
     @mcp.prompt(name="meeting_actions", description=spec["meeting_actions"]["description"])
-    def meeting_actions(recording_id: str) -> str:
-        return guidance.render("meeting_actions", recording_id=recording_id)
+    def meeting_actions(id: str) -> str:
+        return guidance.render("meeting_actions", id=id)
 
     @mcp.prompt(name="correlate_with_logs", description=spec["correlate_with_logs"]["description"])
-    def correlate_with_logs(recording_id: str,
-                            log_excerpt: str) -> str:
-        return guidance.render("correlate_with_logs", recording_id=recording_id, log_excerpt=log_excerpt)
+    def correlate_with_logs(id: str, log_excerpt: str) -> str:
+        return guidance.render("correlate_with_logs", id=id, log_excerpt=log_excerpt)
 
     @mcp.prompt(name="find_discussion", description=spec["find_discussion"]["description"])
     def find_discussion(topic: str) -> str:
         return guidance.render("find_discussion", topic=topic)
 
     @mcp.prompt(name="screen_at_remark", description=spec["screen_at_remark"]["description"])
-    def screen_at_remark(recording_id: str,
-                         remark: str) -> str:
-        return guidance.render("screen_at_remark", recording_id=recording_id, remark=remark)
+    def screen_at_remark(id: str, remark: str) -> str:
+        return guidance.render("screen_at_remark", id=id, remark=remark)
 
     @mcp.prompt(name="what_happened_at", description=spec["what_happened_at"]["description"])
     def what_happened_at(when: str) -> str:
         return guidance.render("what_happened_at", when=when)
 
     @mcp.prompt(name="speaker_summary", description=spec["speaker_summary"]["description"])
-    def speaker_summary(recording_id: str,
-                        speaker: str) -> str:
-        return guidance.render("speaker_summary", recording_id=recording_id, speaker=speaker)
+    def speaker_summary(id: str, speaker: str) -> str:
+        return guidance.render("speaker_summary", id=id, speaker=speaker)
 
     for name, p in spec.items():  # each argument's description, from the one spec the templates use
         for a in mcp._prompt_manager.get_prompt(name).arguments or []:

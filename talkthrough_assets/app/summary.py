@@ -74,13 +74,9 @@ def summary(rid: str) -> dict:
 
 
 def _contact_sheet(rid: str) -> str | None:
-    """The keyframes' contact sheet (a grid of up to 16 of them), where the keyframes stage wrote one."""
-    rows = store.read_rows("keyframes", rid)
-    if not rows:
-        return None
-    folder = rows[0]["file"].rpartition("/")[0]
-    return store.data_location(f"{folder}/contact_sheet.jpg") if "contact_sheet.jpg" in store.list_names(folder) \
-        else None
+    """The recording's contact sheet (every scene once, with its time), written beside its report."""
+    key = store.contact_sheet_key(rid)
+    return store.data_location(key) if store.exists(key) else None
 
 
 def list_recordings() -> list[dict]:

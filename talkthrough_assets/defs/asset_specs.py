@@ -12,7 +12,7 @@ from talkthrough_assets.pipeline.settings import DEPS, STAGES
 from talkthrough_assets.pipeline.stagespec import SETTINGS, SPECS
 
 OWNER = "team:talkthrough"
-PREVIEW_MAX_PX = 480  # the contact-sheet thumbnail stored in each keyframes event (a few KB, not the sheet)
+PREVIEW_MAX_PX = 480  # the contact-sheet thumbnail stored in each manifest event (a few KB, not the sheet)
 
 
 def _branch(stage: str) -> str:

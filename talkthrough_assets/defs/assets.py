@@ -22,7 +22,7 @@ from talkthrough_assets.defs.asset_specs import StagesConfig, asset_specs, mater
 from talkthrough_assets.defs.backfill import backfill_policy, run_batch
 from talkthrough_assets.defs.checks import CHECK_STAGE, check_every_recording, check_result, check_specs, not_checked
 from talkthrough_assets.defs.partitions import DURATION_TAG, FAILURE_TAG, FILENAME_TAG, recordings_partitions
-from talkthrough_assets.defs.run_context import RunRefused, duration, recording_of_run, stop, tag_run
+from talkthrough_assets.defs.run_context import RunRefused, duration, recording_of_run, refused_failures, stop, tag_run
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.pipeline import registry
@@ -85,17 +85,18 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
                 yield not_checked(CHECK_STAGE[name], name, refused.reason)
             raise stop(refused.reason) from None
         loaded = engines.Engines(whisper=whisper, ocr=ocr_engine, diarizer=diarizer)
+        refused = refused_failures(context, selected)  # a dropped file that is no recording: nothing runs
         # which file this is, and which process runs it (a run whose process is gone is marked, not left running)
-        names = pipeline.recording_names(rid)
+        names = [] if refused else pipeline.recording_names(rid)
         tag_run(context, {FILENAME_TAG: names[0] if names else None,
                           DURATION_TAG: duration(registry.known_duration_ms(rid, selected)),
                           **celery_route.runner_tags()})
         named = {"filename": names[0]} if names else {}
         overrides = {k: v for k, v in config.model_dump().items() if v is not None}
-        failures: list[tuple[str, str, Exception]] = []  # (stage, one-line reason, error)
+        failures: list[tuple[str, str, Exception]] = list(refused)  # (stage, one-line reason, error)
         materialized: set[str] = set()
         try:
-            for stage, res in pipeline.run_stages(rid, selected, overrides, engines=loaded):
+            for stage, res in () if refused else pipeline.run_stages(rid, selected, overrides, engines=loaded):
                 if res is pipeline.STARTED:
                     context.log.info(f'Started stage "{stage}"')
                     continue

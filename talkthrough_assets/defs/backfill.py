@@ -132,8 +132,7 @@ def run_batch(context, rids: list[str], stages: list[str], checks: set[str], ove
     """Process the batch's recordings one after another, yielding each one's events as its stages end (Dagster
     stores them then); the run fails at the end, naming the failed ones."""
     label = {rid: pipeline.recording_filename(rid) or rid for rid in rids if store.ID_RE.fullmatch(rid)}
-    first = label.get(rids[0], rids[0])
-    tag_run(context, {FILENAME_TAG: first if len(rids) == 1 else f"{first} and {len(rids) - 1} more",
+    tag_run(context, {FILENAME_TAG: registry.run_label(rids),
                       registry.RUNNER_TAG: f"{socket.gethostname()}:{os.getpid()}"})
     failed: dict[str, tuple[str, Exception | None]] = {}
     durations: list[float] = []

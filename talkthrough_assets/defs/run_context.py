@@ -6,10 +6,11 @@ import dagster as dg
 
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import TalkthroughError
-from talkthrough_assets.defs.partitions import FAILURE_TAG, PARTITIONS_NAME
+from talkthrough_assets.defs.partitions import FAILURE_TAG, PARTITIONS_NAME, REFUSED_TAG
 from talkthrough_assets.defs.step_failure import stop
+from talkthrough_assets.pipeline import preflight
 
-__all__ = ["NO_PARTITION", "RunRefused", "duration", "recording_of_run", "stop", "tag_run"]
+__all__ = ["NO_PARTITION", "RunRefused", "duration", "recording_of_run", "refused_failures", "stop", "tag_run"]
 
 NO_PARTITION = ("no recording picked: Talkthrough's assets are materialized per recording (partition); pick "
                 "the partition(s) before launching (checks alone: Jobs > check_recording)")
@@ -50,3 +51,14 @@ def recording_of_run(context) -> str:
         context.instance.delete_dynamic_partition(PARTITIONS_NAME, rid)
     _fail_run(context, f"partition {rid!r} is not a recording id (16 hex characters) and was removed; "
                        "add recordings as files: Jobs > register_folder, the drop folder or `talkthrough process`")
+
+
+def refused_failures(context, selected: list[str]) -> list[tuple[str, str, Exception]]:
+    """A drop-folder run of a file the stages' fast checks refused (its tags say which file and why): that
+    refusal as the run's stage failures, the other selected stages not run; no stage runs on it, since the file
+    is no recording (its bytes' partition only records the failure). [] for any other run."""
+    text = context.run.tags.get(REFUSED_TAG)
+    if not text:
+        return []
+    stage, _, reason = text.partition(": ")
+    return preflight.refused_run(stage, reason, selected)

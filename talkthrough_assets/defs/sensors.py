@@ -8,7 +8,8 @@ from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, Se
 from talkthrough_assets.core import config
 from talkthrough_assets.defs.assets import talkthrough_stages
 from talkthrough_assets.defs.jobs import process_recording
-from talkthrough_assets.defs.partitions import FILENAME_TAG, PARTITIONS_NAME, recordings_partitions
+from talkthrough_assets.defs.partitions import (FILENAME_TAG, PARTITIONS_NAME, REFUSED_TAG, SOURCE_TAG,
+                                                recordings_partitions)
 from talkthrough_assets.pipeline import dropdir
 from talkthrough_assets.pipeline.registry import registration_log
 from talkthrough_assets.pipeline.settings import as_run_config
@@ -17,7 +18,8 @@ from talkthrough_assets.pipeline.settings import as_run_config
 @sensor(job=process_recording, minimum_interval_seconds=max(1, int(config.get("TALKTHROUGH_DROP_INTERVAL_S"))),
         default_status=DefaultSensorStatus.RUNNING if config.get("TALKTHROUGH_DROP_DIR")
         else DefaultSensorStatus.STOPPED,
-        description="Watches $TALKTHROUGH_DROP_DIR: one run per new, stable recording (same bytes = alias).")
+        description="Watches $TALKTHROUGH_DROP_DIR: one run per new, stable recording (same bytes = alias); "
+                    "a file that is no recording (empty, not media) gets a failed run of its own, with the reason.")
 def drop_dir_sensor(context: SensorEvaluationContext):
     """The folder's state (files handled, files seen once) is named by the cursor and changes only
     with it: a file is done once the run request it earned is returned with the new cursor, so a
@@ -34,23 +36,30 @@ def drop_dir_sensor(context: SensorEvaluationContext):
     # The tick's message (counts + the files it waits on, and why) is its skip reason, shown in the
     # tick history. A tick writes a captured log only when something happened: quiet ticks (every
     # 15 s) would otherwise leave a log file each.
-    if res.new or res.aliases or res.skipped or res.empty:
+    if res.new or res.aliases or res.skipped or res.refused:
         for path, why in res.skipped:
             context.log.info(f"skip {path}: {why}")
+        for r in res.refused:
+            context.log.info(f"refuse {r.path}: {r.stage}: {r.reason}")
         if res.new or res.aliases:
             context.log.info(registration_log([p for _, p in res.new + res.aliases],
                                               [r for r, _ in res.new + res.aliases], known, drop))
         context.log.info(res.message)
     cursor = dropdir.commit(drop, res.state, context.cursor)  # last: in force only once returned
-    if not new:
+    if not new and not res.refused:
         return SensorResult(skip_reason=f"no new stable recordings: {res.message}", cursor=cursor)
     ids = list(dict.fromkeys(rid for rid, _ in new))
     names = {rid: Path(path).name for rid, path in reversed(new)}
+    # a refused file's run is keyed by the file (this version of it), not by its bytes: two empty files, two runs
+    refused = [RunRequest(partition_key=r.rid, run_key=f"refused:{r.key}",
+                          tags={FILENAME_TAG: Path(r.path).name, SOURCE_TAG: r.path, REFUSED_TAG: f"{r.stage}: {r.reason}"})
+               for r in res.refused]
+    add = [rid for rid in dict.fromkeys(ids + [r.rid for r in res.refused]) if rid not in known]
     return SensorResult(
         run_requests=[RunRequest(partition_key=rid, run_key=f"drop:{rid}", tags={FILENAME_TAG: names[rid]},
                                  run_config={"ops": {talkthrough_stages.op.name: {"config": settings}}} if settings else None)
-                      for rid in ids],
-        dynamic_partitions_requests=[recordings_partitions.build_add_request(ids)],
+                      for rid in ids] + refused,
+        dynamic_partitions_requests=[recordings_partitions.build_add_request(add)] if add else [],
         cursor=cursor,
     )
 

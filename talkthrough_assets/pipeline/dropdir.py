@@ -10,10 +10,14 @@ Rules
   are never re-hashed; 10 000 seen files cost one ``os.scandir`` walk and a set lookup each.
 * The same bytes under a second name add no second partition: the path is recorded as an alias.
 * Non-media files are skipped once, with a reason.
+* A stable file that the stages' fast checks refuse (empty, not media, no stream: ``preflight.refusal``) is no
+  recording, whatever its bytes: it is never registered, nor taken for an alias of another file with the same
+  bytes (every empty file has the same id). Each such file gets a run of its own, keyed by the file, that fails
+  with the reason and the file's name (:class:`Refused`), so two empty files are two failed runs.
 * A zero-byte file may be a copy that has not started writing: it waits, but only for
   ``zero_wait_s`` (default :data:`ZERO_WAIT_S`) and at least two ticks. If it is still empty and
-  unchanged after that it is released like any stable file, so its run fails at ``probe`` with
-  ``empty file (0 bytes)`` instead of waiting forever.
+  unchanged after that it is released like any stable file, and refused (``empty file (0 bytes)``)
+  instead of waiting forever.
 * Every tick has a one-line :attr:`TickResult.message` with its counts and the files it waits on
   (and why): the sensor's skip reason / log line.
 
@@ -39,6 +43,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from talkthrough_assets.core import config
 from talkthrough_assets import store
@@ -93,6 +98,18 @@ class DropState:
         return hashlib.sha256(self.to_bytes()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A stable file the stages' fast checks refuse: its content id (the partition its failed run is recorded
+    under), its path, the refusing stage and reason, and a key of this version of the file (its run's key)."""
+
+    rid: str
+    path: str
+    stage: str
+    reason: str
+    key: str
+
+
 @dataclass
 class TickResult:
     new: list[tuple[str, str]] = field(default_factory=list)  # (recording id, path) to process
@@ -102,7 +119,7 @@ class TickResult:
     hashed: int = 0
     seen: int = 0
     why_waiting: dict[str, str] = field(default_factory=dict)  # path -> short reason
-    empty: list[str] = field(default_factory=list)  # zero-byte paths released this tick (in new/aliases)
+    refused: list[Refused] = field(default_factory=list)  # never registered; a failed run each
     root: str = ""
     state: DropState = field(default_factory=DropState)  # the proposed next state (see commit)
     done_now: dict[str, bytes] = field(default_factory=dict)  # path -> fingerprint, hashed this tick
@@ -111,10 +128,10 @@ class TickResult:
     def message(self) -> str:
         """One line: counts, then each waiting file with its reason (first MESSAGE_MAX_FILES)."""
         head = (f"seen {self.seen}, hashed {self.hashed}, new {len(self.new)}, aliases {len(self.aliases)}, "
-                f"waiting {len(self.waiting)}")
-        if self.empty:
-            head += "; released after waiting while empty (their runs fail: empty file (0 bytes)): " + ", ".join(
-                self._name(p) for p in self.empty)
+                f"refused {len(self.refused)}, waiting {len(self.waiting)}")
+        if self.refused:
+            head += "; refused (a failed run each): " + ", ".join(
+                f"{self._name(r.path)} ({r.stage}: {r.reason})" for r in self.refused[:MESSAGE_MAX_FILES])
         if not self.waiting:
             return head
         named = [f"{self._name(p)} ({self.why_waiting.get(p, 'waiting')})" for p in self.waiting[:MESSAGE_MAX_FILES]]
@@ -134,6 +151,7 @@ class TickResult:
             self.state.done.discard(fp)
         self.new = [(r, p) for r, p in self.new if p != path]
         self.aliases = [(r, p) for r, p in self.aliases if p != path]
+        self.refused = [r for r in self.refused if r.path != path]
         self.waiting.append(path)
         self.why_waiting[path] = why
 
@@ -205,10 +223,14 @@ def _walk(root: Path):
 
 def tick(drop_dir: str | os.PathLike, *, known_ids: set[str], state: DropState | None = None,
          exts: set[str] | None = None, max_hash_files: int = 16, max_hash_seconds: float = 20.0,
-         zero_wait_s: float = ZERO_WAIT_S) -> TickResult:
+         zero_wait_s: float = ZERO_WAIT_S, refuse: Callable[[str], tuple[str, str] | None] | None = None
+         ) -> TickResult:
     """One look at the folder, from ``state`` (None: nothing known yet). Writes nothing: the next
     state is ``result.state``, in force once committed (:func:`commit`). ``known_ids``: partitions
-    that exist."""
+    that exist. ``refuse(path)``: (stage, reason) when a stable file is no recording (default: the stages'
+    fast checks, ``preflight.refusal``)."""
+    if refuse is None:
+        from talkthrough_assets.pipeline.preflight import refusal as refuse
     root = Path(drop_dir).expanduser()
     exts = {e.lower() if e.startswith(".") else f".{e.lower()}" for e in (exts or MEDIA_EXTS)}
     res = TickResult(root=str(root))
@@ -235,17 +257,7 @@ def tick(drop_dir: str | os.PathLike, *, known_ids: set[str], state: DropState |
             nxt.done.add(fp)
             res.skipped.append((path, f"not a media file extension ({Path(path).suffix or 'none'})"))
             continue
-        if size == 0:  # empty: a copy may be starting, but not forever
-            same = fp in prev.empty
-            since = prev.empty[fp] if same else now
-            left = zero_wait_s - (now - since)
-            if not same or left > 0:
-                nxt.empty[fp] = since
-                wait(path, f"empty, 0 bytes; run in {max(left, 0):.0f} s if it stays empty")
-                continue
-        elif fp not in prev.pending:
-            nxt.pending.add(fp)
-            wait(path, "new or still being written")  # first sight or still changing: wait for a stable tick
+        if not _stable(path, size, fp, prev, nxt, now, zero_wait_s, wait):
             continue
         if res.hashed >= max_hash_files or time.perf_counter() - t0 > max_hash_seconds:
             if size == 0:  # still stable next tick: hashed then
@@ -258,16 +270,44 @@ def tick(drop_dir: str | os.PathLike, *, known_ids: set[str], state: DropState |
             rid = recording_id(path)
         except OSError:  # vanished between listing and hashing: forgotten, first sight if it returns
             continue
-        res.hashed += 1
-        nxt.done.add(fp)
-        res.done_now[path] = fp
-        if size == 0:
-            res.empty.append(path)
-        if rid in known_ids or any(rid == r for r, _ in res.new):
-            res.aliases.append((rid, path))
-        else:
-            res.new.append((rid, path))
+        _sort(res, rid, path, fp, known_ids, refuse)
     return res
+
+
+def _stable(path: str, size: int, fp: bytes, prev: DropState, nxt: DropState, now: float, zero_wait_s: float,
+            wait: Callable[[str, str], None]) -> bool:
+    """Whether the file may be hashed this tick: unchanged since the previous one (a copy in progress is never
+    hashed), or empty for ``zero_wait_s`` and two ticks. Otherwise it waits, noted in ``nxt`` with why."""
+    if size == 0:  # empty: a copy may be starting, but not forever
+        same = fp in prev.empty
+        since = prev.empty[fp] if same else now
+        left = zero_wait_s - (now - since)
+        if not same or left > 0:
+            nxt.empty[fp] = since
+            wait(path, f"empty, 0 bytes; run in {max(left, 0):.0f} s if it stays empty")
+            return False
+    elif fp not in prev.pending:
+        nxt.pending.add(fp)
+        wait(path, "new or still being written")  # first sight or still changing: wait for a stable tick
+        return False
+    return True
+
+
+def _sort(res: TickResult, rid: str, path: str, fp: bytes, known_ids: set[str],
+          refuse: Callable[[str], tuple[str, str] | None]) -> None:
+    """A hashed file is done: refused (no recording, whatever its bytes), an alias (bytes already known) or new."""
+    refused = refuse(path)
+    if refused and not os.path.exists(path):
+        return  # vanished after hashing: forgotten, first sight if it returns
+    res.hashed += 1
+    res.state.done.add(fp)
+    res.done_now[path] = fp
+    if refused:
+        res.refused.append(Refused(rid, path, *refused, key=fp.hex()))
+    elif rid in known_ids or any(rid == r for r, _ in res.new):
+        res.aliases.append((rid, path))
+    else:
+        res.new.append((rid, path))
 
 
 def register(drop_dir: str | os.PathLike, res: TickResult) -> list[tuple[str, str]]:
@@ -319,5 +359,5 @@ def settings_from_env() -> dict:
     return out
 
 
-__all__ = ["tick", "register", "load", "commit", "Folder", "DropState", "TickResult", "ZERO_WAIT_S",
+__all__ = ["tick", "register", "load", "commit", "Folder", "DropState", "Refused", "TickResult", "ZERO_WAIT_S",
            "parse_exts", "settings_from_env"]

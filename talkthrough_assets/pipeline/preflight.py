@@ -1,6 +1,8 @@
 """A file that a stage rejects in milliseconds (text renamed .mp4, 0 bytes, no streams) fails before a
 Dagster run is started (seconds of start-up for nothing): that stage runs in-process and records its failure
-and reason in ``stage_runs`` exactly as in a run. Which stages can tell: their ``StageSpec.reject``."""
+and reason in ``stage_runs`` exactly as in a run. Which stages can tell: their ``StageSpec.reject``. The drop
+folder asks the same checks of a file before it registers it (:func:`refusal`): a refused file is no recording,
+whatever its bytes."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import os
 
 from talkthrough_assets.core.errors import BadMediaError, StageError
 from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline.events import Skipped
 from talkthrough_assets.pipeline.stagespec import SPECS
 
 
@@ -25,3 +28,23 @@ def rejected(path: str | os.PathLike, rid: str, stages: list[str]) -> str | None
             except StageError:
                 return sp.name
     return None
+
+
+def refusal(path: str | os.PathLike) -> tuple[str, str] | None:
+    """(stage, one-line reason) of the first stage whose fast check refuses the file (empty, not media, no
+    stream); None: a run may start on it. Nothing is recorded: what refused a file is for the caller to say."""
+    for sp in SPECS:
+        if sp.reject is None:
+            continue
+        try:
+            sp.reject(path)
+        except BadMediaError as e:
+            return sp.name, str(e)
+    return None
+
+
+def refused_run(stage: str, reason: str, stages: list[str]) -> list[tuple[str, str, Exception]]:
+    """What a run of ``stages`` on a file ``stage`` refused reports, as a run's stage failures: (stage, one-line
+    reason, error), the refusing stage first, then every other stage as not run because of it."""
+    first = (stage, f"{stage}: {reason}", BadMediaError(reason, stage=stage))
+    return [first] + [(s, str(Skipped(s, stage)), Skipped(s, stage)) for s in stages if s != stage]

@@ -81,6 +81,15 @@ def registration_log(files: list, ids: list[str], known: set[str], root) -> str:
     return f"recording id -> file ({len(first)} new, {len(lines) - len(first)} alias(es)):\n" + "\n".join(lines)
 
 
+def run_label(rids: list[str]) -> str | None:
+    """What the runs list names a run over ``rids`` by (its ``talkthrough/filename`` tag): the first recording's
+    file name (its id when it has none), ``NAME and N more`` for a backfill's batch; None for no recording."""
+    if not rids:
+        return None
+    first = (pipeline.recording_filename(rids[0]) if store.ID_RE.fullmatch(rids[0]) else None) or rids[0]
+    return first if len(rids) == 1 else f"{first} and {len(rids) - 1} more"
+
+
 def known_duration_ms(rid: str, rerunning: Iterable[str] = ()) -> int | None:
     """The recording's duration as probed before (a run tags itself with it at its start); None when it is
     not probed yet, or when ``rerunning`` (the stages a run is about to run) probes it again."""

@@ -132,14 +132,19 @@ def _aliases(_rid: str, _result, names: list[str]) -> dict:
 
 
 def _publish_report(rid: str, _result, _names: list[str]) -> dict:
-    """Write the recording's HTML report (``talkthrough report``'s page) beside the manifest just published,
-    so the manifest's materialization names it; a report that cannot be written never fails the run."""
-    from talkthrough_assets.read import report
+    """Write the recording's HTML report (``talkthrough report``'s page) and its contact sheet beside the manifest
+    just published, so the manifest's materialization names them; neither one, unwritten, fails the run."""
+    from talkthrough_assets.read import contact_sheet, report
 
     try:
-        return {"report": report.publish(rid)["path"]}
+        out = {"report": report.publish(rid)["path"]}
     except Exception as e:  # a view of what is already published: say so and go on
         raise RuntimeError(f"report not written: {type(e).__name__}: {e}") from e
+    try:
+        sheet = contact_sheet.publish(rid)
+    except Exception as e:  # the report is written: keep its path, and say why the sheet is not
+        return {**out, "contact_sheet_error": f"{type(e).__name__}: {e}"}
+    return {**out, "contact_sheet": sheet} if sheet else out
 
 
 def _release_results(rid: str) -> Callable[[], list[str]]:

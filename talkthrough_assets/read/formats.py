@@ -40,6 +40,18 @@ def clock(ms: int) -> str:
     return srt_time(ms)[:8]
 
 
+def time_of_day(stamp: str) -> str:
+    """A ``t_wall`` stamp as a person reads it beside a recording time: ``2026-03-14T09:27:00.120+00:00`` ->
+    ``09:27:00`` (the date and the zone are said once, where the page starts)."""
+    return stamp[11:19] if len(stamp) >= 19 else stamp
+
+
+def zone(stamp: str) -> str:
+    """The zone of a ``t_wall`` stamp: ``UTC`` or ``UTC+09:00`` (the recording's own offset, when known)."""
+    off = stamp[23:] if len(stamp) > 23 else ""
+    return "UTC" if off in ("", "+00:00", "Z") else f"UTC{off}"
+
+
 def _one_line(text: str) -> str:
     """Segment text on one line: a blank line would end an SRT/VTT cue early."""
     return " ".join(str(text or "").split())

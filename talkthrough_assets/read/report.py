@@ -66,17 +66,98 @@ def build(rid: str) -> str:
 def render(snap: snapshot.Snapshot, manifest: dict, thumb, large=None) -> str:
     """The HTML of one snapshot; ``thumb(file key)`` gives a frame's image URL (or None), ``large(file key)``
     the one a click on the thumbnail opens (default: the thumbnail's)."""
-    large = large or thumb
-    rid = snap.rid
-    rec, wc = snap.rec, snap.wall_clock
-    total = max(1, rec["duration_ms"], *(s["t1_ms"] for s in snap.segments))
+    unique = [f for f in snap.frames if f.get("duplicate_of") is None]
+    labels = sorted({t[2] for t in snap.turns} | {s["speaker"] for s in snap.segments if s.get("speaker")})
+    colour = {lab: COLOURS[i % len(COLOURS)] for i, lab in enumerate(labels)}
     names = snap.names if any(s.get("speaker") for s in snap.segments) else {}
+    title = f"{snap.rec['filename']} · Talkthrough report"
+    return "".join([
+        f"<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<meta http-equiv=Content-Security-Policy content=\"{_e(CSP)}\">"
+        f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{_e(title)}</title>"
+        f"<style>{STYLE}</style></head><body>",
+        _header(snap, manifest, len(unique), labels, names),
+        _timeline(snap, unique, labels, colour, names, thumb, large or thumb),
+        "<dialog id=large aria-label='frame, large'><p id=large-cap></p></dialog>",  # the script adds the image
+        "<section id=transcript><input id=q type=search placeholder='search transcript and screen text' "
+        "aria-label=search autocomplete=off><span id=count></span><ol id=segs>",
+        _transcript(snap, colour, names),
+        "</ol>",
+        _screens(unique, snap.wall_clock),
+        "</section>",
+        f"<script>{SCRIPT}</script></body></html>"])
+
+
+def _header(snap: snapshot.Snapshot, manifest: dict, unique: int, labels: list[str], names: dict) -> str:
+    """The file name and the facts of the recording: its id, duration, wall clock, models, counts, speakers."""
+    rec, wc = snap.rec, snap.wall_clock
     tr = manifest.get("transcript") or {}
     di = tr.get("diarization") or {}
     models = [m for m in (tr.get("model"), di.get("segmentation_model") if di.get("available") else None,
                           di.get("embedding_model") if di.get("available") else None) if m]
+    facts = [("recording id", snap.rid),
+             ("duration", formats.clock(rec["duration_ms"]) + f" ({rec['duration_ms'] / 1000:.1f} s)"),
+             ("kind", rec.get("kind")),
+             ("wall-clock start", f"{_day_and_time(t_wall(wc, 0))} (source: {wc['source']}, confidence: {wc['confidence']})"
+              if wc else "unknown"),
+             ("language", rec.get("language") or "-"), ("models", ", ".join(models) or "-"),
+             ("segments", len(snap.segments)), ("frames", f"{len(snap.frames)} ({unique} unique)"),
+             ("speakers", ", ".join(formats.speaker_tag(lab, names) + (" (by voice)" if snap.name_sources.get(lab) == "voice"
+                                                                      else "") for lab in labels) or "not diarized")]
+    # unconfirmed voice matches with enrolled people (issue #35)
+    facts += [(f"{lab} voice", m.get("hint") or "voice match") for lab, m in sorted(snap.voice_hints.items())]
+    return (f"<header><h1 id=title>{_e(rec['filename'])}</h1><dl>"
+            + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts) + "</dl></header>")
+
+
+def _timeline(snap: snapshot.Snapshot, unique: list[dict], labels: list[str], colour: dict, names: dict,
+              thumb, large) -> str:
+    """Every scene once (thumbnails, each with its times), turns as bands, cuts as ticks; each part only when it
+    has something to show (an audio-only recording without speakers has no timeline at all: issue #38, item 7)."""
+    if not unique and not snap.turns:
+        return ""
+    total = max(1, snap.rec["duration_ms"], *(s["t1_ms"] for s in snap.segments))
+    out = ["<section id=timeline aria-label=timeline>"]
+    w = out.append
+    if unique:
+        w("<div class=frames>" + "".join(_thumb_button(f, snap.wall_clock, thumb, large) for f in unique) + "</div>")
+    if snap.turns:
+        w("<div class=track id=turns>")
+    for t0, t1, lab in snap.turns:
+        left, width = _pct(t0, total), f"{max(0.2, 100.0 * (t1 - t0) / total):.3f}"
+        w(f"<button class=turn data-t='{int(t0)}' data-t1='{int(t1)}' style='left:{left}%;width:{width}%;background:{colour.get(lab, '#888')}' "
+          f"title='{_e(formats.speaker_tag(lab, names))} {_e(formats.clock(t0))}'></button>")
+    if snap.turns:
+        w("</div>")
+    if unique:
+        w("<div class=track id=cuts>" + "".join(
+            f"<span class=cut style='left:{_pct(f['ms'], total)}%' title='scene cut {_e(formats.clock(f['ms']))}'></span>"
+            for f in unique) + "</div>")
+    if labels:
+        w("<p class=legend>" + " ".join(
+            f"<span style='background:{colour[lab]}'>{_e(formats.speaker_tag(lab, names))}</span>" for lab in labels)
+          + "</p>")
+    return "".join(out) + "</section>"
+
+
+def _thumb_button(f: dict, wc: dict | None, thumb, large) -> str:
+    """One scene: its thumbnail (a click marks its narration and opens it large) with its times as the
+    transcript lines have them (from the start, and the time of day when the wall clock is known)."""
+    src = thumb(f["file"])
+    big = large(f["file"]) if src else None
+    at, wall = formats.clock(f["ms"]), t_wall(wc, f["ms"])
+    img = f"<img alt='frame at {_e(at)}' src='{_e(src)}'>" if src else "<span>missing</span>"
+    when = f"{at} ({formats.time_of_day(wall)} {formats.zone(wall)})" if wall else at
+    return (f"<button class=thumb data-t='{int(f['ms'])}' title='{_e(when)}: click to enlarge'"
+            + (f" data-full='{_e(big)}'" if big else "") + f">{img}<small><span class=time>{_e(at)}</span>"
+            + (f"<span class=wall>{_e(formats.time_of_day(wall))}</span>" if wall else "") + "</small></button>")
+
+
+def _transcript(snap: snapshot.Snapshot, colour: dict, names: dict) -> str:
+    """A line per segment: its times, speaker and text, and what was on screen then (folded)."""
+    if not snap.segments:
+        return f"<li class=none>{_e(snap.transcript_reason or 'no transcript')}</li>"
     by_ms = {f["ms"]: f for f in snap.frames}
-    unique = [f for f in snap.frames if f.get("duplicate_of") is None]
     frame_ms = [f["ms"] for f in snap.frames]
 
     def ocr_at(ms: int) -> tuple[int | None, str]:
@@ -87,99 +168,40 @@ def render(snap: snapshot.Snapshot, manifest: dict, thumb, large=None) -> str:
         src = by_ms.get(f.get("duplicate_of")) if f.get("duplicate_of") is not None else f
         return f["ms"], (f.get("ocr_text") or (src or {}).get("ocr_text") or "")
 
-    labels = sorted({t[2] for t in snap.turns} | {s["speaker"] for s in snap.segments if s.get("speaker")})
-    colour = {lab: COLOURS[i % len(COLOURS)] for i, lab in enumerate(labels)}
-    out: list[str] = []
-    w = out.append
-    title = f"{rec['filename']} · Talkthrough report"
-    w(f"<!doctype html><html lang=en><head><meta charset=utf-8>"
-      f"<meta http-equiv=Content-Security-Policy content=\"{_e(CSP)}\">"
-      f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{_e(title)}</title>"
-      f"<style>{STYLE}</style></head><body>")
-    w(f"<header><h1 id=title>{_e(rec['filename'])}</h1><dl>")
-    facts = [("recording id", rid), ("duration", formats.clock(rec["duration_ms"]) + f" ({rec['duration_ms'] / 1000:.1f} s)"),
-             ("kind", rec.get("kind")),
-             ("wall-clock start", f"{wc['start_utc']} (source: {wc['source']}, confidence: {wc['confidence']})"
-              if wc else "unknown"),
-             ("language", rec.get("language") or "-"), ("models", ", ".join(models) or "-"),
-             ("segments", len(snap.segments)), ("frames", f"{len(snap.frames)} ({len(unique)} unique)"),
-             ("speakers", ", ".join(formats.speaker_tag(lab, names) + (" (by voice)" if snap.name_sources.get(lab) == "voice"
-                                                                      else "") for lab in labels) or "not diarized")]
-    # unconfirmed voice matches with enrolled people (issue #35)
-    facts += [(f"{lab} voice", m.get("hint") or "voice match") for lab, m in sorted(snap.voice_hints.items())]
-    for k, v in facts:
-        w(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>")
-    w("</dl></header>")
-    # timeline: thumbnails at their time, turns as bands, cuts as ticks; each part only when it has something
-    # to show (an audio-only recording without speakers has no timeline at all: issue #38, item 7)
-    if unique or snap.turns:
-        w("<section id=timeline aria-label=timeline>")
-    if unique:
-        w("<div class=frames>")
-    for f in unique:
-        src = thumb(f["file"])
-        big = large(f["file"]) if src else None
-        img = f"<img alt='frame at {_e(formats.clock(f['ms']))}' src='{_e(src)}'>" if src else "<span>missing</span>"
-        w(f"<button class=thumb data-t='{int(f['ms'])}' title='{_e(formats.clock(f['ms']))}: click to enlarge'"
-          + (f" data-full='{_e(big)}'" if big else "") + f">{img}<small>{_e(formats.clock(f['ms']))}</small></button>")
-    if unique:
-        w("</div>")
-    if snap.turns:
-        w("<div class=track id=turns>")
-    for t0, t1, lab in snap.turns:
-        left, width = _pct(t0, total), f"{max(0.2, 100.0 * (t1 - t0) / total):.3f}"
-        w(f"<button class=turn data-t='{int(t0)}' data-t1='{int(t1)}' style='left:{left}%;width:{width}%;background:{colour.get(lab, '#888')}' "
-          f"title='{_e(formats.speaker_tag(lab, names))} {_e(formats.clock(t0))}'></button>")
-    if snap.turns:
-        w("</div>")
-    if unique:
-        w("<div class=track id=cuts>")
-        for f in unique:
-            w(f"<span class=cut style='left:{_pct(f['ms'], total)}%' title='scene cut {_e(formats.clock(f['ms']))}'></span>")
-        w("</div>")
-    if labels:
-        w("<p class=legend>" + " ".join(
-            f"<span style='background:{colour[lab]}'>{_e(formats.speaker_tag(lab, names))}</span>" for lab in labels)
-          + "</p>")
-    if unique or snap.turns:
-        w("</section>")
-    w("<dialog id=large aria-label='frame, large'><p id=large-cap></p></dialog>")  # the script adds the image
-    w("<section id=transcript><input id=q type=search placeholder='search transcript and screen text' "
-      "aria-label=search autocomplete=off><span id=count></span><ol id=segs>")
-    if not snap.segments:
-        w(f"<li class=none>{_e(snap.transcript_reason or 'no transcript')}</li>")
+    out = []
     for s in snap.segments:
         t0 = int(s["t0_ms"])
-        wall = t_wall(wc, t0)
+        wall = t_wall(snap.wall_clock, t0)
         fms, ocr = ocr_at(t0)
         who = s.get("speaker")
         # a person reads the time of day; the full stamp and the agent's call for this moment are a hover away
-        call = f'get_moment {{"id": "{rid}", "t_ms": {t0}}}'
-        w(f"<li class=seg data-t='{t0}' data-t1='{int(s['t1_ms'])}' title='{_e(call)}'>"
-          f"<span class=time>{_e(formats.clock(t0))}</span>"
-          + (f"<span class=wall title='{_e(wall)}'>{_e(_time_of_day(wall))}</span>" if wall else "")
-          + (f"<b class=who style='color:{colour.get(who, '#333')}'>{_e(formats.speaker_tag(who, names))}</b>" if who else "")
-          + f"<span class=text>{_e(s['text'])}</span>")
-        if ocr:
-            w(f"<details><summary>on screen (frame at {_e(formats.clock(fms))})</summary><pre class=ocr>{_e(ocr)}</pre></details>")
-        w("</li>")
-    w("</ol>")
-    # every on-screen text, not only the frames a segment points at: the search box covers them all (#38, item 7)
-    screens = [(f["ms"], f.get("ocr_text") or "") for f in unique if (f.get("ocr_text") or "").strip()]
-    if screens:
-        w("<h2>On screen</h2><ol id=screens>")
-        for ms, text in screens:
-            w(f"<li class=screen data-t='{int(ms)}'><span class=time>{_e(formats.clock(ms))}</span>"
-              f"<pre class=ocr>{_e(text)}</pre></li>")
-        w("</ol>")
-    w("</section>")
-    w(f"<script>{SCRIPT}</script></body></html>")
+        call = f'get_moment {{"id": "{snap.rid}", "t_ms": {t0}}}'
+        out.append(
+            f"<li class=seg data-t='{t0}' data-t1='{int(s['t1_ms'])}' title='{_e(call)}'>"
+            f"<span class=time>{_e(formats.clock(t0))}</span>"
+            + (f"<span class=wall title='{_e(wall)}'>{_e(formats.time_of_day(wall))}</span>" if wall else "")
+            + (f"<b class=who style='color:{colour.get(who, '#333')}'>{_e(formats.speaker_tag(who, names))}</b>" if who else "")
+            + f"<span class=text>{_e(s['text'])}</span>"
+            + (f"<details><summary>on screen (frame at {_e(formats.clock(fms))})</summary><pre class=ocr>{_e(ocr)}</pre></details>"
+               if ocr else "") + "</li>")
     return "".join(out)
 
 
-def _time_of_day(stamp: str) -> str:
-    """``2026-03-14T09:27:00.120+00:00`` -> ``09:27:00`` (the date and zone are in the header)."""
-    return stamp[11:19] if len(stamp) >= 19 else stamp
+def _screens(unique: list[dict], wc: dict | None) -> str:
+    """Every on-screen text, not only the frames a segment points at: the search box covers them all (#38, item 7)."""
+    screens = [(f["ms"], f.get("ocr_text") or "") for f in unique if (f.get("ocr_text") or "").strip()]
+    if not screens:
+        return ""
+    return ("<h2>On screen</h2><ol id=screens>" + "".join(
+        f"<li class=screen data-t='{int(ms)}'><span class=time>{_e(formats.clock(ms))}</span>"
+        + (f"<span class=wall>{_e(formats.time_of_day(wall))}</span>" if (wall := t_wall(wc, ms)) else "")
+        + f"<pre class=ocr>{_e(text)}</pre></li>" for ms, text in screens) + "</ol>")
+
+
+def _day_and_time(stamp: str) -> str:
+    """``2026-03-14T09:27:00.120+00:00`` -> ``2026-03-14 09:27:00 UTC``: the date and zone every time of day in the
+    page is in."""
+    return f"{stamp[:10]} {formats.time_of_day(stamp)} {formats.zone(stamp)}"
 
 
 STYLE = """

@@ -130,6 +130,11 @@ def report_key(recording_id: str) -> str:
     return f"reports/{check_id(recording_id)}.html"
 
 
+def contact_sheet_key(recording_id: str) -> str:
+    """The recording's contact sheet (talkthrough_assets.read.contact_sheet), beside its report and rewritten with it."""
+    return f"reports/{check_id(recording_id)}.contact_sheet.jpg"
+
+
 def settings_key(recording_id: str) -> str:
     return f"settings/{check_id(recording_id)}.json"
 

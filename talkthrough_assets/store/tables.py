@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from talkthrough_assets.store.integrity import file_problem, note_damaged
 from talkthrough_assets.store.backend import delete_file, delete_tree, exists, list_names, move_file, parquet_source, write_parquet
-from talkthrough_assets.store.paths import (SCHEMA_PARTITION, audio_key, check_id, data_location, frames_key, local_path, manifest_key, partition_key, quarantine_key, report_key, settings_key, single_part, table_key, table_path)
+from talkthrough_assets.store.paths import (SCHEMA_PARTITION, audio_key, check_id, contact_sheet_key, data_location, frames_key, local_path, manifest_key, partition_key, quarantine_key, report_key, settings_key, single_part, table_key, table_path)
 from talkthrough_assets.store.schemas import SCHEMAS, TABLES, to_arrow
 
 _schema_files_done: set[str] = set()
@@ -120,11 +120,12 @@ def delete_partition(table: str, recording_id: str) -> None:
 
 def recording_keys(recording_id: str) -> list[str]:
     """Every data-root key that holds something of one recording (folders and files): its partition of
-    every table (sources/aliases and search terms included), frames, WAV, manifest, report and settings."""
+    every table (sources/aliases and search terms included), frames, WAV, manifest, report, contact sheet and
+    settings."""
     check_id(recording_id)
     return ([partition_key(t, recording_id) for t in TABLES]
             + [frames_key(recording_id), audio_key(recording_id), manifest_key(recording_id),
-               report_key(recording_id), settings_key(recording_id)])
+               report_key(recording_id), contact_sheet_key(recording_id), settings_key(recording_id)])
 
 
 def recording_folders(recording_id: str) -> list[Path]:

@@ -91,6 +91,7 @@ def _stop(proc: subprocess.Popen) -> None:
 async def _drive(home: Path, ids: dict[str, str]) -> dict:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
+    from mcp.shared.exceptions import MCPError
 
     sc, mt, tv, sv = (ids[F.SCREENCAST_NAME], ids[F.MEETING_NAME], ids[F.TWO_VOICES_NAME], ids[F.SILENT_NAME])
     params = StdioServerParameters(command=TALKTHROUGH, args=["mcp"],
@@ -101,9 +102,13 @@ async def _drive(home: Path, ids: dict[str, str]) -> dict:
             out["init"] = await s.initialize()
             out["tools"] = (await s.list_tools()).tools
             out["prompts"] = (await s.list_prompts()).prompts
-            out["prompt_triage"] = await s.get_prompt("triage_recording", {"recording_id": sc})
+            out["prompt_triage"] = await s.get_prompt("triage_recording", {"id": sc})
             out["prompt_logs"] = await s.get_prompt("correlate_with_logs",
-                                                    {"recording_id": sc, "log_excerpt": "10:27:01 ERROR 503"})
+                                                    {"id": sc, "log_excerpt": "10:27:01 ERROR 503"})
+            try:  # the tools' argument name is the only one: the old prompt argument is refused, by name
+                out["prompt_old_arg"] = await s.get_prompt("triage_recording", {"recording_id": sc})
+            except MCPError as e:
+                out["prompt_old_arg"] = e
             calls = {
                 "list_all": ("list_recordings", {}),
                 "list_p1": ("list_recordings", {"limit": 2}),
@@ -212,7 +217,18 @@ def test_discovery_tools_schemas_and_guidance(session):
 
 
 def test_prompts(session, ids):
+    from mcp.shared.exceptions import MCPError
+
     assert {p.name for p in session["prompts"]} == PROMPTS
+    # a recording is `id` in every prompt, as in every tool
+    tool_args = {t.name: set(t.input_schema["properties"]) for t in session["tools"]}
+    assert "id" in tool_args["get_transcript"] and "recording_id" not in set().union(*tool_args.values())
+    prompt_args = {p.name: [a.name for a in p.arguments] for p in session["prompts"]}
+    assert "recording_id" not in sum(prompt_args.values(), []), prompt_args
+    assert {n for n, args in prompt_args.items() if "id" in args} == {
+        "triage_recording", "meeting_actions", "correlate_with_logs", "screen_at_remark", "speaker_summary"}, prompt_args
+    old = session["prompt_old_arg"]
+    assert isinstance(old, MCPError) and "id is required" in old.message and "'recording_id'" in old.message, old
     sc = ids[F.SCREENCAST_NAME]
     triage = session["prompt_triage"].messages[0].content.text
     assert sc in triage and "get_transcript" in triage

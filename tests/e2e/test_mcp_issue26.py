@@ -219,11 +219,11 @@ def defects(processed, pristine_home, ids) -> dict:
         "moment": ("get_moment", {"id": ids[F.SCREENCAST_NAME], "t_ms": 13000}),
     }
     prompts = {
-        "p_bad_id": ("triage_recording", {"recording_id": "x" * 20_000}),
-        "p_path_id": ("screen_at_remark", {"recording_id": "../etc", "remark": "checkout"}),
+        "p_bad_id": ("triage_recording", {"id": "x" * 20_000}),
+        "p_path_id": ("screen_at_remark", {"id": "../etc", "remark": "checkout"}),
         "p_topic": ("find_discussion", {"topic": "database migration"}),
-        "p_remark": ("screen_at_remark", {"recording_id": ids[F.SCREENCAST_NAME], "remark": "gateway timeout"}),
-        "p_speaker": ("speaker_summary", {"recording_id": ids[F.TWO_VOICES_NAME], "speaker": "S2"}),
+        "p_remark": ("screen_at_remark", {"id": ids[F.SCREENCAST_NAME], "remark": "gateway timeout"}),
+        "p_speaker": ("speaker_summary", {"id": ids[F.TWO_VOICES_NAME], "speaker": "S2"}),
     }
 
     async def run() -> dict:
@@ -274,7 +274,7 @@ def test_item7_item8_prompts_check_ids_and_describe_arguments(defects, ids):
             assert a.required and a.description, (p.name, a.name)
     for key in ("p_bad_id", "p_path_id"):
         e = defects[key]
-        assert isinstance(e, MCPError) and "recording_id" in e.message and len(e.message) < 500, (key, e)
+        assert isinstance(e, MCPError) and ": id " in e.message and len(e.message) < 500, (key, e)
     assert "database migration" in defects["p_topic"].messages[0].content.text
     assert ids[F.SCREENCAST_NAME] in defects["p_remark"].messages[0].content.text
     assert 'speaker="S2"' in defects["p_speaker"].messages[0].content.text

@@ -405,16 +405,16 @@ def session(processed, pristine_home, ids, tmp_path_factory) -> dict:
                 for key, (tool, args) in calls.items():
                     out[key] = await s.call_tool(tool, args)
                 for key, (name, args) in {"prompt_missing": ("triage_recording", {}),
-                                          "prompt_blank": ("correlate_with_logs", {"recording_id": sc,
+                                          "prompt_blank": ("correlate_with_logs", {"id": sc,
                                                                                    "log_excerpt": "  "}),
-                                          "prompt_huge": ("correlate_with_logs", {"recording_id": sc,
+                                          "prompt_huge": ("correlate_with_logs", {"id": sc,
                                                                                   "log_excerpt": "x" * 50_000}),
                                           "prompt_unknown": ("no_such_prompt", {})}.items():
                     try:
                         out[key] = await s.get_prompt(name, args)
                     except MCPError as e:
                         out[key] = e
-                out["prompt_ok"] = await s.get_prompt("triage_recording", {"recording_id": sc})
+                out["prompt_ok"] = await s.get_prompt("triage_recording", {"id": sc})
         out["stderr"] = errlog_path.read_text()
         return out
 
@@ -547,7 +547,7 @@ def test_bad_prompt_arguments_are_invalid_params_not_tracebacks(session, ids):
     from mcp.shared.exceptions import MCPError
     from mcp_types import INVALID_PARAMS
 
-    for key, needle in (("prompt_missing", "recording_id is required"), ("prompt_blank", "log_excerpt is required"),
+    for key, needle in (("prompt_missing", "id is required"), ("prompt_blank", "log_excerpt is required"),
                         ("prompt_huge", "at most"), ("prompt_unknown", "no prompt named")):
         e = session[key]
         assert isinstance(e, MCPError), (key, e)

@@ -7,6 +7,7 @@ executes. Screenshots go to $TALKTHROUGH_TEST_ARTIFACTS (default: the test's tmp
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from fixture_facts import PROCESS_OPTIONS, SCREENCAST_PATH, TWO_VOICES_NAME, TWO_VOICES_PATH, unique_copy
@@ -14,8 +15,10 @@ from typer.testing import CliRunner
 
 from talkthrough_assets.cli import main as cli
 from talkthrough_assets.app import service
+from talkthrough_assets.read import formats
 from talkthrough_assets.read import report
 from talkthrough_assets.read import snapshot
+from talkthrough_assets.stages.wall_clock import t_wall
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (.ci/run installs it); no browser download
 SITE = "http://talkthrough.test"
@@ -109,12 +112,27 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             assert page.evaluate("() => document.querySelector('.thumb img').getBoundingClientRect().height") >= 100
             assert "get_moment" not in page.inner_text("#segs")
             assert all(len(w) == 8 for w in page.locator("#segs .wall").all_inner_texts())
+            # every scene once (the strip is the page's contact sheet), each with its times as its transcript
+            # lines have them: from the start, and the time of day; the header says the day and the zone once
+            wc = snap.wall_clock
+            assert wc, "the fixture carries a creation time"
+            walls = [t_wall(wc, f["ms"]) for f in unique]
+            assert thumbs.evaluate_all("els => els.map(e => [e.querySelector('.time').innerText, "
+                                       "e.querySelector('.wall').innerText])") == [
+                [formats.clock(f["ms"]), formats.time_of_day(w)] for f, w in zip(unique, walls)]
+            assert page.locator("#screens .screen .wall").all_inner_texts() == [
+                formats.time_of_day(w) for f, w in zip(unique, walls) if (f.get("ocr_text") or "").strip()]
+            start = t_wall(wc, 0)
+            assert f"{start[:10]} {formats.time_of_day(start)} {formats.zone(start)}" in page.inner_text("header")
+            assert not re.search(r"\d\dT\d\d:|:\d\d\.\d{3}", page.inner_text("body")), "an ISO stamp shown"
             # the frame opens large: Escape closes it
             thumbs.last.click()
             assert page.locator("#large[open]").count() == 1
             size = page.evaluate("() => { const i = document.getElementById('large-img'); "
                                  "return [i.naturalWidth, i.getBoundingClientRect().height]; }")
             assert size[0] == report.LARGE_WIDTH and size[1] > 400, size
+            assert page.inner_text("#large-cap") == f"{formats.clock(unique[-1]['ms'])} " \
+                f"({formats.time_of_day(walls[-1])} {formats.zone(walls[-1])})"
             page.screenshot(path=str(art / "report_large.png"))
             page.keyboard.press("Escape")
             assert page.locator("#large[open]").count() == 0
@@ -143,6 +161,9 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             assert page.locator("#screens .screen mark").first.inner_text().lower() == "responding"
             page.fill("#q", "")
             assert page.locator("mark").count() == 0 and page.locator("details[open]").count() == 0
+            for hidden in ("get_moment", "t_ms", snap.rid):  # hover text (the agent's call) is not searched
+                page.fill("#q", hidden)
+                assert page.inner_text("#count").startswith(f"0 of {n} segments, 0 of "), (hidden, page.inner_text("#count"))
             page.fill("#q", "zzzz-no-such-text")
             assert page.evaluate("() => Array.from(document.querySelectorAll('#segs .seg'))"
                                  ".every(s => s.style.display === 'none')")

@@ -5,7 +5,8 @@ that `talkthrough ui` starts, on real engines and fixtures:
   backfilled from the process_recording job page: one batch run over the three;
 - the two good recordings are materialized and their data stored; the bad one fails with its reason,
   naming it, in the run's failure and in the partition view; the run fails, and nothing is left STARTED;
-- the batch run is created within seconds of the launch (before: the backfill daemon's 30 s loop).
+- the batch run is created within seconds of the launch (before: the backfill daemon's 30 s loop), and is named
+  by its recordings' files while it waits (queued or starting), not only once its step starts.
 """
 
 from __future__ import annotations
@@ -43,18 +44,24 @@ RUN_CREATED_S = 10.0
 
 
 def _backfill_until_done(url: str, ids: list[str]) -> dict:
-    """Launch the job page's backfill of ``ids``; the backfill (its id added) once done."""
+    """Launch the job page's backfill of ``ids``; the backfill (its id added) once done, with ``first_seen``: each
+    of its runs as first seen submitted (status, tags; the daemon creates a run, then submits it to the queue),
+    polled often enough to see a run before its step starts (a run worker's start takes seconds)."""
     res = gql(url, LAUNCH_BACKFILL, {"params": {
         "selector": {"partitionSetName": "process_recording_partition_set", "repositorySelector": REPO},
         "assetSelection": [{"path": [s]} for s in STAGES], "partitionNames": ids,
         "fromFailure": False, "tags": []}})["launchPartitionBackfill"]
     assert res["__typename"] == "LaunchBackfillSuccess", res
     deadline = time.monotonic() + 500
+    first_seen: dict[str, tuple[str, dict]] = {}
     while time.monotonic() < deadline:
         backfill = gql(url, BACKFILL_STATUS, {"id": res["backfillId"]})["partitionBackfillOrError"]
+        for run in backfill["runs"]:
+            if run["status"] != "NOT_STARTED":
+                first_seen.setdefault(run["runId"], (run["status"], _tags(run)))
         if backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"):
-            return {**backfill, "id": res["backfillId"]}
-        time.sleep(2)
+            return {**backfill, "id": res["backfillId"], "first_seen": first_seen}
+        time.sleep(0.25)
     pytest.fail(f"the backfill did not end within 500 s: {backfill}")
 
 
@@ -80,6 +87,12 @@ def test_backfill_runs_a_batch_stores_the_good_recordings_and_names_the_bad_one(
         assert len(runs) == 1 and runs[0]["status"] == "FAILURE", runs
         tags = _tags(runs[0])
         assert "dagster/partition" not in tags and tags["dagster/asset_partition_range_start"], tags
+        # named in the runs list by its recordings' files from the start: seen waiting (queued, or its run worker
+        # starting: before any step, which is where the name was added before), already named
+        label = f"{next(n for n, i in ids.items() if i == tags['dagster/asset_partition_range_start'])} and 2 more"
+        seen_status, seen_tags = backfill["first_seen"][runs[0]["runId"]]
+        assert seen_status in ("QUEUED", "STARTING"), (seen_status, seen_tags)
+        assert seen_tags.get("talkthrough/filename") == label == tags["talkthrough/filename"], seen_tags
         # the failure names the bad recording (file and id), and only it
         failure = tags["talkthrough/failure"]
         assert f"{BAD_NAME} ({ids[BAD_NAME]})" in failure and "1 of 3" in failure, failure

@@ -35,6 +35,7 @@ from talkthrough_assets.pipeline.settings import STAGES
 ROOT = Path(__file__).resolve().parents[2]
 REPO = {"repositoryLocationName": "talkthrough_assets.definitions", "repositoryName": "__repository__"}
 EMPTY_NAME = "empty drop.mp4"
+SECOND_EMPTY_NAME = "empty again.mp4"
 
 LAUNCH_BACKFILL = """
 mutation($params: LaunchBackfillParams!) {
@@ -95,7 +96,8 @@ query($key: AssetKeyInput!, $partition: String!) {
         results {
           __typename
           ... on MaterializationEvent { runId description metadataEntries { label ... on TextMetadataEntry { text }
-            ... on FloatMetadataEntry { floatValue } ... on MarkdownMetadataEntry { mdStr } } }
+            ... on FloatMetadataEntry { floatValue } ... on MarkdownMetadataEntry { mdStr }
+            ... on PathMetadataEntry { path } } }
           ... on ObservationEvent { runId description metadataEntries { label ... on TextMetadataEntry { text } } }
         }
       }
@@ -210,11 +212,11 @@ def wait_run(url: str, run_id: str, timeout: float = 240) -> str:
     return "TIMEOUT"
 
 
-def drop_failure_run(url: str, timeout: float = 240) -> dict:
-    """The run the sensor launched for the zero-byte drop file, once it has ended."""
+def drop_failure_run(url: str, timeout: float = 240, name: str = EMPTY_NAME) -> dict:
+    """The run the sensor launched for the zero-byte drop file ``name``, once it has ended."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        runs = gql(url, RUNS_BY_TAG, {"key": "talkthrough/filename", "value": EMPTY_NAME})["runsOrError"]["results"]
+        runs = gql(url, RUNS_BY_TAG, {"key": "talkthrough/filename", "value": name})["runsOrError"]["results"]
         if runs and runs[0]["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
             return runs[0]
         time.sleep(2)
@@ -321,10 +323,11 @@ def test_backfill_from_the_job_page_is_one_history_with_filenames_and_partitione
         assert all(e["status"] == "SUCCEEDED" and e["evaluation"]["description"] for e in execs), execs
         # a failed run of another recording (the zero-byte drop file) marks only its own partition
         assert all(e["partition"] for e in data["assetCheckExecutions"])
-    # item 14: the contact sheet is a path plus a small thumbnail, not the whole sheet inline
-    kf = [e for e in _partition_events(url, "keyframes", ids[SILENT_NAME]) if e["__typename"] == "MaterializationEvent"][0]
-    md = {m["label"]: m for m in kf["metadataEntries"]}
-    assert "contact_sheet" in md
+    # item 14: the contact sheet is a path plus a small thumbnail, not the whole sheet inline; the manifest's
+    # materialization names it beside the report (every scene once: it is made from the published manifest)
+    mf = [e for e in _partition_events(url, "manifest", ids[SILENT_NAME]) if e["__typename"] == "MaterializationEvent"][0]
+    md = {m["label"]: m for m in mf["metadataEntries"]}
+    assert md["contact_sheet"]["path"].endswith(f"reports/{ids[SILENT_NAME]}.contact_sheet.jpg"), md["contact_sheet"]
     preview = md["contact_sheet_preview"]["mdStr"]
     assert preview.startswith("![contact sheet](data:image/jpeg;base64,") and len(preview) < 24_000, len(preview)
     # outputs landed in this server's data root
@@ -466,3 +469,22 @@ def test_browser_failed_run_shows_the_reason_without_a_stack_and_names_the_file(
     # it lists the observation from this run; its text (the reason) is checked over GraphQL above
     assert "process_recording" in text and run["runId"][:8] in text
     page.close()
+
+
+def test_an_empty_file_dropped_after_another_fails_on_its_own_and_is_no_alias(dagster_ui):
+    """Every empty file has the same bytes, so the same id: the second one used to be recorded as an alias of the
+    first and never got a run. Each is refused on its own: a failed run each, naming its file, and neither is
+    registered (no recording, no alias). Last in this module: the pages above show the first file's run alone."""
+    url, drop, home = dagster_ui["url"], dagster_ui["drop"], dagster_ui["home"]
+    first = drop_failure_run(url)
+    (drop / SECOND_EMPTY_NAME).write_bytes(b"")
+    second = drop_failure_run(url, name=SECOND_EMPTY_NAME)
+    tags, first_tags = _tags(second), _tags(first)
+    assert second["status"] == "FAILURE" and second["runId"] != first["runId"]
+    assert tags["dagster/partition"] == first_tags["dagster/partition"]  # the same bytes' partition records both
+    assert tags["talkthrough/failure"] == f"probe: empty file (0 bytes): {SECOND_EMPTY_NAME}", tags
+    assert tags["talkthrough/source"] == str(drop / SECOND_EMPTY_NAME) and first_tags["talkthrough/source"] == str(
+        drop / EMPTY_NAME), (tags, first_tags)
+    assert_one_line_failure(_events(url, second["runId"]), f"probe: empty file (0 bytes): {SECOND_EMPTY_NAME}")
+    # no file of either is registered: the sources table has no partition for the empty bytes' id
+    assert not (home / "tables" / "sources" / f"recording={tags['dagster/partition']}").exists()

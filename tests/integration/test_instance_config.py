@@ -103,13 +103,57 @@ def test_the_repo_dagster_yaml_loads_as_an_embedded_sqlite_instance(tmp_path, mo
     inst = DagsterInstance.from_config(str(tmp_path))
     try:
         assert type(inst.run_storage).__name__ == "SqliteRunStorage"
-        assert type(inst.run_coordinator).__name__ == "QueuedRunCoordinator"
+        from dagster import QueuedRunCoordinator
+
+        # Dagster's queue, which also names the runs it queues (defs/run_coordinator.py)
+        assert type(inst.run_coordinator).__name__ == "NamingRunCoordinator"
+        assert isinstance(inst.run_coordinator, QueuedRunCoordinator)
         limits = inst.get_concurrency_config().run_queue_config.tag_concurrency_limits
         assert {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
         # beside `concurrency:`, the queue's own setting still reaches the coordinator (Dagster's default: 5 s)
         assert inst.run_coordinator.dequeue_interval_seconds == 1
         assert inst.get_concurrency_config().run_queue_config.max_concurrent_runs == 2
         assert (tmp_path / "history" / "runs.db").exists()
+    finally:
+        inst.dispose()
+
+
+def test_a_queued_run_is_named_by_its_recordings_before_it_starts(tt_home, tmp_path):
+    """What the daemon does with a backfill's run (create it with Dagster's partition tags only, then submit it
+    to the instance's coordinator), on an instance of the shipped settings: the run is queued already named by
+    its recordings' file names, as the runs list shows it, before any step of it starts."""
+    from dagster import DagsterInstance, DagsterRunStatus, SubmitRunContext
+    from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
+    from dagster._core.test_utils import create_run_for_test
+    from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME, TWO_VOICES_NAME, unique_copy
+
+    from talkthrough_assets.app import service
+
+    home = tmp_path / "dagster"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(service.instance_yaml())
+    inst = DagsterInstance.from_config(str(home))
+    try:
+        names = ["first call.m4a", "second.mp4", "third.m4a"]
+        ids = [service.register(unique_copy(FIXTURES_DIR / src, tmp_path / name, "queued-name"), inst)
+               for src, name in zip((MEETING_NAME, SILENT_NAME, TWO_VOICES_NAME), names)]
+        origin = RemoteJobOrigin(RemoteRepositoryOrigin(RegisteredCodeLocationOrigin("talkthrough_assets.definitions"),
+                                                        "__repository__"), "process_recording")
+
+        def created(tags: dict):
+            return create_run_for_test(inst, job_name="process_recording", status=DagsterRunStatus.NOT_STARTED,
+                                       remote_job_origin=origin, tags=tags)
+
+        batch = created({"dagster/asset_partition_range_start": ids[0], "dagster/asset_partition_range_end": ids[2]})
+        one = created({"dagster/partition": ids[1]})
+        named = created({"dagster/partition": ids[1], "talkthrough/filename": "as the sensor said"})
+        for run in (batch, one, named):  # instance.submit_run, less its check of the Python origin a test run lacks
+            inst.run_coordinator.submit_run(SubmitRunContext(inst.get_run_by_id(run.run_id), workspace=None))
+        runs = {r.run_id: r for r in inst.get_runs()}
+        assert {r.status for r in runs.values()} == {DagsterRunStatus.QUEUED}
+        assert runs[batch.run_id].tags["talkthrough/filename"] == "first call.m4a and 2 more"
+        assert runs[one.run_id].tags["talkthrough/filename"] == "second.mp4"
+        assert runs[named.run_id].tags["talkthrough/filename"] == "as the sensor said"  # a name given is kept
     finally:
         inst.dispose()
 
@@ -127,7 +171,7 @@ def test_pg_url_selects_postgres_storage_without_writing_the_url(tmp_path, monke
     ref = _validate_instance_yaml(text, tmp_path)
     assert ref.storage_data.class_name == "DagsterPostgresStorage"
     assert ref.storage_data.config_dict == {"postgres_url": {"env": "TALKTHROUGH_PG_URL"}}
-    assert ref.run_coordinator_data.class_name == "QueuedRunCoordinator"
+    assert ref.run_coordinator_data.class_name == "NamingRunCoordinator"
     # unset again: back to the embedded default, rewritten in place
     monkeypatch.delenv("TALKTHROUGH_PG_URL")
     assert (service.ensure_dagster_home() / "dagster.yaml").read_text() == (ROOT / "dagster.yaml").read_text()

@@ -121,7 +121,7 @@ def test_deploy_instance_yaml_loads_against_a_live_postgres(pg, pg_home, tmp_pat
         assert type(inst.run_storage).__name__ == "PostgresRunStorage"
         assert type(inst.event_log_storage).__name__ == "PostgresEventLogStorage"
         assert type(inst.schedule_storage).__name__ == "PostgresScheduleStorage"
-        assert type(inst.run_coordinator).__name__ == "QueuedRunCoordinator"
+        assert type(inst.run_coordinator).__name__ == "NamingRunCoordinator"  # Dagster's queue, naming its runs
         assert inst.run_monitoring_enabled
         inst.add_dynamic_partitions("recordings", ["0123456789abcdef"])
         assert inst.get_dynamic_partitions("recordings") == ["0123456789abcdef"]

@@ -90,6 +90,9 @@ def test_two_machines_write_one_library_on_s3(cluster_env, two_workers, s3):
     tv = two_workers[F.TWO_VOICES_NAME]
     assert f"{BUCKET}/library/settings/{tv['recording_id']}.json" in keys  # --diarize persisted, in S3
     assert tv["diarized"] and tv["speakers"] == 2
+    # the report and the contact sheet beside it, one PUT each (every scene once: the fixture's four)
+    sheet = f"reports/{sc['recording_id']}.contact_sheet.jpg"
+    assert f"{BUCKET}/library/{sheet}" in keys and sc["frames"]["contact_sheet"] == f"s3://{BUCKET}/library/{sheet}"
     frames = sorted(k for k in keys if f"/frames/{sc['recording_id']}/" in k)
     assert len(frames) == sc["frames"]["count"] and all(k.endswith(".jpg") for k in frames)
     # every object was published whole: no temp names, nothing machine-local in the bucket

@@ -72,28 +72,49 @@ def test_non_media_is_skipped_once_with_a_reason(drop):
 
 def test_hashing_is_bounded_per_tick(drop):
     folder = dropdir.Folder(drop)
-    for i in range(5):
+    for i in range(5):  # random bytes: no media, so the stages' checks are left out (they would refuse them)
         (drop / f"clip{i}.wav").write_bytes(os.urandom(1000))
-    folder.tick(known_ids=set())
-    r = folder.tick(known_ids=set(), max_hash_files=2)
+    folder.tick(known_ids=set(), refuse=lambda path: None)
+    r = folder.tick(known_ids=set(), max_hash_files=2, refuse=lambda path: None)
     assert r.hashed == 2 and len(r.new) == 2 and len(r.waiting) == 3
-    r = folder.tick(known_ids=set(), max_hash_files=2)
+    r = folder.tick(known_ids=set(), max_hash_files=2, refuse=lambda path: None)
     assert r.hashed == 2
 
 
-def test_zero_byte_file_is_named_in_the_skip_reason_then_released_with_its_filename(drop, monkeypatch):
+def test_zero_byte_file_is_named_in_the_skip_reason_then_refused_with_its_filename(drop, monkeypatch):
     """#14 item 8 (sensor side): the tick's skip reason names the waiting file and why; after the
-    bounded wait it is requested like any file (its run then fails at probe: empty file (0 bytes))."""
+    bounded wait it gets a run of its own, which fails with the reason (empty file (0 bytes)). An empty file
+    dropped after it (the same bytes, so the same id) is no alias: it gets its own failed run, naming it; neither
+    is registered. Both runs through the real job, on the test's Dagster instance."""
+    from talkthrough_assets.pipeline.settings import STAGES
+
     inst = service.instance()
     _evaluate = Sensor(inst)
     monkeypatch.setenv("TALKTHROUGH_DROP_ZERO_WAIT_S", "0.5")
     (drop / "zero.mp4").write_bytes(b"")
     rid = service.recording_id_for(drop / "zero.mp4")
-    if inst.has_dynamic_partition(PARTITIONS_NAME, rid):  # empty bytes another test registered: start anew
-        inst.delete_dynamic_partition(PARTITIONS_NAME, rid)
     first = _evaluate()
     assert not first.run_requests
     assert "zero.mp4 (empty, 0 bytes; run in" in first.skip_message, first.skip_message
     time.sleep(0.6)
     second = _evaluate()
-    assert [(r.partition_key, r.tags["talkthrough/filename"]) for r in second.run_requests] == [(rid, "zero.mp4")]
+    (drop / "zero again.mp4").write_bytes(b"")  # after the first was handled: its bytes' id is known now
+    inst.add_dynamic_partitions(PARTITIONS_NAME, [r for r in second.dynamic_partitions_requests[0].partition_keys
+                                                  if not inst.has_dynamic_partition(PARTITIONS_NAME, r)])
+    _evaluate()
+    time.sleep(0.6)
+    third = _evaluate()
+    requests = second.run_requests + third.run_requests
+    assert [(r.partition_key, r.tags["talkthrough/filename"]) for r in requests] == [
+        (rid, "zero.mp4"), (rid, "zero again.mp4")]
+    assert len({r.run_key for r in requests}) == 2  # a run each, though their bytes (and id) are the same
+    assert [r.tags["talkthrough/refused"] for r in requests] == [
+        "probe: empty file (0 bytes): zero.mp4", "probe: empty file (0 bytes): zero again.mp4"]
+    assert [r.tags["talkthrough/source"] for r in requests] == [str(drop / "zero.mp4"), str(drop / "zero again.mp4")]
+    registered = {r["path"] for r in store.read_rows("sources", rid)} if store.has_partition("sources", rid) else set()
+    assert not registered & {str((drop / n).resolve()) for n in ("zero.mp4", "zero again.mp4")}, registered
+    for req in requests:  # each request's run, as the daemon would launch it: fails with its file's reason
+        result = service.run_stages(req.partition_key, list(STAGES), inst, tags=req.tags)
+        run = inst.get_run_by_id(result.run_id)
+        assert not result.success and run.tags["talkthrough/filename"] == req.tags["talkthrough/filename"], run.tags
+        assert run.tags["talkthrough/failure"] == req.tags["talkthrough/refused"], run.tags

@@ -113,29 +113,6 @@ def cap_reason(keeper: "Keeper", span_s: float) -> str | None:
     return "; ".join(parts) or None
 
 
-def contact_sheet(paths: list, out_path: str | os.PathLike, *, cols: int = 4, thumb_w: int = 240,
-                  max_frames: int = 16) -> str:
-    """A small grid of up to ``max_frames`` evenly spaced keyframes (for previews in the UI)."""
-    from PIL import Image
-
-    if len(paths) > max_frames:
-        step = len(paths) / max_frames
-        paths = [paths[int(i * step)] for i in range(max_frames)]
-    thumbs = []
-    for p in paths:
-        with Image.open(p) as im:
-            im.draft("RGB", (thumb_w, thumb_w))
-            im.thumbnail((thumb_w, thumb_w))
-            thumbs.append(im.convert("RGB"))
-    th = max(t.height for t in thumbs)
-    rows = (len(thumbs) + cols - 1) // cols
-    sheet = Image.new("RGB", (cols * thumb_w, rows * th), (255, 255, 255))
-    for i, t in enumerate(thumbs):
-        sheet.paste(t, ((i % cols) * thumb_w, (i // cols) * th))
-    sheet.save(out_path, quality=80)
-    return str(out_path)
-
-
 def frame_index_check(rid: str, rows: list[dict] | None = None) -> CheckResult:
     """Every indexed keyframe exists on disk."""
     rows = store.read_rows("keyframes", rid) if rows is None else rows
@@ -235,6 +212,4 @@ def run(rid: str, opts: Options, *, ctx: RunContext | None = None) -> StageResul
           "decode_path": res["path"], "gops": res["gops"], "gops_decoded": res["gops_decoded"],
           "max_gop_s": res["max_gop_s"], "rotation": res["rotation"], "cap_hit": res["cap_hit"],
           "budget_skipped": res["budget_skipped"], "reason": res["reason"] or "", "frames_dir": str(gen)}
-    if rows:
-        md["contact_sheet"] = contact_sheet([gen / f["file"] for f in res["frames"]], gen / "contact_sheet.jpg")
     return StageResult(md, digest(rows), [frame_index_check(rid, rows)], reason=res["reason"])
