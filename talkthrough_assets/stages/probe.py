@@ -189,7 +189,6 @@ def effective_seconds(info: dict) -> float:
 
 _TABLE_BYTES = 1_000_000  # tables, manifest, report and search index of a short recording
 _TABLE_BYTES_PER_S = 2_000  # ... and per second of media (segments, words, terms)
-_DAGSTER_RUN_BYTES = 2_000_000  # one run's rows in Dagster's SQLite storage (events, materializations)
 _MAX_SIDE = 1568  # keyframes are stored at most this many pixels on their long side
 
 
@@ -214,7 +213,7 @@ def estimate_need(info: dict, cfg: dict) -> dict[str, int]:
         data += (frames + 1) * frame_bytes(info.get("width"), info.get("height"))  # + the contact sheet
     data += _TABLE_BYTES + int(secs * _TABLE_BYTES_PER_S)
     return {"data": data, "models": base_model_join_bytes() if info["has_audio"] else 0,
-            "dagster": _DAGSTER_RUN_BYTES}
+            "dagster": store.diskfault.DAGSTER_RUN_BYTES}
 
 
 def preflight_disk(info: dict, target_dir: str | os.PathLike, *, max_frames: int,
@@ -268,7 +267,7 @@ def run(rid: str, opts: Options) -> StageResult:
     info = probe_file(src, max_seconds=opts.max_seconds)
     preflight_disk(info, store.home(), max_frames=int(opts.max_frames),
                    min_free_bytes=opts.min_free_bytes, models_dir=store.models_dir(),
-                   dagster_dir=store.dagster_home())
+                   dagster_dir=store.dagster_storage())
     store.write_table("probe", rid, [info])
     md = {"filename": src.name, "duration_s": round(info["duration_ms"] / 1000, 3),
           **{k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}}
