@@ -68,6 +68,7 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
         else:
             if rid:
                 fail_stuck_run(rid, why)
+                pipeline.record_unfinished(rid, why)
                 out.update(summary(rid))
             out.update(status="failed", reason=why)
         out["source"] = str(path)
@@ -135,6 +136,8 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
                 if disk and _all_stored(rid):  # every output stored; only Dagster's record of it failed
                     status = "processed"
                     warning = f"outputs stored; Dagster's run record was not: {disk}"
+                elif disk and not result.success:
+                    pipeline.record_unfinished(rid, disk)
                 ran = [s for s in stages if s in ran]  # graph order; a stage a failure upstream stopped is not listed
     except store.PartitionBusy as e:
         out = summary(rid)

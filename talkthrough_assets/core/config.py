@@ -130,6 +130,8 @@ VARS: tuple[Var, ...] = (
     _V("TALKTHROUGH_MCP_TOKEN", str, None, "Bearer token the MCP HTTP server requires (needed off loopback; "
        ">= 32 characters)."),
     # standard variables
+    _V("DAGSTER_HOME", str, None, "Dagster's instance folder (its SQLite storage: runs, event logs); an operator's "
+       "own `dagster.yaml` there is used as it is.", default_doc="`<home>/dagster`"),
     _V("TZ", str, None, "The time zone of time questions (`since`, `at`) that name none (IANA name, e.g. "
        "`Europe/Paris`).", default_doc="the machine's (`/etc/localtime`)"),
     # standard variables of the object store (pyarrow's S3 filesystem)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import os
+import shutil
 import sys
 import threading
 from concurrent.futures import Future
@@ -73,7 +74,7 @@ def ensure_dagster_home() -> Path:
     _pin_pg_driver()
     # process-level set-up of Dagster (not a Talkthrough setting): an explicit DAGSTER_HOME wins, and the
     # one chosen is exported for Dagster itself and the processes it starts
-    home = Path(os.environ.get("DAGSTER_HOME") or store.dagster_home())
+    home = store.dagster_storage()
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
     reserve(home)
@@ -145,7 +146,8 @@ def reserve(home: Path) -> None:
     the run's end (:func:`release_reserve`), so a run never stays STARTED. Made again once there is room."""
     path = home / RESERVE_NAME
     try:
-        if not path.exists():
+        # only where it leaves as much free: the room a released ballast gave to record a run's end stays free
+        if not path.exists() and shutil.disk_usage(home).free >= 2 * RESERVE_BYTES:
             with store.atomic_path(path) as tmp:
                 tmp.write_bytes(b"\0" * RESERVE_BYTES)
     except OSError:  # a full or read-only disk: no ballast now
@@ -154,7 +156,7 @@ def reserve(home: Path) -> None:
 
 def current_home() -> Path:
     """The DAGSTER_HOME this process uses (an explicit one wins over the data root's)."""
-    return Path(os.environ.get("DAGSTER_HOME") or store.dagster_home())
+    return store.dagster_storage()
 
 
 def release_reserve() -> bool:

@@ -5,7 +5,8 @@ here, and no stage named: what differs per stage is a field or hook of its Stage
   config/code produced it);
 * :func:`run_stages`: the concurrent scheduler of a recording's stages (``scheduler.py``) and the events it
   yields (``events.py``: :data:`STARTED`, :class:`Progress`, :class:`Skipped`; the stage :data:`listeners`);
-* :func:`plan`: what to re-run (``freshness.py``); :func:`prewarm`: engines loaded before a run (``prewarm.py``);
+* :func:`plan`: what to re-run, :func:`record_unfinished`: why a run that failed outside its stages left one undone
+  (``freshness.py``); :func:`prewarm`: engines loaded before a run (``prewarm.py``);
 * :func:`register_source` and a recording's names (``sources.py``); :func:`disk_reason` (``disk.py``).
 
 What a run tells a stage (its progress listener, the branches beside it) is the stage run's explicit
@@ -18,7 +19,7 @@ from talkthrough_assets.pipeline import settings as S  # noqa: F401 - pipeline.S
 from talkthrough_assets.pipeline.disk import disk_reason
 from talkthrough_assets.pipeline.events import (STARTED, Progress, Skipped, failed_stage, failure_reason,
                                                 listeners)
-from talkthrough_assets.pipeline.freshness import plan
+from talkthrough_assets.pipeline.freshness import plan, record_unfinished
 from talkthrough_assets.pipeline.prewarm import prewarm, prewarm_native, prewarm_python
 from talkthrough_assets.pipeline.scheduler import run_stages, stage_workers
 from talkthrough_assets.pipeline.sources import recording_filename, recording_names, register_source
@@ -29,6 +30,7 @@ from talkthrough_assets.stages.runner import (CheckResult, RunContext, StageResu
 
 __all__ = [
     "S", "disk_reason", "STARTED", "Progress", "Skipped", "failed_stage", "failure_reason", "listeners", "plan",
+    "record_unfinished",
     "prewarm", "prewarm_native", "prewarm_python", "run_stages",
     "stage_workers", "recording_filename", "recording_names", "register_source", "CODE_VERSIONS",
     "CONTEXT_STAGES", "ENGINE_STAGES", "RUNNERS", "STAGE_LOCK_WAIT_S", "run_stage", "verify_check",

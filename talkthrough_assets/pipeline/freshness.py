@@ -7,6 +7,7 @@ from __future__ import annotations
 from talkthrough_assets.pipeline import datacheck
 from talkthrough_assets.pipeline import options
 from talkthrough_assets.pipeline import settings as S
+from talkthrough_assets.pipeline.events import failure_reason, record
 from talkthrough_assets.pipeline.stagerun import CODE_VERSIONS
 from talkthrough_assets.pipeline.stagespec import BY_NAME
 from talkthrough_assets.stages.runner import stage_state
@@ -30,3 +31,19 @@ def plan(recording_id: str, *, force: bool = False, given: dict | None = None) -
     # the stages that re-make them (datacheck)
     repair = datacheck.repair_stages(recording_id) if len(stale) < len(S.STAGES) else set()
     return S.ordered(S.downstream(stale) | repair)
+
+
+def record_unfinished(recording_id: str, why: str) -> str | None:
+    """A run that ended outside any stage (Dagster's storage full, say): ``why`` recorded as the failure of the
+    first stage it left to do, so `recordings --find` and the summary say why, not "registered"; the next
+    `process` runs that stage again, as it would anyway. The stage named, or None (a stage said why already, or
+    nothing is left to do)."""
+    if failure_reason(recording_id):
+        return None
+    todo = plan(recording_id)
+    if not todo:
+        return None
+    stage, cfg = todo[0], S.effective(recording_id)
+    record(recording_id, {"stage": stage, "config_hash": S.config_hash(stage, cfg),
+                          "code_version": CODE_VERSIONS[stage], "status": "failed", "reason": why, "elapsed_s": 0.0})
+    return stage

@@ -16,7 +16,7 @@ from typing import BinaryIO
 from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets.core import ids
 from talkthrough_assets.core.errors import TalkthroughError
-from talkthrough_assets.core.mediaio import open_input
+from talkthrough_assets.core.mediaio import alone, open_input
 
 MAX_SIDE = 1568
 FULL_MAX_SIDE = 4096  # extract_frame(full_resolution=true): native size up to this longest side
@@ -83,6 +83,7 @@ def decode_frame(path: str | Path | BinaryIO, t_ms: int, *, max_side: int = MAX_
             raise UsageError("the source has no video stream")
         stream = streams[0]
         stream.thread_type = "AUTO"
+        alone(container, stream)  # a frame the keyframes stage read, however short the audio beside it
         tb = stream.time_base or Fraction(1, 1000)
         target = Fraction(int(t_ms), 1000)
         # seek lands on the keyframe at/before the target; decoding forward reaches the exact frame

@@ -9,7 +9,7 @@ import numpy as np
 
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import BadMediaError
-from talkthrough_assets.core.mediaio import open_input
+from talkthrough_assets.core.mediaio import alone, open_input
 from talkthrough_assets.stages.runner import StageResult, digest, probe_row
 
 CODE_VERSION = "2"
@@ -35,6 +35,7 @@ def extract_wav(src: str | os.PathLike, dst: str | os.PathLike, *, max_seconds: 
             raise BadMediaError("no audio stream")
         stream = container.streams.audio[0]
         stream.thread_type = "AUTO"
+        alone(container, stream)  # its samples up to where its own bytes end, whatever the video beside it holds
         resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
 
         def emit(frames) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from typing import Callable
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import BadMediaError, DiskSpaceError, StageError
 from talkthrough_assets.core.ids import recording_id
-from talkthrough_assets.core.mediaio import clean_text, open_input
+from talkthrough_assets.core.mediaio import alone, clean_text, open_input, stream_ends
 from talkthrough_assets.stages.runner import StageResult, digest, source_path
 
 CODE_VERSION = "2"
@@ -40,7 +41,7 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
     try:
         container = open_input(p)
     except av.error.FFmpegError as e:  # InvalidDataError, etc.
-        raise BadMediaError(f"not a readable media file ({type(e).__name__}: {e.strerror or e}): {p.name}") from None
+        raise BadMediaError(_unopened_reason(p, e)) from None
     with container:
         fmt = container.format.name if container.format else ""
         if fmt == "image2" or fmt.endswith("_pipe"):
@@ -51,37 +52,13 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
         a = next(iter(container.streams.audio), None)
         if v is None and a is None:
             raise BadMediaError(f"no audio or video stream: {p.name}")
-        duration_s = None
-        if container.duration is not None and container.duration > 0:
-            duration_s = container.duration / 1_000_000
-        else:
-            cands = [s.duration * s.time_base for s in (v, a) if s is not None and s.duration and s.time_base]
-            duration_s = float(max(cands)) if cands else None
-        if not duration_s or duration_s <= 0:
-            raise BadMediaError(f"cannot determine duration (truncated or damaged file?): {p.name}")
-        # decoded time beats header time: a file cut short, or a header that lies about its length
-        header_ms = None
-        readable_s = decoded_end_s(p, duration_s, [s for s in (v, a) if s is not None])
-        if readable_s is not None and readable_s < duration_s - max(1.0, 0.02 * duration_s):
-            if readable_s <= 0:
-                raise BadMediaError(f"nothing readable: the header says {duration_s:.1f} s but no audio or video "
-                                    f"packet can be read (truncated or damaged file?): {p.name}")
-            header_ms, duration_s = int(round(duration_s * 1000)), readable_s
+        fps, width, height, rotation = _picture(container, v) if v is not None else (None, None, None, 0)
+        duration_s, header_ms = readable_duration(p, container, [s for s in (v, a) if s is not None])
         tags = {clean_text(k): clean_text(val) for k, val in (container.metadata or {}).items()}
         for s in (v, a):
             if s is not None:
                 for k, val in (s.metadata or {}).items():
                     tags.setdefault(clean_text(f"stream:{s.type}:{k}"), clean_text(val))
-        fps = None
-        rotation = 0
-        width = height = None
-        if v is not None:
-            rate = v.average_rate or v.guessed_rate
-            fps = float(rate) if rate else None
-            width, height = v.codec_context.width, v.codec_context.height
-            rotation = _rotation(container, v)
-            if rotation % 180:  # a portrait phone video stored sideways: report what a viewer sees
-                width, height = height, width
         cap_hit = bool(max_seconds and duration_s > max_seconds)
         return {
             "path": str(p.resolve()),
@@ -108,53 +85,93 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
 
 
 def readable_note(probe: dict | None) -> str | None:
-    """The one-line warning of a file that ends before its header says (None when they agree)."""
+    """The one-line warning of a file whose readable media ends well before or after its header says (None
+    when they agree)."""
     if not probe or not probe.get("header_duration_ms"):
         return None
-    return (f"only {probe['duration_ms'] / 1000:.1f} s of the {probe['header_duration_ms'] / 1000:.1f} s its header "
-            f"claims could be read (truncated or damaged file): processed what was readable")
+    read_s, header_s = probe["duration_ms"] / 1000, probe["header_duration_ms"] / 1000
+    if read_s > header_s:
+        return (f"its header claims {header_s:.1f} s but {read_s:.1f} s of media could be read (a header that lies "
+                f"about its length): processed all {read_s:.1f} s")
+    return (f"only {read_s:.1f} s of the {header_s:.1f} s its header claims could be read (truncated or damaged "
+            f"file): processed what was readable")
 
 
-def decoded_end_s(path: Path, header_s: float, streams: list) -> float | None:
-    """Where the readable packets of ``streams`` end, in seconds: ``header_s`` when packets reach the header's
-    end (one seek near it: milliseconds), else the end of the last packet demuxed from the start (a truncated
-    file, a header that lies); None when it cannot be told."""
+def header_seconds(container, streams: list) -> float | None:
+    """The length the header claims: the container's, else its longest stream's (None: it claims none)."""
+    if container.duration is not None and container.duration > 0:
+        return container.duration / 1_000_000
+    cands = [s.duration * s.time_base for s in streams if s.duration and s.time_base]
+    return float(max(cands)) if cands else None
+
+
+def readable_duration(path: Path, container, streams: list) -> tuple[float, int | None]:
+    """(the seconds to process, the header's claim in ms when it is off, else None). Decoded time beats header
+    time, both ways: a file cut short, or a header that claims less or more than its packets hold. Each stream
+    counts on its own (read alone), so a file that stores all its video before its audio and is cut short keeps
+    the video it holds; the longest stream is the recording's length."""
+    header_s = header_seconds(container, streams)
+    ends = list(stream_ends(path, [s.index for s in streams], header_s, container).values())
+    timed = [e for e in ends if e is not None and not math.isnan(e)]
+    start_s = container.start_time / 1_000_000 if container.start_time is not None else 0.0
+    if timed:
+        read_s = max(0.0, max(timed) - start_s)  # the file's clock starts at its first packet
+    elif all(e is None for e in ends):
+        read_s = 0.0
+    elif header_s:
+        return header_s, None  # packets without times: the header is all there is
+    else:
+        raise BadMediaError(f"cannot determine duration (truncated or damaged file?): {path.name}")
+    if header_s and abs(read_s - header_s) <= max(1.0, 0.02 * header_s):
+        return header_s, None  # they agree (a header-only stub of a fraction of a second included)
+    if read_s <= 0:
+        claim = f"the header says {header_s:.1f} s but " if header_s else ""
+        raise BadMediaError(f"nothing readable: {claim}no audio or video packet can be read (truncated or damaged "
+                            f"file?): {path.name}")
+    return read_s, int(round(header_s * 1000)) if header_s else None
+
+
+def _unopened_reason(p: Path, e: Exception) -> str:
+    """Why FFmpeg could not open ``p``, in words a user reads: text, or bytes of no format FFmpeg knows, rather than
+    its InvalidDataError; any other error keeps FFmpeg's own words."""
     import av
 
-    def packet_end(pkt) -> float | None:
-        if pkt.pts is None or not pkt.size:
-            return None
-        return float((pkt.pts + (pkt.duration or 0)) * pkt.time_base)
-
+    if not isinstance(e, av.error.InvalidDataError):
+        return f"not a readable media file ({type(e).__name__}: {e.strerror or e}): {p.name}"
     try:
-        with open_input(path) as c:
-            near = max(0.0, header_s - 5.0)
-            if near > 0:
-                c.seek(int(near * 1_000_000), backward=True, any_frame=False)
-            idx = [s.index for s in streams]
-            try:
-                for pkt in c.demux(*[c.streams[i] for i in idx]):
-                    end = packet_end(pkt)
-                    if end is not None and end >= header_s - 2.0:
-                        return header_s
-            except (av.error.FFmpegError, EOFError, OSError):  # damaged near the end: read from the start
-                pass
-        last = 0.0
-        with open_input(path) as c:
-            try:
-                for pkt in c.demux(*[c.streams[i] for i in idx]):
-                    end = packet_end(pkt)
-                    if end is not None and end > last:
-                        last = end
-            except (av.error.FFmpegError, EOFError, OSError):  # the damage: what came before it counts
-                pass
-        return last
-    except (av.error.FFmpegError, EOFError, OSError, IndexError, ValueError):
-        return None
+        with open(p, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        head = b""
+    what = "it holds text, not audio or video" if _is_text(head) else \
+        "no audio or video format FFmpeg knows, or its header is missing or damaged"
+    return f"not a readable media file ({what}): {p.name}"
+
+
+def _is_text(head: bytes) -> bool:
+    """UTF-8 text without control characters but line breaks and tabs (the last character may be cut off)."""
+    for cut in range(4):
+        try:
+            text = head[:len(head) - cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        return bool(text.strip()) and all(ch >= " " or ch in "\t\n\r\f" for ch in text)
+    return False
+
+
+def _picture(container, v) -> tuple[float | None, int, int, int]:
+    """(fps, width, height, rotation) of the video stream ``v``, the size as a viewer sees it."""
+    rate = v.average_rate or v.guessed_rate
+    width, height = v.codec_context.width, v.codec_context.height
+    rotation = _rotation(container, v)
+    if rotation % 180:  # a portrait phone video stored sideways: report what a viewer sees
+        width, height = height, width
+    return (float(rate) if rate else None), width, height, rotation
 
 
 def _rotation(container, stream) -> int:
     """Display rotation in degrees (the display matrix), read off the first decoded frame."""
+    alone(container, stream)  # a stream cut short beside it does not hide the first frame
     try:
         for frame in container.decode(stream):
             return int(getattr(frame, "rotation", 0) or 0) % 360
@@ -172,7 +189,6 @@ def effective_seconds(info: dict) -> float:
 
 _TABLE_BYTES = 1_000_000  # tables, manifest, report and search index of a short recording
 _TABLE_BYTES_PER_S = 2_000  # ... and per second of media (segments, words, terms)
-_DAGSTER_RUN_BYTES = 2_000_000  # one run's rows in Dagster's SQLite storage (events, materializations)
 _MAX_SIDE = 1568  # keyframes are stored at most this many pixels on their long side
 
 
@@ -197,7 +213,7 @@ def estimate_need(info: dict, cfg: dict) -> dict[str, int]:
         data += (frames + 1) * frame_bytes(info.get("width"), info.get("height"))  # + the contact sheet
     data += _TABLE_BYTES + int(secs * _TABLE_BYTES_PER_S)
     return {"data": data, "models": base_model_join_bytes() if info["has_audio"] else 0,
-            "dagster": _DAGSTER_RUN_BYTES}
+            "dagster": store.diskfault.DAGSTER_RUN_BYTES}
 
 
 def preflight_disk(info: dict, target_dir: str | os.PathLike, *, max_frames: int,
@@ -251,7 +267,7 @@ def run(rid: str, opts: Options) -> StageResult:
     info = probe_file(src, max_seconds=opts.max_seconds)
     preflight_disk(info, store.home(), max_frames=int(opts.max_frames),
                    min_free_bytes=opts.min_free_bytes, models_dir=store.models_dir(),
-                   dagster_dir=store.dagster_home())
+                   dagster_dir=store.dagster_storage())
     store.write_table("probe", rid, [info])
     md = {"filename": src.name, "duration_s": round(info["duration_ms"] / 1000, 3),
           **{k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}}
@@ -295,4 +311,4 @@ def may_have_video(rid: str) -> bool:
     return not rows or Path(rows[-1]["path"]).suffix.lower() not in _AUDIO_ONLY
 
 
-__all__ = ["probe_file", "decoded_end_s", "readable_note", "preflight_disk", "estimate_need", "frame_bytes", "frame_floor_s", "effective_seconds", "MEDIA_EXTS"]
+__all__ = ["probe_file", "readable_duration", "readable_note", "preflight_disk", "estimate_need", "frame_bytes", "frame_floor_s", "effective_seconds", "MEDIA_EXTS"]

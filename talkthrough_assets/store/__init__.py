@@ -54,7 +54,7 @@ from talkthrough_assets.store.backend import (delete_file, delete_tree, exists, 
 from talkthrough_assets.store.catalog import (CATALOG_VERSION, connect, ensure_catalog, frames_view_sql, remote_dataset, view_sql)
 from talkthrough_assets.store.frames import (generation_key, new_frames_generation, prune_frame_generations, publish_frames_generation)
 from talkthrough_assets.store.locks import (PG_URL_ENV, DiskRefused, PartitionBusy, instance_lock, named_lock, partition_lock)
-from talkthrough_assets.store.paths import (CHUNKS_PREFIX, DAGSTER_HOME_OWNED_MARK, INSTANCE_SETTINGS, OCR_RESULTS_PREFIX, ocr_result_key, ID_RE, REMOTE_SCHEMES, SCHEMA_PARTITION, InvalidRecordingId, audio_key, audio_path, catalog_path, check_id, check_key, chunk_result_key, contact_sheet_key, dagster_home, data_location, data_url, dropdir_state_dir, frame_file_name, frames_key, frames_root, home, instance_lock_path, is_remote, local_path, lock_path, manifest_key, manifest_path, models_dir, partition_dir, partition_key, quarantine_key, rejections_dir, run_marks_dir, single_part, report_key, settings_key, table_key, table_path, tables_dir, ui_lock_path)
+from talkthrough_assets.store.paths import (CHUNKS_PREFIX, DAGSTER_HOME_OWNED_MARK, INSTANCE_SETTINGS, OCR_RESULTS_PREFIX, ocr_result_key, ID_RE, REMOTE_SCHEMES, SCHEMA_PARTITION, InvalidRecordingId, audio_key, audio_path, catalog_path, check_id, check_key, chunk_result_key, contact_sheet_key, dagster_home, dagster_storage, data_location, data_url, dropdir_state_dir, frame_file_name, frames_key, frames_root, home, instance_lock_path, is_remote, local_path, lock_path, manifest_key, manifest_path, models_dir, partition_dir, partition_key, quarantine_key, rejections_dir, run_marks_dir, single_part, report_key, settings_key, table_key, table_path, tables_dir, ui_lock_path)
 from talkthrough_assets.store.schemas import SCHEMAS, TABLES, SchemaMismatch, to_arrow
 from talkthrough_assets.store.tables import (delete_partition, ensure_schema_files, forget_recording, has_partition, is_known, present_keys, read_one, read_rows, recording_folders, recording_keys, set_aside, stray_files, write_table)
 
@@ -68,7 +68,7 @@ __all__ = [
     "generation_key", "new_frames_generation", "prune_frame_generations", "publish_frames_generation",
     "PG_URL_ENV", "PartitionBusy", "instance_lock", "named_lock", "partition_lock",
     "CHUNKS_PREFIX", "DAGSTER_HOME_OWNED_MARK", "INSTANCE_SETTINGS", "chunk_result_key", "OCR_RESULTS_PREFIX", "ocr_result_key", "ID_RE", "REMOTE_SCHEMES", "SCHEMA_PARTITION", "InvalidRecordingId", "audio_key", "audio_path", "catalog_path",
-    "check_id", "check_key", "dagster_home", "data_location", "data_url", "dropdir_state_dir", "frame_file_name",
+    "check_id", "check_key", "dagster_home", "dagster_storage", "data_location", "data_url", "dropdir_state_dir", "frame_file_name",
     "frames_key", "frames_root", "home", "instance_lock_path", "is_remote", "local_path", "lock_path",
     "manifest_key", "manifest_path", "models_dir", "partition_dir", "partition_key", "report_key", "contact_sheet_key", "settings_key",
     "table_key", "table_path", "tables_dir", "rejections_dir", "ui_lock_path", "quarantine_key", "run_marks_dir",

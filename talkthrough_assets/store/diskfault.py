@@ -1,7 +1,9 @@
 """A full or read-only disk, said in one line: ``disk full at <path>: <n> MB free, <m> MB needed`` or
 ``read-only data root: <path>``. Recognizes the errno (ENOSPC, EDQUOT, EROFS) and SQLite's own words for it
 (Dagster's run storage: "database or disk is full", "disk I/O error", "attempt to write a readonly database"),
-also when the error is wrapped (SQLAlchemy, Dagster) as a cause or context."""
+also when the error is wrapped (SQLAlchemy, Dagster) as a cause or context. SQLite's words name no file: the
+only SQLite storage is Dagster's, so its folder is the path said (on a disk of its own, the data root's free
+space is no answer)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,13 @@ import os
 import shutil
 from pathlib import Path
 
+from talkthrough_assets.store.paths import dagster_storage
+
 FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
+_SQLITE_WORDS = ("database or disk is full", "disk i/o error", "readonly database")
 _FULL_WORDS = ("database or disk is full", "no space left on device", "disk i/o error")
 _RO_WORDS = ("read-only file system", "attempt to write a readonly database", "readonly database")
+DAGSTER_RUN_BYTES = 2_000_000  # one run's rows in Dagster's SQLite storage (events, materializations)
 
 
 def kind(e: BaseException | None) -> str | None:
@@ -31,6 +37,17 @@ def kind(e: BaseException | None) -> str | None:
             return "full"
         e = e.__cause__ or e.__context__
     return None
+
+
+def _sqlite(e: BaseException | None) -> bool:
+    """Whether ``e`` (or an exception it was raised from) is SQLite's, in its words (no file named)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if any(w in str(e).lower() for w in _SQLITE_WORDS):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _filename(e: BaseException | None) -> str | None:
@@ -65,15 +82,17 @@ def mount_point(path: str | os.PathLike) -> Path:
 
 def reason(e: BaseException, where: str | os.PathLike, need_bytes: int | None = None) -> str | None:
     """The one-line reason for a disk fault ``e`` (None when it is none); ``where``: the folder written to
-    (the data root, Dagster's storage ...) when the error does not name a file; ``need_bytes``: what the
-    run needs there (the preflight's estimate)."""
+    (the data root, the model cache ...) when the error names no file and is not SQLite's (Dagster's storage:
+    :func:`~talkthrough_assets.store.paths.dagster_storage`, and one run's rows there as the need);
+    ``need_bytes``: what the run needs there (the preflight's estimate)."""
     k = kind(e)
     if k is None:
         return None
-    path = _filename(e) or str(where)
+    dagster = not _filename(e) and _sqlite(e)
+    path = _filename(e) or str(dagster_storage() if dagster else where)
     if k == "read-only":
-        return f"read-only data root: {where if not _filename(e) else path}"
+        return f"read-only Dagster storage: {path}" if dagster else f"read-only data root: {path}"
     free = free_bytes(path)
-    need = max(1, round((need_bytes or 0) / 1e6))
+    need = max(1, round((DAGSTER_RUN_BYTES if dagster else need_bytes or 0) / 1e6))
     return f"disk full at {path}: {0 if free is None else free / 1e6:.0f} MB free, {need} MB needed"
 

@@ -190,6 +190,12 @@ def dagster_home() -> Path:
     return home() / "dagster"
 
 
+def dagster_storage() -> Path:
+    """The DAGSTER_HOME this process uses: the variable when set (an operator's, or the one a command exported
+    for Dagster), else the data root's :func:`dagster_home`."""
+    return Path(config.get("DAGSTER_HOME") or dagster_home())
+
+
 # The Dagster instance settings Talkthrough ships (run queue limits, run monitoring), read as package data: an
 # installed wheel has no checkout around it. The repo's top-level dagster.yaml is a link to this file.
 INSTANCE_SETTINGS = ("talkthrough_assets.defs", "dagster.yaml")

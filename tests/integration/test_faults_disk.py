@@ -261,4 +261,4 @@ def test_a_line_break_in_a_file_name_stays_on_its_line(small, tmp_path):
     head = [x for x in r.stdout.splitlines() if "failed" in x]
     assert len(head) == 1 and "notes\\nfinal.mp4" in head[0], r.stdout
     reason = [x for x in r.stdout.splitlines() if "reason:" in x]
-    assert len(reason) == 1 and "not a readable media file" in reason[0], r.stdout
+    assert len(reason) == 1 and "not a readable media file (it holds text" in reason[0], r.stdout

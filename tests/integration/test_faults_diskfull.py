@@ -1,14 +1,19 @@
 """A disk that fills during a run (issue #34 case 3), on its own small tmpfs (the module fixture of
 test_faults_disk.py, made again for this module): the one-line reason, nothing lost, and the recovery once
-there is room again. Its own module: after the other cases of that battery it waited minutes (not understood yet)."""
+there is room again; and Dagster's storage on a disk of its own, full, named as that path. Its own module: after
+the other cases of that battery it waited minutes (not understood yet)."""
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
 from pathlib import Path
 
+import pytest
 from fixture_facts import FIXTURES_DIR, SILENT_NAME, unique_copy
-from test_faults_disk import _files_of, _fill, small  # noqa: F401  (small: the module fixture)
+from test_faults_disk import _cli, _files_of, _fill, _mount, small  # noqa: F401  (small: the module fixture)
 
+from talkthrough_assets import store
 from talkthrough_assets.pipeline import datacheck
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.app import service
@@ -79,3 +84,53 @@ def test_disk_full_late_in_a_run_with_dagster_storage_on_it_leaves_no_run_starte
     again = service.process(c)
     assert again["status"] in ("processed", "cached") and pipeline.plan(again["recording_id"]) == [], again
     assert datacheck.check(again["recording_id"], deep=True) == []
+
+
+@pytest.fixture()
+def own_dagster_disk(tmp_path, monkeypatch):
+    """DAGSTER_HOME on an 8-MB tmpfs of its own; the data root on the roomy disk beside it."""
+    mnt = tmp_path / "dagsterfs"
+    mnt.mkdir()
+    _mount(mnt, 8)
+    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(mnt / "dagster"))
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _run_states(dagster_home: Path, rid: str) -> list[str]:
+    """The recording's runs as Dagster's SQLite run storage holds them, read without Dagster (whose next use in
+    this process would mark a run left STARTED, hiding whether the failing command did)."""
+    with sqlite3.connect(f"file:{dagster_home / 'history' / 'runs.db'}?mode=ro", uri=True) as con:
+        return [r[0] for r in con.execute("SELECT status FROM runs WHERE partition = ?", [rid])]
+
+
+def test_a_full_dagster_storage_on_its_own_disk_is_named_and_its_run_is_not_left_started(own_dagster_disk, tmp_path):
+    dagster = own_dagster_disk / "dagster"
+    first = service.process(unique_copy(FIXTURES_DIR / SILENT_NAME, tmp_path / "first.mp4", "faults-dg1"))
+    assert first["status"] == "processed", first
+    kept = _files_of(first["recording_id"])
+    c = unique_copy(FIXTURES_DIR / SILENT_NAME, tmp_path / "e.mp4", "faults-dg2")
+    out, fill = _process_filling(c, own_dagster_disk, after="probe", leave_bytes=0)
+    try:
+        assert fill, "the probe never finished"
+        # before: "disk full at <data root>: 70242 MB free, 6 MB needed", and the run left STARTED
+        assert out["status"] == "failed" and out["reason"].startswith(f"disk full at {dagster}: 0 MB free, "), out
+        assert out["reason"].endswith(" MB needed") and str(store.home()) not in out["reason"], out
+        assert _run_states(dagster, out["recording_id"]) == ["FAILURE"]
+        # `recordings --find` says why (before: "registered")
+        found = _cli("recordings", "--find", c.name)
+        assert found.exit_code == 0 and f"failed (wall_clock: disk full at {dagster}: " in found.stdout, found.output
+        # still full when the next command starts: the preflight counts that disk, under the same path
+        d = unique_copy(FIXTURES_DIR / SILENT_NAME, tmp_path / "f.mp4", "faults-dg3")
+        full = service.process(d)
+        assert full["status"] == "failed" and f"{dagster}: " in full["reason"], full
+        assert str(store.home()) not in full["reason"], full
+        assert "STARTED" not in _run_states(dagster, full["recording_id"])
+    finally:
+        fill[0].unlink()
+    assert _files_of(first["recording_id"]) == kept  # nothing already stored is lost
+    again = service.process(c)
+    assert again["status"] == "processed" and pipeline.plan(again["recording_id"]) == [], again

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from talkthrough_assets.core import stop
 from talkthrough_assets.core.errors import BadMediaError
-from talkthrough_assets.core.mediaio import open_input
+from talkthrough_assets.core.mediaio import alone, open_input
 from talkthrough_assets.store import frame_file_name
 
 JPEG_QUALITY = 85
@@ -152,6 +152,7 @@ def video_stream(container):
     if stream.codec_context is None or not stream.codec_context.name:
         raise BadMediaError("video stream has no decoder (unknown codec)")
     stream.thread_type = "AUTO"
+    alone(container, stream)  # its frames up to where its own bytes end, whatever the audio beside it holds
     return stream
 
 
