@@ -14,7 +14,7 @@ import io
 import math
 
 from talkthrough_assets import store
-from talkthrough_assets.stages.wall_clock import t_wall
+from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read import formats
 from talkthrough_assets.read import snapshot

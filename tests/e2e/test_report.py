@@ -18,7 +18,7 @@ from talkthrough_assets.app import service
 from talkthrough_assets.read import formats
 from talkthrough_assets.read import report
 from talkthrough_assets.read import snapshot
-from talkthrough_assets.stages.wall_clock import t_wall
+from talkthrough_assets.model.wallclock import t_wall
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (.ci/run installs it); no browser download
 SITE = "http://talkthrough.test"

@@ -17,7 +17,7 @@ from talkthrough_assets.cli import main as cli
 from talkthrough_assets.read import formats
 from talkthrough_assets.read import snapshot
 from talkthrough_assets.stages import ocr
-from talkthrough_assets.stages.wall_clock import t_wall
+from talkthrough_assets.model.wallclock import t_wall
 
 
 def test_the_contact_sheet_shows_every_scene_once_with_its_times(processed):
