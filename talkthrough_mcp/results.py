@@ -26,7 +26,7 @@ _ABS_PATH = re.compile(r"(?<![\w.])/(?:[^\s'\"/:]+/)+([^\s'\"/:]*)")
 def scrub(text: str, keep: tuple[str, ...] = ()) -> str:
     """No server paths in anything sent to a client: the data root becomes <data root>, any other
     absolute path its last component. ``keep``: the client's own text quoted in ``text`` (an id it
-    sent that looks like a path), left as sent (issue #26, item 7)."""
+    sent that looks like a path), left as sent."""
     kept = {f"\x00{i}\x00": k for i, k in enumerate(k for k in keep if k and k in text)}
     for mark, k in kept.items():
         text = text.replace(k, mark)
@@ -59,8 +59,8 @@ def to_result(result: dict | ImageResult) -> CallToolResult:
 def error_result(err: ReadError) -> CallToolResult:
     """An ``isError`` result whose one text block is the JSON ``{error, message, hint}``. No
     ``structuredContent``: it would have to match the tool's ``outputSchema`` (the success shape),
-    and the TypeScript SDK validates it even on errors, replacing the error with a schema complaint
-    (issue #26, item 1); every client reads the text block."""
+    and the TypeScript SDK validates it even on errors, replacing the error with a schema
+    complaint; every client reads the text block."""
     body = {k: scrub(v, getattr(err, "echo", ())) if isinstance(v, str) else v for k, v in err.to_dict().items()}
     return CallToolResult(content=[TextContent(type="text", text=dumps(body))], is_error=True)
 

@@ -30,7 +30,7 @@ PROMPT_ARG_MAX_CHARS = 20_000
 # destructive/idempotent hints mean something only when read_only_hint is false (MCP spec): not sent
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-# Strict types: JSON true is not the integer 1, "5" is not 5 (issue #15, item 6).
+# Strict types: JSON true is not the integer 1, "5" is not 5.
 # (what an id and a *_ms field are is said once, in the server instructions)
 RecordingId = Annotated[StrictStr, Field(max_length=64)]
 
@@ -44,7 +44,7 @@ StartMs = Annotated[StrictInt | None, Field(description="from; omitted: 0", **bo
 EndMs = Annotated[StrictInt | None, Field(description="to (>= start_ms); omitted: the end", **bounds(0))]
 InstantMs = Annotated[StrictInt, Field(description="the instant, ms", **bounds(0))]
 WindowMs = Annotated[StrictInt, Field(description="transcript +- ms around the instant", **bounds(0, 60000))]
-# wall-clock questions (issue #36): read by talkthrough_assets.read.timeq
+# wall-clock questions: read by talkthrough_assets.read.timeq
 # (their grammar is said once, in the server instructions)
 Since = Annotated[StrictStr | None, Field(max_length=80)]
 Until = Annotated[StrictStr | None, Field(max_length=80)]
@@ -191,7 +191,7 @@ def build_server(reader: Reader | None = None) -> MCPServer:
     for name, schema in OUTPUT_SCHEMAS.items():  # advertised outputSchema; structuredContent is the JSON block
         tool = mcp._tool_manager.get_tool(name)
         tool.fn_metadata.output_schema = output_schema(schema)
-        tool.parameters = input_schema(tool.parameters)  # optional arguments as plain types (issue #38, item 4)
+        tool.parameters = input_schema(tool.parameters)  # optional arguments as plain types
 
     spec = guidance.PROMPTS
 

@@ -2,13 +2,13 @@
 
 * Input: no pydantic titles (the property name says it), and no ``anyOf [T, null]``: an optional
   argument is declared as plain ``T`` (``type: integer``, ``boolean``, ``object``...), omitted = its
-  default (issue #38, item 4). Clients that convert command-line text by the declared type (the MCP
+  default. Clients that convert command-line text by the declared type (the MCP
   Inspector CLI converts only ``type: integer|number|boolean|object``) can then send it. Validation still
   uses the argument model, which accepts an explicit ``null`` too.
 * Output: the advertised ``outputSchema`` types the answer's required top-level fields; an object below
   them (a frame, a hit, a segment) names its required fields without their types, and field descriptions
   are dropped (the tool descriptions and server instructions carry that guidance once), so ``tools/list``
-  stays under 12 000 characters (issue #38, item 5; ``tests/unit/test_tools_list.py``). The full schemas
+  stays under 12 000 characters (``tests/unit/test_tools_list.py``). The full schemas
   (:mod:`talkthrough_mcp.schemas`) document every field.
 """
 

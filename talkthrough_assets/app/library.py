@@ -71,7 +71,7 @@ def query(sql: str) -> tuple[list[str], list[tuple]]:
 
 def name_speakers(rid: str, assignments: list[str]) -> dict:
     """Apply ``S1=Alice``-style names (``service.set_speaker_names``): the names in force, the roster, where the
-    rebuilt manifest is and the labels whose voices are now enrolled (recognised in other recordings, issue #35)."""
+    rebuilt manifest is and the labels whose voices are now enrolled (recognised in other recordings)."""
     from talkthrough_assets import store
     from talkthrough_assets.app import service
 

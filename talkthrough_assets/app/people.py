@@ -1,4 +1,4 @@
-"""People across recordings (issue #35): enrolling a named speaker's voice, listing, forgetting and renaming
+"""People across recordings: enrolling a named speaker's voice, listing, forgetting and renaming
 people, and re-checking the recordings whose voice matches that changes.
 
 A person is enrolled when ``talkthrough name ID S1="Alice Chen"`` names a label that has a voiceprint: the

@@ -178,7 +178,7 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
     from talkthrough_assets.app import people
 
     with store.partition_lock(rid, timeout_s=60):
-        people.enrol(rid, merged)  # a named label's voice is enrolled under that person (issue #35)
+        people.enrol(rid, merged)  # a named label's voice is enrolled under that person
         result = run_stages(rid, ["manifest"])
     if not result.success:
         raise RebuildFailed(pipeline.failure_reason(rid) or "see the Dagster run log")
@@ -187,7 +187,7 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
 
 
 def manifest_again(rid: str) -> bool:
-    """Re-materialize only ``manifest`` of ``rid`` (the caller holds its lock): voice matches changed (issue #35)."""
+    """Re-materialize only ``manifest`` of ``rid`` (the caller holds its lock): voice matches changed."""
     return run_stages(rid, ["manifest"]).success
 
 

@@ -31,7 +31,7 @@ def summary(rid: str) -> dict:
     di = store.read_one("diarization", rid) or {}
     out.update({
         "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
-        # the other names the same bytes were registered under (issue #38, item 8: a copy prints them all)
+        # the other names the same bytes were registered under
         "aliases": [n for n in pipeline.recording_names(rid) if n != rec["filename"]],
         "wall_clock": wallclock.view(wc if wc and wc.get("available") else None),
         "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
@@ -60,7 +60,7 @@ def summary(rid: str) -> dict:
         ],
         "more_segments": max(0, len(segs) - PREVIEW_SEGMENTS),
     })
-    if rec["diarized"]:  # voice matches with enrolled people, as the published manifest shows them (issue #35)
+    if rec["diarized"]:  # voice matches with enrolled people, as the published manifest shows them
         from talkthrough_assets.model.speakers import describe_match
         from talkthrough_assets.stages.turns import voices
 

@@ -1,4 +1,4 @@
-"""What the `talkthrough` commands draw, designed for an 80-column terminal first (issue #38, item 6):
+"""What the `talkthrough` commands draw, designed for an 80-column terminal first:
 the `recordings` table (ids always whole, file names cut in the middle) and the one progress line of
 `process` (file name, what runs, a bar, the share, elapsed time, ETA), which fits the terminal's width.
 Pure functions of their inputs: the CLI prints what they return."""

@@ -53,7 +53,7 @@ for command in (processing.process, maintenance.doctor, processing.repair,
                 serve.mcp, serve.ui, serve.worker):
     app.command(cls=Command)(command)
 
-app.add_typer(people_app, name="people")  # `talkthrough people` (issue #35)
+app.add_typer(people_app, name="people")  # `talkthrough people`
 
 
 def main() -> None:  # pragma: no cover

@@ -41,7 +41,7 @@ def forget(
 
     err = console()
     try:
-        if not yes:  # a short list of what exists (issue #38, item 8)
+        if not yes:  # a short list of what exists
             from talkthrough_assets.cli.layout import forget_plan_lines
 
             plan = maintenance.forget_plan(ref)

@@ -55,7 +55,7 @@ def print_summary(s: dict) -> None:
     out.print(f"[bold]{esc(s.get('filename') or s.get('source'))}[/bold]  [{color}]{status}[/{color}]  "
               f"id={s['recording_id']}  {s.get('elapsed_s', 0):.1f}s"
               + (f"  stages: {', '.join(s['stages_run'])}" if s.get("stages_run") else ""), highlight=False)
-    if s.get("aliases"):  # the same bytes under other names: every name shows (issue #38, item 8)
+    if s.get("aliases"):  # the same bytes under other names: every name shows
         out.print(f"  also registered as: {esc(', '.join(s['aliases']))}", highlight=False)
     if status in ("failed", "refused"):
         out.print(f"  [red]reason:[/red] {esc(s.get('reason'))}", highlight=False)

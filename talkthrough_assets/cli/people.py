@@ -1,4 +1,4 @@
-"""`talkthrough people`: the people enrolled by `talkthrough name` (issue #35): list, forget, rename/merge.
+"""`talkthrough people`: the people enrolled by `talkthrough name`: list, forget, rename/merge.
 A thin surface over :mod:`talkthrough_assets.app.people`."""
 
 from __future__ import annotations

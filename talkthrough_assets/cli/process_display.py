@@ -1,5 +1,5 @@
 """What `talkthrough process` draws while it runs: on a terminal one live line per file (drawn for 80 columns
-first, moving at least once a second: issue #38, item 6); in a pipe or a log one plain line per stage; with
+first, moving at least once a second); in a pipe or a log one plain line per stage; with
 --json nothing. It hands :func:`talkthrough_assets.app.batch.process_files` the listeners of each file's run."""
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ class FileProgress:
         self.reports[stage] = dict(info, at=self.clock())
 
     def _share_now(self, r: dict, now: float) -> float:
-        """A stage's share interpolated since its last report (issue #38, item 6): at the pace its ETA
+        """A stage's share interpolated since its last report: at the pace its ETA
         implies, never past ``next_share`` (the end of the chunk in progress) or 99 % of what is left."""
         share = r["share"]
         eta = r.get("eta_s")

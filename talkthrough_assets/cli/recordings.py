@@ -149,7 +149,7 @@ def name(
     for label in named["roster"] or sorted(merged):
         out.print(f"  {esc(label)}: {esc(merged[label]) if label in merged else '[dim](unnamed)[/dim]'}")
     out.print(f"  manifest: {esc(named['manifest'])}")
-    if named["enrolled"]:  # issue #35: their voices are recognised in other recordings (`talkthrough people`)
+    if named["enrolled"]:  # their voices are recognised in other recordings (`talkthrough people`)
         out.print(f"  voices enrolled: "
                   f"{esc(', '.join(f'{lab} as {merged[lab]}' for lab in named['enrolled'] if lab in merged))}")
 

@@ -1,4 +1,4 @@
-"""search_index: the persistent inverted index the MCP server searches (issue #26, item 4).
+"""search_index: the persistent inverted index the MCP server searches.
 
 Written by the pipeline, read by the MCP server, so the server never re-tokenizes manifests:
 
@@ -79,7 +79,7 @@ def distinct_size(rid: str, data: bytes) -> bytes:
     """``data`` (a manifest about to be published), padded with trailing newlines until its size differs from
     every index part of ``rid`` there is (the published generation's included): a reader pairs the published
     manifest with its part by size (:func:`choose_part`), so two generations of one recording must never have
-    the same size (the manifest stage and the partial generations of #19 publish many)."""
+    the same size (the manifest stage and the partial generations of a run in progress publish many)."""
     sizes = {parse_part_name(name)[1] for name, _ in list_parts().get(rid, [])}
     st = store.stamp(store.manifest_key(rid))
     if st is not None:
@@ -201,7 +201,7 @@ def maybe_compact(rid: str) -> dict | None:
 
 def scrub(rid: str) -> None:
     """Re-merge ``rid``'s bucket now, dropping the previous merged files: nothing of its earlier generations
-    (a forgotten person's name, issue #35) stays in the merged index."""
+    (a forgotten person's name) stays in the merged index."""
     compact(bucket_of(rid), force=True, keep_previous=False)
 
 

@@ -44,7 +44,7 @@ def recording_row(rid: str, m: dict) -> dict:
         "diarized": diarized, "speaker_count": len(di.get("speakers") or []) if diarized else 0,
         "has_audio": bool(media.get("has_audio")), "has_video": bool(media.get("has_video")),
         "transcript_available": bool(tr.get("available")), "processed_at": m.get("created_at"),
-        # a partial generation (#19, stages/partial.py): where its transcript ends and goes on (absent when final)
+        # a partial generation: where its transcript ends and goes on (absent when final)
         **partial_columns(m),
     }
 

@@ -74,7 +74,7 @@ def merge(old: Bundle | None, keep: set[str], parts: Iterable[tuple[str, pa.Tabl
         for dst, c in ((d_src, "source"), (d_ref, "ref"), (d_t0, "t0_ms"), (d_t1, "t1_ms"), (d_len, "doc_len")):
             dst.append(old.column("docs", c)[dmask])
         spk = old.column("docs", "spk")[dmask]
-        # only the speakers kept documents name: a renamed or forgotten person's name goes (issue #35)
+        # only the speakers kept documents name: a renamed or forgotten person's name goes
         old_spk = np.zeros(len(old.speakers), dtype=np.int32)
         for u in (np.unique(spk) if len(spk) else ()):
             old_spk[int(u)] = code(*old.speakers[int(u)])

@@ -1,7 +1,7 @@
 """Search terms: one tokenizer for the ``terms`` table, the search index parts and MCP queries.
 
 :func:`index_terms` (folded, glued words split, plurals folded, one-letter fragments dropped) is the
-only tokenizer: the SQL ``terms`` table and the MCP search index hold the same terms (issue #26)."""
+only tokenizer: the SQL ``terms`` table and the MCP search index hold the same terms."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Partial generations (#19 item 5): while a recording's ``segments`` stage runs, the transcript of the chunks
+"""Partial generations: while a recording's ``segments`` stage runs, the transcript of the chunks
 finished so far is published as a provisional manifest generation, marked ``partial`` with its covered range,
 so readers (the MCP tools) can start on the first hour of a 3-hour meeting while the rest runs.
 

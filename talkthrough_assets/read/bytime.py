@@ -1,4 +1,4 @@
-"""Questions asked in wall time (issue #36): the ``since``/``until``/``tz`` arguments of list_recordings and
+"""Questions asked in wall time: the ``since``/``until``/``tz`` arguments of list_recordings and
 search, and ``get_moment_at`` (the moment at a wall-clock instant in every recording covering it).
 
 Times are read by the one grammar, :mod:`talkthrough_assets.read.timeq`; recordings are placed by the anchored

@@ -66,7 +66,7 @@ def speaker_tag(who: str | None, names: dict[str, str]) -> str:
 
 def cue_end(seg: dict, following: dict | None) -> int:
     """Where a cue ends: its segment's end, or the next cue's start when the segments overlap (ASR segments
-    may: issue #38, item 8), so no two cues are on screen at once; never before its own start."""
+    may), so no two cues are on screen at once; never before its own start."""
     t0, t1 = int(seg["t0_ms"]), int(seg["t1_ms"])
     if following is not None:
         t1 = min(t1, int(following["t0_ms"]))
@@ -99,7 +99,7 @@ def vtt_cue(seg: dict, names: dict[str, str], wall: str | None = None, end_ms: i
 
 # what Markdown reads inside a line (CommonMark, GFM tables, HTML). `.`, `-`, `+` and `!` only mean something
 # at the start of a line (a list) or before `[` (escaped): user text never starts a line here, so they stay
-# as written (`pipeline.`, not `pipeline\.`: issue #38, item 8)
+# as written (`pipeline.`, not `pipeline\.`)
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#|<>&~])")
 
 

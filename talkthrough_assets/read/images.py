@@ -16,7 +16,7 @@ from talkthrough_assets.read.errors import AudioOnly
 
 OCR_MAX_CHARS = 1_500          # per frame, in meta and captions
 # Stored keyframes are served re-encoded to this longest side / JPEG quality: the smallest at which the
-# on-screen text stays legible (bench/bench_frame_legibility.py; issue #38, item 5). extract_frame
+# on-screen text stays legible (bench/bench_frame_legibility.py). extract_frame
 # (crop, full_resolution) is the way to finer detail.
 AGENT_MAX_SIDE = 1024
 AGENT_JPEG_QUALITY = 70
@@ -122,7 +122,7 @@ def image_result(rid: str, frames: list[dict], wc: dict | None, meta: dict) -> I
         if data is None:
             missing.append(f["ms"])
             continue
-        # the OCR text is in the frame's entry of the JSON block: not repeated here (issue #26, item 5)
+        # the OCR text is in the frame's entry of the JSON block: not repeated here
         data, sent, stored = agent_jpeg(data)
         cap = f"frame {f['ms']} ms" + (f" ({t_wall(wc, f['ms'])})" if wc else "")
         if sent != stored:

@@ -12,7 +12,7 @@ Where a recording's postings come from, for the manifest published now (one list
 
 A part is paired with a manifest by name (the manifest's byte size and sha256 are in it), and the
 merged bucket records which part each of its recordings came from, so search and the per-recording
-tools serve one generation (issue #15, item 1). A superseded or forgotten recording's rows in a
+tools serve one generation. A superseded or forgotten recording's rows in a
 merged bucket are masked until the bucket is re-merged.
 
 Queries read a :class:`~talkthrough_assets.read.index_view.View` (exact BM25 over numpy arrays, in
@@ -110,7 +110,7 @@ class LibraryIndex:
     def warming(self) -> str | None:
         """``"warming (n of N recordings indexed)"`` while a long (re)load runs on another thread (the
         server's warm-up), else None. Readers wait for it at most ``warm_wait_s``, then answer from
-        what is indexed so far and say so (issue #26, item 3)."""
+        what is indexed so far and say so."""
         w = self._warming
         return f"warming ({w[0]} of {w[1]} recordings indexed)" if w else None
 

@@ -35,8 +35,8 @@ class CropOutside(TalkthroughError, ValueError):
 def open_verified(candidates: list[str], rid: str) -> tuple[BinaryIO | None, list[str]]:
     """The first candidate path whose bytes are recording ``rid``, opened once: the hash is of what is
     read through that descriptor (and remembered by its fstat identity), and the caller decodes from the
-    same open file, so a file renamed over the path between the check and the decode is never served
-    (issue #26, item 2). Returns (file or None, names of candidates that exist with other bytes)."""
+    same open file, so a file renamed over the path between the check and the decode is never served.
+    Returns (file or None, names of candidates that exist with other bytes)."""
     changed = []
     for c in candidates:
         try:

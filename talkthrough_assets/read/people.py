@@ -1,4 +1,4 @@
-"""list_recordings(person=...): the recordings where a person speaks (issue #35), by a name a person confirmed,
+"""list_recordings(person=...): the recordings where a person speaks, by a name a person confirmed,
 a name applied from a voice match, or a voice match only (each label says which)."""
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ class Reader:
         self.index.refresh()
         timeline = self.index.view.timeline
         where, params = "", []
-        if win is not None:  # recordings whose anchored span meets the window (issue #36)
+        if win is not None:  # recordings whose anchored span meets the window
             where, params = "WHERE recording IN (SELECT unnest(?::VARCHAR[]))", [bytime.listed_ids(timeline, win)]
         total = self.index.query(f"SELECT count(*) AS n FROM m_recordings {where}", params, refresh=False)[0]["n"]
         rows = self.index.query(
@@ -118,7 +118,7 @@ class Reader:
             item = {
                 "id": r["recording"], "filename": r["filename"], "kind": r["kind"], "duration_ms": r["duration_ms"],
                 "recorded_at": t_wall(wc, 0) if wc else None,
-                # the same four fields as every other tool's wall_clock (issue #26, item 6)
+                # the same four fields as every other tool's wall_clock
                 "wall_clock": ({**wc, "source": r["wall_clock_source"], "confidence": r["wall_clock_confidence"]}
                                if wc else None),
                 "language": r["language"],
@@ -127,7 +127,7 @@ class Reader:
                 "diarized": bool(r["diarized"]), "has_audio": bool(r["has_audio"]), "has_video": bool(r["has_video"]),
                 "transcript_available": bool(r["transcript_available"]), "generation": r["generation"],
             }
-            if r["partial_to_ms"] is not None:  # a run in progress published the transcript so far (#19)
+            if r["partial_to_ms"] is not None:  # a run in progress published the transcript so far
                 item.update(snapshot.marking(r["partial_to_ms"], r["partial_next_ms"]))
                 item.pop("partial_note")
             size = len(dumps(item)) + 1
@@ -265,7 +265,7 @@ class Reader:
         meta["transcript"]["segment_at_t"] = at[0] if at else None
         if tr.get("reason"):
             meta["transcript"]["reason"] = tr["reason"]
-        if snap.partial:  # a run in progress: the window's transcript may not be covered yet (#19)
+        if snap.partial:  # a run in progress: the window's transcript may not be covered yet
             mark = snapshot.partial_fields(snap)
             meta.update({k: v for k, v in mark.items() if k != "next_start_ms"})
             if not tr["truncated"] and mark["next_start_ms"] is not None and hi > mark["covered_ms"][1]:
@@ -274,7 +274,7 @@ class Reader:
             speakers, speaker_at = self._speakers_in_range(snap, lo, hi, t)
             meta["speakers_in_range"] = speakers
             meta["speaker_at_t"] = speaker_at
-            if speaker_at in snap.names:  # label and name, as on segments (issue #26, item 6)
+            if speaker_at in snap.names:  # label and name, as on segments
                 meta["speaker_name_at_t"] = snap.names[speaker_at]
         else:
             meta["speakers_in_range"] = None
@@ -284,7 +284,7 @@ class Reader:
     # ---------------------------------------------------------------- search
 
     def get_moment_at(self, at, tz: str | None = None, window_ms: int = MOMENT_WINDOW_MS) -> images.ImageResult:
-        """The moment at a wall-clock instant in every recording covering it (issue #36)."""
+        """The moment at a wall-clock instant in every recording covering it."""
         window_ms = limit_arg("window_ms", window_ms, 0, MOMENT_MAX_WINDOW_MS)
         self.index.refresh()
         return bytime.moment_at(self.index.view.timeline, self.get_moment, at, tz, window_ms)

@@ -25,7 +25,7 @@ from talkthrough_assets.read import snapshot
 
 THUMB_WIDTH = 240
 THUMB_QUALITY = 70
-LARGE_WIDTH = 1024   # a thumbnail opens large (issue #38, item 7): the size get_frames serves, text legible
+LARGE_WIDTH = 1024   # a thumbnail opens large: the size get_frames serves, text legible
 COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7")
 CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
        "base-uri 'none'; form-action 'none'")
@@ -104,7 +104,7 @@ def _header(snap: snapshot.Snapshot, manifest: dict, unique: int, labels: list[s
              ("segments", len(snap.segments)), ("frames", f"{len(snap.frames)} ({unique} unique)"),
              ("speakers", ", ".join(formats.speaker_tag(lab, names) + (" (by voice)" if snap.name_sources.get(lab) == "voice"
                                                                       else "") for lab in labels) or "not diarized")]
-    # unconfirmed voice matches with enrolled people (issue #35)
+    # unconfirmed voice matches with enrolled people
     facts += [(f"{lab} voice", m.get("hint") or "voice match") for lab, m in sorted(snap.voice_hints.items())]
     return (f"<header><h1 id=title>{_e(rec['filename'])}</h1><dl>"
             + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts) + "</dl></header>")
@@ -113,7 +113,7 @@ def _header(snap: snapshot.Snapshot, manifest: dict, unique: int, labels: list[s
 def _timeline(snap: snapshot.Snapshot, unique: list[dict], labels: list[str], colour: dict, names: dict,
               thumb, large) -> str:
     """Every scene once (thumbnails, each with its times), turns as bands, cuts as ticks; each part only when it
-    has something to show (an audio-only recording without speakers has no timeline at all: issue #38, item 7)."""
+    has something to show (an audio-only recording without speakers has no timeline at all)."""
     if not unique and not snap.turns:
         return ""
     total = max(1, snap.rec["duration_ms"], *(s["t1_ms"] for s in snap.segments))
@@ -188,7 +188,7 @@ def _transcript(snap: snapshot.Snapshot, colour: dict, names: dict) -> str:
 
 
 def _screens(unique: list[dict], wc: dict | None) -> str:
-    """Every on-screen text, not only the frames a segment points at: the search box covers them all (#38, item 7)."""
+    """Every on-screen text, not only the frames a segment points at: the search box covers them all."""
     screens = [(f["ms"], f.get("ocr_text") or "") for f in unique if (f.get("ocr_text") or "").strip()]
     if not screens:
         return ""

@@ -155,7 +155,7 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
     index = get_index()
     index.refresh()
     # "quoted phrases": their words adjacent and in order; a glued word the library only has apart
-    # ("rollback" for the spoken "roll back") searches as that phrase (issue #26, item 7)
+    # ("rollback" for the spoken "roll back") searches as that phrase
     phrases = [p for p in (list(terms_stage.index_terms(q)) for q in re.findall(r'"([^"]+)"', query)) if len(p) > 1]
     split = {w: parts for w in words if (parts := split_compound(index, w))}
     fetch = PHRASE_CANDIDATES if phrases or split else limit
@@ -191,7 +191,7 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
     if split:
         out["split_words"] = {w: " ".join(p) for w, p in split.items()}
     warming = index.warming()
-    if warming:  # answered from the recordings indexed so far (issue #26, item 3)
+    if warming:  # answered from the recordings indexed so far
         out["index"] = warming
     if speaker is not None:
         out["speaker"] = speaker
@@ -208,10 +208,10 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
             if r["speaker_name"]:
                 hit["speaker_name"] = r["speaker_name"]
                 if _named_by_voice(get_snapshot, r["recording"], r["speaker"]):
-                    hit["speaker_name_by"] = "voice"  # applied from a voice match, not confirmed (issue #35)
+                    hit["speaker_name_by"] = "voice"  # applied from a voice match, not confirmed
         if mode == "or":
             hit["matched"] = sorted(r["terms"], key=words.index)
-        # filename and generation once per recording, not on every hit (issue #26, item 5)
+        # filename and generation once per recording, not on every hit
         rec = None if r["recording"] in recs else {"filename": r["filename"], "generation": r["generation"]}
         if rec is not None and r.get("partial_to_ms") is not None:  # a run in progress: its transcript so far
             rec.update(snapshot.marking(r["partial_to_ms"], r.get("partial_next_ms")))

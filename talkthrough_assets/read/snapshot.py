@@ -8,7 +8,7 @@ server uses it as the per-recording generation pointer *and* snapshot: one ``ope
 consistent generation across all tables, while a re-run rewrites the Parquet tables underneath
 (those stay the source of truth for SQL users; the server reads only the published manifest).
 
-A manifest with a ``partial`` block is the provisional generation of a run still in progress (issue #19: the
+A manifest with a ``partial`` block is the provisional generation of a run still in progress (the
 transcript of the chunks finished so far, ``stages/partial.py``); :func:`partial_fields` is how every tool
 marks an answer from it. A recording with no manifest has no run that got that far yet. Parsed manifests are cached by the file's
 identity (inode, size, mtime): every publish is a new inode, so a cache entry never outlives it.
@@ -53,7 +53,7 @@ class Snapshot:
     source_path: str | None = None
     partial: dict | None = None   # a provisional generation of a run in progress (its manifest's `partial`)
     name_sources: dict[str, str] = field(default_factory=dict)  # label -> "confirmed" | "voice" (applied by voice)
-    voice_hints: dict[str, dict] = field(default_factory=dict)   # label -> voice match not applied (issue #35)
+    voice_hints: dict[str, dict] = field(default_factory=dict)   # label -> voice match not applied
 
     @property
     def generation(self) -> str:
@@ -193,7 +193,7 @@ def require_finished(snap: Snapshot) -> Snapshot:
 
 def finished(rid: str) -> Snapshot:
     """The finished generation of ``rid`` for a file written from it (an export, a report). ValueError that
-    says which case it is: an id nothing is stored under ("unknown recording": issue #38, item 8), a
+    says which case it is: an id nothing is stored under ("unknown recording"), a
     recording with no finished run yet, or one still being processed."""
     snap = read(store.check_id(rid))
     if snap is None:

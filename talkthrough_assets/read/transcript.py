@@ -40,13 +40,13 @@ def name_matches(name: str | None, want: str) -> bool:
 
 def voice_hints(snap) -> dict[str, str]:
     """Voice matches with enrolled people not applied as names: label -> "voice match 0.86 to Alice Chen, 3
-    recordings" (issue #35)."""
+    recordings"."""
 
     return {lab: m.get("hint") or speakers.describe_match(m) for lab, m in snap.voice_hints.items()}
 
 
 def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
-    """Labels whose label, name, or voice-suggested person (issue #35) is ``speaker``."""
+    """Labels whose label, name, or voice-suggested person is ``speaker``."""
     want = " ".join(speaker.casefold().split())
     labels = sorted({s["speaker"] for s in snap.segments if s.get("speaker")})
     match = {lab for lab in labels if lab.casefold() == want or name_matches(snap.names.get(lab), want)}
@@ -64,7 +64,7 @@ def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
 def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | None = None,
          format: str = "json", max_chars: int = TRANSCRIPT_MAX_CHARS, with_t_wall: bool = False) -> dict:
     """One transcript page. Segments carry t_ms/t1_ms; their wall time is ``wall_clock.start_utc`` +
-    t_ms, given per segment only with ``with_t_wall`` (it was 28 % of a page: issue #26, item 5)."""
+    t_ms, given per segment only with ``with_t_wall`` (it was 28 % of a page)."""
     rec, rid = snap.rec, snap.rid
     start, end = range_arg(rec, start_ms, end_ms)
     if format not in ("json", "srt"):
@@ -135,10 +135,10 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     out["truncated"] = next_start is not None
     out["next_start_ms"] = next_start
     later = None
-    if snap.partial:  # a run in progress: the transcript so far; where it goes on, once it has (issue #19)
+    if snap.partial:  # a run in progress: the transcript so far; where it goes on, once it has
         mark = snapshot.partial_fields(snap)
         out.update({k: v for k, v in mark.items() if k != "next_start_ms"})
-        # the window ends where the transcript so far ends, not at the (unread) duration (issue #38, item 5)
+        # the window ends where the transcript so far ends, not at the (unread) duration
         out["end_ms"] = max(start, min(end, mark["covered_ms"][1]))
         goes_on = mark["next_start_ms"]
         if next_start is None and goes_on is not None and end > mark["covered_ms"][1]:

@@ -1,4 +1,4 @@
-"""The thread plan (#33 item 4): who gets how many CPU threads while the audio and visual branches share the cores.
+"""The thread plan: who gets how many CPU threads while the audio and visual branches share the cores.
 
 * Whisper (``segments``) takes a quarter of the cores while the visual branch runs beside it, half of them alone,
   at least one (``segments.engine.cpu_threads``, fixed when its model loads: its beam search does not scale with

@@ -21,7 +21,7 @@ from talkthrough_assets.stages import probe as probe_stage
 from talkthrough_assets.model import search_index, search_index_docs
 from talkthrough_assets.stages.runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
-CODE_VERSION = "6"  # 6: voice matches and name sources per speaker (issue #35); 5: transcript.quality
+CODE_VERSION = "6"  # 6: voice matches and name sources per speaker; 5: transcript.quality
 SCHEMA = "talkthrough-manifest/v1"
 
 REQUIRED_KEYS = ("schema", "job_id", "created_at", "media", "wall_clock", "transcript", "frames", "caps",
@@ -194,7 +194,7 @@ def build_stored(rid: str, opts: Options) -> dict:
         speaker_segments=store.read_rows("speaker_segments", rid), keyframes=store.read_rows("keyframes", rid),
         dedup=store.read_rows("dedup", rid), ocr=store.read_rows("ocr", rid), settings=cfg,
         speaker_names=cfg.get("speaker_names") or None,
-        # recognition against everyone enrolled now (issue #35): a diarized recording's voiceprints only
+        # recognition against everyone enrolled now: a diarized recording's voiceprints only
         voice_matches=voices.matches_for(rid, cfg.get("speaker_names") or None),
     )
 
@@ -240,7 +240,7 @@ def run(rid: str, opts: Options) -> StageResult:
         raise StageError("manifest invalid: " + "; ".join(problems))
     # never the size of the generation published now (a reader pairs a manifest with its index part by size)
     data = search_index.distinct_size(rid, store.json_bytes(m))
-    # the search index of this generation (issue #26): the SQL terms table and the MCP server's part,
+    # the search index of this generation: the SQL terms table and the MCP server's part,
     # both from the manifest about to be published, written before it
     part, docs = search_index.write_part(rid, m, data)
     for source in search_index_docs.SOURCES:

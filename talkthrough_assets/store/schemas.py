@@ -64,12 +64,12 @@ SCHEMAS: dict[str, pa.Schema] = {
     "speaker_segments": pa.schema([
         ("seq", _I), ("source_seq", _I), ("t0_ms", _I), ("t1_ms", _I), ("speaker", _S), ("text", _S),
     ]),
-    # one voice per diarized label (the turns stage, issue #35): the unit-norm centroid of its clean windows'
+    # one voice per diarized label (the turns stage): the unit-norm centroid of its clean windows'
     # CAM++ embeddings, how many windows, its non-overlapped speech
     "voiceprints": pa.schema([
         ("label", _S), ("embedding", pa.list_(pa.float32())), ("windows", _I), ("speech_ms", _I), ("model", _S),
     ]),
-    # people enrolled by `talkthrough name` (issue #35): who a label of this recording was named as, when,
+    # people enrolled by `talkthrough name`: who a label of this recording was named as, when,
     # and a copy of its voiceprint then (so a later re-diarization cannot change whose voice it is)
     "people": pa.schema([
         ("person", _S), ("label", _S), ("named_at", _S), ("speech_ms", _I), ("embedding", pa.list_(pa.float32())),

@@ -1,4 +1,4 @@
-"""OCR results keyed by the frame's pixels (#19 item 2): a slide shown again, in this recording or another, is
+"""OCR results keyed by the frame's pixels: a slide shown again, in this recording or another, is
 read once. Each read (a full read, or the changed bands of a frame over the previous
 frame's boxes) is stored under key = sha256(engine fingerprint, OCR code version, what a band read depends
 on (its bands and the previous boxes), the decoded RGB pixels); stored like the Whisper chunks

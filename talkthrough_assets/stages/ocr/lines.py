@@ -1,4 +1,4 @@
-"""Line-level reuse for OCR (#33 item 1): a text line detected in a keyframe at the place where the previous
+"""Line-level reuse for OCR: a text line detected in a keyframe at the place where the previous
 keyframe had one, over the same pixels, keeps what was read there instead of being recognised again.
 
 Pure logic on numpy images (H x W x 3, any channel order) and rapidocr-style boxes (four [x, y] corners);

@@ -137,7 +137,7 @@ def _progress_to(ctx: RunContext):
         state["prev_ms"] = done_ms
         pace = (time.monotonic() - t0) / state["decoded_ms"] if state["decoded_ms"] else None
         # next_share: where the chunk now decoding ends (about one more chunk's share): the CLI's bar moves
-        # toward it between reports, never past it (issue #38, item 6)
+        # toward it between reports, never past it
         step = done_ms / done if done else total_ms / max(total, 1)
         ctx.progress({"share": done_ms / max(total_ms, 1), "text": f"{done} of {total} chunks",
                       "eta_s": pace * (total_ms - done_ms) if pace else None,

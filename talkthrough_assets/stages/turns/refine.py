@@ -1,4 +1,4 @@
-"""Refining the engine's turns where the pyannote segmentation falls short on meeting audio (issue #23).
+"""Refining the engine's turns where the pyannote segmentation falls short on meeting audio.
 
 Two measured failures of sherpa-onnx's pipeline on the AMI meeting excerpts of the evaluation set
 (``python bench/bench_der.py``), and their repair:

@@ -1,4 +1,4 @@
-"""Refining the engine's turns with the stage's models (issue #23): the pyannote segmentation's speaker
+"""Refining the engine's turns with the stage's models: the pyannote segmentation's speaker
 count per frame, Silero VAD speech, CAM++ window embeddings, and :func:`refine_turns`, which runs the
 pure steps of :mod:`~talkthrough_assets.stages.turns.refine` (split, fill, reassign, overlap) on them.
 """

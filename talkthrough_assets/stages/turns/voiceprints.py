@@ -1,4 +1,4 @@
-"""Voiceprints (issue #35): one voice embedding per diarized label, made by the ``turns`` stage from the
+"""Voiceprints: one voice embedding per diarized label, made by the ``turns`` stage from the
 embeddings it already has.
 
 A label's voiceprint is the unit-norm centroid of its clean windows' CAM++ embeddings: the 1.5-s,

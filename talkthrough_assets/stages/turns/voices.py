@@ -1,4 +1,4 @@
-"""Recognising enrolled people by voice (issue #35): each diarized label's voiceprint compared (cosine) with
+"""Recognising enrolled people by voice: each diarized label's voiceprint compared (cosine) with
 every enrolled person's voice.
 
 A person's voice is the speech-weighted, unit-norm mean of the voiceprints that named them (the ``people``
