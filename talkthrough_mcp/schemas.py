@@ -40,7 +40,8 @@ def _obj(props: dict, required: list[str]) -> dict:
 
 
 SEGMENT = _obj({"seq": _INT, "t_ms": _INT, "t1_ms": _INT, "t_wall": _NSTR, "speaker": _STR,
-                "speaker_name": _STR, "text": _STR}, ["seq", "t_ms", "t1_ms", "text"])
+                "speaker_name": _STR, "overlap": {"type": "array", "items": _STR}, "text": _STR},
+               ["seq", "t_ms", "t1_ms", "text"])
 
 FRAME = _obj({"ms": _INT, "t_wall": _NSTR, "valid_from_ms": _INT, "valid_to_ms": _INT, "ocr_text": _NSTR,
               "ocr_truncated": _BOOL, "duplicate_of": _INT},

@@ -57,11 +57,15 @@ def _one_line(text: str) -> str:
     return " ".join(str(text or "").split())
 
 
-def speaker_tag(who: str | None, names: dict[str, str]) -> str:
-    """How a segment's speaker is written: ``S1 Alice`` when named, ``S1`` when not, '' when undiarized."""
+def speaker_tag(who: str | None, names: dict[str, str], overlap: list[str] | None = None) -> str:
+    """How a segment's speaker is written: ``S1 Alice`` when named, ``S1`` when not, '' when undiarized; with
+    ``overlap`` (others talking at the same time) ``S1 Alice, with S2 at once``."""
     if not who:
         return ""
-    return f"{who} {names[who]}" if names.get(who) else who
+    tag = f"{who} {names[who]}" if names.get(who) else who
+    if overlap:
+        tag += ", with " + " and ".join(f"{o} {names[o]}" if names.get(o) else o for o in overlap) + " at once"
+    return tag
 
 
 def cue_end(seg: dict, following: dict | None) -> int:
@@ -76,7 +80,7 @@ def cue_end(seg: dict, following: dict | None) -> int:
 def srt_cue(n: int, seg: dict, names: dict[str, str], wall: str | None = None, end_ms: int | None = None) -> str:
     """One SubRip cue (number, ``start --> end`` with commas, ``[S1 Alice] `` before the text); ``end_ms``:
     :func:`cue_end` (default: the segment's end)."""
-    tag = speaker_tag(seg.get("speaker"), names)
+    tag = speaker_tag(seg.get("speaker"), names, seg.get("overlap"))
     label = f"[{tag}] " if tag else ""
     when = f"({wall}) " if wall else ""
     end = seg["t1_ms"] if end_ms is None else end_ms
@@ -94,6 +98,8 @@ def vtt_cue(seg: dict, names: dict[str, str], wall: str | None = None, end_ms: i
     voice = f"<v {vtt_escape(_one_line(names.get(who) or who))}>" if who else ""
     when = f"({vtt_escape(wall)}) " if wall else ""
     text = _one_line(seg["text"]).replace("-->", "->")
+    if who and seg.get("overlap"):  # the voice span holds one speaker: the others heard at once go before the text
+        text = "(with " + " and ".join(names.get(o) or o for o in seg["overlap"]) + " at once) " + text
     return f"{vtt_time(t0)} --> {vtt_time(max(t1, t0 + 1))}\n{voice}{when}{vtt_escape(text)}\n\n"
 
 
@@ -119,6 +125,8 @@ def json_item(seg: dict, names: dict[str, str], wc: dict | None, with_t_wall: bo
         item["speaker"] = seg["speaker"]
         if seg["speaker"] in names:
             item["speaker_name"] = names[seg["speaker"]]
+        if seg.get("overlap"):  # others talking at the same time
+            item["overlap"] = list(seg["overlap"])
     item["text"] = seg["text"]
     return item
 
@@ -153,13 +161,13 @@ def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | Non
         for s in segments:
             w = wall(s)
             when = f"{clock(s['t0_ms'])}" + (f" · {w}" if w else "")
-            tag = speaker_tag(s.get("speaker"), names)
+            tag = speaker_tag(s.get("speaker"), names, s.get("overlap"))
             lines.append(f"- **\\[{md_escape(when)}\\]**" + (f" **{md_escape(tag)}:**" if tag else "")
                          + f" {md_escape(s['text'])}")
         return "\n".join(lines) + "\n"
     for s in segments:  # txt
         w = wall(s)
-        tag = speaker_tag(s.get("speaker"), names)
+        tag = speaker_tag(s.get("speaker"), names, s.get("overlap"))
         lines.append(f"[{clock(s['t0_ms'])}{' ' + w if w else ''}] " + (f"{tag}: " if tag else "")
                      + _one_line(s["text"]))
     return "\n".join(lines) + "\n"

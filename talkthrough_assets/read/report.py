@@ -180,7 +180,7 @@ def _transcript(snap: snapshot.Snapshot, colour: dict, names: dict) -> str:
             f"<li class=seg data-t='{t0}' data-t1='{int(s['t1_ms'])}' title='{_e(call)}'>"
             f"<span class=time>{_e(formats.clock(t0))}</span>"
             + (f"<span class=wall title='{_e(wall)}'>{_e(formats.time_of_day(wall))}</span>" if wall else "")
-            + (f"<b class=who style='color:{colour.get(who, '#333')}'>{_e(formats.speaker_tag(who, names))}</b>" if who else "")
+            + (f"<b class=who style='color:{colour.get(who, '#333')}'>{_e(formats.speaker_tag(who, names, s.get('overlap')))}</b>" if who else "")
             + f"<span class=text>{_e(s['text'])}</span>"
             + (f"<details><summary>on screen (frame at {_e(formats.clock(fms))})</summary><pre class=ocr>{_e(ocr)}</pre></details>"
                if ocr else "") + "</li>")

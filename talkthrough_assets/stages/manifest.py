@@ -63,7 +63,8 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
         "model": tr.get("model"),
         "segments": [
             {k: v for k, v in {"seq": s["seq"], "t0_ms": s["t0_ms"], "t1_ms": s["t1_ms"], "text": s["text"],
-                               "speaker": s.get("speaker"), "source_seq": s.get("source_seq")}.items()
+                               "speaker": s.get("speaker"), "source_seq": s.get("source_seq"),
+                               "overlap": list(s.get("overlap") or ()) or None}.items()
              if v is not None}
             for s in seg_out
         ],

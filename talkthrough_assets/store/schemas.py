@@ -63,6 +63,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     # attributed (possibly split) segments; joined at read time, whisper output untouched
     "speaker_segments": pa.schema([
         ("seq", _I), ("source_seq", _I), ("t0_ms", _I), ("t1_ms", _I), ("speaker", _S), ("text", _S),
+        # the other speakers heard at the same time as this row's (their turns cover >= 500 ms of it)
+        ("overlap", pa.list_(pa.string())),
     ]),
     # one voice per diarized label (the turns stage): the unit-norm centroid of its clean windows'
     # CAM++ embeddings, how many windows, its non-overlapped speech

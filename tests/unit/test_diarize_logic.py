@@ -102,9 +102,10 @@ class TestAttribution:
                  W(7, 3, 4700, 5000, " that"), W(7, 4, 5000, 6000, " update.")]
         rows = A.attribute_segments([seg], words, self.TURNS)
         assert rows == [
-            {"seq": 0, "source_seq": 7, "t0_ms": 3000, "t1_ms": 3600, "speaker": "S1", "text": "Right."},
+            {"seq": 0, "source_seq": 7, "t0_ms": 3000, "t1_ms": 3600, "speaker": "S1", "text": "Right.",
+             "overlap": []},
             {"seq": 1, "source_seq": 7, "t0_ms": 4100, "t1_ms": 6000, "speaker": "S2",
-             "text": "Thanks for that update."},
+             "text": "Thanks for that update.", "overlap": []},
         ]
 
     def test_unsplit_segment_keeps_whisper_text_and_times_exactly(self):
@@ -112,7 +113,7 @@ class TestAttribution:
         rows = A.attribute_segments([seg], [W(0, 0, 100, 900, " Hello"), W(0, 1, 900, 3000, " there.")],
                                     self.TURNS)
         assert rows == [{"seq": 0, "source_seq": 0, "t0_ms": 100, "t1_ms": 3000, "speaker": "S1",
-                         "text": "Hello there."}]
+                         "text": "Hello there.", "overlap": []}]
 
     def test_segment_without_words_falls_back_to_segment_overlap_then_nearest(self):
         segs = [{"seq": 0, "t0_ms": 3500, "t1_ms": 8000, "text": "mostly S2"},
@@ -135,6 +136,16 @@ class TestAttribution:
         rows2 = A.attribute_segments([seg2], [W(0, 0, 0, 900, " a"), W(0, 1, 1200, 1700, " b"),
                                               W(0, 2, 2000, 3000, " c")], turns2)
         assert [(r["speaker"], r["text"]) for r in rows2] == [("S1", "a b"), ("S2", "c")]
+
+    def test_a_row_names_who_else_talks_at_the_same_time_and_not_a_turns_blurred_edge(self):
+        # S2 talks over S1 for 2 s inside S1's sentence; S3 only touches its end (300 ms)
+        turns = [T(0, 6000, "S1"), T(2000, 4000, "S2"), T(5700, 9000, "S3")]
+        seg = {"seq": 0, "t0_ms": 0, "t1_ms": 6000, "text": "one two three"}
+        words = [W(0, 0, 0, 1500, " one"), W(0, 1, 1500, 4500, " two"), W(0, 2, 4500, 6000, " three")]
+        (row,) = A.attribute_segments([seg], words, turns)
+        assert row["speaker"] == "S1" and row["overlap"] == ["S2"]
+        assert A.TurnIndex(turns).others(0, 6000, "S1", min_ms=300) == ["S2", "S3"]
+        assert A.TurnIndex(turns).others(6000, 9000, "S3") == []  # S1 ended where S3 goes on alone
 
     def test_seq_is_renumbered_across_segments(self):
         segs = [{"seq": 0, "t0_ms": 3000, "t1_ms": 6000, "text": "x y"},

@@ -116,3 +116,15 @@ def test_overlapping_segments_never_give_overlapping_cues():
     assert transcript.page(snap, format="srt")["srt"] == srt
     assert transcript.page(snap, format="srt", start_ms=4000, end_ms=6000)["srt"].count("-->") == 2
     assert "00:00:01,000 --> 00:00:05,000" in transcript.page(snap, format="srt", start_ms=0, end_ms=2000)["srt"]
+
+
+def test_two_people_at_once_is_said_in_every_format():
+    segs = [{"seq": 0, "t0_ms": 0, "t1_ms": 4000, "text": "so the budget", "speaker": "S1", "overlap": ["S2"]},
+            {"seq": 1, "t0_ms": 4000, "t1_ms": 6000, "text": "agreed", "speaker": "S2"}]
+    names = {"S2": "Bob"}
+    assert "[S1, with S2 Bob at once] so the budget" in formats.render("srt", segs, names, None)
+    assert "S1, with S2 Bob at once: so the budget" in formats.render("txt", segs, names, None)
+    assert "**S1, with S2 Bob at once:**" in formats.render("md", segs, names, None)
+    assert "<v S1>(with Bob at once) so the budget" in formats.render("vtt", segs, names, None)
+    j = json.loads(formats.render("json", segs, names, None))["segments"]
+    assert j[0]["overlap"] == ["S2"] and "overlap" not in j[1]  # said only where it happened

@@ -1,5 +1,7 @@
 """Attribution of the transcript to speakers, pure: each Whisper word gets the speaker whose turns
-overlap it most, and a segment whose words change speaker is split (``speaker_segments`` rows).
+overlap it most, and a segment whose words change speaker is split (``speaker_segments`` rows). A row
+names the other speakers heard at the same time (``overlap``: their turns cover at least
+:data:`OVERLAP_MIN_MS` of its span), so a reader knows two people talked at once there.
 Whisper's own segments and words are never modified."""
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from typing import Sequence
 from talkthrough_assets.stages.turns.labels import label_num, overlap_ms
 
 SMOOTH_MAX_MS = 400          # a lone word this short between two runs of another speaker is that speaker's
+# another speaker's turns covering this much of a row: both talk at once there (shorter is a turn's edge
+# meeting the next one, which the diarizer's boundaries blur by a few hundred ms)
+OVERLAP_MIN_MS = 500
 
 
 class TurnIndex:
@@ -39,6 +44,14 @@ class TurnIndex:
         if not per:
             return None
         return min(per, key=lambda s: (-per[s], label_num(s)))
+
+    def others(self, t0: int, t1: int, speaker: str | None, min_ms: int = OVERLAP_MIN_MS) -> list[str]:
+        """Labels other than ``speaker`` whose turns cover at least ``min_ms`` of [t0, t1], in label order."""
+        per: dict[str, int] = {}
+        for t in self._candidates(t0, t1):
+            if t["speaker"] != speaker:
+                per[t["speaker"]] = per.get(t["speaker"], 0) + overlap_ms(t0, t1, t["t0_ms"], t["t1_ms"])
+        return sorted((s for s, ms in per.items() if ms >= min_ms), key=label_num)
 
     def nearest(self, t0: int, t1: int, max_gap_ms: int) -> str | None:
         best, best_gap = None, None
@@ -75,7 +88,7 @@ def attribute_segments(segments: Sequence[dict], words: Sequence[dict], turns: S
                        nearest_gap_ms: int = 1000) -> list[dict]:
     """speaker_segments rows: each Whisper segment, split where its words change speaker.
 
-    Word speaker = max overlap; a word overlapping no turn takes the previous word's speaker in
+    Word speaker = max overlap; ``overlap``: the other speakers talking at the same time (:meth:`TurnIndex.others`); a word overlapping no turn takes the previous word's speaker in
     the segment (else the segment's). A segment without words takes the speaker with maximum
     overlap over the whole segment (else the nearest turn within ``nearest_gap_ms``). Split
     pieces keep ``source_seq`` = the Whisper segment's seq; ``seq`` is renumbered."""
@@ -110,7 +123,8 @@ def attribute_segments(segments: Sequence[dict], words: Sequence[dict], turns: S
                         "text": "".join(w["word"] for w in rws).strip()})
     for i, row in enumerate(out):
         row["seq"] = i
-    return [{k: r[k] for k in ("seq", "source_seq", "t0_ms", "t1_ms", "speaker", "text")} for r in out]
+        row["overlap"] = idx.others(row["t0_ms"], row["t1_ms"], row["speaker"])
+    return [{k: r[k] for k in ("seq", "source_seq", "t0_ms", "t1_ms", "speaker", "text", "overlap")} for r in out]
 
 
 
