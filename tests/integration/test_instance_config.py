@@ -236,6 +236,11 @@ def test_deploy_compose_wiring():
         assert services[name]["environment"]["TALKTHROUGH_HOME"] == env["TALKTHROUGH_HOME"]
     assert services["user_code"]["environment"]["DAGSTER_CURRENT_IMAGE"] == services["user_code"]["image"]
     assert (ROOT / services["user_code"]["build"]["dockerfile"]).exists()
+    # the daemon is Dagster's, started through the installed module that gives it the 2 s backfill loop
+    daemon = services["daemon"]["command"]
+    launcher_module = daemon[daemon.index("-m") + 1]
+    assert importlib.util.find_spec(launcher_module) is not None
+    assert daemon[daemon.index("-m") + 2:daemon.index("-m") + 4] == ["dagster._daemon", "run"]
 
 
 def test_instance_soon_opens_the_instance_in_a_background_thread(tmp_path, monkeypatch):
