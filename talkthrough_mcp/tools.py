@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, ToolAnnotations
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
+import talkthrough_assets
 from talkthrough_assets import store
 from talkthrough_assets.read.errors import InvalidArgument, ReadError
 from talkthrough_assets.read.reader import Reader, default_reader
@@ -25,7 +26,6 @@ from talkthrough_mcp.results import call, error_result, validation_error
 from talkthrough_mcp.schemas import OUTPUT_SCHEMAS
 from talkthrough_mcp.wire_schema import input_schema, output_schema
 
-VERSION = "0.2.0"
 PROMPT_ARG_MAX_CHARS = 20_000
 # destructive/idempotent hints mean something only when read_only_hint is false (MCP spec): not sent
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -108,7 +108,7 @@ class TalkthroughMCP(MCPServer):
 def build_server(reader: Reader | None = None) -> MCPServer:
     rd = (lambda: reader) if reader is not None else default_reader
     mcp = TalkthroughMCP(name="talkthrough", title="Talkthrough recordings (read-only)",
-                         instructions=guidance.INSTRUCTIONS, version=VERSION, log_level="WARNING")
+                         instructions=guidance.INSTRUCTIONS, version=talkthrough_assets.__version__, log_level="WARNING")
 
     @mcp.tool(description=guidance.description("list_recordings"), annotations=READ_ONLY)
     def list_recordings(

@@ -195,6 +195,11 @@ def test_discovery_tools_schemas_and_guidance(session):
     tools = {t.name: t for t in session["tools"]}
     assert set(tools) == TOOLS
     assert session["init"].server_info.name == "talkthrough"
+    # one version everywhere: the installed distribution's (pyproject.toml), as the package and the manifest say
+    from importlib.metadata import version
+
+    import talkthrough_assets
+    assert session["init"].server_info.version == talkthrough_assets.__version__ == version("talkthrough")
     req = {"get_transcript": {"id"}, "get_frames": {"id"}, "get_moment": {"id", "t_ms"},
            "search": {"query"}, "extract_frame": {"id", "t_ms"}, "list_recordings": set(), "get_moment_at": {"at"}}
     for name, t in tools.items():
