@@ -3,7 +3,8 @@
 defaults** (``WhisperModel(model).transcribe(audio)``: beam 5, no VAD, conditioning on previous text, the
 temperature fallback ladder), same model, same audio, same run.
 
-    python bench/bench_asr.py [--configs bare,pipeline,greedy] [--only SUBSTR[,SUBSTR...]] [--long] [--load N --repeat R]
+    python bench/bench_asr.py [--configs bare,pipeline,greedy] [--only SUBSTR[,SUBSTR...]] [--tags read] [--long]
+                              [--load N --repeat R]
 
 Clips:
   * the eval set in bench/eval (``bench/fetch_eval.py`` materialises it; see bench/eval/SOURCES.md) when
@@ -14,7 +15,10 @@ Clips:
 Figures per clip and pooled: WER (lower-cased, punctuation removed; the reference words only), words
 invented over non-English speech (every word of an English-only model's output on a non-English clip, and
 on faster_whisper_multilingual.mp3 every word after 30.0 s, where its German half starts), clips left empty
-where bare faster-whisper gives text, and seconds. ``--load N --repeat R`` runs the pipeline's decoding R
+where bare faster-whisper gives text, and seconds. A config may name a compute type after ``@``
+(``bare@float32``: bare faster-whisper at float32, its own default on CPU for a float32 model;
+``pipeline@int16``: the segments stage with ``TALKTHROUGH_COMPUTE_TYPE=int16``); each one's models are loaded
+before any timing. ``--load N --repeat R`` runs the pipeline's decoding R
 times on the non-English clips while N CPU-burning processes occupy the machine (determinism target).
 """
 
@@ -127,14 +131,15 @@ def _decode(path: Path):
     return np.concatenate(out).astype(np.float32) / 32768.0
 
 
-def clips(only: str | None, long: bool) -> list[dict]:
-    """[{name, path, kind: asr|non_english|speech, ref (text or None), cut_s (score words before)}]"""
+def clips(only: str | None, long: bool, tags: str | None = None, kind: str | None = None) -> list[dict]:
+    """[{name, path, kind: asr|non_english|speech, ref (text or None), cut_s (score words before)}]; ``tags``:
+    only eval-set clips with one of these tags (comma-separated); ``kind``: only clips of these kinds."""
     out: list[dict] = []
     try:
         import evalset  # bench/evalset.py (the eval set); clips missing from the cache are skipped
 
         for c in evalset.load_manifest():
-            if not c.exists():
+            if not c.exists() or (tags and not set(tags.split(",")) & set(c.tags)):
                 continue
             kind = c.kind if c.kind in ("asr", "non_english") else "speech"
             out.append({"name": c.id, "path": c.audio, "kind": kind, "ref": c.text,
@@ -170,19 +175,21 @@ def clips(only: str | None, long: bool) -> list[dict]:
                         "kind": "asr", "ref": spoken_script(kind), "cut_s": None})
     if only:
         out = [c for c in out if any(o in c["name"] for o in only.split(","))]
+    if kind:
+        out = [c for c in out if c["kind"] in kind.split(",")]
     return out
 
 
 CPU: dict[str, float] = {}  # config -> CPU seconds (this process, every thread) of its last run
 
 
-def run_bare(model, samples) -> tuple[list[tuple[float, str]], float]:
+def run_bare(model, samples, config: str = "bare") -> tuple[list[tuple[float, str]], float]:
     t, c = time.perf_counter(), time.process_time()
     segs, _ = model.transcribe(samples)
     segs = list(segs)
     res = [(s.start, s.text) for s in segs]
-    CPU["bare"] = time.process_time() - c
-    SPANS["bare"] = [(int(s.start * 1000), int(s.end * 1000)) for s in segs]
+    CPU[config] = time.process_time() - c
+    SPANS[config] = [(int(s.start * 1000), int(s.end * 1000)) for s in segs]
     return res, time.perf_counter() - t
 
 
@@ -239,61 +246,31 @@ def _burn(stop):
         x = (x * 31 + 7) % 1000003
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--configs", default="bare,pipeline", help="bare, pipeline, greedy (pipeline with beam 1), nocover (pipeline without its coverage pass), noretry (no window decoded again without its prompt when it loops)")
-    ap.add_argument("--only")
-    ap.add_argument("--long", action="store_true")
-    ap.add_argument("--load", type=int, default=0, help="CPU burners during the --repeat runs")
-    ap.add_argument("--repeat", type=int, default=0, help="runs of the pipeline on the non-English clips")
-    ap.add_argument("--json", help="write per-clip results here")
-    ap.add_argument("--show", action="store_true", help="print the reference and each config's text per clip")
-    args = ap.parse_args()
-
+def _load(configs: list[str], ref_model: str) -> tuple[dict, dict]:
+    """({bare config: its WhisperModel}, {pipeline config: its decode keywords}), every model loaded before any
+    timing (the language check's too: it loads on first use)."""
     from faster_whisper import WhisperModel
 
-    from talkthrough_assets.store import models
+    from talkthrough_assets.stages.segments import engine as E
     from talkthrough_assets.stages.segments import transcribe as T
 
-    ref_model, label = models.resolve_whisper()
-    configs = args.configs.split(",")
-    bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads()) \
-        if "bare" in configs else None
-    if set(configs) - {"bare"}:  # loaded before timing, as bare's is (the language check's model is not)
-        T.default_whisper().model(ref_model)
     kw = {"pipeline": {}, "greedy": {"beam_size": 1}, "nocover": {"coverage": False},
           "noretry": {"loop_retry": False}}
-    rows = []
-    cl = clips(args.only, args.long)
-    print(f"model {label}; {len(cl)} clips; configs {configs}")
-    print(f"{'clip':44} {'kind':11} " + " ".join(f"{c + ' WER/inv':>18} {'s':>5}" for c in configs))
-    for clip in cl:
-        samples = _decode(clip["path"])
-        row = {"clip": clip["name"], "kind": clip["kind"]}
-        for c in configs:
-            segs, secs = (run_bare(bare, samples) if c == "bare"
-                          else run_pipeline(samples, ref_model, label, config=c, **kw[c]))
-            row[c] = {**score(clip, segs), "s": round(secs, 2), "cpu": round(CPU[c], 2)}
-            if clip["kind"] != "non_english" and not clip["cut_s"]:  # English speech: what no segment covers
-                row[c]["uncovered_s"], row[c]["speech_s"] = uncovered_s(samples, SPANS[c])
-            if c != "bare":
-                row[c]["dropped"] = DROPPED[c]
-            if args.show:
-                print(f"  [{c}] " + " | ".join(f"{t:.1f} {text.strip()}" for t, text in segs))
-        if args.show and clip.get("ref"):
-            print(f"  [ref] {clip['ref']}")
-        rows.append(row)
-        cells = []
-        for c in configs:
-            r = row[c]
-            wer = f"{100 * r['errors'] / r['ref_words']:.1f}%" if "errors" in r else f"{r['words']}w"
-            cells.append(f"{wer + '/' + str(r['invented']):>18} {r['s']:>5.1f}")
-        print(f"{clip['name'][:44]:44} {clip['kind']:11} " + " ".join(cells), flush=True)
-        for c in configs:
-            for d in row[c].get("dropped", []):
-                print(f"    {c} dropped {d['t0_ms'] / 1000:.1f}-{d['t1_ms'] / 1000:.1f} s: {d['reason'][:60]} "
-                      f"| {d['text'][:50]!r}")
+    bares = {}
+    for c in configs:
+        base, _, compute = c.partition("@")
+        if base == "bare":
+            bares[c] = WhisperModel(ref_model, device="cpu", compute_type=compute or "int8",
+                                    cpu_threads=T.cpu_threads())
+            continue
+        whisper = T.Whisper()
+        kw[c] = dict(kw[base], whisper=whisper, compute=compute or None)
+        whisper.model(ref_model, compute=compute or None)
+        E.warm_language_checker(whisper, compute=compute or None)
+    return bares, kw
 
+
+def _pooled(rows: list[dict], configs: list[str], bares: dict) -> None:
     print("\n== pooled")
     for c in configs:
         scored = [r[c] for r in rows if "errors" in r[c]]
@@ -307,45 +284,106 @@ def main() -> int:
         print(f"{c:10} WER {100 * err / max(n, 1):5.2f}% ({err}/{n} words, {len(scored)} clips)  "
               f"invented over non-English {inv:4d}  uncovered speech {unc:.1f} of {speech:.1f} s  "
               f"{secs:7.1f} s  {cpu:7.1f} s CPU")
-    if "bare" in configs:
+    for b in bares:
         for c in configs:
-            if c == "bare":
+            if c in bares:
                 continue
-            worse = [r["clip"] for r in rows if "errors" in r[c] and r[c]["errors"] > r["bare"]["errors"]]
+            worse = [r["clip"] for r in rows if "errors" in r[c] and r[c]["errors"] > r[b]["errors"]]
             empty = [r["clip"] for r in rows if r["kind"] != "non_english" and r["clip"] not in MULTI
-                     and r[c]["words"] == 0 and r["bare"]["words"] > 0]
-            ratio = sum(r[c]["s"] for r in rows) / max(sum(r["bare"]["s"] for r in rows), 1e-9)
-            cpu_ratio = sum(r[c]["cpu"] for r in rows) / max(sum(r["bare"]["cpu"] for r in rows), 1e-9)
+                     and r[c]["words"] == 0 and r[b]["words"] > 0]
+            ratio = sum(r[c]["s"] for r in rows) / max(sum(r[b]["s"] for r in rows), 1e-9)
+            cpu_ratio = sum(r[c]["cpu"] for r in rows) / max(sum(r[b]["cpu"] for r in rows), 1e-9)
             lost = sum(len(r[c].get("dropped", [])) for r in rows if r["kind"] != "non_english" and r["clip"] not in MULTI)
-            print(f"{c} vs bare: worse on {len(worse)} clip(s) {worse}; empty where bare has text: {empty}; "
+            print(f"{c} vs {b}: worse on {len(worse)} clip(s) {worse}; empty where {b} has text: {empty}; "
                   f"segments dropped on English clips: {lost}; time ratio {ratio:.2f}x, CPU {cpu_ratio:.2f}x "
                   f"(load average {os.getloadavg()[0]:.1f})")
 
-    if args.repeat:
-        targets = [c for c in cl if c["kind"] == "non_english" or c["name"] in MULTI]
-        if not targets:
-            sys.exit("--repeat: no non-English or English-then-German clip selected (see --only)")
-        stop = mp.Event()
-        burners = [mp.Process(target=_burn, args=(stop,), daemon=True) for _ in range(args.load)]
+
+def _repeat(cl: list[dict], repeat: int, load: int, ref_model: str, label: str) -> None:
+    targets = [c for c in cl if c["kind"] == "non_english" or c["name"] in MULTI]
+    if not targets:
+        sys.exit("--repeat: no non-English or English-then-German clip selected (see --only)")
+    stop = mp.Event()
+    burners = [mp.Process(target=_burn, args=(stop,), daemon=True) for _ in range(load)]
+    for b in burners:
+        b.start()
+    try:
+        print(f"\n== {repeat} runs under {load} CPU burners, {len(targets)} non-English clips")
+        total, variants = 0, 0
+        for clip in targets:
+            samples = _decode(clip["path"])
+            seen = set()
+            for _ in range(repeat):
+                segs, _ = run_pipeline(samples, ref_model, label)
+                total += score(clip, segs)["invented"]
+                seen.add(json.dumps(segs))
+            variants += len(seen) - 1
+            print(f"{clip['name'][:44]:44} distinct outputs {len(seen)}", flush=True)
+        print(f"invented words in {repeat} runs: {total}; clips with run-to-run differences: {variants}")
+    finally:
+        stop.set()
         for b in burners:
-            b.start()
-        try:
-            print(f"\n== {args.repeat} runs under {args.load} CPU burners, {len(targets)} non-English clips")
-            total, variants = 0, 0
-            for clip in targets:
-                samples = _decode(clip["path"])
-                seen = set()
-                for _ in range(args.repeat):
-                    segs, _ = run_pipeline(samples, ref_model, label)
-                    total += score(clip, segs)["invented"]
-                    seen.add(json.dumps(segs))
-                variants += len(seen) - 1
-                print(f"{clip['name'][:44]:44} distinct outputs {len(seen)}", flush=True)
-            print(f"invented words in {args.repeat} runs: {total}; clips with run-to-run differences: {variants}")
-        finally:
-            stop.set()
-            for b in burners:
-                b.join()
+            b.join()
+
+
+def _row(clip: dict, configs: list[str], bares: dict, kw: dict, ref_model: str, label: str, show: bool) -> dict:
+    """One clip through every config, one after the other: its scores, seconds and drops per config."""
+    samples = _decode(clip["path"])
+    row = {"clip": clip["name"], "kind": clip["kind"]}
+    for c in configs:
+        segs, secs = (run_bare(bares[c], samples, c) if c in bares
+                      else run_pipeline(samples, ref_model, label, config=c, **kw[c]))
+        row[c] = {**score(clip, segs), "s": round(secs, 2), "cpu": round(CPU[c], 2)}
+        if clip["kind"] != "non_english" and not clip["cut_s"]:  # English speech: what no segment covers
+            row[c]["uncovered_s"], row[c]["speech_s"] = uncovered_s(samples, SPANS[c])
+        if c not in bares:
+            row[c]["dropped"] = DROPPED[c]
+        if show:
+            print(f"  [{c}] " + " | ".join(f"{t:.1f} {text.strip()}" for t, text in segs))
+    if show and clip.get("ref"):
+        print(f"  [ref] {clip['ref']}")
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", default="bare,pipeline", help="bare, pipeline, greedy (pipeline with beam 1), nocover (pipeline without its coverage pass), noretry (no window decoded again without its prompt when it loops)")
+    ap.add_argument("--only")
+    ap.add_argument("--tags", help="only eval-set clips with one of these tags (e.g. read)")
+    ap.add_argument("--kind", help="only clips of these kinds (asr, non_english, speech)")
+    ap.add_argument("--long", action="store_true")
+    ap.add_argument("--load", type=int, default=0, help="CPU burners during the --repeat runs")
+    ap.add_argument("--repeat", type=int, default=0, help="runs of the pipeline on the non-English clips")
+    ap.add_argument("--json", help="write per-clip results here")
+    ap.add_argument("--show", action="store_true", help="print the reference and each config's text per clip")
+    args = ap.parse_args()
+
+    from talkthrough_assets.store import models
+
+    ref_model, label = models.resolve_whisper()
+    configs = args.configs.split(",")
+    bares, kw = _load(configs, ref_model)
+    rows = []
+    cl = clips(args.only, args.long, args.tags, args.kind)
+    print(f"model {label}; {len(cl)} clips; configs {configs}")
+    print(f"{'clip':44} {'kind':11} " + " ".join(f"{c + ' WER/inv':>18} {'s':>5}" for c in configs))
+    for clip in cl:
+        row = _row(clip, configs, bares, kw, ref_model, label, args.show)
+        rows.append(row)
+        cells = []
+        for c in configs:
+            r = row[c]
+            wer = f"{100 * r['errors'] / r['ref_words']:.1f}%" if "errors" in r else f"{r['words']}w"
+            cells.append(f"{wer + '/' + str(r['invented']):>18} {r['s']:>5.1f}")
+        print(f"{clip['name'][:44]:44} {clip['kind']:11} " + " ".join(cells), flush=True)
+        for c in configs:
+            for d in row[c].get("dropped", []):
+                print(f"    {c} dropped {d['t0_ms'] / 1000:.1f}-{d['t1_ms'] / 1000:.1f} s: {d['reason'][:60]} "
+                      f"| {d['text'][:50]!r}")
+
+    _pooled(rows, configs, bares)
+    if args.repeat:
+        _repeat(cl, args.repeat, args.load, ref_model, label)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -126,7 +126,10 @@ def _tts_cache(items: list[tuple[str, str, str, int]]) -> dict:
     return out
 
 
-def screencast_narration(scenes: list[dict]) -> np.ndarray:
+def screencast_narration(scenes: list[dict], said: list[dict] | None = None) -> np.ndarray:
+    """The screencast's narration track; ``said`` (when given) gets what is said where, as
+    :func:`narration_variant` returns it."""
+    said = [] if said is None else said
     total = sum(s["duration_s"] for s in scenes)
     intros = [f"Scene {i + 1}. Now we look at the {s['title'].lower()}. {s['subtitle']}."
               for i, s in enumerate(scenes)]
@@ -136,13 +139,16 @@ def screencast_narration(scenes: list[dict]) -> np.ndarray:
     for i, s in enumerate(scenes):
         t, end = s["start_s"] + 0.5, s["start_s"] + s["duration_s"] - 1.0
         c = clips[("espeak-ng", "en-us", intros[i])]
-        mf.place(track, c[: int((end - t) * SR)], t)
+        a, b = mf.place(track, c[: int((end - t) * SR)], t)
+        said.append({"t0_s": a / 1000, "t1_s": b / 1000, "text": intros[i], "scene": i + 1, "intro": True})
         t += len(c) / SR + 0.6
         while True:
             c = clips[("espeak-ng", "en-us", FILLER[k % len(FILLER)])]
             if t + len(c) / SR > end:
                 break
-            mf.place(track, c, t)
+            a, b = mf.place(track, c, t)
+            said.append({"t0_s": a / 1000, "t1_s": b / 1000, "text": FILLER[k % len(FILLER)], "scene": i + 1,
+                         "intro": False})
             t += len(c) / SR + 0.6
             k += 1
     return np.clip(track[: int(total * SR)], -1, 1)

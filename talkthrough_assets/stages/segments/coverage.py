@@ -1,5 +1,6 @@
 """segments' coverage pass: voice activity that no kept segment covers is decoded again on its own (its own window,
-the text kept before it as prompt), and what stays uncovered is listed with why (``transcripts.uncovered``)."""
+the text kept before it as prompt), and what stays uncovered is listed with why (``transcripts.uncovered``). A
+segment with a stretched word covers nothing until that decode has settled it (:func:`_settle_stretched`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ RECOVER_MAX_NO_SPEECH_P = 0.6  # a segment the coverage pass finds is not kept w
 RECOVER_MIN_WORD_P = 0.5  # probability is at least this and its words' mean probability under this, when it
 RECOVER_UNSURE_MAX_WORDS = 2  # has at most this many words
 COVER_SLACK_MS = 250
+# A word aligned over more than this is not a word's sound: Whisper skipped speech there and the alignment
+# stretched a neighbouring word over it (on the 10-min bench screencast "look" ran 6.9 s over a whole scene
+# introduction the segment's text left out). Such a segment does not count as covering its span: its speech is
+# decoded again, and the segment gives way to what that decode finds (see :func:`_settle_stretched`). The
+# longest real words there were under 2.1 s (a slow "scene" after a pause).
+STRETCHED_WORD_S = 3.0
+STRETCH_MIN_SHARE = 0.5  # the decode must find at least this share of the stretched segment's word count
 # A span decoded again holds at most MAX_WORDS_PER_S words a second (~1.5 tokens a word): its decode stops there.
 # Whisper pads it to a 30-s window and, over a breath or a filler, loops until its 448-token limit (on the 10-min
 # screencast the coverage pass took 48 % of the stage's CPU, mostly such loops, later cut as repetitions)
@@ -35,12 +43,16 @@ def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[dict
     (``transcribe.decode`` without a coverage pass of its own). What it finds is added to ``entries``, ``dropped``
     and ``doubtful`` (in place).
     Returns the speech still uncovered: [{"t0_ms", "t1_ms", "reason"}]."""
-    def covered() -> list[tuple[int, int]]:
+    stretched = [e for e in entries if _stretched(e)] if again else []
+    found: list[dict] = []  # entries this pass adds
+
+    def covered(skip: list[dict] = ()) -> list[tuple[int, int]]:
         slack = COVER_SLACK_MS * 16
-        spans = [(e["seg"]["t0_ms"] * 16 - slack, e["seg"]["t1_ms"] * 16 + slack) for e in entries]
+        spans = [(e["seg"]["t0_ms"] * 16 - slack, e["seg"]["t1_ms"] * 16 + slack) for e in entries
+                 if not any(e is x for x in skip)]
         return spans + [(d["t0_ms"] * 16, d["t1_ms"] * 16) for d in dropped if d.get("lang")]
 
-    for a, b in (uncovered(core, covered(), int(COVERAGE_MIN_S * 16000)) if again else []):
+    for a, b in (uncovered(core, covered(stretched), int(COVERAGE_MIN_S * 16000)) if again else []):
         m = int(COVERAGE_MARGIN_S * 16000)
         w0, w1 = max(0, a - m), min(len(samples), b + m)
         # the text kept before it is its context (not the prompt this audio came with: a prompt that sent
@@ -61,12 +73,39 @@ def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[dict
                 dropped.append({"t0_ms": t0, "t1_ms": t1, "reason": unsure, "text": e["seg"]["text"],
                                 "lang": None, "words": len(e["seg"]["text"].split())})
                 continue
-            entries.append(_shift(e, off))
+            found.append(_shift(e, off))
+            entries.append(found[-1])
         dropped.extend(dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off,
                             reason=d["reason"] + " (speech decoded again)") for d in sub["dropped"])
         doubtful.extend(dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off) for d in sub["doubtful"])
+    _settle_stretched(entries, dropped, stretched, found)
     still = uncovered(core, covered(), int(COVERAGE_MIN_S * 16000))
     return [{"t0_ms": a // 16, "t1_ms": b // 16, "reason": _gap_reason(a, b, dropped, again)} for a, b in still]
+
+
+def _stretched(e: dict) -> bool:
+    """A kept segment with a word aligned over more than :data:`STRETCHED_WORD_S`."""
+    return any(w["t1_ms"] - w["t0_ms"] > STRETCHED_WORD_S * 1000 for w in e["words"])
+
+
+def _settle_stretched(entries: list[dict], dropped: list[dict], stretched: list[dict], found: list[dict]) -> None:
+    """Each segment with a stretched word (:func:`_stretched`) against what decoding its speech again found
+    (``found``, already in ``entries``): where that decode has at least :data:`STRETCH_MIN_SHARE` of its word
+    count within its span, the segment is dropped as text (its speech is transcribed by the new segments);
+    else the new segments within its span are dropped and it stays as it was. Either way no speech is left with
+    two transcripts, and none loses its only one. In place."""
+    for s in stretched:
+        t0, t1 = s["seg"]["t0_ms"], s["seg"]["t1_ms"]
+        inside = [e for e in found if e["seg"]["t0_ms"] < t1 and e["seg"]["t1_ms"] > t0]
+        longest = max(w["t1_ms"] - w["t0_ms"] for w in s["words"]) / 1000
+        loser, why = ([s], f"a word aligned over {longest:.1f} s: its speech decoded again, replaced")
+        if sum(len(e["words"]) for e in inside) < STRETCH_MIN_SHARE * max(1, len(s["words"])):
+            loser, why = inside, f"decoded again inside a segment with a word aligned over {longest:.1f} s, " \
+                                 "which is kept"
+        for e in loser:
+            entries[:] = [x for x in entries if x is not e]
+            dropped.append({"t0_ms": e["seg"]["t0_ms"], "t1_ms": e["seg"]["t1_ms"], "reason": why,
+                            "text": e["seg"]["text"], "lang": None, "words": len(e["seg"]["text"].split())})
 
 
 def uncovered(core: list[tuple[int, int]], covered: list[tuple[int, int]], min_len: int) -> list[tuple[int, int]]:

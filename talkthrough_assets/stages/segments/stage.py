@@ -26,7 +26,7 @@ from talkthrough_assets.stages.runner import RunContext, StageResult, digest, hm
 
 # the segments stage's code version (stage_runs, Dagster's code version, and part of every chunk's key):
 # bump it when the stage's output changes
-CODE_VERSION = "15"
+CODE_VERSION = "16"
 FAILED_PREFIX = "Whisper failed on "  # the segments stage's reason when some chunks failed (re-run retries them)
 
 
