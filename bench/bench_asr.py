@@ -199,13 +199,14 @@ SPANS: dict[str, list] = {}  # config -> its segments' (t0_ms, t1_ms) on the cur
 
 def uncovered_s(samples, spans_ms) -> tuple[float, float]:
     """(voice activity no segment covers, voice activity), seconds: the pipeline's own measure
-    (transcribe.uncovered over the VAD gate's speech, a segment covering its span +- COVER_SLACK_MS)."""
-    from talkthrough_assets.stages.segments import transcribe as T
+    (segments_coverage.uncovered over the VAD gate's speech, a segment covering its span +- COVER_SLACK_MS)."""
+    from talkthrough_assets.stages.segments import coverage as segments_coverage
+    from talkthrough_assets.stages.segments import rules as segments_rules
 
-    core = T.core_speech(T.speech_regions(samples))
-    slack = T.COVER_SLACK_MS
-    gaps = T.uncovered(core, [((a - slack) * 16, (b + slack) * 16) for a, b in spans_ms],
-                       int(T.COVERAGE_MIN_S * 16000))
+    core = segments_rules.core_speech(segments_rules.speech_regions(samples))
+    slack = segments_coverage.COVER_SLACK_MS
+    gaps = segments_coverage.uncovered(core, [((a - slack) * 16, (b + slack) * 16) for a, b in spans_ms],
+                       int(segments_coverage.COVERAGE_MIN_S * 16000))
     return sum(b - a for a, b in gaps) / 16000, sum(b - a for a, b in core) / 16000
 
 
@@ -252,7 +253,7 @@ def _load(configs: list[str], ref_model: str) -> tuple[dict, dict]:
     from faster_whisper import WhisperModel
 
     from talkthrough_assets.stages.segments import engine as E
-    from talkthrough_assets.stages.segments import transcribe as T
+    from talkthrough_assets.stages.segments import engine as segments_engine
 
     kw = {"pipeline": {}, "greedy": {"beam_size": 1}, "nocover": {"coverage": False},
           "noretry": {"loop_retry": False}}
@@ -261,9 +262,9 @@ def _load(configs: list[str], ref_model: str) -> tuple[dict, dict]:
         base, _, compute = c.partition("@")
         if base == "bare":
             bares[c] = WhisperModel(ref_model, device="cpu", compute_type=compute or "int8",
-                                    cpu_threads=T.cpu_threads())
+                                    cpu_threads=segments_engine.cpu_threads())
             continue
-        whisper = T.Whisper()
+        whisper = segments_engine.Whisper()
         kw[c] = dict(kw[base], whisper=whisper, compute=compute or None)
         whisper.model(ref_model, compute=compute or None)
         E.warm_language_checker(whisper, compute=compute or None)

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_asr import _decode as decode_16k  # noqa: E402  (the eval benches' 16-kHz mono decode)
 from talkthrough_assets.store.models import resolve_whisper  # noqa: E402
 from talkthrough_assets.stages.segments import chunks as C  # noqa: E402
+from talkthrough_assets.stages.segments import engine as segments_engine  # noqa: E402
 from talkthrough_assets.stages.segments import transcribe as T  # noqa: E402
 
 
@@ -37,11 +38,11 @@ def main() -> None:
     if args.seconds:
         x = x[:int(args.seconds * 16000)]
     ref, label = resolve_whisper(None)
-    w = T.Whisper()
+    w = segments_engine.Whisper()
     w.model(ref, args.threads)  # loaded before either timing
     print(f"{len(x) / 16000:.0f} s of audio, tiny.en on {args.threads} threads, load average {os.getloadavg()[0]:.1f}")
     checks = {"n": 0, "cpu": 0.0}  # the language checks (multilingual base) each decode makes, and their CPU
-    real_checker = T.language_checker
+    real_checker = segments_engine.language_checker
 
     def counting_checker(whisper, threads=None):
         check = real_checker(whisper, threads)
@@ -57,7 +58,7 @@ def main() -> None:
                 checks["cpu"] += time.process_time() - c0
         return counted
 
-    T.language_checker = counting_checker
+    segments_engine.language_checker = counting_checker
     res = {}
     for name in ("chunked", "whole"):
         checks.update(n=0, cpu=0.0)

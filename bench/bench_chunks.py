@@ -58,10 +58,11 @@ def part_wer(args) -> None:
     from talkthrough_assets.store import models
     from talkthrough_assets.stages.segments import chunks as C
     from talkthrough_assets.stages.segments import transcribe as T
+    from talkthrough_assets.stages.segments import engine as segments_engine
 
     ref, label = models.resolve_whisper()
     kw = dict(model_ref=ref, model_label=label)
-    T.default_whisper().warm(ref)
+    segments_engine.default_whisper().warm(ref)
     clips = [] if args.no_eval else BA.clips(args.only, long=False)
     if not args.only or args.only in "meeting":
         import make_long_media as ml
@@ -240,10 +241,11 @@ def part_ab(args) -> None:
     from talkthrough_assets.store import models
     from talkthrough_assets.stages.segments import chunks as C
     from talkthrough_assets.stages.segments import transcribe as T
+    from talkthrough_assets.stages.segments import engine as segments_engine
 
     ref, label = models.resolve_whisper()
     kw = dict(model_ref=ref, model_label=label)
-    T.default_whisper().warm(ref)
+    segments_engine.default_whisper().warm(ref)
     samples = BA._decode(ml.ensure_media(quiet=True)["meeting"])
     if args.meeting_s:
         samples = samples[:int(args.meeting_s * 16000)]
@@ -260,7 +262,7 @@ def part_ab(args) -> None:
     C.chain_keys(samples, bounds, "bench")
     plan_cpu, plan_wall = time.process_time() - c0, time.perf_counter() - w0
     print(f"== whole vs {len(bounds)} chunks of ~{args.chunk_s:.0f} s, {len(samples) / 16000 / 60:.1f} min of the meeting, "
-          f"{args.repeat} ABAB pairs ({label}, {T.cpu_threads()} threads)")
+          f"{args.repeat} ABAB pairs ({label}, {segments_engine.cpu_threads()} threads)")
     print(f"planning + keys: {plan_cpu:.2f} s CPU / {plan_wall:.2f} s wall")
 
     def whole():
@@ -396,10 +398,10 @@ def _prefix_whisper(media: Path, short: Path, args) -> None:
     the cut into a store, then the 30-min file with that store, then the 30-min file with an empty store."""
     from talkthrough_assets.store import models
     from talkthrough_assets.stages.segments import chunks as C
-    from talkthrough_assets.stages.segments import transcribe as T
+    from talkthrough_assets.stages.segments import engine as segments_engine
 
     ref, label = models.resolve_whisper()
-    T.default_whisper().warm(ref)
+    segments_engine.default_whisper().warm(ref)
     long_s, short_s = BA._decode(media), BA._decode(short)
     shared: dict[str, bytes] = {}
     res = {}

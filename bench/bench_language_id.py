@@ -6,7 +6,7 @@
 For every clip of the evaluation set (bench/eval, ``python bench/fetch_eval.py``) in English (kind ``asr``,
 the English part of mixed-language clips only) and in other languages (``non_english``): windows of each
 duration, starting where voice activity starts, are given to the segments stage's language check
-(``transcribe.language_checker``, the multilingual base model) both ways: on the window's own frames (the
+(``segments_engine.language_checker``, the multilingual base model) both ways: on the window's own frames (the
 cheap default) and padded to Whisper's 30-s window. Printed per duration and way:
 
 * English windows called another language by the rule that would drop their text (default way: p >= 0.8 and
@@ -51,9 +51,10 @@ def main() -> int:
     args = ap.parse_args()
     import evalset
 
-    from talkthrough_assets.stages.segments import transcribe as T
+    from talkthrough_assets.stages.segments import engine as segments_engine
+    from talkthrough_assets.stages.segments import rules as segments_rules
 
-    check = T.language_checker(T.default_whisper())
+    check = segments_engine.language_checker(segments_engine.default_whisper())
     if check is None:
         sys.exit("the multilingual base model is not installed")
     durs = [float(x) for x in args.durations.split(",")]
@@ -62,13 +63,13 @@ def main() -> int:
     for k, c in enumerate(clips, 1):
         english = c.kind == "asr"
         x = _decode(c.audio)
-        core = T.core_speech(T.speech_regions(x))
+        core = segments_rules.core_speech(segments_rules.speech_regions(x))
         for d in durs:
             for a, b in windows(len(x), core, d, args.per_clip, c.text_until_s if english else None):
                 for padded in (False, True):
                     lang, p, p_en = check(x[a:b], padded=padded)
-                    other = (lang != "en" and p_en < T.LANGUAGE_SHORT_MAX_P_EN) if padded else \
-                        (lang != "en" and p >= T.LANGUAGE_CHECK_MIN_TOP_P and p_en < T.LANGUAGE_CHECK_MIN_P)
+                    other = (lang != "en" and p_en < segments_rules.LANGUAGE_SHORT_MAX_P_EN) if padded else \
+                        (lang != "en" and p >= segments_rules.LANGUAGE_CHECK_MIN_TOP_P and p_en < segments_rules.LANGUAGE_CHECK_MIN_P)
                     rows.append({"clip": c.id, "english": english, "dur": d, "padded": padded, "lang": lang,
                                  "p": round(p, 3), "p_en": round(p_en, 4), "other": other})
         print(f"  {k}/{len(clips)} {c.id}", file=sys.stderr, flush=True)
@@ -92,7 +93,7 @@ def main() -> int:
     own_ok = [d for d in durs if (lambda en: en and sum(r["other"] for r in en) / len(en) < 0.01)(
         [r for r in rows if r["dur"] == d and not r["padded"] and r["english"]])]
     print(f"shortest duration with < 1 % of English windows misjudged (own frames): "
-          f"{min(own_ok) if own_ok else 'none'} s (LANGUAGE_MIN_SPEECH_S = {T.LANGUAGE_MIN_SPEECH_S})")
+          f"{min(own_ok) if own_ok else 'none'} s (LANGUAGE_MIN_SPEECH_S = {segments_rules.LANGUAGE_MIN_SPEECH_S})")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=0))
     return 0

@@ -51,11 +51,11 @@ def named(words: list[tuple[float, float, str]], intro: dict) -> bool:
 
 
 def uncovered_s(core, spans_ms) -> float:
-    from talkthrough_assets.stages.segments import transcribe as T
+    from talkthrough_assets.stages.segments import coverage as segments_coverage
 
-    slack = T.COVER_SLACK_MS  # as the pipeline counts it: a segment covers its span +- this
-    gaps = T.uncovered(core, [((a - slack) * 16, (b + slack) * 16) for a, b in spans_ms],
-                       int(T.COVERAGE_MIN_S * 16000))
+    slack = segments_coverage.COVER_SLACK_MS  # as the pipeline counts it: a segment covers its span +- this
+    gaps = segments_coverage.uncovered(core, [((a - slack) * 16, (b + slack) * 16) for a, b in spans_ms],
+                       int(segments_coverage.COVERAGE_MIN_S * 16000))
     return sum(b - a for a, b in gaps) / 16000
 
 
@@ -127,12 +127,13 @@ def main() -> int:
 
     from talkthrough_assets.store import models
     from talkthrough_assets.stages.segments import engine as E
-    from talkthrough_assets.stages.segments import transcribe as T
+    from talkthrough_assets.stages.segments import engine as segments_engine
+    from talkthrough_assets.stages.segments import rules as segments_rules
 
     ref, label = models.resolve_whisper()
-    bare = WhisperModel(ref, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads())
+    bare = WhisperModel(ref, device="cpu", compute_type="int8", cpu_threads=segments_engine.cpu_threads())
     pipes = {f"pipeline@{c}" if c else "pipeline": c or None for c in args.compute.split(",")}
-    whispers = {name: T.Whisper() for name in pipes}
+    whispers = {name: segments_engine.Whisper() for name in pipes}
     for name, compute in pipes.items():  # loaded before timing, as bare's is
         whispers[name].model(ref, compute=compute)
         E.warm_language_checker(whispers[name], compute=compute)
@@ -143,7 +144,7 @@ def main() -> int:
     for seed in [0] if args.screencast else [int(x) for x in args.seeds.split(",")]:
         audio, said, voice = _screencast(ml) if args.screencast else (
             *ml.narration_variant(seed, minutes=args.minutes), ml.VARIANT_VOICES[seed % len(ml.VARIANT_VOICES)])
-        core = T.core_speech(T.speech_regions(audio))
+        core = segments_rules.core_speech(segments_rules.speech_regions(audio))
         res = _decode_all(audio, bare, pipes, whispers, ref, label)
         rows += _score(seed, voice, said, core, res)
         if args.dump:

@@ -137,10 +137,10 @@ def decode_all(refs: list[dict], model: str | None, cache: Path, git_root: Path 
 
     from talkthrough_assets.store import models
     from talkthrough_assets.stages.segments import chunks as C
-    from talkthrough_assets.stages.segments import transcribe as T
+    from talkthrough_assets.stages.segments import engine as segments_engine
 
     ref_model, label = models.resolve_whisper(model)
-    bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads())
+    bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=segments_engine.cpu_threads())
     out = {"model": label, "clips": {}}
     for n, clip in enumerate(refs, 1):
         samples = _decode(clip_audio(clip, cache, git_root))
@@ -211,10 +211,10 @@ def segment_ends(only: str | None, cache: Path, git_root: Path | None) -> dict:
     import synthetic
     from talkthrough_assets.store import models
     from talkthrough_assets.stages.segments import chunks as C
-    from talkthrough_assets.stages.segments import transcribe as T
+    from talkthrough_assets.stages.segments import engine as segments_engine
 
     ref_model, label = models.resolve_whisper()
-    bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=T.cpu_threads())
+    bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=segments_engine.cpu_threads())
     clips = [(c.id, "narration", c.audio, sentence_refs(synthetic.spans(c))) for c in synthetic.clips(kind="narration")]
     clips += [(c["id"], "pauses", clip_audio(c, cache, git_root), c["words"]) for c in load_refs() if c.get("eval_clip")]
     res: dict = {}

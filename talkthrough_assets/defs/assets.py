@@ -28,7 +28,7 @@ from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.pipeline.stagespec import BY_NAME
 from talkthrough_assets.stages.ocr import OcrEngine
-from talkthrough_assets.stages.segments.transcribe import Whisper
+from talkthrough_assets.stages.segments.engine import Whisper
 
 sqlite_tuning.install()
 

@@ -8,7 +8,7 @@ from dagster import ConfigurableResource, InitResourceContext
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets import store
 from talkthrough_assets.stages.ocr import OcrEngine
-from talkthrough_assets.stages.segments.transcribe import Whisper
+from talkthrough_assets.stages.segments.engine import Whisper
 
 
 class WhisperResource(ConfigurableResource):

@@ -1,6 +1,6 @@
 """The model-backed engines the stages run on, one set per process, handed to the pipeline.
 
-* :class:`~talkthrough_assets.stages.segments.transcribe.Whisper`: faster-whisper models (``segments``);
+* :class:`~talkthrough_assets.stages.segments.engine.Whisper`: faster-whisper models (``segments``);
 * :class:`~talkthrough_assets.stages.ocr.OcrEngine`: the RapidOCR engine (``ocr``);
 * :class:`Diarizer`: sherpa-onnx speaker diarization (``turns``).
 
@@ -21,7 +21,7 @@ from talkthrough_assets.stages import turns as diarize_stage
 from talkthrough_assets.stages.turns import engine as diarize_engine
 from talkthrough_assets.stages.turns import models as diarize_models
 from talkthrough_assets.stages import ocr as ocr_stage
-from talkthrough_assets.stages.segments import transcribe as transcribe_stage
+from talkthrough_assets.stages.segments import engine as whisper_engine
 
 
 class Diarizer:
@@ -40,14 +40,14 @@ class Diarizer:
 
 @dataclass(frozen=True)
 class Engines:
-    whisper: transcribe_stage.Whisper
+    whisper: whisper_engine.Whisper
     ocr: ocr_stage.OcrEngine
     diarizer: Diarizer
 
 
 # the stage modules' defaults (nothing is loaded until first use), so a stage function called on its
 # own, e.g. from a benchmark, shares the loaded models too
-_shared = Engines(whisper=transcribe_stage.default_whisper(), ocr=ocr_stage.default_ocr(), diarizer=Diarizer())
+_shared = Engines(whisper=whisper_engine.default_whisper(), ocr=ocr_stage.default_ocr(), diarizer=Diarizer())
 
 
 def shared() -> Engines:

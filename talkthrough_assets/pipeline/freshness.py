@@ -9,7 +9,7 @@ from talkthrough_assets.pipeline import options
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.events import failure_reason, record
 from talkthrough_assets.pipeline.stagerun import CODE_VERSIONS
-from talkthrough_assets.pipeline.stagespec import BY_NAME
+from talkthrough_assets.pipeline.stagespec import BY_NAME, downstream
 from talkthrough_assets.stages.runner import stage_state
 
 
@@ -30,7 +30,7 @@ def plan(recording_id: str, *, force: bool = False, given: dict | None = None) -
     # outputs deleted or damaged since (a torn Parquet file, a removed published file or frame folder): exactly
     # the stages that re-make them (datacheck)
     repair = datacheck.repair_stages(recording_id) if len(stale) < len(S.STAGES) else set()
-    return S.ordered(S.downstream(stale) | repair)
+    return S.ordered(downstream(stale) | repair)
 
 
 def record_unfinished(recording_id: str, why: str) -> str | None:

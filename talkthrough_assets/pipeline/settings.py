@@ -17,7 +17,7 @@ from talkthrough_assets.core import config
 from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets import store
 from talkthrough_assets.pipeline import options
-from talkthrough_assets.pipeline.stagespec import BY_NAME, SETTING_BY_NAME, SETTINGS, SPECS, downstream  # noqa: F401  (S.downstream: what a change re-runs)
+from talkthrough_assets.pipeline.stagespec import BY_NAME, SETTING_BY_NAME, SETTINGS, SPECS
 
 # Everything below is derived from stagespec (the one description of stages and settings).
 DEFAULTS: dict[str, Any] = {st.name: st.default for st in SETTINGS}

@@ -187,13 +187,14 @@ def test_a_short_english_phrase_is_never_dropped_as_another_language(name, ref_t
     """1.8 s and 2.9 s of studio English. On so little audio the check's usual verdict (the multilingual encoder on
     the clip's own frames) is no evidence: it calls the 1.8-s phrase Bosnian. Under LANGUAGE_MIN_SPEECH_S of speech
     the language is detected on Whisper's padded 30-s window, which calls it English; the phrase is kept."""
-    from talkthrough_assets.stages.segments import transcribe
+    from talkthrough_assets.stages.segments import engine as segments_engine
+    from talkthrough_assets.stages.segments import rules as segments_rules
 
     samples = _clip(name)
     ref, label = models.resolve_whisper()
-    check = transcribe.language_checker(transcribe.default_whisper())
+    check = segments_engine.language_checker(segments_engine.default_whisper())
     lang, _, p_en = check(samples, padded=True)
-    assert lang == "en" and p_en >= transcribe.LANGUAGE_SHORT_MAX_P_EN, (lang, p_en)
+    assert lang == "en" and p_en >= segments_rules.LANGUAGE_SHORT_MAX_P_EN, (lang, p_en)
     out = chunks.transcribe(samples, model_ref=ref, model_label=label)
     said = bench_asr.norm(" ".join(s["text"] for s in out["segments"]))
     assert bench_asr.edits(bench_asr.norm(ref_text), said) <= 2, said
@@ -203,9 +204,9 @@ def test_a_short_english_phrase_is_never_dropped_as_another_language(name, ref_t
 def test_the_usual_language_verdict_misjudges_the_short_phrase_it_no_longer_decides():
     """Why the short-audio rule exists, on the real model: the cheap verdict on the 1.8-s phrase's own frames is
     'not English'; bench/bench_language_id.py measures how often, by duration, on the eval set."""
-    from talkthrough_assets.stages.segments import transcribe
+    from talkthrough_assets.stages.segments import engine as segments_engine
 
-    check = transcribe.language_checker(transcribe.default_whisper())
+    check = segments_engine.language_checker(segments_engine.default_whisper())
     lang, _, p_en = check(_clip("google_audio_brooklyn_bridge.wav"))
     assert lang != "en" and p_en < 0.5, (lang, p_en)
 

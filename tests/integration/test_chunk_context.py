@@ -18,6 +18,7 @@ from talkthrough_assets.store.models import resolve_whisper
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import chunks
 from talkthrough_assets.stages.segments import transcribe
+from talkthrough_assets.stages.segments import engine as segments_engine
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -27,7 +28,7 @@ def case(tmp_path_factory):
     wav = tmp_path_factory.mktemp("loop") / "loop.wav"
     audio.extract_wav(DATA / "loop_context.m4a", wav)
     ref, label = resolve_whisper(None)
-    kw = dict(model_ref=ref, model_label=label, threads=2, whisper=transcribe.Whisper(), loop_retry=False)
+    kw = dict(model_ref=ref, model_label=label, threads=2, whisper=segments_engine.Whisper(), loop_retry=False)
     return audio.load_wav(wav), json.loads((DATA / "loop_context.json").read_text())["prompt"], kw
 
 

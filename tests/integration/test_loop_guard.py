@@ -7,6 +7,7 @@ Here the fixture narration is decoded after a prompt that is such a loop. Real f
 
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import transcribe
+from talkthrough_assets.stages.segments import engine as segments_engine
 from talkthrough_assets.store.models import resolve_whisper
 from fixture_facts import FIXTURES_DIR
 
@@ -16,7 +17,7 @@ def test_a_looping_prompt_does_not_cost_the_window_its_words(tmp_path):
     audio.extract_wav(FIXTURES_DIR / "screencast.mp4", wav)
     samples = audio.load_wav(wav)
     ref, label = resolve_whisper(None)
-    whisper = transcribe.default_whisper()
+    whisper = segments_engine.default_whisper()
     loop = whisper.model(ref, 1).hf_tokenizer.encode(" bye," * 80).ids[:200]
     kw = dict(model_ref=ref, model_label=label, threads=1, whisper=whisper, prompt=loop, coverage=False)
 

@@ -15,6 +15,7 @@ import numpy as np
 from talkthrough_assets.store import models
 from talkthrough_assets.stages.segments import coverage
 from talkthrough_assets.stages.segments import transcribe as T
+from talkthrough_assets.stages.segments import rules as segments_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media"
@@ -39,7 +40,7 @@ def _stretched_entry(t0_ms: int, t1_ms: int) -> dict:
 
 def _recover(samples: np.ndarray, entries: list[dict]) -> tuple[list[dict], list[dict]]:
     ref, label = models.resolve_whisper()
-    core = T.core_speech(T.speech_regions(samples))
+    core = segments_rules.core_speech(segments_rules.speech_regions(samples))
     dropped: list[dict] = []
 
     def redecode(part, **kw):  # the coverage pass's decode of a span, as transcribe.decode passes it

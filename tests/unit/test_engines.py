@@ -14,14 +14,14 @@ from talkthrough_assets.defs import resources
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets.stages import ocr
 from talkthrough_assets.stages.ocr import engine as ocr_engine
-from talkthrough_assets.stages.segments import transcribe
+from talkthrough_assets.stages.segments import engine as segments_engine
 
 
 def test_the_resources_hand_out_this_process_one_set_of_engines():
     shared = engines.shared()
     assert engines.shared() is shared
     got = {key: res.create_resource(build_init_resource_context()) for key, res in resources.RESOURCES.items()}
-    assert got["whisper"] is shared.whisper is transcribe.default_whisper()
+    assert got["whisper"] is shared.whisper is segments_engine.default_whisper()
     assert got["ocr_engine"] is shared.ocr is ocr.default_ocr()
     assert got["diarizer"] is shared.diarizer
     assert got["data_store"].location()  # the store resource names the data root
@@ -47,7 +47,7 @@ def test_whisper_loads_each_model_once_and_a_warmup_load_is_waited_for_not_repea
     monkeypatch.setattr(faster_whisper, "WhisperModel", FakeModel)
     monkeypatch.delenv("TALKTHROUGH_DEVICE", raising=False)
     monkeypatch.delenv("TALKTHROUGH_COMPUTE_TYPE", raising=False)
-    w = transcribe.Whisper(max_models=2)
+    w = segments_engine.Whisper(max_models=2)
     warm = threading.Thread(target=w.warm, args=("tiny", 2))  # the CLI's prewarm, in the background
     warm.start()
     while not loads:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from talkthrough_assets.pipeline import settings as S
+from talkthrough_assets.pipeline.stagespec import downstream
 
 
 def test_amend_scopes_follow_the_graph():
-    assert S.ordered(S.downstream({"wall_clock"})) == ["wall_clock", "manifest"]
-    assert S.ordered(S.downstream({"turns"})) == ["turns", "manifest"]
-    assert S.ordered(S.downstream({"segments"})) == ["segments", "turns", "manifest"]
-    assert S.ordered(S.downstream({"keyframes"})) == ["keyframes", "dedup", "ocr", "manifest"]
+    assert S.ordered(downstream({"wall_clock"})) == ["wall_clock", "manifest"]
+    assert S.ordered(downstream({"turns"})) == ["turns", "manifest"]
+    assert S.ordered(downstream({"segments"})) == ["segments", "turns", "manifest"]
+    assert S.ordered(downstream({"keyframes"})) == ["keyframes", "dedup", "ocr", "manifest"]
     assert S.config_hash("wall_clock", {"recorded_at": "x"}) != S.config_hash("wall_clock", {"recorded_at": "y"})
     assert S.config_hash("segments", {"recorded_at": "x"}) == S.config_hash("segments", {"recorded_at": "y"})
 

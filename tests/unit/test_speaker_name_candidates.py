@@ -14,6 +14,7 @@ import inspect
 import pytest
 
 from talkthrough_assets.pipeline import settings as S
+from talkthrough_assets.pipeline.stagespec import downstream
 from talkthrough_assets.stages import turns as diarize
 from talkthrough_assets.stages import manifest
 from talkthrough_assets.stages.turns.labels import roster
@@ -79,8 +80,8 @@ def test_without_ocr_a_speaker_has_no_candidates_key():
 
 def test_candidates_are_made_where_turns_and_ocr_meet_not_in_turns():
     """The graph facts the placement rests on, and no dead candidate input on the turns stage."""
-    assert S.ordered(S.downstream({"ocr"})) == ["ocr", "manifest"]  # a re-OCR never re-diarizes
-    assert S.ordered(S.downstream({"turns"})) == ["turns", "manifest"]  # a diarize amend never re-OCRs
+    assert S.ordered(downstream({"ocr"})) == ["ocr", "manifest"]  # a re-OCR never re-diarizes
+    assert S.ordered(downstream({"turns"})) == ["turns", "manifest"]  # a diarize amend never re-OCRs
     assert {"turns", "ocr"} <= set(S.DEPS["manifest"])
     assert "ocr_texts" not in inspect.signature(diarize.run_turns).parameters
     assert all("name_candidates_json" not in r for r in roster(TURNS))

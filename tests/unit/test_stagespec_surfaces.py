@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from talkthrough_assets.cli import main as cli
 from talkthrough_assets.pipeline import stagespec
 from talkthrough_assets.pipeline import settings as S
+from talkthrough_assets.pipeline.stagespec import downstream
 
 pytestmark = pytest.mark.unit
 
@@ -42,7 +43,7 @@ def test_amend_table_rows_are_what_plan_reruns():
         if not flags:
             continue
         row = next(v for k, v in rows.items() if k.startswith(f"`{flags[0]}`"))
-        assert row.split(" (")[0] == ", ".join(f"`{s}`" for s in S.ordered(S.downstream({sp.name}))), sp.name
+        assert row.split(" (")[0] == ", ".join(f"`{s}`" for s in S.ordered(downstream({sp.name}))), sp.name
     # the rules the docs state in words
     assert rows["`--recorded-at` (re-anchor)"] == "`wall_clock`, `manifest`"
     assert rows["`--diarize`, `--num-speakers` (diarize amend)"].startswith("`turns`, `manifest` (")

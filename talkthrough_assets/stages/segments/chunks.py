@@ -40,6 +40,8 @@ from talkthrough_assets.core import stop
 from talkthrough_assets.core.errors import TalkthroughError
 from talkthrough_assets.stages.segments import language
 from talkthrough_assets.stages.segments import transcribe as T
+from talkthrough_assets.stages.segments import engine as segments_engine
+from talkthrough_assets.stages.segments import rules as segments_rules
 from talkthrough_assets.stages.segments import word_timing
 from talkthrough_assets.stages.runner import hms
 
@@ -55,7 +57,7 @@ TAIL_GUARD = SR  # 1 s: a file's last samples are not heard when a cut is placed
 SMOOTH_WINDOWS = 16  # ~0.5 s: without a silent window, the cut goes where the smoothed probability is lowest
 MAGIC = b"TTCHUNK1\n"
 LOOP_RUN = 4  # this many segments in a row with the same text: a loop (see _decode_chunk)
-PROMPT_TOKENS = T.PROMPT_TOKENS
+PROMPT_TOKENS = segments_engine.PROMPT_TOKENS
 
 
 # --------------------------------------------------------------------------- planning
@@ -220,12 +222,12 @@ class Prefetch:
         """Chunk ``i``'s regions (computed here when not prefetched); prefetches chunk ``i + 1``'s."""
         if i + 1 < len(self.bounds) and i + 1 not in self.ahead:
             a, b = self.bounds[i + 1]
-            self.ahead[i + 1] = self.pool.submit(T.speech_regions, self.samples[a:b])
+            self.ahead[i + 1] = self.pool.submit(segments_rules.speech_regions, self.samples[a:b])
         fut = self.ahead.pop(i, None)
         if fut is not None:
             return fut.result()
         a, b = self.bounds[i]
-        return T.speech_regions(self.samples[a:b])
+        return segments_rules.speech_regions(self.samples[a:b])
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -309,8 +311,8 @@ def _recording_judge(samples: np.ndarray, results: list[dict | None], decode_kw:
     there is no language check."""
     if not decode_kw.get("language_check", True) or not any(r and r.get("english_only") for r in results):
         return None
-    whisper = decode_kw.get("whisper") or T.default_whisper()
-    check = T.language_checker(whisper, decode_kw.get("threads"), decode_kw.get("device", T.DEVICE),
+    whisper = decode_kw.get("whisper") or segments_engine.default_whisper()
+    check = segments_engine.language_checker(whisper, decode_kw.get("threads"), decode_kw.get("device", segments_engine.DEVICE),
                                decode_kw.get("compute"))
     if check is None:
         return None

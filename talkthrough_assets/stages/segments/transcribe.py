@@ -17,15 +17,14 @@ from talkthrough_assets.core import stop
 from talkthrough_assets import store
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import word_timing
-from talkthrough_assets.stages.segments.coverage import (  # noqa: F401  (re-exported: the rules' tests read them here)
-    COVER_SLACK_MS, COVER_TOKENS_MAX, COVER_TOKENS_MIN, COVER_TOKENS_PER_S, COVERAGE_MIN_S, _cover_tokens, _entries_of,
-    _unsure_recovery, recover, uncovered, unsure)
-from talkthrough_assets.stages.segments.engine import (  # noqa: F401
-    DEVICE, PROMPT_TOKENS, Whisper, cpu_threads, default_whisper, language_checker)
-from talkthrough_assets.stages.segments.rules import (  # noqa: F401
-    LANGUAGE_CHECK_MIN_P, LANGUAGE_CHECK_MIN_S, LANGUAGE_CHECK_MIN_TOP_P, LANGUAGE_KEEP_WORD_P, LANGUAGE_MIN_SPEECH_S,
-    LANGUAGE_SHORT_MAX_P_EN, VAD_GATE_PAD_MS, LoopGuard, _context, _doubtful, _has_speech, _impossible, _trimmed,
-    check_groups, compression_ratio, core_speech, loop_cut, speech_in, speech_regions)
+from talkthrough_assets.stages.segments.coverage import (
+    recover, unsure)
+from talkthrough_assets.stages.segments.engine import (
+    DEVICE, Whisper, default_whisper, language_checker)
+from talkthrough_assets.stages.segments.rules import (
+    LANGUAGE_CHECK_MIN_P, LANGUAGE_CHECK_MIN_TOP_P, LANGUAGE_KEEP_WORD_P, LANGUAGE_MIN_SPEECH_S,
+    LANGUAGE_SHORT_MAX_P_EN, LoopGuard, _context, _doubtful, _has_speech, _impossible, _trimmed, check_groups,
+    compression_ratio, core_speech, loop_cut, speech_in, speech_regions)
 from talkthrough_assets.stages.runner import CheckResult, wav_path
 
 SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the config hash (and chunk keys) cover
