@@ -51,3 +51,90 @@ def test_held_files_are_bounded(tmp_path):
     assert len(held) <= sqlite_tuning.HELD_MAX
     assert str(tmp_path / f"f{sqlite_tuning.HELD_MAX + 2}.db") in held  # the most recent ones
     assert str(tmp_path / "f0.db") not in held
+
+
+def _schema(path) -> dict:
+    """What Dagster reads of a database: its tables, indexes and their SQL, the alembic revision, the data
+    migrations marked done."""
+    with sqlite3.connect(path) as conn:
+        master = sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall())
+        revision = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+        done = sorted(r[0] for r in conn.execute("SELECT name FROM secondary_indexes")) \
+            if any(m[1] == "secondary_indexes" for m in master) else []
+    conn.close()
+    return {"master": master, "revision": revision, "migrations": done}
+
+
+def _dagsters_own(home):
+    """A DAGSTER_HOME whose SQLite storage Dagster created itself, and one run's event log."""
+    from dagster import DagsterInstance
+
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with DagsterInstance.from_config(str(home)) as inst:
+        inst.get_runs(limit=1)
+        inst.all_logs("11111111-2222-3333-4444-555555555555")
+    return home
+
+
+def test_the_storage_template_writes_what_the_installed_dagster_writes(tmp_path):
+    """The shipped template fits the installed Dagster (else: remake it, see defs/storage_template.py), and the
+    databases it writes are Dagster's own, table by table, index by index, at the same alembic revision."""
+    from talkthrough_assets.defs import storage_template as T
+
+    assert T.usable() is not None, (f"defs/dagster_storage.json was made with Dagster {T._template()['dagster']}, "
+                                    f"{T.dagster_version()} is installed: python -m {T.__name__} "
+                                    "talkthrough_assets/defs/dagster_storage.json")
+    ours, theirs = tmp_path / "ours", _dagsters_own(tmp_path / "theirs")
+    assert T.restore(ours)
+    assert not T.restore(ours)  # never over an existing storage
+    for rel in T.FILES.values():
+        assert _schema(ours / rel) == _schema(theirs / rel), rel
+    shard = _schema(theirs / T.RUN_SHARD.format(run_id="11111111-2222-3333-4444-555555555555"))
+    with sqlite3.connect(":memory:") as mem:
+        mem.executescript(T.usable()["run_shard"])
+        with sqlite3.connect(tmp_path / "shard.db") as out:
+            mem.backup(out)
+    assert _schema(tmp_path / "shard.db") == shard
+
+
+def test_a_storage_from_the_template_needs_no_migration_and_records_runs(fresh_home, tmp_path):
+    """`dagster instance migrate` on it changes nothing; a run whose event log was written ahead records there."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from dagster import DagsterInstance
+
+    from talkthrough_assets.defs import instance as tt_instance
+    from talkthrough_assets.defs import storage_template as T
+
+    tt_instance.instance().dispose()  # a new data root: its storage written from the template
+    before = {rel: _schema(fresh_home / rel) for rel in T.FILES.values()}
+    dagster = Path(sys.executable).with_name("dagster")
+    done = subprocess.run([str(dagster), "instance", "migrate"], env=dict(os.environ, DAGSTER_HOME=str(fresh_home)),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {rel: _schema(fresh_home / rel) for rel in T.FILES.values()} == before
+    inst = DagsterInstance.get()
+    try:
+        run_id = T.prepare_run(inst)
+        assert run_id and (fresh_home / T.RUN_SHARD.format(run_id=run_id)).exists()
+        from dagster import job, op
+
+        @op
+        def one():
+            return 1
+
+        @job
+        def tiny():
+            one()
+
+        result = tiny.execute_in_process(instance=inst, run_id=run_id)
+        assert result.success and result.run_id == run_id
+        assert inst.get_run_by_id(run_id).is_success
+        kinds = [e.dagster_event.event_type_value for e in inst.all_logs(run_id) if e.dagster_event]
+        assert "PIPELINE_SUCCESS" in kinds or "RUN_SUCCESS" in kinds, kinds
+    finally:
+        inst.dispose()
