@@ -138,3 +138,30 @@ def test_a_storage_from_the_template_needs_no_migration_and_records_runs(fresh_h
         assert "PIPELINE_SUCCESS" in kinds or "RUN_SUCCESS" in kinds, kinds
     finally:
         inst.dispose()
+
+
+def test_a_held_file_deleted_and_made_again_loses_nothing(tmp_path):
+    """A held connection outlives its database (deleted, made again at the same path): letting it go never
+    touches the new database's log, whose rows stay."""
+    import sqlalchemy as sa
+
+    from talkthrough_assets.defs import sqlite_tuning
+
+    sqlite_tuning.install()
+    path = tmp_path / "x.db"
+
+    def write(value: int) -> None:
+        engine = sa.create_engine(f"sqlite:///{path}", poolclass=sa.pool.NullPool)
+        with engine.connect() as conn:
+            conn.execute(sa.text("CREATE TABLE IF NOT EXISTS t (a)"))
+            conn.execute(sa.text("INSERT INTO t VALUES (:v)"), {"v": value})
+            conn.commit()
+        engine.dispose()
+
+    write(1)
+    for f in tmp_path.glob("x.db*"):
+        f.unlink()
+    write(2)  # the held connection is the old file's; this one's rows are in its log
+    sqlite_tuning.release()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT a FROM t").fetchall() == [(2,)]
