@@ -6,15 +6,14 @@ bookkeeping cost more than the stages themselves on short recordings. WAL + sync
 fsyncs only at checkpoints: a process crash loses nothing; an OS crash or power cut may lose
 the last few event-log rows, never the Parquet outputs (those are written atomically on their own).
 
-WAL alone still paid the fsync on every event: when the last connection to a database closes, SQLite
-checkpoints the log into the database and deletes it (~17 ms here, against 0.3 ms per event otherwise). So the
-first connection to each database file also opens an idle one of ours (:func:`_hold`) that stays open: each of
-Dagster's connections is then never the last, and the log is checkpointed by SQLite's own rule (every 1 000
-pages). Only the most recently used files are held (:data:`HELD_MAX`), so a long-lived UI that reads many
-runs' event logs keeps few files open; an idle connection holds no lock that blocks another process. Letting a
-held file go (evicted, or at the process's exit) checkpoints its log and removes it, once. Meanwhile each log is
-checkpointed every :data:`CHECKPOINT_PAGES` pages and cut back to that size, so that it stays small on a small
-disk (an 8-MB one of its own is tested).
+WAL alone still paid an fsync per event: when the last connection to a database closes, SQLite checkpoints the
+log into the database and deletes it, and Dagster's connection for each event is the only one. So the first
+connection to each database file also opens an idle one of ours (:func:`_hold`) that stays open: Dagster's is
+then never the last, and each log is checkpointed every :data:`CHECKPOINT_PAGES` pages instead, and cut back to
+that size, so that it stays small on a small disk (an 8-MB one of its own is tested). Only the most recently
+used files are held (:data:`HELD_MAX`), so a long-lived UI that reads many runs' event logs keeps few open; an
+idle connection holds no lock that blocks another process. Letting a held file go (evicted, or at the process's
+exit) checkpoints its log and removes it, once.
 """
 
 from __future__ import annotations

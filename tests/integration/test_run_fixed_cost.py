@@ -1,6 +1,7 @@
-"""What keeps a run's fixed cost low (bench/bench_cold_start.py), each on a real Dagster instance: Dagster's
-SQLite connections are never the last one to their database (closing them would checkpoint the write-ahead log
-and fsync, per event)."""
+"""What keeps a run's fixed cost low (bench/bench_cold_start.py, bench/bench_run_cost.py), each on a real Dagster
+instance: Dagster's SQLite connections are never the last one to their database (closing them would checkpoint
+the write-ahead log and fsync, per event), and a new data root's storage and each run's event log are written from
+the shipped template, which must be what the installed Dagster itself creates."""
 
 from __future__ import annotations
 
