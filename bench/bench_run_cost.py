@@ -9,7 +9,8 @@ Three ways, interleaved round by round (medians; only ratios mean anything on a 
   none            Dagster's per-event SQLite connections are the last to their database when they close (each
                   close checkpoints the write-ahead log: an fsync per event), and each run's event-log database
                   is created by Dagster (SQLAlchemy create_all + alembic stamp) on its first event
-  held            defs/sqlite_tuning.py holds an idle connection to each database (the default)
+  held            defs/sqlite_tuning.py holds an idle connection to each database while the run executes, and
+                  lets them go after it (one checkpoint each), as `talkthrough process` does
   held + shard    ... and the run's event-log database is written from the template first
                   (defs/storage_template.py prepare_run: the default for `talkthrough process`)
 """
@@ -17,6 +18,7 @@ Three ways, interleaved round by round (medians; only ratios mean anything on a 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import statistics
@@ -43,23 +45,20 @@ def main() -> None:
         for i in range(9):
             op(name=f"stage{i}")(lambda: 1)()
 
-    def once(prepare: bool) -> tuple[float, float]:
+    def once(hold: bool, prepare: bool) -> tuple[float, float]:
         t, c = time.perf_counter(), time.process_time()
-        assert nine.execute_in_process(instance=inst, run_id=T.prepare_run(inst) if prepare else None).success
+        with sqlite_tuning.holding() if hold else contextlib.nullcontext():  # let go after: as app/runs.py
+            assert nine.execute_in_process(instance=inst, run_id=T.prepare_run(inst) if prepare else None).success
         return time.perf_counter() - t, time.process_time() - c
 
     logging.disable(logging.CRITICAL)
-    held_max = sqlite_tuning.HELD_MAX
-    ways = {"none": (0, False), "held": (held_max, False), "held + shard": (held_max, True)}
+    ways = {"none": (False, False), "held": (True, False), "held + shard": (True, True)}
     out: dict[str, list] = {w: [] for w in ways}
-    once(True)  # warm-up: imports, the job's definition
+    once(True, True)  # warm-up: imports, the job's definition
     print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for _ in range(a.rounds):
         for way, (hold, prepare) in ways.items():
-            sqlite_tuning.HELD_MAX = hold
-            if not hold:
-                sqlite_tuning.release()
-            out[way].append(once(prepare))
+            out[way].append(once(hold, prepare))
     base = statistics.median(w for w, _ in out["none"])
     for way, rows in out.items():
         wall, cpu = statistics.median(w for w, _ in rows), statistics.median(c for _, c in rows)

@@ -7,13 +7,13 @@ fsyncs only at checkpoints: a process crash loses nothing; an OS crash or power 
 the last few event-log rows, never the Parquet outputs (those are written atomically on their own).
 
 WAL alone still paid an fsync per event: when the last connection to a database closes, SQLite checkpoints the
-log into the database and deletes it, and Dagster's connection for each event is the only one. So the first
-connection to each database file also opens an idle one of ours (:func:`_hold`) that stays open: Dagster's is
-then never the last, and each log is checkpointed every :data:`CHECKPOINT_PAGES` pages instead, and cut back to
-that size, so that it stays small on a small disk (an 8-MB one of its own is tested). Only the most recently
-used files are held (:data:`HELD_MAX`), so a long-lived UI that reads many runs' event logs keeps few open; an
-idle connection holds no lock that blocks another process. Letting a held file go (evicted, or at the process's
-exit) checkpoints its log and removes it, once.
+log into the database and deletes it, and Dagster's connection for each event is the only one. So while a run
+executes in this process (:func:`holding`), the first connection to each database file also opens an idle one of
+ours (:func:`_hold`): Dagster's is then never the last, and each log is checkpointed every
+:data:`CHECKPOINT_PAGES` pages instead, and cut back to that size, so that it stays small on a small disk (an
+8-MB one of its own is tested). When the run ends they are let go, one checkpoint each: outside a run no file
+is held open (a data root can be remounted read-only under a process that stays). At most :data:`HELD_MAX`
+files are held; an idle connection holds no lock that blocks another process.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import atexit
 import sqlite3
 import threading
 from collections import OrderedDict
+from contextlib import contextmanager
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -31,6 +32,7 @@ CHECKPOINT_PAGES = 64  # ~256 KB of log: a checkpoint (one fsync) every few doze
 HELD_MAX = 8  # database files held open at once: runs.db, the event log's index, schedules and a few runs' shards
 _held: OrderedDict[str, sqlite3.Connection] = OrderedDict()
 _held_lock = threading.Lock()
+_holding = 0  # runs executing in this process now
 
 
 def _tune(dbapi_conn, _record) -> None:
@@ -59,6 +61,8 @@ def _hold(conn: sqlite3.Connection) -> None:
     if not path:
         return
     with _held_lock:
+        if not _holding:
+            return
         if path in _held:
             _held.move_to_end(path)
             return
@@ -69,7 +73,7 @@ def _hold(conn: sqlite3.Connection) -> None:
             return
         _held[path] = holder
         while len(_held) > HELD_MAX:
-            _held.popitem(last=False)[1].close()
+            _close(_held.popitem(last=False)[1])
 
 
 def held() -> list[str]:
@@ -78,16 +82,40 @@ def held() -> list[str]:
         return list(_held)
 
 
+@contextmanager
+def holding():
+    """Hold the databases Dagster opens within (a run's execution), and let them go after, once no other run of
+    this process holds them."""
+    global _holding
+    with _held_lock:
+        _holding += 1
+    try:
+        yield
+    finally:
+        with _held_lock:
+            _holding -= 1
+            last = not _holding
+        if last:
+            release()
+
+
 def release() -> None:
     """Close every held connection (their logs checkpointed by the last close, as SQLite does)."""
     with _held_lock:
         while _held:
-            _held.popitem()[1].close()
+            _close(_held.popitem()[1])
+
+
+def _close(conn: sqlite3.Connection) -> None:
+    try:
+        conn.close()
+    except sqlite3.Error:  # no room to checkpoint (a full disk): the log stays, read by the next connection
+        pass
 
 
 def install() -> None:
     global _installed
     if not _installed:
         event.listen(Engine, "connect", _tune)
-        atexit.register(release)  # the CLI ends without the interpreter's teardown, after its exit handlers
+        atexit.register(release)  # a run cut short: the CLI ends without the interpreter's teardown, after these
         _installed = True

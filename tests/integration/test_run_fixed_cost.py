@@ -24,14 +24,19 @@ def test_dagsters_sqlite_files_stay_held_so_an_event_never_checkpoints(fresh_hom
 
     inst = tt_instance.instance()
     try:
-        runs_db = fresh_home / "history" / "runs.db"
-        assert str(runs_db) in sqlite_tuning.held()
-        inst.add_dynamic_partitions("recordings", ["0123456789abcdef"])  # a write through a new connection
-        # its connection closed without checkpointing: the log is still there, and a reader sees the row
-        assert (fresh_home / "history" / "runs" / "index.db-wal").exists()
-        assert inst.has_dynamic_partition("recordings", "0123456789abcdef")
+        assert sqlite_tuning.held() == []  # outside a run nothing stays open
+        with sqlite_tuning.holding():  # as while a run executes
+            inst.get_runs(limit=1)
+            assert str(fresh_home / "history" / "runs.db") in sqlite_tuning.held()
+            inst.add_dynamic_partitions("recordings", ["0123456789abcdef"])  # a write through a new connection
+            # its connection closed without checkpointing: the log is still there, and a reader sees the row
+            assert (fresh_home / "history" / "runs" / "index.db-wal").exists()
+            assert inst.has_dynamic_partition("recordings", "0123456789abcdef")
+        assert sqlite_tuning.held() == []  # let go: each log checkpointed into its database and removed
+        assert not (fresh_home / "history" / "runs" / "index.db-wal").exists()
         with sqlite3.connect(fresh_home / "history" / "runs" / "index.db") as other:
             assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert other.execute("SELECT count(*) FROM dynamic_partitions").fetchone()[0] == 1
     finally:
         inst.dispose()
 
@@ -42,13 +47,14 @@ def test_held_files_are_bounded(tmp_path):
     from talkthrough_assets.defs import sqlite_tuning
 
     sqlite_tuning.install()
-    for i in range(sqlite_tuning.HELD_MAX + 3):
-        engine = sa.create_engine(f"sqlite:///{tmp_path / f'f{i}.db'}", poolclass=sa.pool.NullPool)
-        with engine.connect() as conn:
-            conn.execute(sa.text("CREATE TABLE t (a)"))
-            conn.commit()
-        engine.dispose()
-    held = sqlite_tuning.held()
+    with sqlite_tuning.holding():
+        for i in range(sqlite_tuning.HELD_MAX + 3):
+            engine = sa.create_engine(f"sqlite:///{tmp_path / f'f{i}.db'}", poolclass=sa.pool.NullPool)
+            with engine.connect() as conn:
+                conn.execute(sa.text("CREATE TABLE t (a)"))
+                conn.commit()
+            engine.dispose()
+        held = sqlite_tuning.held()
     assert len(held) <= sqlite_tuning.HELD_MAX
     assert str(tmp_path / f"f{sqlite_tuning.HELD_MAX + 2}.db") in held  # the most recent ones
     assert str(tmp_path / "f0.db") not in held
@@ -159,10 +165,10 @@ def test_a_held_file_deleted_and_made_again_loses_nothing(tmp_path):
             conn.commit()
         engine.dispose()
 
-    write(1)
-    for f in tmp_path.glob("x.db*"):
-        f.unlink()
-    write(2)  # the held connection is the old file's; this one's rows are in its log
-    sqlite_tuning.release()
+    with sqlite_tuning.holding():
+        write(1)
+        for f in tmp_path.glob("x.db*"):
+            f.unlink()
+        write(2)  # the held connection is the old file's; this one's rows are in its log
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT a FROM t").fetchall() == [(2,)]
