@@ -12,11 +12,14 @@ the same run with the children interleaved (before, after, before, after ...) so
   talkthrough --help
   process (cold)            `talkthrough process CLIP --json` with a new empty TALKTHROUGH_HOME (its DAGSTER_HOME
                             under it: Dagster's SQLite storage created, models loaded): wall and CPU seconds
+  process (warm)            the same clip on a data root that has processed another recording already
+                            (fixtures/silent_video.mp4, untimed): Dagster's storage exists, nothing is shared
+                            with the clip; what users hit most
   stage span                the wall-clock time during which at least one stage ran (the union of the
                             ``stage_runs`` intervals: the audio and visual branches overlap)
   stage sum                 the sum of the stages' own seconds (overlapping ones counted twice)
   fixed cost                process wall - stage span: imports, Dagster instance, run start and end, model
-                            loads not hidden behind a stage (target: <= 3 s)
+                            loads not hidden behind a stage (target: <= 1 s), cold and warm
 
 Medians of ``--runs`` (3) cold processes and of 5 short children. The clip: the first 5 s of
 fixtures/screencast.mp4 (stream copy, cached in the bench media folder). Only ratios against the other tree
@@ -41,7 +44,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_throughput as tp  # noqa: E402  (run_child, cut, talkthrough_cmd)
 
-TARGET_FIXED_S = 3.0
+TARGET_FIXED_S = 1.0
+PRIME = ROOT / "fixtures" / "silent_video.mp4"  # processed first on the warm data root
 SHORT = {"python -c pass": ["-c", "pass"], "import cli": ["-c", "import talkthrough_assets.cli.main"]}
 
 
@@ -99,10 +103,14 @@ def stage_times(home: Path, rid: str) -> tuple[float, float, dict]:
     return union, sum(r["elapsed_s"] for r in rows), {r["stage"]: r["elapsed_s"] for r in rows}
 
 
-def cold_process(src: Path, path: str) -> dict:
+def cold_process(src: Path, path: str, warm: bool = False) -> dict:
+    """One `process` of ``path`` on a new data root, or (``warm``) on one that processed :data:`PRIME` first."""
     home = Path(tempfile.mkdtemp(prefix="tt-bench-cold-"))
     try:
-        r = tp.run_child([*tp.talkthrough_cmd(), "process", path, "--json"], env=env_for(src, TALKTHROUGH_HOME=str(home)))
+        env = env_for(src, TALKTHROUGH_HOME=str(home))
+        if warm:
+            tp.run_child([*tp.talkthrough_cmd(), "process", str(PRIME), "--json"], env=env)
+        r = tp.run_child([*tp.talkthrough_cmd(), "process", path, "--json"], env=env)
         summary = json.loads(r["stdout"])[0]
         if summary.get("status") != "processed":
             raise RuntimeError(f"process did not succeed: {summary}")
@@ -122,7 +130,8 @@ def help_cmd() -> list[str]:
 
 
 def measure(trees: dict[str, Path], path: str, runs: int, shorts: int = 5) -> dict:
-    out = {name: {"short": {k: [] for k in [*SHORT, "talkthrough --help"]}, "process": []} for name in trees}
+    out = {name: {"short": {k: [] for k in [*SHORT, "talkthrough --help"]}, "process": [], "warm": []}
+           for name in trees}
     for _ in range(shorts):
         for name, src in trees.items():
             for label, args in SHORT.items():
@@ -130,10 +139,11 @@ def measure(trees: dict[str, Path], path: str, runs: int, shorts: int = 5) -> di
             out[name]["short"]["talkthrough --help"].append(tp.run_child(help_cmd(), env=env_for(src))["wall_s"])
     for i in range(runs):
         for name, src in trees.items():
-            r = cold_process(src, path)
-            print(f"  run {i + 1} {name:<6} wall {r['wall_s']:.2f} s, cpu {r['cpu_s']:.2f} s, stage span "
-                  f"{r['span_s']:.2f} s, fixed {r['fixed_s']:.2f} s", flush=True)
-            out[name]["process"].append(r)
+            for kind, warm in (("process", False), ("warm", True)):
+                r = cold_process(src, path, warm=warm)
+                print(f"  run {i + 1} {name:<6} {'warm' if warm else 'cold'} wall {r['wall_s']:.2f} s, cpu "
+                      f"{r['cpu_s']:.2f} s, stage span {r['span_s']:.2f} s, fixed {r['fixed_s']:.2f} s", flush=True)
+                out[name][kind].append(r)
     return out
 
 
@@ -157,12 +167,16 @@ def report(res: dict) -> None:
                        ("fixed_s", "fixed cost = wall - span")):
         line(label, [med(res[n]["process"], key) for n in names])
     line("wall - stage sum", [med(res[n]["process"], "wall_s") - med(res[n]["process"], "sum_s") for n in names])
+    for key, label in (("wall_s", "process (warm) wall"), ("cpu_s", "process (warm) CPU"),
+                       ("span_s", "warm stage span"), ("fixed_s", "warm fixed cost = wall - span")):
+        line(label, [med(res[n]["warm"], key) for n in names])
     stages = sorted({s for n in names for r in res[n]["process"] for s in r["stages"]})
     for s in stages:
         line(f"  stage {s}", [statistics.median(r["stages"].get(s, 0.0) for r in res[n]["process"]) for n in names])
-    fixed = med(res[names[-1]]["process"], "fixed_s")
-    print(f"\ntarget: fixed cost <= {TARGET_FIXED_S:.0f} s ({names[-1]}): {fixed:.2f} s -> "
-          f"{'met' if fixed <= TARGET_FIXED_S else 'MISSED'}")
+    for kind in ("process", "warm"):
+        fixed = med(res[names[-1]][kind], "fixed_s")
+        print(f"{'' if kind == 'warm' else chr(10)}target: {'cold' if kind == 'process' else 'warm'} fixed cost <= "
+              f"{TARGET_FIXED_S:.0f} s ({names[-1]}): {fixed:.2f} s -> {'met' if fixed <= TARGET_FIXED_S else 'MISSED'}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -180,6 +180,7 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None,
     from dagster import AssetKey
 
     from talkthrough_assets.definitions import defs
+    from talkthrough_assets.defs import sqlite_tuning, storage_template
     from talkthrough_assets.defs.assets import talkthrough_stages
     from talkthrough_assets.pipeline import settings as S
 
@@ -194,12 +195,14 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None,
     except OSError:  # a full or read-only disk: the run itself says so
         pass
     try:
-        return job.execute_in_process(
-            instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
-            raise_on_error=False, tags=run_tags,
-            run_config={"loggers": {"console": {"config": {"log_level": config.get("TALKTHROUGH_LOG_LEVEL")}}},
-                        **({"ops": {talkthrough_stages.op.name: {"config": S.as_run_config(settings)}}} if settings else {})},
-        )
+        with sqlite_tuning.holding():  # its events' SQLite connections never the last to their database
+            return job.execute_in_process(
+                instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
+                raise_on_error=False, tags=run_tags, run_id=storage_template.prepare_run(inst),
+                run_config={"loggers": {"console": {"config": {"log_level": config.get("TALKTHROUGH_LOG_LEVEL")}}},
+                            **({"ops": {talkthrough_stages.op.name: {"config": S.as_run_config(settings)}}}
+                               if settings else {})},
+            )
     finally:
         mark.unlink(missing_ok=True)
 

@@ -192,7 +192,7 @@ def instance_soon() -> Future:
 def instance():
     from dagster import DagsterInstance
 
-    from talkthrough_assets.defs import sqlite_tuning
+    from talkthrough_assets.defs import sqlite_tuning, storage_template
 
     if config.get(PG_URL_ENV):
         try:
@@ -201,9 +201,11 @@ def instance():
             raise RuntimeError(f"{PG_URL_ENV} is set but dagster-postgres is not installed: "
                                "pip install 'talkthrough[postgres]'") from None
     sqlite_tuning.install()  # a no-op on Postgres connections
-    ensure_dagster_home()
+    home = ensure_dagster_home()
     # opening the instance creates and stamps its storage on a new data root: one process at a time
     with store.instance_lock():
+        if owns(home) and not config.get(PG_URL_ENV):  # the shipped SQLite settings: written from the template
+            storage_template.restore(home)
         inst = DagsterInstance.get()
         inst.get_runs(limit=1)  # run storage (and its indexes) in place before the lock is let go
         inst.get_dynamic_partitions(registry.PARTITIONS_NAME)  # event log / partition storage too

@@ -5,6 +5,7 @@ the other cases of that battery it waited minutes (not understood yet)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -117,7 +118,9 @@ def test_a_full_dagster_storage_on_its_own_disk_is_named_and_its_run_is_not_left
     try:
         assert fill, "the probe never finished"
         # before: "disk full at <data root>: 70242 MB free, 6 MB needed", and the run left STARTED
-        assert out["status"] == "failed" and out["reason"].startswith(f"disk full at {dagster}: 0 MB free, "), out
+        # the room it says is free is what is left once the run's SQLite logs were let go (checkpointed): under 2 MB
+        assert out["status"] == "failed" and re.match(rf"disk full at {re.escape(str(dagster))}: [01] MB free, ",
+                                                      out["reason"]), out
         assert out["reason"].endswith(" MB needed") and str(store.home()) not in out["reason"], out
         assert _run_states(dagster, out["recording_id"]) == ["FAILURE"]
         # `recordings --find` says why (before: "registered")
