@@ -181,8 +181,7 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None,
 
     from talkthrough_assets.definitions import defs
     from talkthrough_assets.defs import sqlite_tuning, storage_template
-    from talkthrough_assets.defs.assets import talkthrough_stages
-    from talkthrough_assets.pipeline import settings as S
+    from talkthrough_assets.defs.assets import settings_run_config
 
     inst = inst or instance()
     fail_orphaned_runs(inst, rid)
@@ -200,8 +199,7 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None,
                 instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
                 raise_on_error=False, tags=run_tags, run_id=storage_template.prepare_run(inst),
                 run_config={"loggers": {"console": {"config": {"log_level": config.get("TALKTHROUGH_LOG_LEVEL")}}},
-                            **({"ops": {talkthrough_stages.op.name: {"config": S.as_run_config(settings)}}}
-                               if settings else {})},
+                            **settings_run_config(settings)},
             )
     finally:
         mark.unlink(missing_ok=True)

@@ -26,6 +26,7 @@ from talkthrough_assets.defs.run_context import RunRefused, duration, recording_
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets.pipeline import execute as pipeline
 from talkthrough_assets.pipeline import registry
+from talkthrough_assets.pipeline.settings import as_run_config
 from talkthrough_assets.pipeline.stagespec import BY_NAME
 from talkthrough_assets.stages.ocr import OcrEngine
 from talkthrough_assets.stages.segments.engine import Whisper
@@ -145,3 +146,10 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
 
 talkthrough_stages = build_stages_asset()
 ASSETS = [talkthrough_stages]
+
+
+def settings_run_config(settings: dict | None) -> dict:
+    """The run config that gives a run of the stages asset ``settings`` (checked; {} when there are none): how the
+    CLI's and the drop folder's settings travel with their runs."""
+    given = as_run_config(settings or {})
+    return {"ops": {talkthrough_stages.op.name: {"config": given}}} if given else {}

@@ -6,13 +6,12 @@ from pathlib import Path
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SensorResult, SkipReason, sensor
 
 from talkthrough_assets.core import config
-from talkthrough_assets.defs.assets import talkthrough_stages
+from talkthrough_assets.defs.assets import settings_run_config
 from talkthrough_assets.defs.jobs import process_recording
 from talkthrough_assets.defs.partitions import (FILENAME_TAG, PARTITIONS_NAME, REFUSED_TAG, SOURCE_TAG,
                                                 recordings_partitions)
 from talkthrough_assets.pipeline import dropdir
 from talkthrough_assets.pipeline.registry import registration_log
-from talkthrough_assets.pipeline.settings import as_run_config
 
 
 @sensor(job=process_recording, minimum_interval_seconds=max(1, int(config.get("TALKTHROUGH_DROP_INTERVAL_S"))),
@@ -31,7 +30,7 @@ def drop_dir_sensor(context: SensorEvaluationContext):
     res = dropdir.tick(drop, known_ids=known, state=dropdir.load(drop, context.cursor),
                        exts=dropdir.parse_exts(config.get("TALKTHROUGH_DROP_EXTS")),
                        zero_wait_s=config.get("TALKTHROUGH_DROP_ZERO_WAIT_S"))
-    settings = as_run_config(dropdir.settings_from_env())  # the drop folder's, on each of its runs
+    run_config = settings_run_config(dropdir.settings_from_env()) or None  # the drop folder's, on each of its runs
     new = dropdir.register(drop, res)
     # The tick's message (counts + the files it waits on, and why) is its skip reason, shown in the
     # tick history. A tick writes a captured log only when something happened: quiet ticks (every
@@ -57,7 +56,7 @@ def drop_dir_sensor(context: SensorEvaluationContext):
     add = [rid for rid in dict.fromkeys(ids + [r.rid for r in res.refused]) if rid not in known]
     return SensorResult(
         run_requests=[RunRequest(partition_key=rid, run_key=f"drop:{rid}", tags={FILENAME_TAG: names[rid]},
-                                 run_config={"ops": {talkthrough_stages.op.name: {"config": settings}}} if settings else None)
+                                 run_config=run_config)
                       for rid in ids] + refused,
         dynamic_partitions_requests=[recordings_partitions.build_add_request(add)] if add else [],
         cursor=cursor,

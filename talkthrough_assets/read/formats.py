@@ -64,7 +64,7 @@ def speaker_tag(who: str | None, names: dict[str, str], overlap: list[str] | Non
         return ""
     tag = f"{who} {names[who]}" if names.get(who) else who
     if overlap:
-        tag += ", with " + " and ".join(f"{o} {names[o]}" if names.get(o) else o for o in overlap) + " at once"
+        tag += ", with " + " and ".join(speaker_tag(o, names) for o in overlap) + " at once"
     return tag
 
 
