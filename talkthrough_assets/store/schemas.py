@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable
 
 import pyarrow as pa
@@ -108,11 +109,19 @@ class SchemaMismatch(TalkthroughError, ValueError):
     """A row names a column its table's schema lacks: the value would be dropped without a word."""
 
 
-def to_arrow(table: str, rows: Iterable[dict]) -> pa.Table:
-    """``rows`` as an Arrow table of ``table``'s schema. A missing column is NULL; a column the schema
-    lacks raises :class:`SchemaMismatch` (declare it in SCHEMAS, or leave it out of the row)."""
+def as_row(record) -> dict:
+    """A stored row from a typed record (a dataclass of :mod:`talkthrough_assets.model`, nested records becoming
+    Arrow structs) or a mapping."""
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        return dataclasses.asdict(record)
+    return record
+
+
+def to_arrow(table: str, rows: Iterable) -> pa.Table:
+    """``rows`` (typed records or mappings) as an Arrow table of ``table``'s schema. A missing column is NULL; a
+    column the schema lacks raises :class:`SchemaMismatch` (declare it in SCHEMAS, or leave it out of the row)."""
     schema = SCHEMAS[table]
-    rows = list(rows)
+    rows = [as_row(r) for r in rows]
     names = set(schema.names)
     extra = sorted({k for r in rows for k in r} - names)
     if extra:
