@@ -589,7 +589,18 @@ def library(tmp_path, monkeypatch):
                      keyframes=[(0, None), (1000, None), (2000, 1000)], tz=None)
     from talkthrough_assets.read.reader import Reader
 
-    return Reader(refresh_interval=0)
+    return _AsSent(Reader(refresh_interval=0))
+
+
+class _AsSent:
+    """A reader whose answers are the JSON a client receives (each typed answer's ``dump()``)."""
+
+    def __init__(self, reader):
+        self._reader = reader
+
+    def __getattr__(self, name):
+        call = getattr(self._reader, name)
+        return lambda *args, **kwargs: call(*args, **kwargs).dump()
 
 
 def test_bm25_scores_match_the_formula(library):
