@@ -2,8 +2,8 @@
 answers share (the wall clock, a transcript segment, the partial marking). Each tool's own answer is declared
 beside the function that builds it (:mod:`.listing`, :mod:`.transcript`, :mod:`.frames`, :mod:`.moment`, …).
 
-An answer's JSON is its fields that were given: a field left unset is left out (``note``, ``partial`` …), one
-given as None is sent as null (``next_start_ms``, ``t_wall``). The MCP server publishes each answer's JSON
+An answer's JSON (:meth:`Answer.dump`) is its fields that were given: a field left unset is left out (``note``,
+``partial`` …), one given as None is sent as null (``next_start_ms``, ``t_wall``). The MCP server publishes each answer's JSON
 Schema as the tool's ``outputSchema`` and sends :meth:`Answer.dump` as its ``structuredContent``.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 from talkthrough_assets.model.wallclock import t_wall
 
@@ -26,14 +26,9 @@ class Answer(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    @model_serializer(mode="wrap")
-    def _given_fields_only(self, handler) -> dict[str, Any]:
-        given = self.model_fields_set
-        return {k: v for k, v in handler(self).items() if k in given}
-
     def dump(self) -> dict[str, Any]:
-        """The answer as JSON-ready data (what a client receives)."""
-        return self.model_dump(mode="json")
+        """The answer as JSON-ready data (what a client receives): the fields set, at every level."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
     def size(self) -> int:
         """Characters of its compact JSON, as every response budget is measured."""
@@ -78,16 +73,15 @@ class Segment(Answer):
     @classmethod
     def of(cls, seg: dict, names: dict[str, str], wc: dict | None, with_t_wall: bool = True) -> Segment:
         """A stored segment; ``t_wall`` only with ``with_t_wall`` (it is ``wall_clock.start_utc`` + ``t_ms``)."""
-        item = cls(seq=seg["seq"], t_ms=seg["t0_ms"], t1_ms=seg["t1_ms"], text=seg["text"])
-        if with_t_wall:
-            item.t_wall = t_wall(wc, seg["t0_ms"])
-        if seg.get("speaker"):
-            item.speaker = seg["speaker"]
-            if seg["speaker"] in names:
-                item.speaker_name = names[seg["speaker"]]
+        given = {"t_wall": t_wall(wc, seg["t0_ms"])} if with_t_wall else {}
+        who = seg.get("speaker")
+        if who:
+            given["speaker"] = who
+            if who in names:
+                given["speaker_name"] = names[who]
             if seg.get("overlap"):
-                item.overlap = list(seg["overlap"])
-        return item
+                given["overlap"] = list(seg["overlap"])
+        return cls(seq=seg["seq"], t_ms=seg["t0_ms"], t1_ms=seg["t1_ms"], text=seg["text"], **given)
 
 
 class PartialMark(Answer):

@@ -19,7 +19,7 @@ READ = Path(__file__).resolve().parents[2] / "talkthrough_assets" / "read"
 # Reader), and the HTML report is a file, not a tool's answer
 NOT_ANSWERS = {"index.py", "index_view.py", "search.py", "report.py"}
 # where a typed answer becomes the JSON that is sent
-JSON_OUT = {("answers.py", "dump"), ("answers.py", "_given_fields_only")}
+JSON_OUT = {("answers.py", "dump")}
 RECORDS = ("dict", "list[dict]", "dict | None", "dict[str, Any]", "list[dict[str, Any]]")
 
 
