@@ -23,7 +23,6 @@ from talkthrough_assets.read.images import ImageResult
 from talkthrough_assets.read.listing import RecordingList
 from talkthrough_assets.read.moment import Moment
 from talkthrough_assets.read.reader import Reader, default_reader
-from talkthrough_assets.read import talk_time
 from talkthrough_assets.read.search_answer import SearchAnswer
 from talkthrough_assets.read.transcript import TranscriptPage
 
@@ -231,24 +230,6 @@ def extract_frame(
     - Many instants? -> get_frames is cheaper
     """
     return reader.extract_frame(recording_id=id, t_ms=t_ms, crop=crop, full_resolution=full_resolution)
-
-
-@tool
-def get_speakers(reader: Reader, id: RecordingId) -> talk_time.Speakers:
-    """Who speaks in one recording: talk time, turns and share per speaker, most first.
-    Examples:
-    - get_speakers(id="75f6552f8117ddf5") -> S1, S2
-    - talk_ms -> time spoken
-    - share -> of all speech
-    - turns -> times they took the floor
-    - first_ms -> first words: get_moment there
-    - speaker_name -> a confirmed or voice name
-    - diarized=false -> no speakers: see note
-    - One speaker's words? -> get_transcript
-    - Who at an instant? -> get_moment
-    - Names on screen? -> name_hints
-    """
-    return talk_time.speakers(reader.snapshot(id))
 
 
 def build_server(reader: Reader | None = None) -> TalkthroughMCP:
