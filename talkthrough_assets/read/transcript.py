@@ -34,9 +34,6 @@ def name_hints(snap) -> dict[str, list[str]]:
     return speakers.hints(cands, snap.names)
 
 
-srt_time = formats.srt_time  # kept here by name: get_transcript's SRT and `talkthrough export` share it
-
-
 def name_matches(name: str | None, want: str) -> bool:
     """A speaker name matches the full name or any of its words ("Alice" and "stone" match "Alice Stone")."""
     n = " ".join((name or "").casefold().split())
