@@ -27,7 +27,7 @@ def recordings(since: str | None = None, until: str | None = None, tz: str | Non
     rows = list_recordings()
     if win is None:
         return rows, None
-    return bytime.filter_rows(rows, win), win.stated()
+    return bytime.filter_rows(rows, win), win.stated().dump()
 
 
 def display_zone(tz: str | None = None):
@@ -44,7 +44,7 @@ def moment_at(when: str, tz: str | None = None, window_ms: int = 10000) -> dict:
 
     reader = Reader(refresh_interval=0)
     try:
-        return reader.get_moment_at(when, tz=tz, window_ms=window_ms).meta
+        return reader.get_moment_at(when, tz=tz, window_ms=window_ms).meta.dump()
     finally:
         reader.index.close()
 

@@ -246,7 +246,7 @@ def _add_hits(out: dict, rows: list[dict], words: list[str], mode: str,
         # filename and generation once per recording, not on every hit
         rec = None if r["recording"] in recs else {"filename": r["filename"], "generation": r["generation"]}
         if rec is not None and r.get("partial_to_ms") is not None:  # a run in progress: its transcript so far
-            rec.update(snapshot.marking(r["partial_to_ms"], r.get("partial_next_ms")))
+            rec.update(snapshot.marking(r["partial_to_ms"], r.get("partial_next_ms")).dump())
             rec.pop("partial_note")
         size = len(dumps(hit)) + 1 + (len(dumps(rec)) + 22 if rec else 0)
         if out["hits"] and used + size > SEARCH_MAX_CHARS:

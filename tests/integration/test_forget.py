@@ -55,10 +55,10 @@ def test_forget_removes_one_recording_everywhere_and_nothing_else(tt_home, tmp_p
 
     reader = Reader(refresh_interval=0)  # an MCP reader running over the data root the whole time
     try:
-        listed = {r["id"] for r in reader.list_recordings(limit=100)["recordings"]}
+        listed = {r["id"] for r in reader.list_recordings(limit=100).dump()["recordings"]}
         assert rid in listed and keep in listed
         word = store.read_rows("segments", rid)[0]["text"].split()[0].strip(".,").lower()
-        assert any(h["recording"] == rid for h in reader.search(word, limit=50)["hits"])
+        assert any(h["recording"] == rid for h in reader.search(word, limit=50).dump()["hits"])
 
         dry = CliRunner().invoke(cli.app, ["forget", rid])  # without --yes: says what would go, removes nothing
         assert dry.exit_code == 0 and "--yes" in dry.output and rid in dry.output, dry.output
@@ -85,9 +85,9 @@ def test_forget_removes_one_recording_everywhere_and_nothing_else(tt_home, tmp_p
             assert con.execute("SELECT count(*) FROM recordings WHERE recording = ?", [keep]).fetchone()[0] == 1
         finally:
             con.close()
-        listed = {r["id"] for r in reader.list_recordings(limit=100)["recordings"]}
+        listed = {r["id"] for r in reader.list_recordings(limit=100).dump()["recordings"]}
         assert rid not in listed and keep in listed
-        assert not any(h["recording"] == rid for h in reader.search(word, limit=50)["hits"])
+        assert not any(h["recording"] == rid for h in reader.search(word, limit=50).dump()["hits"])
         assert _tree(keep) == before_keep  # the other recording: every file as it was
 
         again = CliRunner().invoke(cli.app, ["forget", rid, "--yes"])

@@ -123,14 +123,14 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
     assert people[0]["speech_s"] > 8
 
     reader = Reader(refresh_interval=0)
-    page = reader.get_transcript(rb)
+    page = reader.get_transcript(rb).dump()
     assert page["voice_hints"] == {"S2": match["hint"]} and "speaker_names" not in page
-    only = reader.get_transcript(rb, speaker="Alice Chen")
+    only = reader.get_transcript(rb, speaker="Alice Chen").dump()
     assert only["returned"] and {s["speaker"] for s in only["segments"]} == {"S2"}
-    listed = reader.list_recordings(person="alice chen")
+    listed = reader.list_recordings(person="alice chen").dump()
     assert {i["id"]: i["person"] for i in listed["recordings"]} == {
         ra: [{"speaker": "S2", "by": "confirmed"}], rb: [{"speaker": "S2", "by": match["hint"]}]}
-    assert reader.get_transcript(ra)["name_sources"] == {"S2": "confirmed"}
+    assert reader.get_transcript(ra).name_sources == {"S2": "confirmed"}
     # what an agent gets over MCP (stdio, the SDK checks each result against the tool's outputSchema)
     got = _mcp({"list": ("list_recordings", {"person": "Alice Chen"}), "b": ("get_transcript", {"id": rb}),
                 "alice": ("get_transcript", {"id": rb, "speaker": "Alice Chen"}), "a": ("get_transcript", {"id": ra})})
@@ -146,10 +146,10 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
         di = _manifest(rb)["transcript"]["diarization"]
         assert di["speaker_names"] == {"S2": "Alice Chen"} and di["speaker_name_sources"] == {"S2": "voice"}
         assert _speakers(rb)["S2"]["voice_match"]["applied"] and manifest_stage.voice_check(rb).passed
-        page = reader.get_transcript(rb)
+        page = reader.get_transcript(rb).dump()
         assert page["name_sources"] == {"S2": "voice"} and "voice_hints" not in page
         word = store.read_rows("speaker_segments", rb)[-1]["text"].split()[-1].strip(".,").lower()
-        hits = reader.search(word, speaker="Alice Chen", limit=50)["hits"]
+        hits = reader.search(word, speaker="Alice Chen", limit=50).dump()["hits"]
         assert hits and {h["recording"] for h in hits} <= {ra, rb}
         assert all(h.get("speaker_name_by") == "voice" for h in hits if h["recording"] == rb)
 

@@ -97,7 +97,7 @@ def test_reader_answers_alike_from_merged_buckets_parts_and_manifests(home, tmp_
     def answers(root) -> list[dict]:
         rd = Reader(refresh_interval=0)
         try:
-            return [rd.search(q, **kw) for q, kw in queries]
+            return [rd.search(q, **kw).dump() for q, kw in queries]
         finally:
             rd.index.close()
 

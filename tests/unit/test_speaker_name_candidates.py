@@ -111,7 +111,7 @@ def test_agents_get_unconfirmed_hints_only_for_unnamed_speakers(tmp_path, monkey
         dedup=[{"ms": o["ms"], "duplicate_of": None} for o in OCR], ocr=OCR, settings=dict(S.DEFAULTS, ocr=True),
         speaker_names={"S2": "Bob"})
     store.put_json(store.manifest_key(rid), m)
-    out = json.loads(json.dumps(Reader().get_transcript(rid)))
+    out = json.loads(json.dumps(Reader().get_transcript(rid).dump()))
     assert out["diarized"] and out["speaker_names"] == {"S2": "Bob"}
     assert out["name_hints"] == {"S1": ["Alice Chen"]}
     assert "unconfirmed" in out["name_hints_note"]
