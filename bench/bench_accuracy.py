@@ -59,6 +59,8 @@ def known_cuts() -> dict[str, list[int]]:
 
 def run_keyframes(path: str, workdir: Path) -> dict:
     from talkthrough_assets.stages import dedup
+    from talkthrough_assets.model import frames as frames_model
+    from talkthrough_assets.store.schemas import as_row
     from talkthrough_assets.stages import keyframes
     from talkthrough_assets.pipeline import settings as S
     from talkthrough_assets.stages import probe
@@ -75,9 +77,9 @@ def run_keyframes(path: str, workdir: Path) -> dict:
             hashes = [DD_V1.hashes(d / f["file"]) for f in r["frames"]]
             marks = DD_V1.mark(r["frames"], hashes)
         else:
-            marks = dedup.mark(r["frames"], [dedup.signature(d / f["file"]) for f in r["frames"]])
+            marks = [as_row(m) for m in dedup.mark(r["frames"], [dedup.signature(d / f["file"]) for f in r["frames"]])]
         unique = [{"ms": f["ms"], "path": d / f["file"],
-                   "bands": json.loads(m["changed_json"]) if m.get("changed_json") else None}
+                   "bands": frames_model.bands(m)}
                   for f, m in zip(r["frames"], marks) if m["duplicate_of"] is None]
         res[label] = {"s": el, "frames": r["frames"], "unique": unique, "decoded": r["decoded"],
                       "path": r.get("path", "select")}

@@ -58,9 +58,7 @@ def _terminal(lines: list[str], spacing: int, size=(1280, 360)):
 
 
 def _box_of(result: dict, text: str) -> list:
-    import json
-
-    return next(b["box"] for b in json.loads(result["boxes_json"]) if text in b["text"])
+    return next(b["box"] for b in result["boxes"] if text in b["text"])
 
 
 def _squeezed(text: str) -> list[str]:  # RapidOCR may or may not read a space between words
