@@ -18,12 +18,13 @@ def recordings(since: str | None = None, until: str | None = None, tz: str | Non
                ) -> tuple[list[dict], dict | None]:
     """Processed recordings, and with ``since``/``until`` only those whose wall-clock span meets that window;
     the window as stated back (since, until, tz), or None without one. ``bytime.ReadError``: a bad time."""
-    from talkthrough_assets.app import service
+    from talkthrough_assets.app import runs
+    from talkthrough_assets.app.summary import list_recordings
     from talkthrough_assets.read import bytime
 
     win = bytime.window_arg(since, until, tz) if since is not None or until is not None else None
-    service.mark_killed_runs()  # a run a killed `process` left STARTED is failed, not shown running
-    rows = service.list_recordings()
+    runs.mark_killed_runs()  # a run a killed `process` left STARTED is failed, not shown running
+    rows = list_recordings()
     if win is None:
         return rows, None
     return bytime.filter_rows(rows, win), win.stated()

@@ -171,16 +171,20 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None, settings: dict | None = None):
+def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None, settings: dict | None = None,
+               observer=None):
     """Materialize ``stages`` of partition ``rid`` through the process_recording job (in-process), with the run's
     ``settings`` as its run config (the run's record in Dagster shows them; kept for the recording once the run
-    succeeded). A mark file
+    succeeded), watched by ``observer`` (:class:`talkthrough_assets.pipeline.events.Observer`: the run's
+    ``observer`` resource; default: nobody). A mark file
     (``store.run_marks_dir()``) stands while it runs: one left by a killed process tells a later command,
     without opening Dagster's storage, that a run may read STARTED (:func:`mark_killed_runs`)."""
     from dagster import AssetKey
 
     from talkthrough_assets.definitions import defs
     from talkthrough_assets.defs import sqlite_tuning, storage_template
+    from talkthrough_assets.defs.resources import watched_by
+    from talkthrough_assets.pipeline.events import NOBODY
     from talkthrough_assets.defs.assets import settings_run_config
 
     inst = inst or instance()
@@ -194,7 +198,8 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None,
     except OSError:  # a full or read-only disk: the run itself says so
         pass
     try:
-        with sqlite_tuning.holding():  # its events' SQLite connections never the last to their database
+        # its events' SQLite connections never the last to their database; its observer told what happens
+        with sqlite_tuning.holding(), watched_by(observer or NOBODY):
             return job.execute_in_process(
                 instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
                 raise_on_error=False, tags=run_tags, run_id=storage_template.prepare_run(inst),

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from talkthrough_assets.cli import main as cli
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 from talkthrough_assets import store
 from talkthrough_assets.read.reader import Reader
 
@@ -47,7 +48,7 @@ def test_forget_removes_one_recording_everywhere_and_nothing_else(tt_home, tmp_p
     assert len(store.read_rows("sources", rid)) == 2
     assert store.exists(store.settings_key(rid)) and store.exists(store.audio_key(rid))
     assert store.exists(store.report_key(rid))  # the HTML page each run writes beside the manifest
-    inst = service.instance()
+    inst = runs.instance()
     assert inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
     before_keep = _tree(keep)
     assert before_keep
@@ -114,4 +115,4 @@ def test_forget_is_refused_while_the_recording_is_being_processed(tt_home, tmp_p
                            capture_output=True, text=True, timeout=300, env=os.environ.copy())
     assert r.returncode == 1 and "refused" in r.stderr and "being processed" in r.stderr, r.stderr
     assert store.has_partition("sources", rid)
-    assert service.instance().has_dynamic_partition(registry.PARTITIONS_NAME, rid)
+    assert runs.instance().has_dynamic_partition(registry.PARTITIONS_NAME, rid)

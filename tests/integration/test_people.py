@@ -17,8 +17,10 @@ from fixture_facts import TWO_VOICES_PATH, VOICES_AGAIN_PATH, unique_copy
 from typer.testing import CliRunner
 
 from talkthrough_assets.cli import main as cli
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import freshness
 from talkthrough_assets.app import service
+from talkthrough_assets.app.summary import summary
+from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets import store
 from talkthrough_assets.stages import manifest as manifest_stage
 from talkthrough_assets.stages.turns import CODE_VERSION
@@ -110,11 +112,11 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
     assert match["hint"] == f"voice match {match['score']:.2f} to Alice Chen, 1 recording"
     assert "voice_match" not in spk["S1"]  # awb: never enrolled
     assert "speaker_names" not in _manifest(rb)["transcript"]["diarization"]
-    assert service.summary(rb)["voice_matches"] == {"S2": match["hint"]}
+    assert summary(rb)["voice_matches"] == {"S2": match["hint"]}
     check = manifest_stage.voice_check(rb)
     assert not check.passed and "S2: voice match" in check.description
     assert manifest_stage.voice_check(ra).passed
-    assert pipeline.plan(rb) == []  # the published matches are current
+    assert freshness.plan(rb) == []  # the published matches are current
 
     people = json.loads(runner.invoke(cli.app, ["people", "--json"]).output)
     assert [(p["person"], p["recordings"]) for p in people] == [("Alice Chen", 1)]
@@ -154,7 +156,7 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
     # 5. rename is one command, everywhere
     r = runner.invoke(cli.app, ["people", "rename", "alice chen", "Alice C."])
     assert r.exit_code == 0, r.output
-    assert service.S.load_overrides(ra)["speaker_names"] == {"S2": "Alice C."}
+    assert S.load_overrides(ra)["speaker_names"] == {"S2": "Alice C."}
     assert _speakers(rb)["S2"]["voice_match"]["person"] == "Alice C."
 
     # 6. forget the person: enrolment, the named label's voiceprint, the name, every match
@@ -168,7 +170,7 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
     assert [v["label"] for v in store.read_rows("voiceprints", ra)] == ["S1"]
     assert not any("voice_match" in s for s in _speakers(rb).values())
     assert "speaker_names" not in _manifest(rb)["transcript"]["diarization"]
-    assert "speaker_names" not in service.S.load_overrides(ra)
+    assert "speaker_names" not in S.load_overrides(ra)
     assert json.loads(runner.invoke(cli.app, ["people", "--json"]).output) == []
     assert runner.invoke(cli.app, ["people", "forget", "Alice C.", "--yes"]).exit_code == 2  # clear error
     con = store.connect()

@@ -14,8 +14,9 @@ from fixture_facts import (
     SILENT_NAME, SILENT_SCENES, ocr_normalize,
 )
 
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.stages import runner
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 from talkthrough_assets import store
 from talkthrough_assets.stages import keyframes as keyframes_stage
 from talkthrough_assets.pipeline.settings import STAGES
@@ -28,7 +29,7 @@ def _words(rid: str) -> str:
 
 
 def _materialized_in_run(run_id: str, rid: str) -> set[str]:
-    return materialized_in_run(service.instance(), run_id, rid, STAGES)
+    return materialized_in_run(runs.instance(), run_id, rid, STAGES)
 
 
 def test_keywords_survive_transcription(processed):
@@ -91,7 +92,7 @@ def test_outputs_are_queryable_in_duckdb_across_recordings(processed):
 
 
 def test_reprocessing_the_same_bytes_runs_nothing(processed, tmp_path):
-    inst = service.instance()
+    inst = runs.instance()
     before = run_ids(inst, processed[SCREENCAST_NAME]["recording_id"])
     copy = tmp_path / "same bytes, new name.mp4"
     shutil.copy(FIXTURES_DIR / SCREENCAST_NAME, copy)
@@ -105,10 +106,10 @@ def test_reprocessing_the_same_bytes_runs_nothing(processed, tmp_path):
 def test_forced_re_anchor_rematerializes_only_wall_clock_and_manifest(processed):
     rid = processed[SILENT_NAME]["recording_id"]
     seg_file = store.table_path("segments", rid).stat().st_mtime_ns
-    before = run_ids(service.instance(), rid)
+    before = run_ids(runs.instance(), rid)
     out = service.process(FIXTURES_DIR / SILENT_NAME, overrides={"recorded_at": "2026-03-15T12:00:00+02:00"})
     assert out["stages_run"] == ["wall_clock", "manifest"]
-    assert _materialized_in_run(new_run(service.instance(), rid, before).run_id, rid) == {"wall_clock", "manifest"}
+    assert _materialized_in_run(new_run(runs.instance(), rid, before).run_id, rid) == {"wall_clock", "manifest"}
     assert out["wall_clock"] == {"start_utc": "2026-03-15T10:00:00.000+00:00", "tz_offset_min": 120,
                                  "source": "recorded_at", "confidence": "exact"}
     assert store.table_path("segments", rid).stat().st_mtime_ns == seg_file
@@ -118,7 +119,7 @@ def test_forced_re_anchor_rematerializes_only_wall_clock_and_manifest(processed)
 
 def test_max_frames_change_reruns_only_the_visual_branch(processed):
     rid = processed[SILENT_NAME]["recording_id"]
-    inst = service.instance()
+    inst = runs.instance()
     before = run_ids(inst, rid)
     out = service.process(FIXTURES_DIR / SILENT_NAME, overrides={"max_frames": 3})
     assert out["stages_run"] == ["keyframes", "dedup", "ocr", "manifest"]
@@ -158,7 +159,7 @@ def test_the_audio_and_visual_branches_ran_at_the_same_time(tt_home, tmp_path, m
     monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
     s = service.process(FIXTURES_DIR / SCREENCAST_NAME)
     assert s["status"] == "processed", s
-    st = pipeline.stage_state(s["recording_id"])
+    st = runner.stage_state(s["recording_id"])
 
     def span(stage):
         end = parse_iso(st[stage]["finished_at"]).timestamp()
@@ -178,7 +179,7 @@ def test_stages_sequential_setting_gives_the_same_outputs(processed, tmp_path, m
     monkeypatch.setenv("TALKTHROUGH_STAGE_WORKERS", "1")
     out = service.process(src)
     assert out["status"] == "processed", out
-    st = pipeline.stage_state(out["recording_id"])
+    st = runner.stage_state(out["recording_id"])
     ends = sorted(st.values(), key=lambda r: r["finished_at"])
     for a, b in zip(ends, ends[1:]):  # no two stages overlap
         start_b = parse_iso(b["finished_at"]).timestamp() - b["elapsed_s"]

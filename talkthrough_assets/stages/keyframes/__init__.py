@@ -146,7 +146,7 @@ PROGRESS_QUIET_S = 10.0
 
 
 def scan_progress(rid: str, span_s: float, clock=time.monotonic, ctx: RunContext | None = None):
-    """on_time -> ``ctx.progress`` (default: the process's displays only): the share of the video scanned (the
+    """on_time -> ``ctx.progress`` (default: to nobody): the share of the video scanned (the
     time of the frame the scan is at) and an ETA from this run's pace, each PROGRESS_STEP of the video (at most
     every PROGRESS_MIN_S) or PROGRESS_QUIET_S: at most ~20 lines per scan plus one per 10 s in the Dagster run's
     log."""
