@@ -99,8 +99,9 @@ def ocr_words(frames: list[dict], incremental: bool) -> tuple[set[str], float, i
     """(words, seconds, frames read in bands): v1 reads every unique frame whole; the new path
     reads the way the pipeline does (ocr.read_frames: only the changed bands when little changed)."""
     from talkthrough_assets.stages import ocr
+    from talkthrough_assets.stages.ocr import engine as ocr_engine
 
-    engine, status = ocr.engine_status(True)
+    engine, status = ocr_engine.engine_status(True)
     t = time.perf_counter()
     if incremental:
         results = ocr.read_frames(engine, frames)

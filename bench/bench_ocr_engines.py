@@ -88,8 +88,9 @@ def main() -> int:
     import ocr_v1
 
     from talkthrough_assets.stages import ocr
+    from talkthrough_assets.stages.ocr import engine as ocr_engine
 
-    new, status = ocr.engine_status(True)
+    new, status = ocr_engine.engine_status(True)
     if new is None:
         print(f"new engine: {status}")
         return 2

@@ -70,9 +70,10 @@ def main() -> int:
 
     from talkthrough_assets.stages import cpu_plan
     from talkthrough_assets.stages import ocr
+    from talkthrough_assets.stages.ocr import engine as ocr_engine
 
     old_engine, _ = before.engine_status(True)
-    new_engine, status = ocr.OcrEngine().status(True)
+    new_engine, status = ocr_engine.OcrEngine().status(True)
     if new_engine is None:
         print(status)
         return 2

@@ -8,6 +8,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.ocr import engine as ocr_engine
 
 W, H = 1280, 720
 
@@ -24,7 +25,7 @@ def _frame(path, lines: list[tuple[int, str]]):
 
 @pytest.fixture(scope="module")
 def engine(tt_home):  # ocr.read_frames stores each read under the frame's pixels (ocr_cache): a store is needed
-    eng, status = ocr.OcrEngine().status(True)
+    eng, status = ocr_engine.OcrEngine().status(True)
     assert eng is not None, status
     return eng
 

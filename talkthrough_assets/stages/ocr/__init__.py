@@ -15,9 +15,8 @@ from talkthrough_assets.model import frames as frames_model
 from talkthrough_assets.model.frames import OcrBox, OcrFrame
 from talkthrough_assets.stages.ocr import cache as ocr_cache
 from talkthrough_assets.stages.ocr import lines as ocr_lines
-from talkthrough_assets.stages.ocr.engine import (  # noqa: F401  (engine_status, OcrEngine ...: the stage's engine, named here too)
-    DET_MAX_SIDE, DET_MIN_SIDE, MODELS, OcrEngine, _box, _detect, _lock, _recognise, _run, _set_threads, _stepwise,
-    band_scale, bundled_models, default_ocr, det_scale, engine_name, engine_status)
+from talkthrough_assets.stages.ocr.engine import (DET_MAX_SIDE, _box, _detect, _lock, _recognise, _run, _set_threads,
+                                                   _stepwise, engine_name)
 from talkthrough_assets.stages.runner import StageResult, digest
 
 CODE_VERSION = "8"  # 8: boxes stored as a list of structs, not JSON; 7: lines over unchanged pixels keep their text; bands recognised in one batch
