@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable
 
 from talkthrough_assets import store
-from talkthrough_assets.core import config
+from talkthrough_assets.core import config, proctree
 from talkthrough_assets.defs.instance import PG_URL_ENV
 from talkthrough_assets.defs.instance import instance as _open_instance
 from talkthrough_assets.pipeline import registry
@@ -159,16 +159,14 @@ def runs_finished(inst, run_ids: Iterable[str]) -> bool:
 
 
 def _alive(pid: int) -> bool:
+    """Running (a killed process not reaped yet is dead too); another user's process counts as alive."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:  # a killed process not reaped yet is dead too
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+    return proctree.alive(pid)
 
 
 def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None, settings: dict | None = None,
