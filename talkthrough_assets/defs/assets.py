@@ -28,7 +28,7 @@ from talkthrough_assets.pipeline import events, scheduler, sources, stagerun
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.pipeline.settings import as_run_config
 from talkthrough_assets.pipeline.stagespec import BY_NAME
-from talkthrough_assets.stages.ocr import OcrEngine
+from talkthrough_assets.stages.ocr.engine import OcrEngine
 from talkthrough_assets.stages.segments.engine import Whisper
 
 sqlite_tuning.install()

@@ -11,7 +11,7 @@ from dagster import ConfigurableResource, InitResourceContext
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets.pipeline.events import NOBODY, Observer
 from talkthrough_assets import store
-from talkthrough_assets.stages.ocr import OcrEngine
+from talkthrough_assets.stages.ocr.engine import OcrEngine
 from talkthrough_assets.stages.segments.engine import Whisper
 
 

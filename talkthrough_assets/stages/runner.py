@@ -10,6 +10,7 @@ materialization. No Dagster here.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -77,7 +78,14 @@ def hms(seconds: float) -> str:
 
 
 def digest(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    """A short hash of ``obj``'s JSON; a typed record hashes as its stored row (the same hash as that mapping)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=_plain).encode()).hexdigest()[:16]
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)
 
 
 def probe_row(rid: str) -> dict:

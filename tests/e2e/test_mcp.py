@@ -583,7 +583,7 @@ def _write_recording(rid: str, transcript: list[tuple[int, str]], ocr: list[tupl
         recording_id=rid, probe=probe, wall_clock=wc,
         transcript={"available": True, "reason": None, "language": "en", "model": "test"}, segments=segs,
         words=[], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=frames, dedup=dedup,
-        ocr=ocr_rows, settings={"max_frames": 1000, "ocr": True})
+        ocr=ocr_rows, settings={"max_frames": 1000, "ocr": True}).to_json()
     store.put_json(store.manifest_key(rid), m)
 
 

@@ -9,11 +9,12 @@ import motion_clips as mc
 import pytest
 
 from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.ocr import engine as ocr_engine
 
 
 @pytest.fixture(scope="module")
 def engine():
-    eng, status = ocr.engine_status(True)
+    eng, status = ocr_engine.engine_status(True)
     assert eng is not None, status
     return eng
 

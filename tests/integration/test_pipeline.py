@@ -20,7 +20,7 @@ from talkthrough_assets.app import runs
 from talkthrough_assets import store
 from talkthrough_assets.stages import keyframes as keyframes_stage
 from talkthrough_assets.pipeline.settings import STAGES
-from talkthrough_assets.stages import manifest as manifest_stage
+from talkthrough_assets.model.manifest import validate as validate_manifest
 from talkthrough_assets.stages.wall_clock import parse_iso
 
 
@@ -76,7 +76,7 @@ def test_audio_only_and_video_only_behave(processed):
     assert video["kind"] == "video" and video["frames"]["count"] > 0
     assert video["transcript"]["available"] is False and "no audio" in video["transcript"]["reason"]
     m = json.loads(store.manifest_path(video["recording_id"]).read_text())
-    assert manifest_stage.validate(m) == [] and m["transcript"]["available"] is False
+    assert validate_manifest(m) == [] and m["transcript"]["available"] is False
     assert m["media"]["has_audio"] is False
 
 
