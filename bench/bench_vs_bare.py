@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     model, compute, threads = whisper_setup()
     load0 = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.1f}' for x in load0)}; Whisper {model} "
-          f"({compute}; `process` gives it {threads} threads alone; bare on {', '.join(map(str, bare_threads()))}); "
+          f"({compute}; `process` gives it {bare_key(threads)[6:]} alone; bare on {', '.join(map(str, bare_threads()))}); "
           f"peer talkthrough-mcp {version or 'unavailable'}; children run one at a time")
     results, gens, summary = [], [], None
     if "cut" in wanted or "meeting" in wanted:
