@@ -26,6 +26,7 @@ from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.runner import hms
+from talkthrough_assets.model.transcript import spans
 
 CHUNK_S = "6"
 
@@ -71,11 +72,15 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     cuts = [r["t0_ms"] for r in rows[1:]]
     assert not [(w["word"], c) for w in words for c in cuts if w["t0_ms"] < c < w["t1_ms"]]
     # the tables are exactly the chunks' stored results assembled
-    results = [C.decode_blob(_path(r["key"]).read_bytes()) for r in rows]
-    again = C.assemble(results, rows, model_label=results[0]["meta"]["model"], audio_ms=audio_ms)
+    results = [C.unpack(_path(r["key"]).read_bytes()) for r in rows]
+    again = C.assemble(results, rows, model_label=results[0].model, audio_ms=audio_ms)
     segs, words_t = _transcript(rid)
-    assert [(s["seq"], s["t0_ms"], s["t1_ms"], s["text"]) for s in again["segments"]] == segs
-    assert [(w["seq"], w["idx"], w["t0_ms"], w["t1_ms"], w["word"]) for w in again["words"]] == words_t
+    assert [(s.seq, s.t0_ms, s.t1_ms, s.text) for s in again.segments] == segs
+    assert [(w.seq, w.idx, w.t0_ms, w.t1_ms, w.word) for w in again.words] == words_t
+    row = store.read_one("transcripts", rid)  # and so is its row, the spans stored as structs
+    assert (row["segment_count"], row["word_count"], row["dropped_count"]) == \
+        (again.meta.segment_count, again.meta.word_count, again.meta.dropped_count)
+    assert spans(row["dropped"]) == again.meta.dropped and spans(row["uncovered"]) == again.meta.uncovered
     assert [s[0] for s in segs] == list(range(len(segs)))
     # coverage is derived from the keys: summary, `recordings`, the stage's metadata
     cov = chunkstore.coverage(rid)
@@ -140,10 +145,10 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
 
     bad_samples = audio_stage.load_wav(store.audio_path(rid))[bad["t0_ms"] * 16:bad["t1_ms"] * 16]
 
-    def decode_or_fail(samples, decode_kw):  # the real decoder, except on one chunk (fault injection)
+    def decode_or_fail(samples, opts, engine, **kw):  # the real decoder, except on one chunk (fault injection)
         if len(samples) == len(bad_samples) and (samples == bad_samples).all():
             raise RuntimeError("decoder crashed on this chunk")
-        return real(samples, decode_kw)
+        return real(samples, opts, engine, **kw)
 
     monkeypatch.setattr(C, "_decode_chunk", decode_or_fail)
     res = pipeline.run_stage("segments", rid)
