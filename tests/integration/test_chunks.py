@@ -112,8 +112,8 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
         C.decode_blob(p.read_bytes())
     md = _segments_md(rid)
     assert (md["chunks_decoded"], md["chunks_corrupt_recomputed"]) == (2, 2)
-    fresh = C.decode_blob(p.read_bytes())
-    assert [fresh[k] for k in ("segments", "words", "dropped")] == [results[0][k] for k in ("segments", "words", "dropped")]
+    fresh = C.unpack(p.read_bytes())
+    assert (fresh.segments, fresh.words, fresh.dropped) == (results[0].segments, results[0].words, results[0].dropped)
     assert _transcript(rid) == (segs, words_t)
 
     # the same audio in another file (a new recording id) decodes nothing: every chunk's result is reused
