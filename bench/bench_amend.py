@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 def bench_file(path: str, rounds: int) -> dict:
-    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.stages import runner
     from talkthrough_assets.app import service
     from talkthrough_assets import store
     from talkthrough_assets.stages import audio as audio_stage
@@ -83,7 +83,7 @@ def bench_file(path: str, rounds: int) -> dict:
     out = service.process(path, force=True)
     full = time.perf_counter() - t
     assert out["status"] == "processed" and out["diarized"], out
-    stages = {r["stage"]: r["elapsed_s"] for r in pipeline.stage_state(rid).values()}
+    stages = {r["stage"]: r["elapsed_s"] for r in runner.stage_state(rid).values()}
     return {"path": path, "media_s": media_s, "speakers": speakers, "cold_first_s": cold, "warm_up_s": warm_up,
             "rounds": res, "full_s": full, "full_stages": stages}
 

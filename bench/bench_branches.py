@@ -8,10 +8,10 @@ Default file: the 10-min 1080p30 screencast from bench/make_long_media.py. One p
 TALKTHROUGH_HOME, models warmed up on fixtures/screencast.mp4 first. Measured on the long file:
 
   dagster        the whole graph through the product job (service.run_stages): one multi-asset step,
-                 stages in 2 threads as soon as their inputs are ready (pipeline.run_stages)
+                 stages in 2 threads as soon as their inputs are ready (scheduler.run_stages)
   dagster_seq    the same with TALKTHROUGH_STAGE_WORKERS=1 (stages one after another): the old shape
   dagster_w1     concurrent, Whisper on 1 thread (TALKTHROUGH_WHISPER_THREADS=1) instead of 2
-  audio          the audio branch alone: pipeline.run_stage("audio"), ("segments")
+  audio          the audio branch alone: stagerun.run_stage("audio"), ("segments")
   visual         the visual branch alone: run_stage("keyframes"), ("dedup"), ("ocr")
 
 ratio = variant wall / slower branch alone (target <= 1.2). The CPU bound on this machine is
@@ -66,10 +66,10 @@ def run_dagster(rid: str, inst, **env: str) -> None:
 
 
 def run_branch(rid: str, stages: tuple[str, ...]) -> None:
-    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.pipeline import scheduler, stagerun
 
     for s in stages:
-        pipeline.run_stage(s, rid)
+        stagerun.run_stage(s, rid)
 
 
 def main(argv: list[str] | None = None) -> int:

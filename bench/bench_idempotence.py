@@ -95,7 +95,7 @@ def bench_tick(n_files: int, runs: int) -> dict:
 
 
 def bench_cached(path: str, runs: int) -> dict:
-    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.pipeline import freshness
     from talkthrough_assets.app import service
     from talkthrough_assets.store.models import sha256_file
 
@@ -113,7 +113,7 @@ def bench_cached(path: str, runs: int) -> dict:
         "instance()": _median_time(service.instance, runs)[0],
         "register (sha256 + sources row + partition check)":
             _median_time(lambda: service.register(path, inst), runs)[0],
-        "plan (settings + stage_runs)": _median_time(lambda: pipeline.plan(rid), runs)[0],
+        "plan (settings + stage_runs)": _median_time(lambda: freshness.plan(rid), runs)[0],
         "summary (stored outputs)": _median_time(lambda: service.summary(rid), runs)[0],
     }
     return {"path": path, "size": Path(path).stat().st_size, "first_s": first_s, "sha_s": sha_s,

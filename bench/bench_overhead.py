@@ -26,7 +26,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ["TALKTHROUGH_HOME"] = tempfile.mkdtemp(prefix="tt-bench-")
     os.environ.pop("DAGSTER_HOME", None)
-    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.pipeline import stagerun
     from talkthrough_assets.app import service
     from talkthrough_assets.pipeline.settings import STAGES
 
@@ -34,13 +34,13 @@ def main() -> None:
     rid = service.register(args.file, inst)
     t = time.perf_counter()
     for s in STAGES:  # warm-up: model loads and imports are not orchestration cost
-        pipeline.run_stage(s, rid)
+        stagerun.run_stage(s, rid)
     print(f"warm-up (first run incl. model loads): {time.perf_counter() - t:.2f}s")
     direct, dag = [], []
     for r in range(args.rounds):
         t = time.perf_counter()
         for s in STAGES:
-            pipeline.run_stage(s, rid)
+            stagerun.run_stage(s, rid)
         direct.append(time.perf_counter() - t)
         t = time.perf_counter()
         res = service.run_stages(rid, list(STAGES), inst)

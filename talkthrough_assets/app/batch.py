@@ -20,7 +20,7 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Watch:
-    """What one file's run reports: a stage's state (``pipeline.listeners``), the stages planned, and the long
+    """What one file's run reports: a stage's state (``events.listeners``), the stages planned, and the long
     stages' progress (``runner.progress_listeners``; None: not asked for)."""
     on_stage: Callable[[str, str, str, dict], None]  # (stage, recording id, state, info)
     on_stages: Callable[[str, list[str]], None]  # (recording id, stages to run)
@@ -41,14 +41,14 @@ def process_files(files: list[Path], *, overrides: dict | None = None, force: bo
     """One summary per file, in order (``service.process``'s, or a failed one for a file that could not be hashed
     or registered); ``watch(file)`` gives the listeners of that file's run, removed when it ends."""
     from talkthrough_assets.app import service
-    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.pipeline import events
     from talkthrough_assets.stages import runner
 
     results = []
     for f in files:
         with watch(f) as w:
             if w is not None:
-                pipeline.listeners.append(w.on_stage)
+                events.listeners.append(w.on_stage)
                 if w.on_progress is not None:
                     runner.progress_listeners.append(w.on_progress)
             try:
@@ -59,7 +59,7 @@ def process_files(files: list[Path], *, overrides: dict | None = None, force: bo
                                 "reason": f"{type(e).__name__}: {e}"})
             finally:
                 if w is not None:
-                    pipeline.listeners.remove(w.on_stage)
+                    events.listeners.remove(w.on_stage)
                     if w.on_progress in runner.progress_listeners:
                         runner.progress_listeners.remove(w.on_progress)
     return results

@@ -68,19 +68,19 @@ def record(inst, rid: str) -> str | None:
     """Run the job for ``rid`` if it is still failed and its newest run does not say so already; the run id."""
     from dagster import DagsterRunStatus, RunsFilter
 
-    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.pipeline import events, freshness
     from talkthrough_assets.pipeline import registry
     from talkthrough_assets.app import service
     from talkthrough_assets.defs.partitions import FAILURE_TAG
 
-    reason = pipeline.failure_reason(rid)
+    reason = events.failure_reason(rid)
     if not reason:
         return None
     newest = inst.get_runs(RunsFilter(tags={"dagster/partition": rid}), limit=1)
     if newest and newest[0].status == DagsterRunStatus.FAILURE and newest[0].tags.get(FAILURE_TAG) == reason[:200]:
         return None
     registry.ensure_partition(inst, rid)
-    result = service.run_stages(rid, pipeline.plan(rid), inst, tags={ORIGIN_TAG: ORIGIN})
+    result = service.run_stages(rid, freshness.plan(rid), inst, tags={ORIGIN_TAG: ORIGIN})
     return result.run_id
 
 

@@ -21,7 +21,7 @@ from talkthrough_assets.app.summary import find_recordings, list_recordings, sum
 from talkthrough_assets.core.ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
 from talkthrough_assets.defs.instance import (PG_URL_ENV, POSTGRES_STORAGE_YAML, _pin_pg_driver, ensure_dagster_home, instance_soon, instance_yaml)  # noqa: F401
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import disk, events, freshness, prewarm, sources
 from talkthrough_assets.pipeline import preflight
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.pipeline import settings as S
@@ -57,7 +57,7 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
         rid = recording_id_for(path)
         return _process(path, rid, t0, force=force, overrides=overrides, on_stages=on_stages)
     except Exception as e:
-        why = pipeline.disk_reason(e, rid)
+        why = disk.disk_reason(e, rid)
         if why is None:
             raise
         out = {"recording_id": rid, "source": str(path), "stages_run": [],
@@ -68,7 +68,7 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
         else:
             if rid:
                 fail_stuck_run(rid, why)
-                pipeline.record_unfinished(rid, why)
+                freshness.record_unfinished(rid, why)
                 out.update(summary(rid))
             out.update(status="failed", reason=why)
         out["source"] = str(path)
@@ -78,7 +78,7 @@ def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | N
 def _all_stored(rid: str) -> bool:
     """Every stage current and every output whole (the run that hit a full disk had finished its work)."""
     try:
-        return bool(store.read_one("recordings", rid)) and not pipeline.plan(rid)
+        return bool(store.read_one("recordings", rid)) and not freshness.plan(rid)
     except Exception:
         return False
 
@@ -88,8 +88,8 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
     result, warning = None, None
     mark_killed_runs()  # a run a killed process left STARTED: marked even when nothing runs now
     store.tempfiles.sweep(store.recording_folders(rid))  # what a killed writer of this recording left
-    pipeline.register_source(path, rid)
-    if not force and not overrides and store.read_one("recordings", rid) and not pipeline.plan(rid):
+    sources.register_source(path, rid)
+    if not force and not overrides and store.read_one("recordings", rid) and not freshness.plan(rid):
         # fast path: already processed with these settings; no Dagster import, no run
         out = summary(rid)
         out.update(status="cached", stages_run=[], elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
@@ -99,7 +99,7 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
         with store.partition_lock(rid, timeout_s=0.0):
             # the run's settings go with its run (its Dagster run config) and are kept once it succeeded
             overrides = S.checked(overrides)
-            stages = pipeline.plan(rid, force=force, given=overrides)
+            stages = freshness.plan(rid, force=force, given=overrides)
             status, ran = "cached", []
             if not stages and overrides:  # what is stored was made with these settings already
                 S.persist(rid, overrides)
@@ -114,21 +114,21 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
                 # (bench/bench_cold_start.py)
                 opening = instance_soon()
                 try:
-                    pipeline.prewarm_native(rid, stages, given=overrides)
+                    prewarm.prewarm_native(rid, stages, given=overrides)
                 finally:
                     inst = opening.result()
-                pipeline.prewarm_python(rid, stages, given=overrides)
+                prewarm.prewarm_python(rid, stages, given=overrides)
                 registry.ensure_partition(inst, rid)
 
                 def seen(stage, r, state, info):
                     if r == rid and state in ("ok", "failed") and stage not in ran:
                         ran.append(stage)
 
-                pipeline.listeners.append(seen)
+                events.listeners.append(seen)
                 try:
                     result = run_stages(rid, stages, inst, settings=overrides)
                 finally:
-                    pipeline.listeners.remove(seen)
+                    events.listeners.remove(seen)
                 status = "processed" if result.success else "failed"
                 disk = run_error(result)
                 if fail_stuck_run(rid, disk or storage_note(), inst) and not disk:
@@ -137,7 +137,7 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
                     status = "processed"
                     warning = f"outputs stored; Dagster's run record was not: {disk}"
                 elif disk and not result.success:
-                    pipeline.record_unfinished(rid, disk)
+                    freshness.record_unfinished(rid, disk)
                 ran = [s for s in stages if s in ran]  # graph order; a stage a failure upstream stopped is not listed
     except store.PartitionBusy as e:
         out = summary(rid)
@@ -149,8 +149,8 @@ def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
     if warning:
         out["warning"] = warning
     if status == "failed":
-        failed = pipeline.failed_stage(rid)
-        out["reason"] = (pipeline.failure_reason(rid) or run_error(result)
+        failed = events.failed_stage(rid)
+        out["reason"] = (events.failure_reason(rid) or run_error(result)
                          or (runs.RUN_INTERRUPTED if runs.run_interrupted(result) else None)
                          or "run failed (see the Dagster run log)")
         if failed and failed.get("internal"):
@@ -181,7 +181,7 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
         people.enrol(rid, merged)  # a named label's voice is enrolled under that person
         result = run_stages(rid, ["manifest"])
     if not result.success:
-        raise RebuildFailed(pipeline.failure_reason(rid) or "see the Dagster run log")
+        raise RebuildFailed(events.failure_reason(rid) or "see the Dagster run log")
     people.recheck(manifest_again, exclude={rid})  # other recordings' voice matches: their manifests only
     return merged, roster
 
@@ -261,15 +261,15 @@ def repair(rid: str | None = None) -> list[dict]:
                 if any(p.what == "table sources" for p in problems):
                     probed = store.read_one("probe", r) or {}
                     if probed.get("path") and Path(probed["path"]).is_file() and recording_id_for(probed["path"]) == r:
-                        pipeline.register_source(probed["path"], r)
-                stages = pipeline.plan(r)
+                        sources.register_source(probed["path"], r)
+                stages = freshness.plan(r)
                 if stages:
                     inst = instance()
                     registry.ensure_partition(inst, r)
                     result = run_stages(r, stages, inst)
                     row["stages_run"] = stages
                     if not result.success:
-                        row.update(status="failed", reason=pipeline.failure_reason(r) or "run failed (see the Dagster run log)")
+                        row.update(status="failed", reason=events.failure_reason(r) or "run failed (see the Dagster run log)")
         except store.PartitionBusy as e:
             row.update(status="refused", reason=str(e))
         left = check(r) if row["status"] == "repaired" else []

@@ -5,7 +5,8 @@ matches a text."""
 from __future__ import annotations
 
 from talkthrough_assets import store
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import events, sources
+from talkthrough_assets.stages import runner
 from talkthrough_assets.stages import probe as probe_stage
 from talkthrough_assets.stages import turns as turns_stage
 from talkthrough_assets.model import wallclock
@@ -32,17 +33,17 @@ def summary(rid: str) -> dict:
     out.update({
         "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
         # the other names the same bytes were registered under
-        "aliases": [n for n in pipeline.recording_names(rid) if n != rec["filename"]],
+        "aliases": [n for n in sources.recording_names(rid) if n != rec["filename"]],
         "wall_clock": wallclock.view(wc if wc and wc.get("available") else None),
         "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
                        "language": rec["language"], "segments": rec["segment_count"],
                        # chunks with a stored Whisper result (derived from the chunk keys), and failed ones
                        "coverage": (chunkstore.coverage(rid) or {}).get("text"),
-                       "chunks_reason": pipeline.stage_reason(rid, "segments"),
+                       "chunks_reason": runner.stage_reason(rid, "segments"),
                        **{k: v for k, v in transcribe.quality(tr).items() if k != "uncovered"}},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
                    "dir": store.data_location(store.frames_key(rid)),
-                   "reason": pipeline.stage_reason(rid, "keyframes"), "contact_sheet": _contact_sheet(rid)},
+                   "reason": runner.stage_reason(rid, "keyframes"), "contact_sheet": _contact_sheet(rid)},
         # the HTML page each run writes beside the manifest (`talkthrough report` writes one anywhere)
         "report": store.data_location(store.report_key(rid)) if store.exists(store.report_key(rid)) else None,
         "diarized": rec["diarized"], "speakers": rec["speaker_count"],
@@ -107,9 +108,9 @@ def find_recordings(text: str) -> list[dict]:
         con.close()
     out = []
     for rid in ids:
-        names = pipeline.recording_names(rid)
+        names = sources.recording_names(rid)
         processed = store.read_one("recordings", rid) is not None
-        reason = pipeline.failure_reason(rid)
+        reason = events.failure_reason(rid)
         out.append({"recording": rid, "filename": names[0] if names else None, "aliases": names[1:],
                     "state": "failed" if reason else "processed" if processed else "registered",
                     "reason": reason, "coverage": (chunkstore.coverage(rid) or {}).get("text")})

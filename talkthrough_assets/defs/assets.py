@@ -1,6 +1,6 @@
 """Dagster assets: one asset per stage, all partitioned by the recording id (sha256[:16]).
 
-Thin by design: one subsettable multi-asset calls :func:`talkthrough_assets.pipeline.execute.run_stages`
+Thin by design: one subsettable multi-asset calls :func:`talkthrough_assets.pipeline.scheduler.run_stages`
 and turns each stage's result into a ``MaterializeResult`` with its partitioned asset checks; what a stage
 adds once it is stored is its ``StageSpec.after``. A stage failure on bad input ends the step with its one-line
 reason and no Python stack (:func:`talkthrough_assets.defs.step_failure.stop`); an internal error keeps its
@@ -24,7 +24,7 @@ from talkthrough_assets.defs.checks import CHECK_STAGE, check_every_recording, c
 from talkthrough_assets.defs.partitions import DURATION_TAG, FAILURE_TAG, FILENAME_TAG, recordings_partitions
 from talkthrough_assets.defs.run_context import RunRefused, duration, recording_of_run, refused_failures, stop, tag_run
 from talkthrough_assets.pipeline import engines
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import events, scheduler, sources, stagerun
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.pipeline.settings import as_run_config
 from talkthrough_assets.pipeline.stagespec import BY_NAME
@@ -56,10 +56,10 @@ def _after(context, stage: str, rid: str, res, names: list[str]) -> dict:
 
 def build_stages_asset(code_versions: dict[str, str] | None = None):
     """One multi-asset over the nine stage assets (one step, so independent stages of a recording
-    run at once in threads, see pipeline.run_stages): each stage is still its own asset, with its own
+    run at once in threads, see scheduler.run_stages): each stage is still its own asset, with its own
     materialization, code version, checks and lineage, and any subset can be materialized alone."""
 
-    @dg.multi_asset(name="talkthrough_stages", specs=asset_specs(code_versions or pipeline.CODE_VERSIONS),
+    @dg.multi_asset(name="talkthrough_stages", specs=asset_specs(code_versions or stagerun.CODE_VERSIONS),
                     check_specs=check_specs(), partitions_def=recordings_partitions, can_subset=True,
                     backfill_policy=backfill_policy(),
                     description="The nine Talkthrough stages of one recording.")
@@ -88,7 +88,7 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
         loaded = engines.Engines(whisper=whisper, ocr=ocr_engine, diarizer=diarizer)
         refused = refused_failures(context, selected)  # a dropped file that is no recording: nothing runs
         # which file this is, and which process runs it (a run whose process is gone is marked, not left running)
-        names = [] if refused else pipeline.recording_names(rid)
+        names = [] if refused else sources.recording_names(rid)
         tag_run(context, {FILENAME_TAG: names[0] if names else None,
                           DURATION_TAG: duration(registry.known_duration_ms(rid, selected)),
                           **celery_route.runner_tags()})
@@ -97,17 +97,17 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
         failures: list[tuple[str, str, Exception]] = list(refused)  # (stage, one-line reason, error)
         materialized: set[str] = set()
         try:
-            for stage, res in () if refused else pipeline.run_stages(rid, selected, overrides, engines=loaded):
-                if res is pipeline.STARTED:
+            for stage, res in () if refused else scheduler.run_stages(rid, selected, overrides, engines=loaded):
+                if res is events.STARTED:
                     context.log.info(f'Started stage "{stage}"')
                     continue
-                if isinstance(res, pipeline.Progress):  # one line per chunk / per step of the keyframe scan
+                if isinstance(res, events.Progress):  # one line per chunk / per step of the keyframe scan
                     eta = f", ETA {res['eta_s']:.0f} s" if res.get("eta_s") else ""
                     what = res.get("what") or "the audio"
                     context.log.info(f'Stage "{stage}": {100 * res["share"]:.0f} % of {what} ({res["text"]}){eta}')
                     continue
                 if isinstance(res, Exception):
-                    reason = str(res) if isinstance(res, pipeline.Skipped) else f"{stage}: {res.reason}"
+                    reason = str(res) if isinstance(res, events.Skipped) else f"{stage}: {res.reason}"
                     failures.append((stage, reason, res))
                     continue
                 md = {**res.metadata, **named, **_after(context, stage, rid, res, names)}
@@ -123,9 +123,9 @@ def build_stages_asset(code_versions: dict[str, str] | None = None):
         # checks selected without their stage (UI: "Execute check"): re-verify what is on disk
         for name in sorted(selected_checks):
             if CHECK_STAGE[name] not in selected:
-                yield check_result(CHECK_STAGE[name], pipeline.verify_check(name, rid))
+                yield check_result(CHECK_STAGE[name], stagerun.verify_check(name, rid))
         if failures:
-            first = next((f for f in failures if not isinstance(f[2], pipeline.Skipped)), failures[0])
+            first = next((f for f in failures if not isinstance(f[2], events.Skipped)), failures[0])
             summary = first[1] + (f" ({len(failures) - 1} downstream stage(s) skipped)" if len(failures) > 1 else "")
             context.log.error(summary)
             tag_run(context, {FAILURE_TAG: first[1][:200]})

@@ -22,7 +22,7 @@ from talkthrough_assets.defs.asset_specs import materialization_metadata
 from talkthrough_assets.defs.checks import CHECK_SEVERITY, CHECK_STAGE
 from talkthrough_assets.defs.partitions import DURATION_TAG, FAILURE_TAG, FILENAME_TAG
 from talkthrough_assets.defs.run_context import duration, stop, tag_run
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import events, scheduler, sources, stagerun
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.pipeline.settings import DEPS
 
@@ -71,7 +71,7 @@ def _provenance(context, stage: str, rid: str) -> dict:
 def _materialized(context, stage: str, rid: str, res, md: dict, checks: set[str]):
     yield dg.AssetMaterialization(
         asset_key=stage, partition=rid, metadata=materialization_metadata(md),
-        tags={_CODE_VERSION_TAG: pipeline.CODE_VERSIONS[stage], _DATA_VERSION_TAG: res.data_version,
+        tags={_CODE_VERSION_TAG: stagerun.CODE_VERSIONS[stage], _DATA_VERSION_TAG: res.data_version,
               _USER_DATA_VERSION_TAG: "true", **_provenance(context, stage, rid)})
     for c in res.checks:
         if c.name in checks:
@@ -81,7 +81,7 @@ def _materialized(context, stage: str, rid: str, res, md: dict, checks: set[str]
 def _failed(rid: str, failures: list, checks: set[str], done: set[str]):
     """Record why ``rid``'s stages did not materialize (an observation per stage, its checks as not run);
     its one-line reason and the error behind it."""
-    first = next((f for f in failures if not isinstance(f[2], pipeline.Skipped)), failures[0])
+    first = next((f for f in failures if not isinstance(f[2], events.Skipped)), failures[0])
     for stage, reason, _err in failures:
         if stage:
             text = reason if stage == first[0] else f"{stage}: not run because {first[1]}"
@@ -100,19 +100,19 @@ def _one(context, rid: str, stages: list[str], checks: set[str], overrides: dict
     if not store.ID_RE.fullmatch(rid):
         yield from ()
         return f"partition {rid!r} is not a recording id (16 hex characters)", None
-    names = pipeline.recording_names(rid)
+    names = sources.recording_names(rid)
     known = registry.known_duration_ms(rid, stages)  # None when probe runs again: then from its result
     durations.extend([known] if known is not None else [])
     named = {"filename": names[0]} if names else {}
     failures: list[tuple[str, str, Exception]] = []
     done: set[str] = set()
     try:
-        with store.partition_lock(rid, timeout_s=pipeline.STAGE_LOCK_WAIT_S):
-            for stage, res in pipeline.run_stages(rid, stages, overrides, engines=loaded):
-                if res is pipeline.STARTED or isinstance(res, pipeline.Progress):
+        with store.partition_lock(rid, timeout_s=stagerun.STAGE_LOCK_WAIT_S):
+            for stage, res in scheduler.run_stages(rid, stages, overrides, engines=loaded):
+                if res is events.STARTED or isinstance(res, events.Progress):
                     continue
                 if isinstance(res, Exception):
-                    reason = str(res) if isinstance(res, pipeline.Skipped) else f"{stage}: {res.reason}"
+                    reason = str(res) if isinstance(res, events.Skipped) else f"{stage}: {res.reason}"
                     failures.append((stage, reason, res))
                     continue
                 done.add(stage)
@@ -123,7 +123,7 @@ def _one(context, rid: str, stages: list[str], checks: set[str], overrides: dict
     except store.PartitionBusy as e:
         failures.append(("", str(e), e))
     for name in sorted(n for n in checks if CHECK_STAGE[n] not in stages):  # a check without its stage
-        c = pipeline.verify_check(name, rid)
+        c = stagerun.verify_check(name, rid)
         yield _check_event(CHECK_STAGE[name], rid, name, c.passed, c.description)
     return (yield from _failed(rid, failures, checks, done)) if failures else None
 
@@ -131,7 +131,7 @@ def _one(context, rid: str, stages: list[str], checks: set[str], overrides: dict
 def run_batch(context, rids: list[str], stages: list[str], checks: set[str], overrides: dict, loaded, after):
     """Process the batch's recordings one after another, yielding each one's events as its stages end (Dagster
     stores them then); the run fails at the end, naming the failed ones."""
-    label = {rid: pipeline.recording_filename(rid) or rid for rid in rids if store.ID_RE.fullmatch(rid)}
+    label = {rid: sources.recording_filename(rid) or rid for rid in rids if store.ID_RE.fullmatch(rid)}
     tag_run(context, {FILENAME_TAG: registry.run_label(rids),
                       registry.RUNNER_TAG: f"{socket.gethostname()}:{os.getpid()}"})
     failed: dict[str, tuple[str, Exception | None]] = {}

@@ -10,7 +10,8 @@ import dagster as dg
 from talkthrough_assets import store
 from talkthrough_assets.defs.partitions import FILENAME_TAG, PARTITIONS_NAME, recordings_partitions
 from talkthrough_assets.defs.run_context import RunRefused, recording_of_run, stop, tag_run
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import sources, stagerun
+from talkthrough_assets.stages import runner
 from talkthrough_assets.pipeline.stagespec import SPECS
 
 # (name, severity, description) per stage
@@ -28,7 +29,7 @@ def check_specs() -> list[dg.AssetCheckSpec]:
                 for stage, items in CHECKS.items() for name, _, desc in items]
 
 
-def check_result(stage: str, c: pipeline.CheckResult) -> dg.AssetCheckResult:
+def check_result(stage: str, c: runner.CheckResult) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(asset_key=stage, check_name=c.name, passed=c.passed,
                                severity=CHECK_SEVERITY.get(c.name, dg.AssetCheckSeverity.WARN),
                                description=c.description, metadata={"detail": c.description})
@@ -43,9 +44,9 @@ def not_checked(stage: str, name: str, reason: str) -> dg.AssetCheckResult:
                                description=text, metadata={"not_checked": dg.MetadataValue.text(reason)})
 
 
-def log_check(context, name: str, rid: str) -> pipeline.CheckResult:
+def log_check(context, name: str, rid: str) -> runner.CheckResult:
     """Re-verify check ``name`` of recording ``rid`` on disk and record the result for that partition."""
-    c = pipeline.verify_check(name, rid)
+    c = stagerun.verify_check(name, rid)
     context.log_event(dg.AssetCheckEvaluation(
         asset_key=dg.AssetKey(CHECK_STAGE[name]), check_name=name, passed=c.passed, partition=rid,
         severity=CHECK_SEVERITY[name], description=c.description, metadata={"detail": c.description}))
@@ -59,7 +60,7 @@ def check_every_recording(context, names: list[str]) -> None:
     for rid in ids:
         if not store.ID_RE.fullmatch(rid):
             continue
-        failed += [f"{pipeline.recording_filename(rid) or rid}: {name}" for name in names
+        failed += [f"{sources.recording_filename(rid) or rid}: {name}" for name in names
                    if not log_check(context, name, rid).passed]
     context.log.info(f"no recording picked: checked {', '.join(names)} of every recording ({len(ids)}), each "
                      f"result recorded for its partition; {len(failed)} failed" + (": " + "; ".join(failed[:20]) if failed else ""))
@@ -71,7 +72,7 @@ def check_recording_op(context: dg.OpExecutionContext) -> None:
         rid = recording_of_run(context)
     except RunRefused as refused:
         raise stop(refused.reason) from None
-    tag_run(context, {FILENAME_TAG: pipeline.recording_filename(rid)})
+    tag_run(context, {FILENAME_TAG: sources.recording_filename(rid)})
     for name in sorted(CHECK_STAGE):
         c = log_check(context, name, rid)
         context.log.info(f"{name}: {'passed' if c.passed else 'FAILED'}: {c.description}")

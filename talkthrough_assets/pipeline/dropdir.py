@@ -315,12 +315,12 @@ def register(drop_dir: str | os.PathLike, res: TickResult) -> list[tuple[str, st
     (the drop folder's settings go with that run, :func:`settings_from_env`). A file that cannot be recorded (it
     vanished after hashing) is taken out of ``res`` and of its proposed state (:meth:`TickResult.retry`),
     so a later tick looks at it again rather than treating it as done."""
-    from talkthrough_assets.pipeline.execute import register_source
+    from talkthrough_assets.pipeline import sources
 
     ok: list[tuple[str, str]] = []
     for rid, path in list(res.new + res.aliases):
         try:
-            register_source(path, rid)
+            sources.register_source(path, rid)
         except OSError:
             res.retry(path, "vanished before it could be registered; looked at again next tick")
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from talkthrough_assets.core.errors import BadMediaError, StageError
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import stagerun
 from talkthrough_assets.pipeline.events import Skipped
 from talkthrough_assets.pipeline.stagespec import SPECS
 
@@ -24,7 +24,7 @@ def rejected(path: str | os.PathLike, rid: str, stages: list[str]) -> str | None
             sp.reject(path)
         except BadMediaError:
             try:
-                pipeline.run_stage(sp.name, rid)
+                stagerun.run_stage(sp.name, rid)
             except StageError:
                 return sp.name
     return None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from talkthrough_assets import store
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import sources
 from talkthrough_assets.core.ids import recording_id
 from talkthrough_assets.stages.probe import MEDIA_EXTS
 
@@ -48,7 +48,7 @@ def ensure_partition(instance, rid: str) -> None:
 def register(path: str | os.PathLike, instance) -> str:
     """Hash ``path``, record it as a source of its recording and make sure its partition exists."""
     rid = recording_id(path)
-    pipeline.register_source(path, rid)
+    sources.register_source(path, rid)
     ensure_partition(instance, rid)
     return rid
 
@@ -58,7 +58,7 @@ def register_many(paths: Iterable[str | os.PathLike], instance) -> list[str]:
     ids = []
     for p in paths:
         rid = recording_id(p)
-        pipeline.register_source(p, rid)
+        sources.register_source(p, rid)
         ids.append(rid)
     existing = set(instance.get_dynamic_partitions(PARTITIONS_NAME))
     new = [i for i in dict.fromkeys(ids) if i not in existing]
@@ -74,7 +74,7 @@ def registration_log(files: list, ids: list[str], known: set[str], root) -> str:
     for f, rid in zip(files, ids):
         name = os.path.relpath(f, root) if root else str(f)
         if rid in known or rid in first:
-            lines.append(f"{rid}  {name}  (alias of {first.get(rid) or pipeline.recording_filename(rid)})")
+            lines.append(f"{rid}  {name}  (alias of {first.get(rid) or sources.recording_filename(rid)})")
         else:
             first[rid] = Path(f).name
             lines.append(f"{rid}  {name}")
@@ -86,7 +86,7 @@ def run_label(rids: list[str]) -> str | None:
     file name (its id when it has none), ``NAME and N more`` for a backfill's batch; None for no recording."""
     if not rids:
         return None
-    first = (pipeline.recording_filename(rids[0]) if store.ID_RE.fullmatch(rids[0]) else None) or rids[0]
+    first = (sources.recording_filename(rids[0]) if store.ID_RE.fullmatch(rids[0]) else None) or rids[0]
     return first if len(rids) == 1 else f"{first} and {len(rids) - 1} more"
 
 

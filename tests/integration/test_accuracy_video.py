@@ -13,7 +13,7 @@ import pytest
 from fixture_facts import FIXTURES_DIR, SCREENCAST_SCENES, SILENT_SCENES
 from PIL import Image
 
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.stages import runner
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.app import service
 from talkthrough_assets import store
@@ -114,4 +114,4 @@ def test_a_header_only_mov_is_processed_with_reasons_not_failed(tt_home):
     assert out["frames"]["reason"] == m["frames"]["reason"]
     assert store.read_one("recordings", rid)["kind"] == "video"
     assert m["wall_clock"]["source"] == "creation_time"
-    assert pipeline.stage_state(rid)["keyframes"]["status"] == "ok"
+    assert runner.stage_state(rid)["keyframes"]["status"] == "ok"

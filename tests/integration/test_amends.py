@@ -7,7 +7,7 @@ from dagster_records import materialized_in_run, new_run, run_ids, unsynced
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
 
 from talkthrough_assets.defs import assets as definitions
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import freshness, stagerun
 from talkthrough_assets.app import service
 from talkthrough_assets import store
 from talkthrough_assets.pipeline.settings import STAGES
@@ -34,19 +34,19 @@ def test_vocabulary_change_reruns_segments_and_downstream_only(processed):
 def test_code_version_bump_marks_only_downstream_unsynced(processed, monkeypatch):
     rid = processed[SILENT_NAME]["recording_id"]
     inst = service.instance()
-    assert pipeline.plan(rid) == []
+    assert freshness.plan(rid) == []
     assert unsynced(inst, definitions.ASSETS, rid) == set()
-    monkeypatch.setitem(pipeline.CODE_VERSIONS, "dedup", pipeline.CODE_VERSIONS["dedup"] + "-bumped")
-    bumped = [definitions.build_stages_asset()]  # reads the bumped pipeline.CODE_VERSIONS
+    monkeypatch.setitem(stagerun.CODE_VERSIONS, "dedup", stagerun.CODE_VERSIONS["dedup"] + "-bumped")
+    bumped = [definitions.build_stages_asset()]  # reads the bumped stagerun.CODE_VERSIONS
     # Dagster flags the bumped asset itself; its downstream follows only if dedup's data version changes
     assert unsynced(inst, bumped, rid) == {"dedup"}
-    assert pipeline.plan(rid) == ["dedup", "ocr", "manifest"]
+    assert freshness.plan(rid) == ["dedup", "ocr", "manifest"]
     runs_before = run_ids(inst, rid)
     out = service.process(FIXTURES_DIR / SILENT_NAME)
     assert out["stages_run"] == ["dedup", "ocr", "manifest"]
     assert _materialized_by(rid, runs_before) == {"dedup", "ocr", "manifest"}
-    assert pipeline.plan(rid) == []
+    assert freshness.plan(rid) == []
     monkeypatch.undo()  # back to the real code version: those three re-run once more, then in sync
     assert service.process(FIXTURES_DIR / SILENT_NAME)["stages_run"] == ["dedup", "ocr", "manifest"]
-    assert pipeline.plan(rid) == []
+    assert freshness.plan(rid) == []
     assert unsynced(inst, definitions.ASSETS, rid) == set()

@@ -18,7 +18,8 @@ from fixture_facts import SCREENCAST_PATH, TWO_VOICES_PATH, run_on_terminal, uni
 from typer.testing import CliRunner
 
 from talkthrough_assets.cli import main as cli
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import freshness, stagerun
+from talkthrough_assets.stages import runner
 from talkthrough_assets.app import service
 from talkthrough_assets import store
 from talkthrough_assets.store import cache_gc
@@ -50,7 +51,7 @@ def _path(key: str):
 
 
 def _segments_md(rid: str) -> dict:
-    return pipeline.run_stage("segments", rid).metadata
+    return stagerun.run_stage("segments", rid).metadata
 
 
 def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, small_chunks):
@@ -151,14 +152,14 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
         return real(samples, opts, engine, **kw)
 
     monkeypatch.setattr(C, "_decode_chunk", decode_or_fail)
-    res = pipeline.run_stage("segments", rid)
+    res = stagerun.run_stage("segments", rid)
     assert res.metadata["chunks_failed"] == 1 and res.metadata["chunks_decoded"] == len(rows) - 1
     after = rows[2:]  # decoded without the failed chunk's context: in the transcript, not stored
     assert len(store.read_rows("segments", rid)) > 0
-    reason = pipeline.stage_reason(rid, "segments")
+    reason = runner.stage_reason(rid, "segments")
     assert reason.startswith(chunkstore.FAILED_PREFIX) and "decoder crashed on this chunk" in reason
     assert f"{hms(bad['t0_ms'] / 1000)}-{hms(bad['t1_ms'] / 1000)}" in reason, reason
-    assert pipeline.stage_state(rid)["segments"]["status"] == "ok"
+    assert runner.stage_state(rid)["segments"]["status"] == "ok"
     # the other chunks are transcribed and stored; the failed one has no result and is not covered
     segs = store.read_rows("segments", rid)
     assert segs and not [s for s in segs if s["t0_ms"] >= bad["t0_ms"] and s["t1_ms"] <= bad["t1_ms"]]
@@ -166,12 +167,12 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     assert _path(rows[0]["key"]).exists()
     assert chunkstore.coverage(rid)["missing_ms"] == [[r["t0_ms"], r["t1_ms"]] for r in [bad, *after]]
     assert any(s["t0_ms"] >= after[0]["t0_ms"] for s in segs)
-    assert "segments" in pipeline.plan(rid)  # the next run comes back for it
+    assert "segments" in freshness.plan(rid)  # the next run comes back for it
 
     monkeypatch.setattr(C, "_decode_chunk", real)
     again = service.process(tmp_path / "fails.m4a")
     assert again["status"] == "processed", again
-    assert pipeline.stage_reason(rid, "segments") is None
+    assert runner.stage_reason(rid, "segments") is None
     assert _transcript(rid) == want
     assert chunkstore.coverage(rid)["covered"] == len(rows)
 
@@ -268,18 +269,18 @@ def test_ocr_results_are_keyed_by_frame_pixels_and_read_once(tt_home, tmp_path, 
     assert rows and [k["ms"] for k in keys] == [r["ms"] for r in rows]
     paths = {k["key"]: store.home() / store.ocr_result_key(k["key"]) for k in keys}
     assert all(p.is_file() for p in paths.values())
-    md = pipeline.run_stage("ocr", ra).metadata  # a re-run reads nothing
+    md = stagerun.run_stage("ocr", ra).metadata  # a re-run reads nothing
     assert md["frames_reused"] == md["frames_read"] == len(rows)
     assert store.read_rows("ocr", ra) == rows
 
     b = service.process(unique_copy(SCREENCAST_PATH, tmp_path / "slides b.mp4", "ocr-b"))
     rb = b["recording_id"]
     assert rb != ra and store.read_rows("ocr", rb) == rows
-    assert pipeline.run_stage("ocr", rb).metadata["frames_reused"] == len(rows)
+    assert stagerun.run_stage("ocr", rb).metadata["frames_reused"] == len(rows)
 
     first = paths[keys[0]["key"]]
     first.write_bytes(first.read_bytes()[:-7] + b"garbage")  # damaged: detected by its checksum, read again
-    md = pipeline.run_stage("ocr", rb).metadata
+    md = stagerun.run_stage("ocr", rb).metadata
     assert md["frames_reused"] == len(rows) - 1 and store.read_rows("ocr", rb) == rows
     C.decode_blob(first.read_bytes())  # replaced by a good one
 

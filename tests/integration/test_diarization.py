@@ -17,7 +17,7 @@ from fixture_facts import (
 from typer.testing import CliRunner
 
 from talkthrough_assets.core import config
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import freshness
 from talkthrough_assets.app import service
 from talkthrough_assets.pipeline import settings
 from talkthrough_assets import store
@@ -269,7 +269,7 @@ def test_names_apply_through_the_manifest_only(amended):
     assert len(service.instance().get_run_records()) == n_runs  # no run of any recording
     # the names persist: processing again runs nothing and keeps them
     assert service.process(amended["path"])["stages_run"] == []
-    assert pipeline.plan(rid) == []
+    assert freshness.plan(rid) == []
 
 
 def test_missing_models_through_the_job_is_a_recorded_reason(amended, tmp_path, monkeypatch):
@@ -288,7 +288,7 @@ def test_missing_models_through_the_job_is_a_recorded_reason(amended, tmp_path, 
     assert m["transcript"]["segments"] and "speaker" not in m["transcript"]["segments"][0]
     assert not out["diarized"] and out["transcript"]["segments"] == amended["plain"]["transcript"]["segments"]
     monkeypatch.undo()  # the models are back: the next process retries diarization, nothing else
-    assert pipeline.plan(rid) == ["turns", "manifest"]
+    assert freshness.plan(rid) == ["turns", "manifest"]
     again = service.process(amended["path"])
     assert again["stages_run"] == ["turns", "manifest"] and again["diarized"]
     assert _file_state("segments", rid) == seg_state
@@ -317,7 +317,7 @@ def test_num_speakers_auto_is_an_explicit_value_and_the_count_is_explained(amend
     assert "speakers: 2 (found from the audio (--num-speakers auto))" in text, text
     # what an older version stored for automatic (0) reads as auto: nothing to re-run
     store.put_json(store.settings_key(rid), {**settings.load_overrides(rid), "num_speakers": 0})
-    assert pipeline.plan(rid) == []
+    assert freshness.plan(rid) == []
     n_runs = len(service.instance().get_run_records())
     for bad in ("five", "-1", "2.5"):
         res = runner.invoke(app, ["process", path, "--num-speakers", bad])

@@ -17,7 +17,8 @@ from talkthrough_assets.defs import assets as definitions
 from talkthrough_assets.defs.partitions import PARTITIONS_NAME
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets.store import models
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import prewarm, sources
+from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets import store
 from talkthrough_assets.core.ids import recording_id
 from talkthrough_assets.stages.turns import engine as diarize_engine
@@ -47,7 +48,7 @@ def private_root(tmp_path, monkeypatch, tt_home):
 def test_the_stages_asset_runs_on_the_engines_its_resources_give(private_root):
     src = FIXTURES_DIR / "screencast.mp4"  # audio and video: all three engines are asked
     rid = recording_id(src)
-    pipeline.register_source(src, rid)
+    sources.register_source(src, rid)
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(PARTITIONS_NAME, [rid])
     whisper, ocr, diarizer = Whisper(), OcrEngine(), CountingDiarizer()
@@ -78,9 +79,9 @@ def test_an_audio_file_never_loads_the_ocr_engine(private_root):
 
     src = FIXTURES_DIR / "meeting_audio.m4a"
     rid = recording_id(src)
-    pipeline.register_source(src, rid)
+    sources.register_source(src, rid)
     mine = engines.Engines(whisper=Whisper(), ocr=OcrEngine(), diarizer=engines.Diarizer())
-    pipeline.prewarm(rid, list(pipeline.S.STAGES), engines=mine)  # before probe: judged by the extension
+    prewarm.prewarm(rid, list(S.STAGES), engines=mine)  # before probe: judged by the extension
     for t in threading.enumerate():
         if t.name == "prewarm":
             t.join(120)
@@ -111,9 +112,9 @@ def test_the_ocr_prewarm_builds_the_sessions_the_stage_starts_on(private_root):
 
     src = FIXTURES_DIR / "screencast.mp4"
     rid = recording_id(src)
-    pipeline.register_source(src, rid)
+    sources.register_source(src, rid)
     mine = engines.Engines(whisper=Whisper(), ocr=OcrEngine(), diarizer=engines.Diarizer())
-    pipeline.prewarm(rid, list(pipeline.S.STAGES), engines=mine)
+    prewarm.prewarm(rid, list(S.STAGES), engines=mine)
     for t in threading.enumerate():
         if t.name == "prewarm":
             t.join(120)

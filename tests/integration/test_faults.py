@@ -22,7 +22,8 @@ from background import wait_rejections_recorded
 from dagster_records import run_ids
 from fixture_facts import FIXTURES_DIR, MEETING_NAME, SCREENCAST_NAME, SILENT_NAME, unique_copy
 
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import events, freshness
+from talkthrough_assets.stages import runner
 from talkthrough_assets.app import service
 from talkthrough_assets import store
 from talkthrough_assets.stages import keyframes as keyframes_stage
@@ -61,7 +62,7 @@ def test_bad_files_fail_with_a_one_line_reason_and_change_nothing_else(processed
     assert out["status"] == "failed" and reason in out["reason"], out
     assert "\n" not in out["reason"] and "Traceback" not in out["reason"]
     assert out["recording_id"] == rid
-    assert pipeline.stage_state(rid)["probe"]["status"] == "failed"  # the reason is recorded
+    assert runner.stage_state(rid)["probe"]["status"] == "failed"  # the reason is recorded
     assert snapshot() == before
     # rejected by the probe in milliseconds, before a Dagster run was started (#25 item 7); the failed run the
     # UI shows is recorded afterwards by a process of its own (#38 item 3)
@@ -121,7 +122,7 @@ def test_source_gone_between_registration_and_run(processed, tmp_path):
     src.unlink()
     res = service.run_stages(rid, ["probe"])
     assert not res.success
-    assert "source file is gone" in pipeline.failure_reason(rid)
+    assert "source file is gone" in events.failure_reason(rid)
 
 
 def _start_cli(args: list[str], env: dict) -> subprocess.Popen:
@@ -189,8 +190,8 @@ def test_two_runs_of_one_recording_never_interleave(processed, cli_env):
             pass
         assert proc.wait(timeout=300) == 0
     rid = service.recording_id_for(path)
-    assert pipeline.plan(rid) == [], {k: (v["status"], v["config_hash"], v["reason"])
-                                      for k, v in pipeline.stage_state(rid).items()}
+    assert freshness.plan(rid) == [], {k: (v["status"], v["config_hash"], v["reason"])
+                                      for k, v in runner.stage_state(rid).items()}
     assert service.process(path)["status"] == "cached"
 
 

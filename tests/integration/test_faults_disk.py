@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from talkthrough_assets.cli import main as cli
 from talkthrough_assets.pipeline import datacheck
-from talkthrough_assets.pipeline import execute as pipeline
+
 from talkthrough_assets.app import service
 from talkthrough_assets import store
 from talkthrough_assets.stages import keyframes as keyframes_stage

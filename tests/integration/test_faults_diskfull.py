@@ -16,7 +16,7 @@ from test_faults_disk import _cli, _files_of, _fill, _mount, small  # noqa: F401
 
 from talkthrough_assets import store
 from talkthrough_assets.pipeline import datacheck
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import events, freshness
 from talkthrough_assets.app import service
 
 
@@ -29,11 +29,11 @@ def _process_filling(src: Path, mnt: Path, *, after: str, leave_bytes: int) -> t
         if stage == after and state == "ok" and not fill:
             fill.append(_fill(mnt, leave_bytes))
 
-    pipeline.listeners.append(fill_after)
+    events.listeners.append(fill_after)
     try:
         return service.process(src), fill
     finally:
-        pipeline.listeners.remove(fill_after)
+        events.listeners.remove(fill_after)
 
 
 def test_disk_full_mid_run_says_so_in_one_line_keeps_everything_and_recovers(small, tmp_path):
@@ -51,7 +51,7 @@ def test_disk_full_mid_run_says_so_in_one_line_keeps_everything_and_recovers(sma
         fill[0].unlink()
     assert {r: _files_of(r) for r in kept} == kept  # nothing already stored is lost
     again = service.process(c)
-    assert again["status"] in ("processed", "cached") and pipeline.plan(again["recording_id"]) == [], again
+    assert again["status"] in ("processed", "cached") and freshness.plan(again["recording_id"]) == [], again
     assert datacheck.check(again["recording_id"], deep=True) == []
     from dagster import DagsterRunStatus, RunsFilter
 
@@ -83,7 +83,7 @@ def test_disk_full_late_in_a_run_with_dagster_storage_on_it_leaves_no_run_starte
                                                   tags={"dagster/partition": rid}))
     assert runs == [], [r.run_id for r in runs]
     again = service.process(c)
-    assert again["status"] in ("processed", "cached") and pipeline.plan(again["recording_id"]) == [], again
+    assert again["status"] in ("processed", "cached") and freshness.plan(again["recording_id"]) == [], again
     assert datacheck.check(again["recording_id"], deep=True) == []
 
 
@@ -136,4 +136,4 @@ def test_a_full_dagster_storage_on_its_own_disk_is_named_and_its_run_is_not_left
         fill[0].unlink()
     assert _files_of(first["recording_id"]) == kept  # nothing already stored is lost
     again = service.process(c)
-    assert again["status"] == "processed" and pipeline.plan(again["recording_id"]) == [], again
+    assert again["status"] == "processed" and freshness.plan(again["recording_id"]) == [], again

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from fixture_facts import TWO_VOICES_PATH, unique_copy
 
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import stagerun
 from talkthrough_assets.app import service
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
@@ -24,8 +24,8 @@ def test_a_failed_run_leaves_a_partial_generation_that_says_it_stopped(tmp_path,
     def no_space(rid, cfg):
         raise StageError("no space left on device")
 
-    real = pipeline.RUNNERS["manifest"]
-    monkeypatch.setitem(pipeline.RUNNERS, "manifest", no_space)
+    real = stagerun.RUNNERS["manifest"]
+    monkeypatch.setitem(stagerun.RUNNERS, "manifest", no_space)
     out = service.process(src)
     assert out["status"] == "failed", out
     rid = out["recording_id"]
@@ -36,7 +36,7 @@ def test_a_failed_run_leaves_a_partial_generation_that_says_it_stopped(tmp_path,
     assert snap.segments and len(snap.segments) == len(store.read_rows("segments", rid))
     assert store.read_one("recordings", rid) is None  # nothing of it looks final
 
-    monkeypatch.setitem(pipeline.RUNNERS, "manifest", real)
+    monkeypatch.setitem(stagerun.RUNNERS, "manifest", real)
     again = service.process(src)
     assert again["status"] == "processed", again
     final = snapshot.read(rid)

@@ -17,7 +17,7 @@ from fixture_facts import TWO_VOICES_PATH, VOICES_AGAIN_PATH, unique_copy
 from typer.testing import CliRunner
 
 from talkthrough_assets.cli import main as cli
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import freshness
 from talkthrough_assets.app import service
 from talkthrough_assets import store
 from talkthrough_assets.stages import manifest as manifest_stage
@@ -114,7 +114,7 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
     check = manifest_stage.voice_check(rb)
     assert not check.passed and "S2: voice match" in check.description
     assert manifest_stage.voice_check(ra).passed
-    assert pipeline.plan(rb) == []  # the published matches are current
+    assert freshness.plan(rb) == []  # the published matches are current
 
     people = json.loads(runner.invoke(cli.app, ["people", "--json"]).output)
     assert [(p["person"], p["recordings"]) for p in people] == [("Alice Chen", 1)]

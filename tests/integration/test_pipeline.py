@@ -14,7 +14,7 @@ from fixture_facts import (
     SILENT_NAME, SILENT_SCENES, ocr_normalize,
 )
 
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.stages import runner
 from talkthrough_assets.app import service
 from talkthrough_assets import store
 from talkthrough_assets.stages import keyframes as keyframes_stage
@@ -158,7 +158,7 @@ def test_the_audio_and_visual_branches_ran_at_the_same_time(tt_home, tmp_path, m
     monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
     s = service.process(FIXTURES_DIR / SCREENCAST_NAME)
     assert s["status"] == "processed", s
-    st = pipeline.stage_state(s["recording_id"])
+    st = runner.stage_state(s["recording_id"])
 
     def span(stage):
         end = parse_iso(st[stage]["finished_at"]).timestamp()
@@ -178,7 +178,7 @@ def test_stages_sequential_setting_gives_the_same_outputs(processed, tmp_path, m
     monkeypatch.setenv("TALKTHROUGH_STAGE_WORKERS", "1")
     out = service.process(src)
     assert out["status"] == "processed", out
-    st = pipeline.stage_state(out["recording_id"])
+    st = runner.stage_state(out["recording_id"])
     ends = sorted(st.values(), key=lambda r: r["finished_at"])
     for a, b in zip(ends, ends[1:]):  # no two stages overlap
         start_b = parse_iso(b["finished_at"]).timestamp() - b["elapsed_s"]

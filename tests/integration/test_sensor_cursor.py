@@ -13,7 +13,7 @@ from fixture_facts import FIXTURES_DIR
 from sensor_ticks import Sensor
 
 from talkthrough_assets.pipeline import dropdir
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import sources
 from talkthrough_assets.defs import sensors
 from talkthrough_assets.app import service
 from talkthrough_assets import store
@@ -35,17 +35,17 @@ def test_a_file_that_vanishes_after_hashing_is_looked_at_again_not_marked_done(d
     src, f, rid = _unique_copy(drop, "flaky", b"cursor-vanish")
     assert not sensor().run_requests  # first sight: waits one tick for stability
     st = os.stat(f)
-    real = pipeline.register_source
+    real = sources.register_source
 
     def vanish_first(path, recording_id):
         os.unlink(path)  # gone between hashing and registration
         return real(path, recording_id)
 
-    monkeypatch.setattr(pipeline, "register_source", vanish_first)
+    monkeypatch.setattr(sources, "register_source", vanish_first)
     tick = sensor()
     assert not tick.run_requests and "flaky.m4a (vanished before it could be registered" in tick.skip_message
     assert not store.has_partition("sources", rid)
-    monkeypatch.setattr(pipeline, "register_source", real)
+    monkeypatch.setattr(sources, "register_source", real)
     shutil.copy2(src, f)
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the very same file, back again
     again = sensor()

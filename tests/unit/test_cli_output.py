@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from talkthrough_assets.cli import main as cli
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import events
+from talkthrough_assets.stages import runner
 from talkthrough_assets import store
 
 
@@ -55,8 +56,8 @@ def test_bad_files_fail_at_probe_before_a_dagster_run_with_their_name_and_reason
     # recorded like a run's probe failure, and no Dagster run (nor its storage) was started
     for path in (text, empty):
         rid = re.search(rf"{re.escape(str(path))}\s+failed\s+id=([0-9a-f]{{16}})", r.output).group(1)
-        assert pipeline.stage_state(rid)["probe"]["status"] == "failed"
-        assert pipeline.failure_reason(rid).startswith("probe: ")
+        assert runner.stage_state(rid)["probe"]["status"] == "failed"
+        assert events.failure_reason(rid).startswith("probe: ")
     assert not (home / "home" / "dagster" / "storage").exists()
 
 

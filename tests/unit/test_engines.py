@@ -88,7 +88,7 @@ def test_ocr_engine_loads_once_and_a_failed_load_is_tried_again(monkeypatch):
 def test_the_engine_stages_are_the_runners_that_take_engines():
     import inspect
 
-    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.pipeline import stagerun
 
-    takes = {s for s, fn in pipeline.RUNNERS.items() if "engines" in inspect.signature(fn).parameters}
-    assert takes == pipeline.ENGINE_STAGES == {"segments", "turns", "ocr"}
+    takes = {s for s, fn in stagerun.RUNNERS.items() if "engines" in inspect.signature(fn).parameters}
+    assert takes == stagerun.ENGINE_STAGES == {"segments", "turns", "ocr"}

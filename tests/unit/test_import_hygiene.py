@@ -123,7 +123,7 @@ def test_the_mcp_server_and_all_its_modules_do_not_import_dagster():
     assert _dagster_modules_after_import(mods) == []
 
 
-@pytest.mark.parametrize("module", ["talkthrough_assets.pipeline.execute", "talkthrough_assets.pipeline.engines",
+@pytest.mark.parametrize("module", ["talkthrough_assets.pipeline.scheduler", "talkthrough_assets.pipeline.engines",
                                     "talkthrough_assets.pipeline.dropdir", "talkthrough_assets.pipeline.registry"])
 def test_the_dagster_free_core_does_not_import_dagster(module):
     """pipeline (the stage runners), the engines, the drop-folder logic and registration take plain objects."""

@@ -32,16 +32,16 @@ def test_every_stage_fact_comes_from_its_stage_spec():
 
     from talkthrough_assets.defs import assets as definitions
     from talkthrough_assets.defs.asset_specs import StagesConfig
-    from talkthrough_assets.pipeline import execute as pipeline
+    from talkthrough_assets.pipeline import stagerun
     from talkthrough_assets.pipeline.stagespec import SETTINGS, SPECS
 
-    assert S.STAGES == tuple(sp.name for sp in SPECS) and set(pipeline.RUNNERS) == set(S.STAGES)
+    assert S.STAGES == tuple(sp.name for sp in SPECS) and set(stagerun.RUNNERS) == set(S.STAGES)
     assert S.DEFAULTS == {st.name: st.default for st in SETTINGS}
     asset = definitions.ASSETS[0]
     for sp in SPECS:
         key = AssetKey(sp.name)
         assert S.DEPS[sp.name] == sp.upstream and S.STAGE_KEYS[sp.name] == sp.settings
-        assert pipeline.CODE_VERSIONS[sp.name] == sp.code_version == asset.code_versions_by_key[key]
+        assert stagerun.CODE_VERSIONS[sp.name] == sp.code_version == asset.code_versions_by_key[key]
         assert {d.asset_key for d in asset.specs_by_key[key].deps} == {AssetKey(u) for u in sp.upstream}
         assert asset.specs_by_key[key].description == sp.description
         checks = {c.name for c in asset.check_specs if c.asset_key == key}

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from talkthrough_assets.pipeline import execute as pipeline
+from talkthrough_assets.pipeline import stagerun
+from talkthrough_assets.stages import runner
 from talkthrough_assets import store
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.model.manifest import recording_row
@@ -18,21 +19,21 @@ RID = "0123456789abcdef"
 
 def test_manifest_check_reads_what_was_published(tmp_path, monkeypatch):
     monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
-    check = pipeline.verify_check("manifest_schema_valid", RID)
+    check = stagerun.verify_check("manifest_schema_valid", RID)
     assert not check.passed and "no published manifest" in check.description
 
     store.put_bytes(store.manifest_key(RID), b'{"schema": "talkthrough-manifest/v1", "recording_id": ')
-    check = pipeline.verify_check("manifest_schema_valid", RID)
+    check = stagerun.verify_check("manifest_schema_valid", RID)
     assert not check.passed and "unreadable manifest" in check.description
 
     store.put_json(store.manifest_key(RID), {"schema": manifest_stage.SCHEMA, "recording_id": RID})
-    check = pipeline.verify_check("manifest_schema_valid", RID)
+    check = stagerun.verify_check("manifest_schema_valid", RID)
     assert not check.passed and check.description  # the schema's problems, named
 
     good = json.loads(json.dumps(_valid_manifest()))
     assert manifest_stage.validate(good) == []
     store.put_json(store.manifest_key(RID), good)
-    assert pipeline.verify_check("manifest_schema_valid", RID) == pipeline.CheckResult(
+    assert stagerun.verify_check("manifest_schema_valid", RID) == runner.CheckResult(
         name="manifest_schema_valid", passed=True, description=manifest_stage.SCHEMA)
 
 
