@@ -172,8 +172,8 @@ SETTINGS: tuple[Setting, ...] = (
             parse=values.language, metavar="CODE"),
     Setting("vocabulary", str, None, None, "Names/terms to bias Whisper.", "--vocabulary"),
     # 5, faster-whisper's default: greedy (1) lost words on real speech (bench/bench_asr.py)
-    Setting("beam_size", int, segments_options.BEAM_SIZE, None, "Whisper beam width (5; 1 = greedy: faster, loses words).",
-            "--beam-size", parse=values.whole("beam_size", 1, 20), metavar="N"),
+    Setting("beam_size", int, segments_options.BEAM_SIZE, None,
+            "Whisper beam width (5; 1 = greedy: faster, loses words).", "--beam-size", parse=values.whole("beam_size", 1, 20), metavar="N"),
     Setting("diarize", bool, False, None, "Speaker diarization (turns).", "--diarize/--no-diarize"),
     # "auto" (the default) or a count; persisted like every setting, so `--num-speakers auto` is how a
     # recording given a count goes back to finding it from the audio
