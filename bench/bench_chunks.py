@@ -263,7 +263,7 @@ def part_ab(args) -> None:
     encodes = [0]
     real_encode = WhisperModel.encode
 
-    def counting_encode(self, features):  # counts the encoder passes (the aligner wraps the instance's)
+    def counting_encode(self, features):  # counts the encoder passes (the adapter's encode calls it)
         encodes[0] += 1
         return real_encode(self, features)
 

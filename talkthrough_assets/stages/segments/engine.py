@@ -11,6 +11,7 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -44,10 +45,12 @@ class Whisper:
     safe to share across concurrent transcribe calls, and a warm-up thread loading a model makes the
     stage that needs it wait for that load instead of starting a second one."""
 
-    def __init__(self, max_models: int = 2):
+    def __init__(self, max_models: int = 2, load: Callable | None = None):
         self.max_models = max_models
         self.lock = threading.RLock()
         self._models: OrderedDict[tuple, object] = OrderedDict()
+        # (model_ref, device=, compute_type=, cpu_threads=, files=) -> a model; the adapter unless given
+        self._load = load or _adapter
 
     def model(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
               compute: str | None = None, files=None):
@@ -58,19 +61,25 @@ class Whisper:
             if key in self._models:
                 self._models.move_to_end(key)
             else:
-                from talkthrough_assets.stages.segments.adapter import WhisperAdapter
-
                 while len(self._models) >= self.max_models:
                     self._models.popitem(last=False)
                 # better alignment heads where measured (word_timing.ALIGNMENT_HEADS; decoding is unchanged)
-                self._models[key] = WhisperAdapter(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
-                                                 files=files() if files else word_timing.model_files(model_ref))
+                self._models[key] = self._load(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
+                                          files=files() if files else word_timing.model_files(model_ref))
             return self._models[key]
 
     def warm(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
              compute: str | None = None, files=None) -> None:
         """Load the model now (a background thread may call this while other work runs)."""
         self.model(model_ref, threads, device, compute, files)
+
+
+def _adapter(model_ref: str, **kw):
+    """faster-whisper's model with the decode's hooks (``adapter.WhisperAdapter``; faster-whisper is imported here,
+    when a model is first loaded)."""
+    from talkthrough_assets.stages.segments.adapter import WhisperAdapter
+
+    return WhisperAdapter(model_ref, **kw)
 
 
 @dataclass(frozen=True, slots=True)
