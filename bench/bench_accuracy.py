@@ -60,6 +60,8 @@ def known_cuts() -> dict[str, list[int]]:
 
 def run_keyframes(path: str, workdir: Path) -> dict:
     from talkthrough_assets.stages import dedup
+    from talkthrough_assets.model import frames as frames_model
+    from talkthrough_assets.store.schemas import as_row
     from talkthrough_assets.stages import keyframes
     from talkthrough_assets.pipeline import settings as S
     from talkthrough_assets.stages import probe
@@ -76,9 +78,9 @@ def run_keyframes(path: str, workdir: Path) -> dict:
             hashes = [DD_V1.hashes(d / f["file"]) for f in r["frames"]]
             marks = DD_V1.mark(r["frames"], hashes)
         else:
-            marks = dedup.mark(r["frames"], [dedup.signature(d / f["file"]) for f in r["frames"]])
+            marks = [as_row(m) for m in dedup.mark(r["frames"], [dedup.signature(d / f["file"]) for f in r["frames"]])]
         unique = [{"ms": f["ms"], "path": d / f["file"],
-                   "bands": json.loads(m["changed_json"]) if m.get("changed_json") else None}
+                   "bands": frames_model.bands(m)}
                   for f, m in zip(r["frames"], marks) if m["duplicate_of"] is None]
         res[label] = {"s": el, "frames": r["frames"], "unique": unique, "decoded": r["decoded"],
                       "path": r.get("path", "select")}
@@ -97,8 +99,9 @@ def ocr_words(frames: list[dict], incremental: bool) -> tuple[set[str], float, i
     """(words, seconds, frames read in bands): v1 reads every unique frame whole; the new path
     reads the way the pipeline does (ocr.read_frames: only the changed bands when little changed)."""
     from talkthrough_assets.stages import ocr
+    from talkthrough_assets.stages.ocr import engine as ocr_engine
 
-    engine, status = ocr.engine_status(True)
+    engine, status = ocr_engine.engine_status(True)
     t = time.perf_counter()
     if incremental:
         results = ocr.read_frames(engine, frames)

@@ -7,7 +7,7 @@ dedup -> ocr) are independent. Is the whole graph as fast as its slower branch?
 Default file: the 10-min 1080p30 screencast from bench/make_long_media.py. One process, one fresh
 TALKTHROUGH_HOME, models warmed up on fixtures/screencast.mp4 first. Measured on the long file:
 
-  dagster        the whole graph through the product job (service.run_stages): one multi-asset step,
+  dagster        the whole graph through the product job (runs.run_stages): one multi-asset step,
                  stages in 2 threads as soon as their inputs are ready (scheduler.run_stages)
   dagster_seq    the same with TALKTHROUGH_STAGE_WORKERS=1 (stages one after another): the old shape
   dagster_w1     concurrent, Whisper on 1 thread (TALKTHROUGH_WHISPER_THREADS=1) instead of 2
@@ -52,13 +52,13 @@ def timed(fn) -> tuple[float, float]:
 
 
 def run_dagster(rid: str, inst, **env: str) -> None:
-    from talkthrough_assets.app import service
+    from talkthrough_assets.app import runs
     from talkthrough_assets.pipeline.settings import STAGES
 
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        res = service.run_stages(rid, list(STAGES), inst)
+        res = runs.run_stages(rid, list(STAGES), inst)
     finally:
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
@@ -66,7 +66,7 @@ def run_dagster(rid: str, inst, **env: str) -> None:
 
 
 def run_branch(rid: str, stages: tuple[str, ...]) -> None:
-    from talkthrough_assets.pipeline import scheduler, stagerun
+    from talkthrough_assets.pipeline import stagerun
 
     for s in stages:
         stagerun.run_stage(s, rid)
@@ -86,11 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["TALKTHROUGH_HOME"] = str(home)
     os.environ.pop("DAGSTER_HOME", None)
     from talkthrough_assets.app import service
-    from talkthrough_assets.pipeline.settings import STAGES
+    from talkthrough_assets.app import runs
 
     ncpu = os.cpu_count() or 1
     try:
-        inst = service.instance()
+        inst = runs.instance()
         small = service.register(a.overhead_file, inst)
         t = time.perf_counter()
         run_dagster(small, inst)  # warm-up: imports, whisper + OCR model loads

@@ -103,7 +103,7 @@ def measure(home: Path, runs: int, spread_min: int, n: int, seed: int = 11) -> d
     out["list_day"] = _time(lambda: list_day(next(i4)), runs)
     out["search_day"] = _time(lambda: search_day(next(i5)), runs)
     out["search_all"] = _time(lambda: rd.search("deploy"), runs)
-    a = rd.get_moment_at(covered[0], tz="UTC").meta
+    a = rd.get_moment_at(covered[0], tz="UTC").meta.dump()
     out["sample"] = {"at": a["at"], "covering": a["covering"],
                      "moments": [(m["recording"], m["t_ms"]) for m in a["moments"]]}
     rd.index.close()

@@ -29,6 +29,7 @@ def main() -> int:
 
     from talkthrough_assets.pipeline import settings
     from talkthrough_assets.stages import dedup, keyframes, probe
+    from talkthrough_assets.store.schemas import as_row
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=True, help="git ref of the baseline dedup")
@@ -53,7 +54,7 @@ def main() -> int:
             counts = []
             for mod in (before, dedup):
                 rows = mod.mark(res["frames"], [mod.signature(out / f["file"]) for f in res["frames"]])
-                counts.append(sum(r["duplicate_of"] is None for r in rows))
+                counts.append(sum(as_row(r)["duplicate_of"] is None for r in rows))
             print(f"{clip.name}: keyframes {len(res['frames'])}, unique before {counts[0]}, after {counts[1]}")
     return 0
 

@@ -77,10 +77,11 @@ def main() -> int:
     a = ap.parse_args()
 
     from talkthrough_assets.stages import ocr
+    from talkthrough_assets.stages.ocr import engine as ocr_engine
     from talkthrough_assets.read import images
 
     quality = a.quality or images.AGENT_JPEG_QUALITY
-    engine, status = ocr.engine_status(True)
+    engine, status = ocr_engine.engine_status(True)
     if engine is None:
         raise SystemExit(status)
     rows = {side: {"read": 0, "b64": 0} for side in SIDES}

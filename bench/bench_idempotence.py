@@ -97,6 +97,8 @@ def bench_tick(n_files: int, runs: int) -> dict:
 def bench_cached(path: str, runs: int) -> dict:
     from talkthrough_assets.pipeline import freshness
     from talkthrough_assets.app import service
+    from talkthrough_assets.app import runs
+    from talkthrough_assets.app.summary import summary
     from talkthrough_assets.store.models import sha256_file
 
     t = time.perf_counter()
@@ -108,13 +110,13 @@ def bench_cached(path: str, runs: int) -> dict:
     sha_s, _ = _median_time(lambda: sha256_file(path), runs)
     cached_s, out = _median_time(lambda: service.process(path), runs)
     assert out["status"] == "cached" and not out["stages_run"], out
-    inst = service.instance()
+    inst = runs.instance()
     parts = {
-        "instance()": _median_time(service.instance, runs)[0],
+        "instance()": _median_time(runs.instance, runs)[0],
         "register (sha256 + sources row + partition check)":
             _median_time(lambda: service.register(path, inst), runs)[0],
         "plan (settings + stage_runs)": _median_time(lambda: freshness.plan(rid), runs)[0],
-        "summary (stored outputs)": _median_time(lambda: service.summary(rid), runs)[0],
+        "summary (stored outputs)": _median_time(lambda: summary(rid), runs)[0],
     }
     return {"path": path, "size": Path(path).stat().st_size, "first_s": first_s, "sha_s": sha_s,
             "cached_s": cached_s, "parts": parts}

@@ -63,6 +63,8 @@ def references(skip_long: bool) -> dict[str, set[str] | None]:
 
 def unique_frames(path: str, workdir: Path) -> list[dict]:
     from talkthrough_assets.stages import dedup
+    from talkthrough_assets.model import frames as frames_model
+    from talkthrough_assets.store.schemas import as_row
     from talkthrough_assets.stages import keyframes
     from talkthrough_assets.pipeline import settings as S
     from talkthrough_assets.stages import probe
@@ -70,9 +72,9 @@ def unique_frames(path: str, workdir: Path) -> list[dict]:
     d = workdir / Path(path).stem
     r = keyframes.extract(path, d, duration_s=probe.probe_file(path)["duration_ms"] / 1000,
                           max_frames=S.DEFAULTS["max_frames"])
-    marks = dedup.mark(r["frames"], [dedup.signature(d / f["file"]) for f in r["frames"]])
+    marks = [as_row(m) for m in dedup.mark(r["frames"], [dedup.signature(d / f["file"]) for f in r["frames"]])]
     return [{"ms": f["ms"], "path": d / f["file"],
-             "bands": json.loads(m["changed_json"]) if m.get("changed_json") else None}
+             "bands": frames_model.bands(m)}
             for f, m in zip(r["frames"], marks) if m["duplicate_of"] is None]
 
 
@@ -86,8 +88,9 @@ def main() -> int:
     import ocr_v1
 
     from talkthrough_assets.stages import ocr
+    from talkthrough_assets.stages.ocr import engine as ocr_engine
 
-    new, status = ocr.engine_status(True)
+    new, status = ocr_engine.engine_status(True)
     if new is None:
         print(f"new engine: {status}")
         return 2

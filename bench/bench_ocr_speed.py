@@ -15,7 +15,6 @@ process's user+sys seconds of the reads (models loaded and warmed before). A fre
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import sys
@@ -36,6 +35,8 @@ def frames(path: str, workdir: Path) -> tuple[list[dict], list[dict]]:
     import ocr_issue33_before as before
 
     from talkthrough_assets.stages import dedup
+    from talkthrough_assets.model import frames as frames_model
+    from talkthrough_assets.store.schemas import as_row
     from talkthrough_assets.stages import keyframes
     from talkthrough_assets.pipeline import settings as S
     from talkthrough_assets.stages import probe
@@ -44,12 +45,12 @@ def frames(path: str, workdir: Path) -> tuple[list[dict], list[dict]]:
     r = keyframes.extract(path, d, duration_s=probe.probe_file(path)["duration_ms"] / 1000,
                           max_frames=S.DEFAULTS["max_frames"])
     sigs = [dedup.signature(d / f["file"]) for f in r["frames"]]
-    marks = dedup.mark(r["frames"], sigs)
+    marks = [as_row(m) for m in dedup.mark(r["frames"], sigs)]
     now, old, head = [], [], None
     for f, m, s in zip(r["frames"], marks, sigs):
         if m["duplicate_of"] is not None:
             continue
-        bands = json.loads(m["changed_json"]) if m.get("changed_json") else None
+        bands = frames_model.bands(m)
         now.append({"ms": f["ms"], "path": d / f["file"], "bands": bands})
         old.append({"ms": f["ms"], "path": d / f["file"],
                     "bands": before.changed_bands(head, s) if head is not None and bands is not None else None})
@@ -69,9 +70,10 @@ def main() -> int:
 
     from talkthrough_assets.stages import cpu_plan
     from talkthrough_assets.stages import ocr
+    from talkthrough_assets.stages.ocr import engine as ocr_engine
 
     old_engine, _ = before.engine_status(True)
-    new_engine, status = ocr.OcrEngine().status(True)
+    new_engine, status = ocr_engine.OcrEngine().status(True)
     if new_engine is None:
         print(status)
         return 2

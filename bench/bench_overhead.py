@@ -28,9 +28,10 @@ def main() -> None:
     os.environ.pop("DAGSTER_HOME", None)
     from talkthrough_assets.pipeline import stagerun
     from talkthrough_assets.app import service
+    from talkthrough_assets.app import runs
     from talkthrough_assets.pipeline.settings import STAGES
 
-    inst = service.instance()
+    inst = runs.instance()
     rid = service.register(args.file, inst)
     t = time.perf_counter()
     for s in STAGES:  # warm-up: model loads and imports are not orchestration cost
@@ -43,7 +44,7 @@ def main() -> None:
             stagerun.run_stage(s, rid)
         direct.append(time.perf_counter() - t)
         t = time.perf_counter()
-        res = service.run_stages(rid, list(STAGES), inst)
+        res = runs.run_stages(rid, list(STAGES), inst)
         dag.append(time.perf_counter() - t)
         assert res.success
         print(f"round {r + 1}: direct {direct[-1]:.2f}s  dagster {dag[-1]:.2f}s")

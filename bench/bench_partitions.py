@@ -52,24 +52,24 @@ def _median(fn, runs: int) -> float:
 def _instance(dagster_home: Path, pg_url: str | None):
     from dagster import DagsterInstance
 
-    from talkthrough_assets.app import service
+    from talkthrough_assets.defs.instance import _pin_pg_driver, instance_yaml
     from talkthrough_assets.defs import sqlite_tuning
 
     if pg_url:
         os.environ["TALKTHROUGH_PG_URL"] = pg_url
     else:
         os.environ.pop("TALKTHROUGH_PG_URL", None)
-    service._pin_pg_driver()
+    _pin_pg_driver()
     sqlite_tuning.install()
     dagster_home.mkdir(parents=True)
-    (dagster_home / "dagster.yaml").write_text(service.instance_yaml())
+    (dagster_home / "dagster.yaml").write_text(instance_yaml())
     return DagsterInstance.from_config(str(dagster_home))
 
 
 def measure(backend: str, n: int, inst, rid: str, drop_dir: Path, runs: int) -> dict:
     from dagster import build_sensor_context
 
-    from talkthrough_assets.app import service
+    from talkthrough_assets.app import runs
     from talkthrough_assets.defs.partitions import PARTITIONS_NAME
     from talkthrough_assets.defs.sensors import drop_dir_sensor
 
@@ -97,7 +97,7 @@ def measure(backend: str, n: int, inst, rid: str, drop_dir: Path, runs: int) -> 
     tick_s = _median(tick, runs)
 
     def launch():
-        assert service.run_stages(rid, ["manifest"], inst).success
+        assert runs.run_stages(rid, ["manifest"], inst).success
 
     launch()  # first run at this size also warms this instance's connections
     launch_s = _median(launch, max(3, runs // 2))

@@ -114,7 +114,7 @@ def _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames, unique_ev
                                                    "confidence": "medium", "available": True},
         transcript={"available": True, "reason": None, "language": "en", "model": "synthetic"}, segments=segs,
         words=[], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=frames, dedup=dedup,
-        ocr=ocr, settings={"max_frames": n_frames, "ocr": True})
+        ocr=ocr, settings={"max_frames": n_frames, "ocr": True}).to_json()
     return rid, m, marker
 
 

@@ -1,8 +1,9 @@
-"""Usage guidance shipped on the wire: server instructions, tool descriptions, workflow prompts.
+"""Usage guidance shipped on the wire: the server instructions and the workflow prompts.
 
-Descriptions are budgeted: a short summary, then one-line examples (each <= 120 characters)
-covering canonical calls, edge cases (audio-only, wall_clock=null, continuation after
-truncation) and anti-examples that point at the better tool. ``tests/unit/test_guidance.py`` gates this.
+Each tool's description is its docstring in :mod:`talkthrough_mcp.tools`, budgeted: a short summary, then
+one-line examples (each <= :data:`EXAMPLE_MAX_CHARS` characters) covering canonical calls, edge cases
+(audio-only, wall_clock=null, continuation after truncation) and anti-examples that point at the better
+tool. ``tests/unit/test_guidance.py`` gates both.
 """
 
 from __future__ import annotations
@@ -25,116 +26,6 @@ unknown_recording (wrong id: list_recordings), not_processed (retry later), audi
 use get_transcript/search), invalid_argument (the hint names the accepted range).
 Wall time (since, until, at): ISO 8601, today, yesterday, monday, last week, 14:30, 14:30-15:00, 2h ago;
 read in tz (IANA zone, default the server's; every answer states it). until=a day keeps the whole day."""
-
-_TOOLS: dict[str, tuple[str, list[str]]] = {
-    "list_recordings": (
-        "Processed recordings (id, filename, duration, recorded_at, counts), oldest first, paged.",
-        [
-            "list_recordings() -> first 20",
-            "offset=next_offset -> next page",
-            'person="Alice Chen" -> where she speaks',
-            "recorded_at null -> wall clock unknown: t_wall null",
-            "has_video=false -> audio-only: no get_frames",
-            "diarized=true -> speaker= filters work",
-            "transcript_available=false -> nothing said",
-            "counts.unique_frames -> distinct screens",
-            "wall_clock.source -> recorded_at's origin",
-            'since="yesterday", until="12:00" -> by wall time',
-        ],
-    ),
-    "get_transcript": (
-        "Transcript segments (t_ms, t1_ms, speaker) of one recording, <= 30k chars a call.",
-        [
-            'get_transcript(id="75f6552f8117ddf5") -> the start',
-            "start_ms=60000, end_ms=120000 -> minute 1-2",
-            "truncated -> again, start_ms=next_start_ms",
-            'speaker="S1" or "Alice" -> one speaker (diarized)',
-            'format="srt" -> SubRip text in "srt"',
-            "with_t_wall=true -> t_wall on each segment",
-            "wall_clock null -> use t_ms",
-            "name_sources -> confirmed, or voice match",
-            "One phrase? -> search(query, id)",
-            "The screen then? -> get_moment",
-        ],
-    ),
-    "get_frames": (
-        "Keyframes of one recording as JPEGs (text legible, <= 1024 px) with time and OCR text; "
-        "<= 6 a call.",
-        [
-            'get_frames(id="75f6552f8117ddf5") -> first 6 frames',
-            "start_ms=60000, end_ms=90000 -> that span",
-            "at_ms=95000 -> the screen at 95 s",
-            "at_ms=95000, limit=3 -> also the nearest ones",
-            "truncated -> again, start_ms=next_start_ms",
-            "include_duplicates=true -> repeats too",
-            "valid_from_ms/valid_to_ms -> span on screen",
-            "Audio-only -> error audio_only",
-            "Exact instant, small text? -> extract_frame",
-            "A word on screen? -> search",
-        ],
-    ),
-    "get_moment": (
-        "One moment: <= 3 nearest frames (on screen first) and the transcript +-window_ms around t_ms.",
-        [
-            'get_moment(id="75f6552f8117ddf5", t_ms=13000) -> screen + speech',
-            "t_ms=hit.t_ms -> open a search hit",
-            "window_ms=30000 -> wider transcript (max 60000)",
-            "window_ms=0 -> frame + segment at t_ms",
-            "Audio-only -> frames=[], transcript still comes",
-            "segment_at_t -> seq at t_ms",
-            "speakers_in_range -> who talked (talk_ms)",
-            "transcript.truncated -> get_transcript",
-            "More than 3 frames? -> get_frames",
-            "Don't know when? -> search first",
-        ],
-    ),
-    "search": (
-        "Ranked search of transcripts AND on-screen OCR text of all recordings; hits are pointers "
-        "(recording, source, t_ms, snippet).",
-        [
-            'search(query="rollback") -> across all recordings',
-            'search(query="gateway timeout") -> both words first',
-            'id="6c2c7b8c166f29ce" -> one recording',
-            'speaker="S2" -> what S2 said',
-            "Case, accents, plurals are folded",
-            '\'"roll back"\' -> adjacent words in order',
-            'since="14:00", until="15:00" -> in that wall time',
-            "No hits -> see did_you_mean",
-            "source=ocr -> get_frames(at_ms=t_ms)",
-            "Open a hit -> get_moment at hit.t_ms",
-        ],
-    ),
-    "get_moment_at": (
-        "Moment at a wall-clock instant in every recording covering it: frame, transcript, speaker, anchor.",
-        [
-            'at="yesterday 14:30" -> shown and said then',
-            'at="2026-03-14 14:32" -> that minute, in tz',
-            'tz="Europe/Paris" -> read at in that zone',
-            'at="2h ago" / "9:05" / "monday 16:00"',
-            "covering=0 -> see nearest.before/after",
-            "two moments -> e.g. screen + call audio",
-            "low_confidence=true -> anchor is file mtime",
-            'at="yesterday" -> error: use since/until',
-            "wall_clock null -> never placed in time",
-            "Then get_transcript(id, start_ms=t_ms)",
-        ],
-    ),
-    "extract_frame": (
-        "Decode the SOURCE video at one instant (<= 1568 px), while the file is unchanged at its path.",
-        [
-            'extract_frame(id="75f6552f8117ddf5", t_ms=12345)',
-            "crop={x:0, y:0, width:800, height:400} -> a region",
-            "full_resolution=true -> native size (<= 4096 px)",
-            "Small text? -> crop at full_resolution=true",
-            "source_size -> the bounds for crop",
-            "exact=false -> past the last frame: last one",
-            "error source_unavailable -> use get_frames",
-            "Audio-only -> error audio_only",
-            "Prefer stored get_frames/get_moment",
-            "Many instants? -> get_frames is cheaper",
-        ],
-    ),
-}
 
 _RID = "recording id: 16 lowercase hex characters (from list_recordings or a search hit)"
 
@@ -229,18 +120,6 @@ Answer with t_wall and filename for each claim.""",
 
 PROMPT_ARG_MAX_CHARS = {"id": 64, "log_excerpt": 20_000, "topic": 500, "remark": 500, "speaker": 200,
                         "when": 80}
-
-
-def description(tool: str) -> str:
-    summary, examples = _TOOLS[tool]
-    return summary + "\nExamples:\n" + "\n".join(f"- {e}" for e in examples)
-
-
-def examples(tool: str) -> list[str]:
-    return list(_TOOLS[tool][1])
-
-
-TOOL_NAMES = tuple(_TOOLS)
 
 
 def render(prompt: str, **arguments: str) -> str:

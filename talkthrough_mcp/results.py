@@ -7,12 +7,13 @@ from __future__ import annotations
 import base64
 import logging
 import re
-from typing import Callable
+from typing import Any, Callable
 
 from mcp_types import CallToolResult, ImageContent, TextContent
 from pydantic import ValidationError
 
 from talkthrough_assets import store
+from talkthrough_assets.read.answers import Answer
 from talkthrough_assets.read.errors import InvalidArgument, ReadError
 from talkthrough_assets.read.reader import ImageResult, dumps
 
@@ -38,22 +39,23 @@ def scrub(text: str, keep: tuple[str, ...] = ()) -> str:
     return text
 
 
-def _text(obj: dict) -> str:
+def _text(obj: dict[str, Any]) -> str:
     text = dumps(obj)
     if len(text) > RESPONSE_MAX_CHARS:  # a bug in a tool's own budget: never ship it
         raise RuntimeError(f"response of {len(text)} characters exceeds the {RESPONSE_MAX_CHARS} cap")
     return text
 
 
-def to_result(result: dict | ImageResult) -> CallToolResult:
-    if isinstance(result, ImageResult):
-        content: list = [TextContent(type="text", text=_text(result.meta))]
-        for img in result.images:
-            content.append(TextContent(type="text", text=img.caption))
-            content.append(ImageContent(type="image", data=base64.b64encode(img.data).decode("ascii"),
-                                        mime_type=img.mime_type))
-        return CallToolResult(content=content, structured_content=result.meta)
-    return CallToolResult(content=[TextContent(type="text", text=_text(result))], structured_content=result)
+def to_result(result: Answer | ImageResult) -> CallToolResult:
+    """The answer's JSON as the text block and as ``structuredContent``; an image answer's images after it."""
+    answer, images = (result.meta, result.images) if isinstance(result, ImageResult) else (result, [])
+    data = answer.dump()
+    content: list = [TextContent(type="text", text=_text(data))]
+    for img in images:
+        content.append(TextContent(type="text", text=img.caption))
+        content.append(ImageContent(type="image", data=base64.b64encode(img.data).decode("ascii"),
+                                    mime_type=img.mime_type))
+    return CallToolResult(content=content, structured_content=data)
 
 
 def error_result(err: ReadError) -> CallToolResult:
@@ -65,18 +67,22 @@ def error_result(err: ReadError) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=dumps(body))], is_error=True)
 
 
-def call(fn: Callable, **kwargs) -> CallToolResult:
+def call(answer: Callable[[], Answer | ImageResult]) -> CallToolResult:
     """Run one reader call; reader errors become isError results, never protocol errors or crashes."""
     try:
-        return to_result(fn(**kwargs))
+        return to_result(answer())
     except ReadError as e:
         return error_result(e)
     except Exception as e:  # a bug or a damaged file: still a readable tool error
         log.exception("tool failed")
-        err = ReadError(f"internal error: {type(e).__name__}: {e}".splitlines()[0][:300],
-                        hint="retry; if it persists, reprocess the recording or report the bug")
-        err.code = "internal"
-        return error_result(err)
+        return internal_error(e)
+
+
+def internal_error(e: BaseException) -> CallToolResult:
+    err = ReadError(f"internal error: {type(e).__name__}: {e}".splitlines()[0][:300],
+                    hint="retry; if it persists, reprocess the recording or report the bug")
+    err.code = "internal"
+    return error_result(err)
 
 
 _EXPECTED = {"int_type": "an integer", "int_parsing": "an integer", "bool_type": "true or false",

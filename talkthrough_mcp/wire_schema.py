@@ -5,11 +5,13 @@
   default. Clients that convert command-line text by the declared type (the MCP
   Inspector CLI converts only ``type: integer|number|boolean|object``) can then send it. Validation still
   uses the argument model, which accepts an explicit ``null`` too.
-* Output: the advertised ``outputSchema`` types the answer's required top-level fields; an object below
-  them (a frame, a hit, a segment) names its required fields without their types, and field descriptions
-  are dropped (the tool descriptions and server instructions carry that guidance once), so ``tools/list``
-  stays under 12 000 characters (``tests/unit/test_tools_list.py``). The full schemas
-  (:mod:`talkthrough_mcp.schemas`) document every field.
+* Output: the SDK derives each tool's schema from its typed answer (``talkthrough_assets.read``'s models,
+  ``$defs`` and ``anyOf [T, null]`` as pydantic writes them). On the wire the references are inlined, a
+  nullable field is ``type: [T, "null"]``, and the advertised ``outputSchema`` types the answer's required
+  top-level fields; an object below them (a frame, a hit, a segment) names its required fields without
+  their types (so every other field stays allowed), and titles and descriptions are dropped (the tool
+  descriptions and server instructions carry that guidance once), so ``tools/list`` stays under 12 000
+  characters (``tests/unit/test_tools_list.py``). The models document every field.
 """
 
 from __future__ import annotations
@@ -52,25 +54,68 @@ def input_schema(schema: dict) -> dict:
     return lean
 
 
-def _required_only(node, top: bool = True):
-    """Object schemas reduced to their required properties (others stay allowed, just not listed); below
-    the top level an object keeps its ``required`` names and loses its ``properties``."""
+def _trim(node, level: str = "top"):
+    """A schema trimmed for the wire. ``top``: the answer, whose required fields are kept and typed; ``field``:
+    one of them, typed only; ``record``: an element of a list or map below them (a frame, a hit, a segment),
+    which names its required fields. A union below the top is the types of its branches; ``enum`` needs no
+    ``type`` beside it; extra fields are allowed unless said otherwise, so ``additionalProperties: true`` goes."""
     if isinstance(node, list):
-        return [_required_only(v, top) for v in node]
+        return [_trim(v, level) for v in node]
     if not isinstance(node, dict):
         return node
+    if level != "top" and "anyOf" in node:
+        types = [b.get("type", "object") for b in node["anyOf"]]
+        flat = list(dict.fromkeys(t for ty in types for t in (ty if isinstance(ty, list) else [ty])))
+        return {"type": flat[0] if len(flat) == 1 else flat}
     out = {}
     for k, v in node.items():
-        if k != "properties" or not isinstance(v, dict):
-            out[k] = _required_only(v, top)
-        elif top:
-            kept = {name: _required_only(sub, False) for name, sub in v.items() if name in node.get("required", ())}
-            if kept:
-                out[k] = kept
+        if k == "properties" and isinstance(v, dict):
+            if level == "top":
+                kept = {name: _trim(sub, "field") for name, sub in v.items() if name in node.get("required", ())}
+                if kept:
+                    out[k] = kept
+        elif k == "required" and level == "field":
+            continue
+        elif k in ("items", "additionalProperties") and isinstance(v, dict):
+            out[k] = _trim(v, "record")
+        elif (k == "additionalProperties" and v is True) or (k == "type" and "enum" in node):
+            continue
+        else:
+            out[k] = v
     return out
 
 
-def output_schema(schema: dict) -> dict:
+def _inline(node, defs: dict):
+    """``node`` with every ``$ref`` into ``$defs`` replaced by its target, and no ``$defs``."""
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        return _inline({**target, **{k: v for k, v in node.items() if k != "$ref"}}, defs)
+    return {k: _inline(v, defs) for k, v in node.items() if k != "$defs"}
+
+
+def _plain(node):
+    """``anyOf [T, null]`` as ``T`` with ``null`` among its types; no ``additionalProperties: false`` (a field
+    left out of the trimmed schema must stay allowed)."""
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _plain(v) for k, v in node.items() if not (k == "additionalProperties" and v is False)}
+    if k_any := out.get("anyOf"):
+        inner = [b for b in k_any if b != _NULL]
+        if len(inner) == 1 and len(k_any) == 2 and isinstance(inner[0].get("type"), str):
+            rest = {k: v for k, v in out.items() if k not in ("anyOf", "default")}
+            out = {**inner[0], **rest, "type": [inner[0]["type"], "null"]}
+    return out
+
+
+def output_schema(schema: dict | None) -> dict | None:
     """A tool's outputSchema for the wire: the types of its required top-level fields, the required names of
-    the objects below them, no field descriptions."""
-    return _required_only(_strip_props(schema, ("description",)))
+    the objects below them, no titles or descriptions."""
+    if schema is None:
+        return None
+    return _trim(_plain(_strip_props(_inline(schema, schema.get("$defs", {})), ("title", "description"))))

@@ -9,14 +9,8 @@ def background_rejection_runs() -> list[int]:
     """PIDs of the detached processes that record the files `talkthrough process` rejected as failed runs."""
     from talkthrough_assets.core import proctree
 
-    out = []
-    for p in proctree.pids():
-        try:
-            if b"talkthrough_assets.app.rejections_run" in (proctree.PROC / str(p) / "cmdline").read_bytes():
-                out.append(p)
-        except OSError:
-            continue
-    return [p for p in out if proctree.alive(p)]
+    return [p for p in proctree.pids() if proctree.name(p) == "talkthrough_assets.app.rejections_run"
+            and proctree.alive(p)]
 
 
 def wait_background_rejection_runs(timeout: float = 240) -> None:

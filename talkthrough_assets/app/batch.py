@@ -20,8 +20,8 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Watch:
-    """What one file's run reports: a stage's state (``events.listeners``), the stages planned, and the long
-    stages' progress (``runner.progress_listeners``; None: not asked for)."""
+    """What one file's run reports to whoever watches it: a stage's state, the stages planned, and the long
+    stages' progress (None: not asked for). Passed with that file's run (its observer), nowhere else."""
     on_stage: Callable[[str, str, str, dict], None]  # (stage, recording id, state, info)
     on_stages: Callable[[str, list[str]], None]  # (recording id, stages to run)
     on_progress: Callable[[str, str, dict], None] | None = None  # (stage, recording id, info)
@@ -39,29 +39,20 @@ def process_files(files: list[Path], *, overrides: dict | None = None, force: bo
                   watch: Callable[[Path], AbstractContextManager[Watch | None]] = lambda f: nullcontext()
                   ) -> list[dict]:
     """One summary per file, in order (``service.process``'s, or a failed one for a file that could not be hashed
-    or registered); ``watch(file)`` gives the listeners of that file's run, removed when it ends."""
+    or registered); ``watch(file)`` gives who watches that file's run (its observer), for as long as it runs."""
     from talkthrough_assets.app import service
-    from talkthrough_assets.pipeline import events
-    from talkthrough_assets.stages import runner
+    from talkthrough_assets.pipeline.events import NOBODY, Observer
 
     results = []
     for f in files:
         with watch(f) as w:
-            if w is not None:
-                events.listeners.append(w.on_stage)
-                if w.on_progress is not None:
-                    runner.progress_listeners.append(w.on_progress)
+            observer = Observer(w.on_stage, w.on_progress) if w is not None else NOBODY
             try:
                 results.append(service.process(f, overrides=overrides, force=force,
-                                               on_stages=w.on_stages if w is not None else None))
+                                               on_stages=w.on_stages if w is not None else None, observer=observer))
             except Exception as e:  # hashing/registration errors: report, continue with the next file
                 results.append({"source": str(f), "status": "failed", "recording_id": None,
                                 "reason": f"{type(e).__name__}: {e}"})
-            finally:
-                if w is not None:
-                    events.listeners.remove(w.on_stage)
-                    if w.on_progress in runner.progress_listeners:
-                        runner.progress_listeners.remove(w.on_progress)
     return results
 
 

@@ -18,15 +18,16 @@ def recordings(since: str | None = None, until: str | None = None, tz: str | Non
                ) -> tuple[list[dict], dict | None]:
     """Processed recordings, and with ``since``/``until`` only those whose wall-clock span meets that window;
     the window as stated back (since, until, tz), or None without one. ``bytime.ReadError``: a bad time."""
-    from talkthrough_assets.app import service
+    from talkthrough_assets.app import runs
+    from talkthrough_assets.app.summary import list_recordings
     from talkthrough_assets.read import bytime
 
     win = bytime.window_arg(since, until, tz) if since is not None or until is not None else None
-    service.mark_killed_runs()  # a run a killed `process` left STARTED is failed, not shown running
-    rows = service.list_recordings()
+    runs.mark_killed_runs()  # a run a killed `process` left STARTED is failed, not shown running
+    rows = list_recordings()
     if win is None:
         return rows, None
-    return bytime.filter_rows(rows, win), win.stated()
+    return bytime.filter_rows(rows, win), win.stated().dump()
 
 
 def display_zone(tz: str | None = None):
@@ -43,7 +44,7 @@ def moment_at(when: str, tz: str | None = None, window_ms: int = 10000) -> dict:
 
     reader = Reader(refresh_interval=0)
     try:
-        return reader.get_moment_at(when, tz=tz, window_ms=window_ms).meta
+        return reader.get_moment_at(when, tz=tz, window_ms=window_ms).meta.dump()
     finally:
         reader.index.close()
 

@@ -24,13 +24,14 @@ def forget_plan(ref: str) -> dict:
     stored keys that exist and the data root. :class:`TalkthroughError` when nothing of it is stored."""
     from talkthrough_assets import store
     from talkthrough_assets.app import service
+    from talkthrough_assets.pipeline import sources
 
     rid = service.resolve_recording(ref)
     if not store.is_known(rid):
         raise TalkthroughError(f"unknown recording {rid}: nothing stored of it (`talkthrough recordings` lists them)")
     from talkthrough_assets.store import cache_gc
 
-    return {"recording_id": rid, "names": service.pipeline.recording_names(rid), "keys": store.present_keys(rid),
+    return {"recording_id": rid, "names": sources.recording_names(rid), "keys": store.present_keys(rid),
             "root": store.data_location(""), "results": cache_gc.only_used_by(rid)}
 
 

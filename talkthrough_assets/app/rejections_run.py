@@ -52,9 +52,9 @@ def _pending_soon(rejections) -> bool:
 
 def _drain() -> None:
     from talkthrough_assets.store import rejections
-    from talkthrough_assets.app import service
+    from talkthrough_assets.app import runs
 
-    inst = service.instance()
+    inst = runs.instance()
     for rid in rejections.pending():
         try:
             record(inst, rid)
@@ -70,7 +70,7 @@ def record(inst, rid: str) -> str | None:
 
     from talkthrough_assets.pipeline import events, freshness
     from talkthrough_assets.pipeline import registry
-    from talkthrough_assets.app import service
+    from talkthrough_assets.app import runs
     from talkthrough_assets.defs.partitions import FAILURE_TAG
 
     reason = events.failure_reason(rid)
@@ -80,7 +80,7 @@ def record(inst, rid: str) -> str | None:
     if newest and newest[0].status == DagsterRunStatus.FAILURE and newest[0].tags.get(FAILURE_TAG) == reason[:200]:
         return None
     registry.ensure_partition(inst, rid)
-    result = service.run_stages(rid, freshness.plan(rid), inst, tags={ORIGIN_TAG: ORIGIN})
+    result = runs.run_stages(rid, freshness.plan(rid), inst, tags={ORIGIN_TAG: ORIGIN})
     return result.run_id
 
 

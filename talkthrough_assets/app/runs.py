@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable
 
 from talkthrough_assets import store
-from talkthrough_assets.core import config
+from talkthrough_assets.core import config, proctree
 from talkthrough_assets.defs.instance import PG_URL_ENV
 from talkthrough_assets.defs.instance import instance as _open_instance
 from talkthrough_assets.pipeline import registry
@@ -159,28 +159,30 @@ def runs_finished(inst, run_ids: Iterable[str]) -> bool:
 
 
 def _alive(pid: int) -> bool:
+    """Running (a killed process not reaped yet is dead too); another user's process counts as alive."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:  # a killed process not reaped yet is dead too
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+    return proctree.alive(pid)
 
 
-def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None, settings: dict | None = None):
+def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None, settings: dict | None = None,
+               observer=None):
     """Materialize ``stages`` of partition ``rid`` through the process_recording job (in-process), with the run's
     ``settings`` as its run config (the run's record in Dagster shows them; kept for the recording once the run
-    succeeded). A mark file
+    succeeded), watched by ``observer`` (:class:`talkthrough_assets.pipeline.events.Observer`: the run's
+    ``observer`` resource; default: nobody). A mark file
     (``store.run_marks_dir()``) stands while it runs: one left by a killed process tells a later command,
     without opening Dagster's storage, that a run may read STARTED (:func:`mark_killed_runs`)."""
     from dagster import AssetKey
 
     from talkthrough_assets.definitions import defs
     from talkthrough_assets.defs import sqlite_tuning, storage_template
+    from talkthrough_assets.defs.resources import watched_by
+    from talkthrough_assets.pipeline.events import NOBODY
     from talkthrough_assets.defs.assets import settings_run_config
 
     inst = inst or instance()
@@ -194,7 +196,8 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None,
     except OSError:  # a full or read-only disk: the run itself says so
         pass
     try:
-        with sqlite_tuning.holding():  # its events' SQLite connections never the last to their database
+        # its events' SQLite connections never the last to their database; its observer told what happens
+        with sqlite_tuning.holding(), watched_by(observer or NOBODY):
             return job.execute_in_process(
                 instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
                 raise_on_error=False, tags=run_tags, run_id=storage_template.prepare_run(inst),

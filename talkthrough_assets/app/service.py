@@ -8,23 +8,24 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from talkthrough_assets.core.errors import RebuildFailed, UsageError
 from talkthrough_assets import store
 from talkthrough_assets.app import runs
-from talkthrough_assets.app.runs import (ACTIVE_STATUSES, ORPHAN_TAG, active_runs_here, cancel_runs_here,  # noqa: F401
-                                         fail_orphaned_runs, fail_stuck_run, instance, launched, mark_killed_runs,
-                                         run_error, run_stages, runs_finished, runs_of, storage_note)
-from talkthrough_assets.app.summary import find_recordings, list_recordings, summary  # noqa: F401
+from talkthrough_assets.app.runs import (ACTIVE_STATUSES, fail_orphaned_runs, fail_stuck_run, instance, mark_killed_runs,
+                                         run_error, run_stages, runs_of, storage_note)
+from talkthrough_assets.app.summary import summary
 from talkthrough_assets.core.ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
-from talkthrough_assets.defs.instance import (PG_URL_ENV, POSTGRES_STORAGE_YAML, _pin_pg_driver, ensure_dagster_home, instance_soon, instance_yaml)  # noqa: F401
+from talkthrough_assets.defs.instance import instance_soon
 from talkthrough_assets.pipeline import disk, events, freshness, prewarm, sources
 from talkthrough_assets.pipeline import preflight
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.pipeline import settings as S
+from talkthrough_assets.pipeline.events import NOBODY, Observer
 from talkthrough_assets.pipeline.forget import forget_outputs
 from talkthrough_assets.store import rejections
 
@@ -46,16 +47,16 @@ def register_many(paths: Iterable[str | os.PathLike], inst=None) -> list[str]:
 
 
 def process(path: str | os.PathLike, *, force: bool = False, overrides: dict | None = None,
-            on_stages: Callable[[str, list[str]], None] | None = None) -> dict:
+            on_stages: Callable[[str, list[str]], None] | None = None, observer: Observer = NOBODY) -> dict:
     """Process one file; a second call on the same bytes with the same settings runs nothing. A full or
     read-only disk anywhere (stage outputs, Dagster's storage, the model cache, a lock) ends it with a one-line
     reason; a run whose outputs were all stored before Dagster's storage filled up is ``processed``, with a
-    warning."""
+    warning. ``on_stages``: told the stages planned; ``observer``: told each stage's state and progress."""
     t0 = time.perf_counter()
     rid = None
     try:
         rid = recording_id_for(path)
-        return _process(path, rid, t0, force=force, overrides=overrides, on_stages=on_stages)
+        return _process(path, rid, t0, force=force, overrides=overrides, on_stages=on_stages, observer=observer)
     except Exception as e:
         why = disk.disk_reason(e, rid)
         if why is None:
@@ -84,74 +85,97 @@ def _all_stored(rid: str) -> bool:
 
 
 def _process(path, rid: str, t0: float, *, force: bool, overrides: dict | None,
-             on_stages: Callable[[str, list[str]], None] | None) -> dict:
-    result, warning = None, None
+             on_stages: Callable[[str, list[str]], None] | None, observer: Observer) -> dict:
     mark_killed_runs()  # a run a killed process left STARTED: marked even when nothing runs now
     store.tempfiles.sweep(store.recording_folders(rid))  # what a killed writer of this recording left
     sources.register_source(path, rid)
     if not force and not overrides and store.read_one("recordings", rid) and not freshness.plan(rid):
         # fast path: already processed with these settings; no Dagster import, no run
-        out = summary(rid)
-        out.update(status="cached", stages_run=[], elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
-        return out
+        return _outcome(rid, path, t0, _Ran("cached"))
     try:
         # one writer per recording: a second process of the same bytes is refused at once
         with store.partition_lock(rid, timeout_s=0.0):
-            # the run's settings go with its run (its Dagster run config) and are kept once it succeeded
-            overrides = S.checked(overrides)
-            stages = freshness.plan(rid, force=force, given=overrides)
-            status, ran = "cached", []
-            if not stages and overrides:  # what is stored was made with these settings already
-                S.persist(rid, overrides)
-            if stages and (bad := preflight.rejected(path, rid, stages)):
-                status, ran = "failed", [bad]  # recorded like a run's failure of that stage, without a run
-                rejections.record_later(rid)  # ... and as a failed run for the UI, by a process of its own
-            elif on_stages:
-                on_stages(rid, stages)
-            if stages and not ran:
-                # Dagster's import and instance in a thread, beside the native engine loads here (Whisper); the
-                # Python ones (RapidOCR's import) then overlap the run's start and first stages
-                # (bench/bench_cold_start.py)
-                opening = instance_soon()
-                try:
-                    prewarm.prewarm_native(rid, stages, given=overrides)
-                finally:
-                    inst = opening.result()
-                prewarm.prewarm_python(rid, stages, given=overrides)
-                registry.ensure_partition(inst, rid)
-
-                def seen(stage, r, state, info):
-                    if r == rid and state in ("ok", "failed") and stage not in ran:
-                        ran.append(stage)
-
-                events.listeners.append(seen)
-                try:
-                    result = run_stages(rid, stages, inst, settings=overrides)
-                finally:
-                    events.listeners.remove(seen)
-                status = "processed" if result.success else "failed"
-                disk = run_error(result)
-                if fail_stuck_run(rid, disk or storage_note(), inst) and not disk:
-                    disk = storage_note()  # its end could not be recorded: marked now, never left STARTED
-                if disk and _all_stored(rid):  # every output stored; only Dagster's record of it failed
-                    status = "processed"
-                    warning = f"outputs stored; Dagster's run record was not: {disk}"
-                elif disk and not result.success:
-                    freshness.record_unfinished(rid, disk)
-                ran = [s for s in stages if s in ran]  # graph order; a stage a failure upstream stopped is not listed
+            ran = _plan_and_run(path, rid, force, overrides, on_stages, observer)
     except store.PartitionBusy as e:
-        out = summary(rid)
-        out.update(status="refused", reason=str(e), stages_run=[], source=str(path),
-                   elapsed_s=round(time.perf_counter() - t0, 3))
-        return out
+        return _outcome(rid, path, t0, _Ran("refused", reason=str(e)))
+    return _outcome(rid, path, t0, ran)
+
+
+@dataclass
+class _Ran:
+    """What one ``process`` call did: its status, the stages that ran (graph order), the Dagster result, a
+    warning, and the reason of a failure (``reason``; else the first stage failure its observer saw)."""
+
+    status: str
+    stages: list[str] = field(default_factory=list)
+    result: object = None
+    warning: str | None = None
+    reason: str | None = None
+    seen_failure: str | None = None
+
+
+def _plan_and_run(path, rid: str, force: bool, overrides: dict | None,
+                  on_stages: Callable[[str, list[str]], None] | None, observer: Observer) -> _Ran:
+    """Under the recording's lock: the stale stages (with the run's settings, checked), run as one Dagster run."""
+    overrides = S.checked(overrides)  # the run's settings go with its run and are kept once it succeeded
+    stages = freshness.plan(rid, force=force, given=overrides)
+    if not stages:
+        if overrides:  # what is stored was made with these settings already
+            S.persist(rid, overrides)
+        return _Ran("cached")
+    if bad := preflight.rejected(path, rid, stages, observer):
+        rejections.record_later(rid)  # ... and as a failed run for the UI, by a process of its own
+        return _Ran("failed", [bad])  # recorded like a run's failure of that stage, without a run
+    if on_stages:
+        on_stages(rid, stages)
+    # Dagster's import and instance in a thread, beside the native engine loads here (Whisper); the Python ones
+    # (RapidOCR's import) then overlap the run's start and first stages (bench/bench_cold_start.py)
+    opening = instance_soon()
+    try:
+        prewarm.prewarm_native(rid, stages, given=overrides)
+    finally:
+        inst = opening.result()
+    prewarm.prewarm_python(rid, stages, given=overrides)
+    registry.ensure_partition(inst, rid)
+    ran = _Ran("processed")
+
+    def seen(stage, r, state, info):
+        if r == rid and state in ("ok", "failed") and stage not in ran.stages:
+            ran.stages.append(stage)
+            if state == "failed" and ran.seen_failure is None:  # also when a full disk kept its row unwritten
+                ran.seen_failure = f"{stage}: {info.get('reason')}"
+
+    ran.result = run_stages(rid, stages, inst, settings=overrides, observer=Observer(on_stage=seen).joined(observer))
+    ran.stages = [s for s in stages if s in ran.stages]  # graph order; a stage a failure upstream stopped is not listed
+    _settle(rid, inst, ran)
+    return ran
+
+
+def _settle(rid: str, inst, ran: _Ran) -> None:
+    """The run's status once Dagster's record of it is in: a full disk that kept only that record from being
+    written leaves the run processed with a warning; one that stopped it before its stages finished, failed."""
+    ran.status = "processed" if ran.result.success else "failed"
+    disk = run_error(ran.result)
+    if fail_stuck_run(rid, disk or storage_note(), inst) and not disk:
+        disk = storage_note()  # its end could not be recorded: marked now, never left STARTED
+    if disk and _all_stored(rid):  # every output stored; only Dagster's record of it failed
+        ran.status, ran.warning = "processed", f"outputs stored; Dagster's run record was not: {disk}"
+    elif disk and not ran.result.success and ran.seen_failure is None:
+        freshness.record_unfinished(rid, disk)
+
+
+def _outcome(rid: str, path, t0: float, ran: _Ran) -> dict:
+    """The summary ``process`` returns."""
     out = summary(rid)
-    out.update(status=status, stages_run=ran, elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
-    if warning:
-        out["warning"] = warning
-    if status == "failed":
+    out.update(status=ran.status, stages_run=ran.stages, elapsed_s=round(time.perf_counter() - t0, 3), source=str(path))
+    if ran.warning:
+        out["warning"] = ran.warning
+    if ran.reason:
+        out["reason"] = ran.reason
+    elif ran.status == "failed":
         failed = events.failed_stage(rid)
-        out["reason"] = (events.failure_reason(rid) or run_error(result)
-                         or (runs.RUN_INTERRUPTED if runs.run_interrupted(result) else None)
+        out["reason"] = (events.failure_reason(rid) or ran.seen_failure or run_error(ran.result)
+                         or (runs.RUN_INTERRUPTED if runs.run_interrupted(ran.result) else None)
                          or "run failed (see the Dagster run log)")
         if failed and failed.get("internal"):
             out["internal"] = True  # not the input's fault: the CLI says so and exits 3

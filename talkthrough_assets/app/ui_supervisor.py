@@ -19,7 +19,8 @@ from pathlib import Path
 
 from talkthrough_assets.core import proctree
 from talkthrough_assets.defs import run_marks
-from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
+from talkthrough_assets.defs.instance import ensure_dagster_home
 from talkthrough_assets.app import ui_guard
 
 
@@ -45,28 +46,17 @@ def code_root() -> str:
 def serve(port: int, err) -> int:
     """Supervise `dagster dev` until it ends or a stop signal comes; the exit code (0 when asked to stop).
     ``err``: a rich console for what happens to runs."""
-    home = service.ensure_dagster_home()
+    home = ensure_dagster_home()
     try:
         lock = ui_guard.claim(port, home)  # held (close-on-exec) until this process ends, however it ends
     except ui_guard.Refused as e:
         err.print(f"[red]talkthrough ui not started:[/red] {e}", highlight=False, soft_wrap=True)
         return 1
     proctree.become_subreaper()  # orphans of a killed watchdog come here, and are killed at the end
-    inst = service.instance()  # created (on a new data root) before the webserver and daemon open it
-    _report_orphans(err, service.fail_orphaned_runs(inst, why="its process is gone (talkthrough ui or the "
+    inst = runs.instance()  # created (on a new data root) before the webserver and daemon open it
+    _report_orphans(err, runs.fail_orphaned_runs(inst, why="its process is gone (talkthrough ui or the "
                                                               "machine stopped while it ran)"))
     run_marks.tag_untagged_failures(inst)
-    # the watchdog's pipe: this process holds the only write end; end of file there = this process is gone
-    watch_r, watch_w = os.pipe()
-    # -P: the current folder (a checkout, say) never shadows the installed package
-    cmd = [sys.executable, "-P", "-m", "talkthrough_assets.app.ui_watchdog", str(watch_r), "--",
-           # `dagster dev`, with a daemon that picks up a new backfill within 2 s (app/dagster_dev.py); its notice
-           # that `dg dev` supersedes it is Dagster's to its own users, not news to ours
-           sys.executable, "-P", "-W", "ignore:Function `dev_command` is superseded",
-           "-m", "talkthrough_assets.app.dagster_dev", "dagster", "dev",
-           "-m", "talkthrough_assets.definitions", "-d", code_root(), "-h", "127.0.0.1", "-p", str(port)]
-    env = {**os.environ, ui_guard.MARKER: ui_guard.marker_value(home)}  # every process below carries it
-    env.update(absolute_paths(env))  # the services start in DAGSTER_HOME: a relative folder means the user's
     stop_requested: list[int] = []
 
     def on_signal(signum, _frame):
@@ -80,48 +70,75 @@ def serve(port: int, err) -> int:
     # (a terminal's Ctrl-C would otherwise hit them and their children at once).
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
+    proc, watch_w = _start(port, home)
+    rc, canceled = _supervise(proc, inst, err, stop_requested)
+    _signal_group(proc.pid, signal.SIGKILL)  # leftovers of the group (a code server, a run worker)
+    proctree.kill_descendants(os.getpid(), signal.SIGKILL, reap=True)  # and orphans re-parented here
+    os.close(watch_w)
+    _mark_left_runs(inst, err, canceled)
+    os.close(lock)
+    return 0 if stop_requested else rc
+
+
+def _start(port: int, home: Path) -> tuple[subprocess.Popen, int]:
+    """`dagster dev` under the watchdog, and the write end of the watchdog's pipe (this process holds the only
+    one: end of file there = this process is gone)."""
+    watch_r, watch_w = os.pipe()
+    # -P: the current folder (a checkout, say) never shadows the installed package
+    cmd = [sys.executable, "-P", "-m", "talkthrough_assets.app.ui_watchdog", str(watch_r), "--",
+           # `dagster dev`, with a daemon that picks up a new backfill within 2 s (app/dagster_dev.py); its notice
+           # that `dg dev` supersedes it is Dagster's to its own users, not news to ours
+           sys.executable, "-P", "-W", "ignore:Function `dev_command` is superseded",
+           "-m", "talkthrough_assets.app.dagster_dev", "dagster", "dev",
+           "-m", "talkthrough_assets.definitions", "-d", code_root(), "-h", "127.0.0.1", "-p", str(port)]
+    env = {**os.environ, ui_guard.MARKER: ui_guard.marker_value(home)}  # every process below carries it
+    env.update(absolute_paths(env))  # the services start in DAGSTER_HOME: a relative folder means the user's
     # started in DAGSTER_HOME: `dagster dev` warns about (and would ignore) a dagster.yaml in the current folder,
     # such as a checkout's
     proc = subprocess.Popen(cmd, env=env, cwd=str(home), start_new_session=True, pass_fds=[watch_r])
     os.close(watch_r)
+    return proc, watch_w
+
+
+def _supervise(proc: subprocess.Popen, inst, err, stop_requested: list[int]) -> tuple[int | None, list[str] | None]:
+    """Wait for `dagster dev` to end, marking runs whose process is gone meanwhile; on a stop signal, ask the runs
+    in progress to stop, then stop it (killed after UI_STOP_WAIT_S). Its exit code and the runs asked to stop."""
     deadline = canceled = None
     next_sweep = time.monotonic() + ORPHAN_SWEEP_S
     while True:
         try:
-            rc = proc.wait(timeout=0.5)
-            break
+            return proc.wait(timeout=0.5), canceled
         except subprocess.TimeoutExpired:
             pass
         if stop_requested and canceled is None:
             # runs in progress are asked to stop (as the UI's Terminate does) and given a while to end
             # as canceled; then `dagster dev` is stopped and what is left of it killed
-            canceled = service.cancel_runs_here(inst)
+            canceled = runs.cancel_runs_here(inst)
             if canceled:
                 err.print(f"stopping: asked {len(canceled)} run(s) in progress to stop")
             wait_until = time.monotonic() + UI_RUN_STOP_WAIT_S
-            while canceled and time.monotonic() < wait_until and not service.runs_finished(inst, canceled):
+            while canceled and time.monotonic() < wait_until and not runs.runs_finished(inst, canceled):
                 time.sleep(0.5)
             _signal(proc, signal.SIGTERM)
             deadline = time.monotonic() + UI_STOP_WAIT_S
         if deadline is not None and time.monotonic() > deadline:
             _signal_group(proc.pid, signal.SIGKILL)
         if deadline is None and time.monotonic() > next_sweep:  # a run worker killed meanwhile (OOM...)
-            _report_orphans(err, service.fail_orphaned_runs(inst))
+            _report_orphans(err, runs.fail_orphaned_runs(inst))
             run_marks.tag_untagged_failures(inst)
             next_sweep = time.monotonic() + ORPHAN_SWEEP_S
-    _signal_group(proc.pid, signal.SIGKILL)  # leftovers of the group (a code server, a run worker)
-    proctree.kill_descendants(os.getpid(), signal.SIGKILL, reap=True)  # and orphans re-parented here
-    os.close(watch_w)
-    for _ in range(20):  # whatever run is still open now lost its process with the group
-        left = service.fail_orphaned_runs(inst, canceled=canceled or (),
-                                          why="talkthrough ui stopped while the run was in progress")
+
+
+def _mark_left_runs(inst, err, canceled: list[str] | None) -> None:
+    """Whatever run is still open once `dagster dev` is gone lost its process with the group: marked ended."""
+    for _ in range(20):
+        left = runs.fail_orphaned_runs(inst, canceled=canceled or (),
+                                       why="talkthrough ui stopped while the run was in progress")
         _report_orphans(err, left)
-        if not any(not alive or service.launched(run) for run, _pid, alive in service.active_runs_here(inst)):
+        if not any(not alive or runs.launched(run) for run, _pid, alive in runs.active_runs_here(inst)):
             break
         time.sleep(0.25)
     run_marks.tag_untagged_failures(inst)
-    os.close(lock)
-    return 0 if stop_requested else rc
 
 
 UI_STOP_WAIT_S = 45.0  # for `dagster dev` to stop its webserver and daemon

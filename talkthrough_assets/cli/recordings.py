@@ -55,9 +55,9 @@ def recordings(as_json: bool = typer.Option(False, "--json", help="Print the lis
 
 def _found(text: str, as_json: bool) -> None:
     """`recordings --find TEXT`: the registered files that match, in any state."""
-    from talkthrough_assets.app import service
+    from talkthrough_assets.app.summary import find_recordings
 
-    found = service.find_recordings(text)
+    found = find_recordings(text)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
     else:

@@ -1,7 +1,7 @@
-"""Processes on this machine, read from Linux's /proc (no psutil): who is alive, a process's descendants,
-who listens on a TCP port, which processes carry an environment marker; and the two prctl settings that
-keep a process tree from outliving its owner (a parent-death signal, a child subreaper). No Dagster.
-Elsewhere than Linux every question answers "nothing known" and the prctl calls do nothing."""
+"""Processes on this machine (psutil, on every platform it supports): who is alive, a process's descendants,
+who listens on a TCP port, which processes carry an environment marker; and the two prctl settings that keep a
+process tree from outliving its owner (a parent-death signal, a child subreaper: Linux only, elsewhere they do
+nothing). No Dagster."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import ctypes
 import os
 import signal
 import time
-from pathlib import Path
 
-PROC = Path("/proc")
+import psutil
+
+_GONE = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess)
+_DEAD = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -39,39 +41,31 @@ def become_subreaper() -> bool:
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
-def _stat(pid: int) -> list[str] | None:
-    try:
-        return (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
 def alive(pid: int) -> bool:
     """Running (a zombie, killed but not reaped yet, is dead)."""
-    st = _stat(pid)
-    return st is not None and st[0] not in ("Z", "X")
+    try:
+        return psutil.Process(pid).status() not in _DEAD
+    except _GONE:
+        return False
 
 
 def pids() -> list[int]:
-    try:
-        return [int(n) for n in os.listdir(PROC) if n.isdigit()]
-    except OSError:
-        return []
+    return psutil.pids()
 
 
 def descendants(pid: int) -> set[int]:
     """Every living process below ``pid`` in the parent chain (children, grandchildren ...)."""
-    children: dict[int, list[int]] = {}
-    for p in pids():
-        st = _stat(p)
-        if st and st[0] not in ("Z", "X"):
-            children.setdefault(int(st[1]), []).append(p)
-    out, todo = set(), [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
+    try:
+        below = psutil.Process(pid).children(recursive=True)
+    except _GONE:
+        return set()
+    out = set()
+    for c in below:
+        try:
+            if c.status() not in _DEAD:
+                out.add(c.pid)
+        except _GONE:
+            continue
     return out
 
 
@@ -117,8 +111,8 @@ _LAUNCHERS = {"talkthrough_assets.app.dagster_dev"}
 def name(pid: int) -> str:
     """A short name for messages: the module of ``python -m X`` (``dagster._daemon``), else the program."""
     try:
-        argv = [a.decode(errors="replace") for a in (PROC / str(pid) / "cmdline").read_bytes().split(b"\0") if a]
-    except OSError:
+        argv = [a for a in psutil.Process(pid).cmdline() if a]
+    except (*_GONE, OSError):
         return "?"
     if not argv:
         return "?"
@@ -140,46 +134,24 @@ def describe(pids) -> str:
 
 def marked(key: str, value: str) -> set[int]:
     """Living processes of this user whose environment holds ``key=value`` (as they were started)."""
-    want = f"{key}={value}".encode()
     out = set()
     me = os.getpid()
-    for p in pids():
-        if p == me:
+    for p in psutil.process_iter():
+        if p.pid == me:
             continue
         try:
-            env = (PROC / str(p) / "environ").read_bytes()
-        except OSError:  # another user's process, or gone
+            if p.environ().get(key) == value and p.status() not in _DEAD:
+                out.add(p.pid)
+        except (*_GONE, OSError):  # another user's process, or gone
             continue
-        if want in env.split(b"\0") and alive(p):
-            out.add(p)
     return out
 
 
 def listeners(port: int) -> set[int]:
     """Processes (of this user: others' sockets cannot be matched) with a TCP socket listening on ``port``."""
-    inodes = set()
-    for table in ("tcp", "tcp6"):
-        try:
-            lines = (PROC / "net" / table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            f = line.split()
-            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(f"socket:[{f[9]}]")
-    if not inodes:
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, OSError):
         return set()
-    out = set()
-    for p in pids():
-        try:
-            fds = os.listdir(PROC / str(p) / "fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(PROC / str(p) / "fd" / fd) in inodes:
-                    out.add(p)
-                    break
-            except OSError:
-                continue
-    return out
+    return {c.pid for c in conns
+            if c.pid is not None and c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port}

@@ -94,7 +94,8 @@ def _failed(rid: str, failures: list, checks: set[str], done: set[str]):
     return first[1], first[2]
 
 
-def _one(context, rid: str, stages: list[str], checks: set[str], overrides: dict, loaded, after, durations: list):
+def _one(context, rid: str, stages: list[str], checks: set[str], overrides: dict, loaded, after, durations: list,
+         observer: events.Observer):
     """Run ``stages`` of one recording and report them for its partition; its failure (reason, error) or None.
     The recording's duration, once a stage has measured it, goes to ``durations``."""
     if not store.ID_RE.fullmatch(rid):
@@ -108,7 +109,7 @@ def _one(context, rid: str, stages: list[str], checks: set[str], overrides: dict
     done: set[str] = set()
     try:
         with store.partition_lock(rid, timeout_s=stagerun.STAGE_LOCK_WAIT_S):
-            for stage, res in scheduler.run_stages(rid, stages, overrides, engines=loaded):
+            for stage, res in scheduler.run_stages(rid, stages, overrides, engines=loaded, observer=observer):
                 if res is events.STARTED or isinstance(res, events.Progress):
                     continue
                 if isinstance(res, Exception):
@@ -128,7 +129,8 @@ def _one(context, rid: str, stages: list[str], checks: set[str], overrides: dict
     return (yield from _failed(rid, failures, checks, done)) if failures else None
 
 
-def run_batch(context, rids: list[str], stages: list[str], checks: set[str], overrides: dict, loaded, after):
+def run_batch(context, rids: list[str], stages: list[str], checks: set[str], overrides: dict, loaded, after,
+              observer: events.Observer = events.NOBODY):
     """Process the batch's recordings one after another, yielding each one's events as its stages end (Dagster
     stores them then); the run fails at the end, naming the failed ones."""
     label = {rid: sources.recording_filename(rid) or rid for rid in rids if store.ID_RE.fullmatch(rid)}
@@ -138,7 +140,7 @@ def run_batch(context, rids: list[str], stages: list[str], checks: set[str], ove
     durations: list[float] = []
     for i, rid in enumerate(rids, 1):
         context.log.info(f"Recording {i}/{len(rids)}: {label.get(rid, rid)} ({rid})")
-        outcome = yield from _one(context, rid, stages, checks, overrides, loaded, after, durations)
+        outcome = yield from _one(context, rid, stages, checks, overrides, loaded, after, durations, observer)
         if outcome:
             failed[rid] = outcome
             context.log.error(f"{label.get(rid, rid)} ({rid}) failed: {outcome[0]}")

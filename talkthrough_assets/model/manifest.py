@@ -1,15 +1,301 @@
-"""A recording's listing row from its ``talkthrough-manifest/v1``: the one shape the manifest stage stores in the
-``recordings`` table and the MCP server's library lists."""
+"""``talkthrough-manifest/v1`` as typed records: what the manifest stage builds and publishes, its JSON Schema
+(generated from these records, shipped as ``manifest.schema.json`` beside this module), the check of a manifest
+against it, and a recording's listing row from a manifest.
+
+A field whose metadata says ``omit`` is left out of the JSON when it is None (``speaker`` of an unattributed
+segment, ``duplicate_of`` of a unique frame ...); every other field is written, null included. A field with a
+default is not required by the schema: manifests published before it existed still validate.
+
+Regenerate the schema after a change to the records: ``python -m talkthrough_assets.model.manifest
+talkthrough_assets/model/manifest.schema.json`` (``tests/unit/test_manifest_schema.py`` fails while it is stale).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Literal
+
 from talkthrough_assets.model.wallclock import view as wallclock_view
 
+SCHEMA = "talkthrough-manifest/v1"
+SCHEMA_FILE = "manifest.schema.json"
+# published manifests hold only the keys declared here: a misspelt key fails the check instead of going unread
+_STRICT = {"extra": "forbid"}
+OMIT = {"omit": True}
 
-def recording_row(m: dict, manifest_path: str | None = None) -> dict:
-    """The one shape of a recording's listing row, from its manifest: the ``recordings`` table's row (the
-    manifest stage) and the MCP server's library row (``talkthrough_assets.read.snapshot``) are both this. Raises
-    KeyError/TypeError/ValueError on a manifest that is not talkthrough-manifest/v1."""
+
+def _omitted(default=None):
+    return field(default=default, metadata=OMIT)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Media:
+    __pydantic_config__ = _STRICT
+    path: str | None
+    filename: str
+    kind: str  # "video" | "audio"
+    duration_s: float
+    size_bytes: int | None
+    width: int | None
+    height: int | None
+    video_codec: str | None
+    has_audio: bool
+    has_video: bool
+    # decoded time beats header time: both, when the file ends before (or after) its header says
+    header_duration_s: float | None = _omitted()
+    readable_note: str | None = _omitted()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WallClock:
+    __pydantic_config__ = _STRICT
+    start_utc: str
+    tz_offset_min: int | None
+    source: str | None
+    confidence: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Segment:
+    __pydantic_config__ = _STRICT
+    seq: int
+    t0_ms: int
+    t1_ms: int
+    text: str
+    speaker: str | None = _omitted()
+    source_seq: int | None = _omitted()  # the Whisper segment a speaker split came from
+    overlap: list[str] | None = _omitted()  # the other speakers heard at the same time
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Quality:
+    """What the drop rules removed (words, by reason), kept in doubt, and the speech left without words."""
+
+    __pydantic_config__ = _STRICT
+    dropped_segments: int
+    dropped_words: int
+    dropped_why: dict[str, int]
+    doubtful_segments: int
+    speech_s: float
+    uncovered_speech_s: float
+    uncovered: list[tuple[int, int, str]]  # [t0_ms, t1_ms, reason]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VoiceMatch:
+    """A hint: this label's voice is like an enrolled person's (applied as the name only when ``applied``)."""
+
+    __pydantic_config__ = _STRICT
+    person: str
+    score: float
+    recordings: int
+    applicable: bool
+    applied: bool
+    hint: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Speaker:
+    __pydantic_config__ = _STRICT
+    label: str
+    talk_time_ms: int
+    turn_count: int
+    first_ms: int | None
+    last_ms: int | None
+    name_candidates: list[str] | None = _omitted()  # OCR hints, never applied on their own
+    voice_match: VoiceMatch | None = _omitted()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diarization:
+    __pydantic_config__ = _STRICT
+    available: bool | None
+    reason: str | None
+    engine: str | None
+    engine_version: str | None
+    segmentation_model: str | None
+    embedding_model: str | None
+    requested_num_speakers: int | None
+    detected_num_speakers: int | None
+    speaker_count: str | None = None  # which count was used, and why
+    threshold: float | None
+    speakers: list[Speaker]
+    turns: list[tuple[int, int, str]]  # [t0_ms, t1_ms, label]
+    speaker_names: dict[str, str] | None = _omitted()
+    speaker_name_sources: dict[str, Literal["confirmed", "voice"]] | None = _omitted()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Transcript:
+    __pydantic_config__ = _STRICT
+    available: bool
+    reason: str | None
+    language: str | None
+    model: str | None
+    segments: list[Segment]
+    words: list[tuple[int, int, str]] = field(default_factory=list)  # [t0_ms, t1_ms, raw token]
+    quality: Quality | None = _omitted()
+    diarization: Diarization | None = _omitted()  # only when diarization was requested
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameItem:
+    __pydantic_config__ = _STRICT
+    ms: int
+    file: str  # relative to the data root
+    duplicate_of: int | None = _omitted()
+    ocr_text: str | None = _omitted()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Frames:
+    __pydantic_config__ = _STRICT
+    count: int
+    unique_count: int
+    reason: str | None = None
+    cap_hit: bool
+    items: list[FrameItem]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Caps:
+    __pydantic_config__ = _STRICT
+    max_seconds: int | None
+    max_frames: int | None
+    scene_threshold: float | None
+    ocr: Literal["on", "off"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Partial:
+    """A provisional generation published while the run goes on: the transcript covers ``covered_ms``."""
+
+    __pydantic_config__ = _STRICT
+    covered_ms: tuple[int, int]
+    next_start_ms: int | None = None
+    audio_ms: int | None = None
+    chunks_covered: int | None = None
+    chunks: int | None = None
+    coverage: str | None = None
+    published_at: str | None = None
+    note: str | None = None
+    stopped: str | None = _omitted()  # the run ended without its final generation: why
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Manifest:
+    __pydantic_config__ = _STRICT
+    schema: Literal["talkthrough-manifest/v1"]
+    job_id: str
+    created_at: str
+    media: Media
+    wall_clock: WallClock | None
+    transcript: Transcript
+    frames: Frames
+    caps: Caps
+    tool_versions: dict[str, str | None]
+    partial: Partial | None = _omitted()
+
+    def to_json(self) -> dict:
+        """The manifest as published (plain JSON values, ``omit`` fields left out when None)."""
+        return _plain(self)
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(v) for f in dataclasses.fields(value)
+                for v in [getattr(value, f.name)] if not (v is None and f.metadata.get("omit"))}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+# --------------------------------------------------------------------------- the JSON Schema and the check
+
+def generate_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of :class:`Manifest`, generated from the records (needs pydantic)."""
+    from pydantic import TypeAdapter
+
+    out = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA}
+    out.update(TypeAdapter(Manifest).json_schema())
+    out["title"] = SCHEMA
+    return out
+
+
+def schema_text(schema: dict | None = None) -> str:
+    return json.dumps(generate_schema() if schema is None else schema, indent=2, sort_keys=True) + "\n"
+
+
+@lru_cache(maxsize=1)
+def shipped_schema() -> dict:
+    """The schema shipped with the package (``manifest.schema.json``)."""
+    return json.loads(resources.files(__package__).joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(shipped_schema())
+
+
+def _where(path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def validate(manifest) -> list[str]:
+    """Problems of a manifest (a :class:`Manifest` or its parsed JSON) against the shipped schema, and the
+    rules a schema cannot say (counts that agree, a partial's covered span in order); [] = valid v1."""
+    if isinstance(manifest, Manifest):
+        manifest = manifest.to_json()
+    if not isinstance(manifest, dict):
+        return [f"not a JSON object but {type(manifest).__name__}"]
+    problems = [f"{_where(e.absolute_path)}: {e.message}"
+                for e in sorted(_validator().iter_errors(manifest), key=lambda e: list(map(str, e.absolute_path)))]
+    fr = manifest.get("frames") if isinstance(manifest.get("frames"), dict) else {}
+    if isinstance(fr.get("items"), list) and fr.get("count") != len(fr["items"]):
+        problems.append("frames.count does not match frames.items")
+    tr = manifest.get("transcript") if isinstance(manifest.get("transcript"), dict) else {}
+    if not tr.get("available") and tr.get("segments"):
+        problems.append("transcript unavailable but has segments")
+    cov = (manifest.get("partial") or {}).get("covered_ms") if isinstance(manifest.get("partial"), dict) else None
+    if isinstance(cov, list) and len(cov) == 2 and all(isinstance(x, int) for x in cov) and cov[0] > cov[1]:
+        problems.append("partial.covered_ms is not a [start, end] pair of milliseconds")
+    return problems
+
+
+def dumps(manifest: dict) -> str:
+    return json.dumps(manifest, indent=2, ensure_ascii=False)
+
+
+def loads(text: str) -> dict:
+    """A manifest's parsed JSON, once it validates (ValueError naming the problems otherwise)."""
+    m = json.loads(text)
+    problems = validate(m)
+    if problems:
+        raise ValueError("invalid manifest: " + "; ".join(problems))
+    return m
+
+
+# --------------------------------------------------------------------------- a recording's listing row
+
+def recording_row(m: Manifest | dict, manifest_path: str | None = None) -> dict:
+    """The one shape of a recording's listing row, from its manifest (typed, or its parsed JSON): the
+    ``recordings`` table's row (the manifest stage) and the MCP server's library row
+    (``talkthrough_assets.read.snapshot``) are both this. Raises KeyError/TypeError/ValueError on a manifest that
+    is not talkthrough-manifest/v1."""
+    if isinstance(m, Manifest):
+        m = m.to_json()
     media, tr, fr = m["media"], m["transcript"], m["frames"]
     wc = wallclock_view(m.get("wall_clock")) or {}
     di = tr.get("diarization") or {}
@@ -26,3 +312,8 @@ def recording_row(m: dict, manifest_path: str | None = None) -> dict:
         "transcript_available": bool(tr.get("available")), "manifest_path": manifest_path,
         "processed_at": m.get("created_at"),
     }
+
+
+if __name__ == "__main__":  # python -m talkthrough_assets.model.manifest PATH: write the generated schema
+    with open(sys.argv[1], "w", encoding="utf-8") as fh:
+        fh.write(schema_text())

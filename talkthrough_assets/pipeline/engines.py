@@ -1,7 +1,7 @@
 """The model-backed engines the stages run on, one set per process, handed to the pipeline.
 
 * :class:`~talkthrough_assets.stages.segments.engine.Whisper`: faster-whisper models (``segments``);
-* :class:`~talkthrough_assets.stages.ocr.OcrEngine`: the RapidOCR engine (``ocr``);
+* :class:`~talkthrough_assets.stages.ocr.engine.OcrEngine`: the RapidOCR engine (``ocr``);
 * :class:`Diarizer`: sherpa-onnx speaker diarization (``turns``).
 
 Each loads its model on first use and keeps it for the life of the process. The pipeline takes an
@@ -20,7 +20,7 @@ from talkthrough_assets.core import config
 from talkthrough_assets.stages import turns as diarize_stage
 from talkthrough_assets.stages.turns import engine as diarize_engine
 from talkthrough_assets.stages.turns import models as diarize_models
-from talkthrough_assets.stages import ocr as ocr_stage
+from talkthrough_assets.stages.ocr import engine as ocr_engine
 from talkthrough_assets.stages.segments import engine as whisper_engine
 
 
@@ -41,13 +41,13 @@ class Diarizer:
 @dataclass(frozen=True)
 class Engines:
     whisper: whisper_engine.Whisper
-    ocr: ocr_stage.OcrEngine
+    ocr: ocr_engine.OcrEngine
     diarizer: Diarizer
 
 
 # the stage modules' defaults (nothing is loaded until first use), so a stage function called on its
 # own, e.g. from a benchmark, shares the loaded models too
-_shared = Engines(whisper=whisper_engine.default_whisper(), ocr=ocr_stage.default_ocr(), diarizer=Diarizer())
+_shared = Engines(whisper=whisper_engine.default_whisper(), ocr=ocr_engine.default_ocr(), diarizer=Diarizer())
 
 
 def shared() -> Engines:

@@ -38,6 +38,7 @@ from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.model import search_index
 from talkthrough_assets.stages import manifest as manifest_stage
+from talkthrough_assets.model.manifest import validate as validate_manifest
 from talkthrough_assets.stages.runner import hms, probe_row
 
 EVERY_S = 30.0  # at most one partial generation per this many seconds of wall time (after the first)
@@ -97,7 +98,7 @@ def build(rid: str, cfg: dict, *, wall_clock: dict | None, model_label: str | No
         recording_id=rid, probe=p, wall_clock=wall_clock, transcript=meta,
         segments=[asdict(s) for s in out.segments], words=[asdict(w) for w in out.words], diarization=None,
         turns=[], speakers=[], speaker_segments=[], keyframes=[], dedup=[],
-        ocr=[], settings=cfg, frames_reason=FRAMES_PENDING if p["has_video"] else None)
+        ocr=[], settings=cfg, frames_reason=FRAMES_PENDING if p["has_video"] else None).to_json()
     m["partial"] = marker(end, total, len(covered), len(rows), C.covered_text(rows, [r in covered for r in rows]))
     return m
 
@@ -115,7 +116,7 @@ def marker(end_ms: int, total_ms: int, covered: int, chunks: int, coverage: str)
 def publish(rid: str, m: dict) -> str:
     """Publish a partial manifest as the manifest stage publishes a final one: its search index part
     first, then the manifest in one atomic replace, then the older parts go. Returns its location."""
-    problems = manifest_stage.validate(m)
+    problems = validate_manifest(m)
     if problems or not m.get("partial"):
         raise ValueError("invalid partial manifest: " + "; ".join(problems or ["no partial block"]))
     data = search_index.distinct_size(rid, store.json_bytes(m))

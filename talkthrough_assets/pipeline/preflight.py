@@ -10,13 +10,13 @@ import os
 
 from talkthrough_assets.core.errors import BadMediaError, StageError
 from talkthrough_assets.pipeline import stagerun
-from talkthrough_assets.pipeline.events import Skipped
+from talkthrough_assets.pipeline.events import NOBODY, Observer, Skipped
 from talkthrough_assets.pipeline.stagespec import SPECS
 
 
-def rejected(path: str | os.PathLike, rid: str, stages: list[str]) -> str | None:
-    """The stage (of ``stages``, the ones about to run) that rejected the file and recorded its failure;
-    None: run them."""
+def rejected(path: str | os.PathLike, rid: str, stages: list[str], observer: Observer = NOBODY) -> str | None:
+    """The stage (of ``stages``, the ones about to run) that rejected the file and recorded its failure (told to
+    ``observer`` as a run's would be); None: run them."""
     for sp in SPECS:
         if sp.reject is None or sp.name not in stages:
             continue
@@ -24,7 +24,7 @@ def rejected(path: str | os.PathLike, rid: str, stages: list[str]) -> str | None
             sp.reject(path)
         except BadMediaError:
             try:
-                stagerun.run_stage(sp.name, rid)
+                stagerun.run_stage(sp.name, rid, observer=observer)
             except StageError:
                 return sp.name
     return None

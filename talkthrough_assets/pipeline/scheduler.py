@@ -15,7 +15,7 @@ from talkthrough_assets.core import config
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.engines import Engines
-from talkthrough_assets.pipeline.events import STARTED, Progress, Skipped, forget_failure
+from talkthrough_assets.pipeline.events import NOBODY, STARTED, Observer, Progress, Skipped
 from talkthrough_assets.pipeline.stagerun import STAGE_LOCK_WAIT_S, run_stage
 from talkthrough_assets.pipeline.stagespec import BY_NAME
 from talkthrough_assets.stages.runner import RunContext
@@ -38,7 +38,7 @@ def beside(stage: str, stages: Iterable[str], workers: int) -> frozenset[str]:
 
 
 def run_stages(recording_id: str, stages: list[str], overrides: dict | None = None,
-               workers: int | None = None, engines: Engines | None = None):
+               workers: int | None = None, engines: Engines | None = None, observer: Observer = NOBODY):
     """Run ``stages`` of one recording, each as soon as the selected stages it depends on are done,
     up to ``workers`` at a time (threads). Yields ``(stage, STARTED)`` when a stage starts and
     ``(stage, result)`` when it ends, in completion order, where a result is the stage's StageResult, a
@@ -46,68 +46,90 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
     as a long stage reports it (``RunContext.progress``).
     The caller's thread does all the yielding (Dagster writes its events from there). ``engines``: the loaded
     models the stages run on (Dagster passes its resources; default: this process's, :func:`engines.shared`).
-    ``overrides``: the run's settings; kept for the recording once every selected stage has succeeded."""
+    ``overrides``: the run's settings; kept for the recording once every selected stage has succeeded.
+    ``observer``: who watches the run besides its caller (told each stage's state and progress)."""
     selected = S.ordered(set(stages))
-    forget_failure(recording_id)
     overrides = S.checked(overrides)  # a value its setting cannot take fails the run before any stage starts
-    # a selected stage waits for every selected stage upstream of it, also through unselected ones (a repair
-    # runs two stages alone, the later reading the earlier's new output through the stages between them)
-    deps = {s: [d for d in _upstream(s) if d in selected] for s in selected}
-    done: set[str] = set()
-    failed: dict[str, str] = {}  # stage -> the failed stage it traces back to
-    pending = list(selected)
-    workers = workers or stage_workers()
-    stop = threading.Event()  # set when the caller stops listening: the stage threads end at a checkpoint
-    events: queue.SimpleQueue = queue.SimpleQueue()
-
-    def context(stage: str) -> RunContext:
-        return RunContext(recording_id, stage, beside=beside(stage, selected, workers),
-                          on_progress=lambda info: events.put((stage, Progress(info))))
-
-    previews: dict[str, Any] = {}  # stage -> what its StageSpec.previews hook made for this run (or None)
-    reasons: dict[str, str] = {}
+    run = _Schedule(recording_id, selected, overrides, workers or stage_workers(), engines, observer)
     # the run holds the recording's writer lock throughout; its stage threads re-enter it
     with store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S), \
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stage") as pool:
-        running: dict = {}
+            ThreadPoolExecutor(max_workers=run.workers, thread_name_prefix="stage") as pool:
         try:
-            while pending or running:
-                for stage in list(pending):
-                    bad = next((d for d in deps[stage] if d in failed), None)
-                    if bad is not None:
-                        pending.remove(stage)
-                        failed[stage] = failed[bad]
-                        yield stage, Skipped(stage, failed[bad])
-                    elif all(d in done for d in deps[stage]) and len(running) < workers:
-                        pending.remove(stage)
-                        running[pool.submit(run_stage, stage, recording_id, overrides, engines, stop,
-                                            ctx=context(stage))] = stage
-                        yield stage, STARTED
-                if not running:
-                    continue
-                finished, _ = wait(list(running), return_when=FIRST_COMPLETED, timeout=1.0)
-                while not events.empty():
-                    event = events.get()
-                    _preview(previews, event[0], recording_id, selected, done, overrides)
-                    yield event
-                for fut in sorted(finished, key=lambda f: S.STAGES.index(running[f])):
-                    stage = running.pop(fut)
-                    try:
-                        result = fut.result()
-                    except StageError as e:
-                        failed[stage] = stage
-                        reasons.setdefault("first", f"{stage}: {e.reason}")
-                        yield stage, e
-                        continue
-                    done.add(stage)
-                    yield stage, result
-            if overrides and not failed:  # the settings it succeeded with are the recording's from now on
+            while run.pending or run.running:
+                yield from run.start_ready(pool)
+                if run.running:
+                    yield from run.collect()
+            if overrides and not run.failed:  # the settings it succeeded with are the recording's from now on
                 S.persist(recording_id, overrides)
         finally:  # normal end, an error or interrupt in the caller (Ctrl-C, SIGTERM), the generator closed
-            stop.set()  # before the pool's exit waits for its threads: they end at their next checkpoint
-            for made in previews.values():  # e.g. a partial generation that says the run stopped
-                if made is not None:
-                    made.ended(done, reasons.get("first", "the run was stopped"))
+            run.end()
+
+
+class _Schedule:
+    """The state of one :func:`run_stages` call: what is pending, running, done and failed, the stage threads'
+    progress events, and the previews published while stages run."""
+
+    def __init__(self, rid: str, selected: list[str], overrides: dict, workers: int, engines: Engines | None,
+                 observer: Observer):
+        self.rid, self.selected, self.overrides, self.workers = rid, selected, overrides, workers
+        self.engines, self.observer = engines, observer
+        # a selected stage waits for every selected stage upstream of it, also through unselected ones (a repair
+        # runs two stages alone, the later reading the earlier's new output through the stages between them)
+        self.deps = {s: [d for d in _upstream(s) if d in selected] for s in selected}
+        self.pending, self.running, self.done = list(selected), {}, set()
+        self.failed: dict[str, str] = {}  # stage -> the failed stage it traces back to
+        self.first_failure: str | None = None
+        self.stop = threading.Event()  # set when the caller stops listening: the stage threads end at a checkpoint
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self.previews: dict[str, Any] = {}  # stage -> what its StageSpec.previews hook made for this run (or None)
+
+    def context(self, stage: str) -> RunContext:
+        def on_progress(info: dict) -> None:
+            self.observer.progress(stage, self.rid, info)
+            self.events.put((stage, Progress(info)))
+
+        return RunContext(self.rid, stage, beside=beside(stage, self.selected, self.workers), on_progress=on_progress)
+
+    def start_ready(self, pool: ThreadPoolExecutor):
+        """Skip the stages downstream of a failure; start those whose upstream is done, while a worker is free."""
+        for stage in list(self.pending):
+            bad = next((d for d in self.deps[stage] if d in self.failed), None)
+            if bad is not None:
+                self.pending.remove(stage)
+                self.failed[stage] = self.failed[bad]
+                yield stage, Skipped(stage, self.failed[bad])
+            elif all(d in self.done for d in self.deps[stage]) and len(self.running) < self.workers:
+                self.pending.remove(stage)
+                self.running[pool.submit(run_stage, stage, self.rid, self.overrides, self.engines, self.stop,
+                                         ctx=self.context(stage), observer=self.observer)] = stage
+                yield stage, STARTED
+
+    def collect(self):
+        """Wait up to a second for a stage to end; yield the progress reported meanwhile, then what ended."""
+        finished, _ = wait(list(self.running), return_when=FIRST_COMPLETED, timeout=1.0)
+        while not self.events.empty():
+            event = self.events.get()
+            _preview(self.previews, event[0], self.rid, self.selected, self.done, self.overrides)
+            yield event
+        for fut in sorted(finished, key=lambda f: S.STAGES.index(self.running[f])):
+            stage = self.running.pop(fut)
+            try:
+                result = fut.result()
+            except StageError as e:
+                self.failed[stage] = stage
+                self.first_failure = self.first_failure or f"{stage}: {e.reason}"
+                yield stage, e
+                continue
+            self.done.add(stage)
+            yield stage, result
+
+    def end(self) -> None:
+        """Stop the stage threads at their next checkpoint (before the pool's exit waits for them); a preview
+        still open says how the run ended (e.g. a partial generation that says the run stopped)."""
+        self.stop.set()
+        for made in self.previews.values():
+            if made is not None:
+                made.ended(self.done, self.first_failure or "the run was stopped")
 
 
 def _preview(previews: dict[str, Any], stage: str, rid: str, selected: list[str], done: set[str],

@@ -1,5 +1,5 @@
 """Running one stage of one recording (:func:`run_stage`): the stage module's ``run()``, as its StageSpec holds
-it, under the recording's lock, recording what config/code produced it (stage_runs) and telling the listeners.
+it, under the recording's lock, recording what config/code produced it (stage_runs) and telling the run's observer.
 Names no stage: what differs per stage is its StageSpec (``engines``, ``context``)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.disk import disk_reason
 from talkthrough_assets.pipeline.engines import Engines
 from talkthrough_assets.pipeline.engines import shared as shared_engines
-from talkthrough_assets.pipeline.events import notify, record
+from talkthrough_assets.pipeline.events import NOBODY, Observer, record
 from talkthrough_assets.pipeline.stagespec import SPECS
 from talkthrough_assets.stages import cpu_plan
 from talkthrough_assets.stages.runner import CheckResult, RunContext, StageResult
@@ -43,18 +43,19 @@ def verify_check(name: str, rid: str) -> CheckResult:
 
 def run_stage(stage: str, recording_id: str, overrides: dict | None = None,
               engines: Engines | None = None, stop: "threading.Event | None" = None, *,
-              ctx: RunContext | None = None) -> StageResult:
+              ctx: RunContext | None = None, observer: Observer = NOBODY) -> StageResult:
     """Run one stage for one recording with the run's settings ``overrides`` (over the persisted ones; kept
     only once the run succeeds, by its caller: :func:`settings.persist`); record success or failure.
     ``engines``: the loaded models (default: this process's, :func:`engines.shared`). ``stop``: set when the
     run is to stop; the stage then ends at its next checkpoint with :class:`stop.Interrupted`. ``ctx``: what the
-    run tells the stage (the scheduler's; default: the stage alone, :meth:`RunContext.alone`)."""
+    run tells the stage (the scheduler's; default: the stage alone, :meth:`RunContext.alone`). ``observer``: who
+    watches the run (told the stage's start and end)."""
     with stop_flag.bound(stop):
-        return _run_stage(stage, recording_id, overrides, engines, ctx)
+        return _run_stage(stage, recording_id, overrides, engines, ctx, observer.stage)
 
 
 def _run_stage(stage: str, recording_id: str, overrides: dict | None, engines: Engines | None,
-               ctx: RunContext | None) -> StageResult:
+               ctx: RunContext | None, notify: Callable[[str, str, str, dict], None]) -> StageResult:
     store.check_id(recording_id)
     notify(stage, recording_id, "started", {})
     cfg = S.effective(recording_id, overrides)

@@ -8,14 +8,17 @@ zone the question was read in. An anchor of low confidence (file mtime) is used,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
-from typing import Callable
+from typing import Callable, TypeVar
 
 from talkthrough_assets.read import timeq
 
+from talkthrough_assets.read.answers import Answer, ErrorBody
 from talkthrough_assets.read.errors import InvalidArgument, ReadError
 from talkthrough_assets.read.images import Image, ImageResult
+from talkthrough_assets.read.moment import Moment
 from talkthrough_assets.read.timeline import LOW, Timeline, epoch_ms, from_ms
 
 AT_MAX_RECORDINGS = 3          # moments per get_moment_at answer (overlapping recordings, ranked: see _ranked)
@@ -40,6 +43,49 @@ def zone_arg(tz) -> tuple[tzinfo, str]:
         raise _bad(e) from None
 
 
+class TimeWindow(Answer):
+    """The zone a question in wall time was read in, and the window it named in that zone."""
+
+    tz: str
+    since: str | None
+    until: str | None
+
+
+class Brief(Answer):
+    """A recording placed in time: its anchored start and end in the question's zone."""
+
+    recording: str
+    filename: str
+    start: str
+    end: str
+
+
+class Nearest(Answer):
+    before: Brief | None = None
+    after: Brief | None = None
+
+
+class MomentError(ErrorBody):
+    """A covering recording that could not be read: the others still answer."""
+
+    recording: str
+    filename: str
+    t_ms: int
+
+
+class MomentsAt(Answer):
+    """get_moment_at's answer: get_moment's answer per covering recording, each at its own t_ms."""
+
+    at: str
+    tz: str
+    covering: int
+    moments: list[Moment | MomentError]
+    more: str | None = None
+    low_confidence_note: str | None = None
+    nearest: Nearest | None = None
+    note: str | None = None
+
+
 @dataclass
 class Window:
     lo: datetime | None
@@ -50,10 +96,10 @@ class Window:
     def ms(self) -> tuple[int | None, int | None]:
         return (epoch_ms(self.lo) if self.lo else None), (epoch_ms(self.hi) if self.hi else None)
 
-    def stated(self) -> dict:
+    def stated(self) -> TimeWindow:
         """What answers say about the question's time: the zone and the window read in it."""
-        return {"tz": self.tz_name, "since": timeq.iso(self.lo, self.tz) if self.lo else None,
-                "until": timeq.iso(self.hi, self.tz) if self.hi else None}
+        return TimeWindow(tz=self.tz_name, since=timeq.iso(self.lo, self.tz) if self.lo else None,
+                          until=timeq.iso(self.hi, self.tz) if self.hi else None)
 
 
 def window_arg(since, until, tz, now: datetime | None = None) -> Window | None:
@@ -72,7 +118,10 @@ def window_arg(since, until, tz, now: datetime | None = None) -> Window | None:
     return Window(lo, hi, zone, name)
 
 
-def filter_rows(rows: list[dict], win: Window) -> list[dict]:
+Row = TypeVar("Row", bound=Mapping)
+
+
+def filter_rows(rows: list[Row], win: Window) -> list[Row]:
     """Rows with ``recorded_at`` (ISO, any offset) and ``duration_ms`` whose span meets the window (``talkthrough
     recordings --since``); rows without a wall clock are left out."""
     out = []
@@ -94,35 +143,10 @@ def listed_ids(timeline: Timeline, win: Window) -> list[str]:
     return [timeline.recs[j]["recording"] for j in timeline.overlapping(*win.ms())]
 
 
-def mark_listing(out: dict, win: Window, timeline: Timeline) -> dict:
-    """A time-filtered listing's answer: the window stated, low-confidence anchors marked, the unplaced counted."""
-    out["time"] = win.stated()
-    for item in out["recordings"]:
-        if (item.get("wall_clock") or {}).get("confidence") == LOW:
-            item["low_confidence"] = True
-    if any(i.get("low_confidence") for i in out["recordings"]):
-        out["low_confidence_note"] = LOW_NOTE
-    if timeline.unanchored:
-        out["unanchored"] = timeline.unanchored
-        out["unanchored_note"] = (f"{timeline.unanchored} recording(s) have no wall clock and cannot be placed in "
-                                  "time: list_recordings without since/until shows them")
-    return out
-
-
-def mark_search(out: dict, win: Window, timeline: Timeline) -> dict:
-    out["time"] = win.stated()
-    for rid, rec in out["recordings"].items():
-        j = timeline.index.get(rid)
-        if j is not None and low(timeline.recs[j]):
-            rec["low_confidence"] = True
-    if any(r.get("low_confidence") for r in out["recordings"].values()):
-        out["low_confidence_note"] = LOW_NOTE
-    return out
-
-
-def _brief(rec: dict, start: int, end: int, tz: tzinfo) -> dict:
-    return {"recording": rec["recording"], "filename": rec["filename"],
-            "start": timeq.iso(from_ms(start), tz), "end": timeq.iso(from_ms(end), tz)}
+def _brief(timeline: Timeline, j: int, tz: tzinfo) -> Brief:
+    rec = timeline.recs[j]
+    return Brief(recording=rec["recording"], filename=rec["filename"],
+                 start=timeq.iso(from_ms(int(timeline.start[j])), tz), end=timeq.iso(from_ms(int(timeline.end[j])), tz))
 
 
 def _ranked(timeline: Timeline, found: list[int]) -> list[int]:
@@ -132,8 +156,8 @@ def _ranked(timeline: Timeline, found: list[int]) -> list[int]:
                                         int(timeline.start[j])))
 
 
-def moment_at(timeline: Timeline, get_moment: Callable[..., ImageResult], at, tz=None, window_ms: int = 10_000,
-              now: datetime | None = None) -> ImageResult:
+def moment_at(timeline: Timeline, get_moment: Callable[..., ImageResult[Moment]], at, tz=None, window_ms: int = 10_000,
+              now: datetime | None = None) -> ImageResult[MomentsAt]:
     """The moment at the wall-clock instant ``at`` in every recording covering it (each at its own offset,
     t_ms, with its anchor's source and confidence), or where the nearest recordings are when none does."""
     if not isinstance(at, str):
@@ -146,7 +170,7 @@ def moment_at(timeline: Timeline, get_moment: Callable[..., ImageResult], at, tz
         raise _bad(e, name) from None
     t = epoch_ms(when)
     found = _ranked(timeline, timeline.covering(t))
-    out: dict = {"at": timeq.iso(when, zone), "tz": name, "covering": len(found), "moments": []}
+    out = MomentsAt(at=timeq.iso(when, zone), tz=name, covering=len(found), moments=[])
     images: list[Image] = []
     budget = AT_TRANSCRIPT_CHARS // max(1, min(len(found), AT_MAX_RECORDINGS))
     for j in found[:AT_MAX_RECORDINGS]:
@@ -155,31 +179,35 @@ def moment_at(timeline: Timeline, get_moment: Callable[..., ImageResult], at, tz
         try:
             res = get_moment(rec["recording"], offset, window_ms, max_frames=1, transcript_chars=budget)
         except ReadError as e:  # one recording unreadable: the others still answer
-            out["moments"].append({"recording": rec["recording"], "filename": rec["filename"], "t_ms": offset,
-                                   **e.to_dict()})
+            out.moments.append(MomentError(recording=rec["recording"], filename=rec["filename"], t_ms=offset,
+                                           **e.to_dict()))
             continue
-        m = res.meta
         if low(rec):
-            m["low_confidence"] = True
-        out["moments"].append(m)
+            res.meta.low_confidence = True
+        out.moments.append(res.meta)
         images += [Image(f"{rec['filename']}: {img.caption}", img.data, img.mime_type) for img in res.images]
     if len(found) > AT_MAX_RECORDINGS:
         rest = [timeline.recs[j]["recording"] for j in found[AT_MAX_RECORDINGS:]]
-        out["more"] = (f"{len(rest)} more recording(s) cover this instant: get_moment(id, t_ms) for "
-                       f"{', '.join(rest[:10])}")
-    if any(m.get("low_confidence") for m in out["moments"]):
-        out["low_confidence_note"] = LOW_NOTE
+        out.more = (f"{len(rest)} more recording(s) cover this instant: get_moment(id, t_ms) for "
+                    f"{', '.join(rest[:10])}")
+    if any(isinstance(m, Moment) and m.low_confidence for m in out.moments):
+        out.low_confidence_note = LOW_NOTE
     if not found:
-        prev, nxt = timeline.nearest(t)
-        near = {}
-        if prev is not None:
-            near["before"] = _brief(timeline.recs[prev], int(timeline.start[prev]), int(timeline.end[prev]), zone)
-        if nxt is not None:
-            near["after"] = _brief(timeline.recs[nxt], int(timeline.start[nxt]), int(timeline.end[nxt]), zone)
-        out["nearest"] = near
-        out["note"] = (f"no recording covers {out['at']}" + (" (nearest ones in `nearest`)" if near else "")
-                       + (f"; {timeline.unanchored} recording(s) have no wall clock" if timeline.unanchored else ""))
+        _nowhere(out, timeline, t, zone)
     return ImageResult(out, images)
+
+
+def _nowhere(out: MomentsAt, timeline: Timeline, t: int, zone: tzinfo) -> None:
+    """No recording covers ``t``: the nearest ones before and after, said so."""
+    prev, nxt = timeline.nearest(t)
+    out.nearest = Nearest()
+    if prev is not None:
+        out.nearest.before = _brief(timeline, prev, zone)
+    if nxt is not None:
+        out.nearest.after = _brief(timeline, nxt, zone)
+    near = prev is not None or nxt is not None
+    out.note = (f"no recording covers {out.at}" + (" (nearest ones in `nearest`)" if near else "")
+                + (f"; {timeline.unanchored} recording(s) have no wall clock" if timeline.unanchored else ""))
 
 
 def render(answer: dict) -> str:
@@ -220,4 +248,5 @@ def render(answer: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Window", "filter_rows", "window_arg", "zone_arg", "moment_at", "render", "listed_ids", "mark_listing", "mark_search"]
+__all__ = ["Window", "TimeWindow", "MomentsAt", "filter_rows", "window_arg", "zone_arg", "moment_at", "render",
+           "listed_ids"]

@@ -22,7 +22,8 @@ class ReadError(TalkthroughError):
         err.code = code
         return err
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str]:
+        """The error as sent: ``{error, message, hint}`` (:class:`.answers.ErrorBody`)."""
         out = {"error": self.code, "message": self.message}
         if self.hint:
             out["hint"] = self.hint

@@ -1,6 +1,6 @@
 """The one place a transcript is formatted for people and players: SRT (the MCP server's
 ``get_transcript(format='srt')`` and ``talkthrough export --format srt`` both call :func:`srt_cue`),
-WebVTT, Markdown, plain text and JSON segments (the MCP server's JSON items, :func:`json_item`).
+WebVTT, Markdown, plain text and JSON segments (the MCP server's JSON items, :class:`.answers.Segment`).
 
 Input is a published snapshot's segments (``seq``, ``t0_ms``, ``t1_ms``, ``text``, ``speaker`` when
 diarized), the speaker names in force and the wall clock (``None`` when unknown). User text (transcript,
@@ -15,6 +15,8 @@ import re
 
 from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets.model.wallclock import t_wall
+
+from talkthrough_assets.read.answers import Segment
 
 FORMATS = ("srt", "vtt", "md", "json", "txt")
 
@@ -115,22 +117,6 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", _one_line(text))
 
 
-def json_item(seg: dict, names: dict[str, str], wc: dict | None, with_t_wall: bool = True) -> dict:
-    """A segment as the MCP server's get_transcript returns it (and `export --format json` writes it);
-    get_transcript leaves ``t_wall`` out unless asked (``wall_clock.start_utc`` + ``t_ms``)."""
-    item = {"seq": seg["seq"], "t_ms": seg["t0_ms"], "t1_ms": seg["t1_ms"]}
-    if with_t_wall:
-        item["t_wall"] = t_wall(wc, seg["t0_ms"])
-    if seg.get("speaker"):
-        item["speaker"] = seg["speaker"]
-        if seg["speaker"] in names:
-            item["speaker_name"] = names[seg["speaker"]]
-        if seg.get("overlap"):  # others talking at the same time
-            item["overlap"] = list(seg["overlap"])
-    item["text"] = seg["text"]
-    return item
-
-
 def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | None, *,
            wall_clock: bool = False, title: str = "", recording_id: str = "") -> str:
     """A whole transcript in ``fmt`` (one of :data:`FORMATS`). ``wall_clock``: each segment also carries
@@ -153,7 +139,7 @@ def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | Non
                                        for i, s in enumerate(segments))
     if fmt == "json":
         out = {"recording": recording_id, "filename": title, "wall_clock": wc, "speaker_names": names,
-               "segments": [json_item(s, names, wc) for s in segments]}
+               "segments": [Segment.of(s, names, wc).dump() for s in segments]}
         return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
     lines = []
     if fmt == "md":

@@ -5,12 +5,14 @@ the data root (a frame pruned or damaged since the manifest was published is rep
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from talkthrough_assets import store
 from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read import media
 from talkthrough_assets.read import snapshot
+from talkthrough_assets.read.answers import Answer, Partial
 from talkthrough_assets.read.args import clip
 from talkthrough_assets.read.errors import AudioOnly
 
@@ -29,12 +31,34 @@ class Image:
     mime_type: str = "image/jpeg"
 
 
-@dataclass
-class ImageResult:
-    """A JSON-able ``meta`` dict plus images; surfaces render captions next to image blocks."""
+A = TypeVar("A", bound=Answer)
 
-    meta: dict
+
+@dataclass
+class ImageResult(Generic[A]):
+    """A typed answer (``meta``, the JSON block) plus images; surfaces render captions next to image blocks."""
+
+    meta: A
     images: list[Image] = field(default_factory=list)
+
+
+class FrameInfo(Answer):
+    """A stored keyframe in an answer: when it shows, until when that screen stays, its OCR text."""
+
+    ms: int
+    t_wall: str | None
+    valid_from_ms: int
+    valid_to_ms: int
+    ocr_text: str | None
+    ocr_truncated: bool | None = None
+    duplicate_of: int | None = None
+
+
+class WithImages(Partial):
+    """An answer whose stored keyframes go out as images: the ones missing on disk are named."""
+
+    missing_frame_ms: list[int] | None = None
+    integrity_note: str | None = None
 
 
 def screen_spans(frames: list[dict], duration_ms: int) -> dict[int, tuple[int, int]]:
@@ -68,14 +92,14 @@ def require_video(snap: snapshot.Snapshot) -> None:
                         hint="use get_transcript or search for audio-only recordings")
 
 
-def frame_meta(f: dict, wc: dict | None, spans: dict[int, tuple[int, int]]) -> dict:
+def frame_meta(f: dict, wc: dict | None, spans: dict[int, tuple[int, int]]) -> FrameInfo:
     text, cut = clip(f["ocr_text"], OCR_MAX_CHARS)
     lo, hi = spans.get(f["ms"], (f["ms"], f["ms"]))
-    m = {"ms": f["ms"], "t_wall": t_wall(wc, f["ms"]), "valid_from_ms": lo, "valid_to_ms": hi, "ocr_text": text}
+    m = FrameInfo(ms=f["ms"], t_wall=t_wall(wc, f["ms"]), valid_from_ms=lo, valid_to_ms=hi, ocr_text=text)
     if cut:
-        m["ocr_truncated"] = True
+        m.ocr_truncated = True
     if f["duplicate_of"] is not None:
-        m["duplicate_of"] = f["duplicate_of"]
+        m.duplicate_of = f["duplicate_of"]
     return m
 
 
@@ -114,7 +138,7 @@ def agent_jpeg(data: bytes, max_side: int = AGENT_MAX_SIDE, quality: int = AGENT
     return out, sent, stored
 
 
-def image_result(rid: str, frames: list[dict], wc: dict | None, meta: dict) -> ImageResult:
+def image_result(rid: str, frames: list[dict], wc: dict | None, meta: A) -> ImageResult[A]:
     """``meta`` plus the stored JPEGs of ``frames``, captioned (time, duplicate of)."""
     images, missing = [], []
     for f in frames:
@@ -131,7 +155,7 @@ def image_result(rid: str, frames: list[dict], wc: dict | None, meta: dict) -> I
             cap += f", duplicate of {f['duplicate_of']} ms"
         images.append(Image(cap, data))
     if missing:
-        meta["missing_frame_ms"] = missing
-        meta["integrity_note"] = (f"{len(missing)} frame file(s) of this recording are missing or "
+        meta.missing_frame_ms = missing
+        meta.integrity_note = (f"{len(missing)} frame file(s) of this recording are missing or "
                                   "unreadable on disk; reprocess the recording to restore them")
     return ImageResult(meta, images)

@@ -154,6 +154,22 @@ class LibraryIndex:
         seen = self._scan()
         parts = si.list_parts()
         changed = self._load_buckets()
+        want = self._wanted(seen, parts)
+        changed = self._drop_gone(seen, want) or changed
+        todo = sorted(rid for rid, w in want.items() if w[0] != "merged" and
+                      (rid not in self._delta or self._delta[rid][0] != w) and
+                      self._bad.get(rid) != w)
+        changed = changed or want != self._want
+        self._want = want
+        if len(todo) > BATCH:
+            self._warming = (len(seen) - len(todo), len(seen))
+        self._load(todo, want, seen, stop, bool(todo) or changed)
+        self._checked = time.monotonic()
+        return changed or bool(todo)
+
+    def _wanted(self, seen: dict[str, tuple], parts: dict[str, list]) -> dict[str, tuple]:
+        """Where each published recording's postings come from: ("merged", part, sig) when its bucket holds the
+        part indexing this manifest, else ("part", part, sig), else ("manifest", sig)."""
         want: dict[str, tuple] = {}
         for rid, sig in seen.items():
             part = si.choose_part(parts.get(rid, []), sig[1])
@@ -165,30 +181,33 @@ class LibraryIndex:
                 want[rid] = ("part", part, sig)
             else:
                 want[rid] = ("manifest", sig)
+        return want
+
+    def _drop_gone(self, seen: dict[str, tuple], want: dict[str, tuple]) -> bool:
+        """Forget the damage of recordings no longer published, and drop from the delta the recordings it no
+        longer serves (gone, or now in their merged bucket). Returns whether any was dropped."""
         for rid in [r for r in self.damaged if r not in seen]:
             self.damaged.pop(rid, None)
             self._bad.pop(rid, None)
+        changed = False
         for rid in list(self._delta):
             if want.get(rid, ("gone",))[0] not in ("part", "manifest"):
                 del self._delta[rid]
                 self._home.pop(rid, None)
                 changed = True
-        todo = sorted(rid for rid, w in want.items() if w[0] != "merged" and
-                      (rid not in self._delta or self._delta[rid][0] != w) and
-                      self._bad.get(rid) != w)
-        changed = changed or want != self._want
-        self._want = want
-        if len(todo) > BATCH:
-            self._warming = (len(seen) - len(todo), len(seen))
-        # parts first, all at once (read in threads: no tokenizing), then manifests in batches
+        return changed
+
+    def _load(self, todo: list[str], want: dict[str, tuple], seen: dict[str, tuple],
+              stop: threading.Event | None, changed: bool) -> None:
+        """Index ``todo`` into the delta and publish: parts first, all at once (read in threads: no tokenizing),
+        then manifests in batches; during a long load the view is republished every ``PUBLISH_EVERY_S``."""
         parts_todo = [rid for rid in todo if want[rid][0] == "part"]
-        todo = parts_todo + [rid for rid in todo if want[rid][0] != "part"]
         with ThreadPoolExecutor(4) as pool:
             tables = dict(zip(parts_todo, pool.map(lambda rid: _read_part(want[rid][1]), parts_todo)))
-        stopped = False
         steps = [parts_todo] if parts_todo else []
-        rest = todo[len(parts_todo):]
+        rest = [rid for rid in todo if want[rid][0] != "part"]
         steps += [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)] or ([] if steps else [[]])
+        stopped = False
         published = float("-inf")
         pending: list[str] = []
         unpublished = 0
@@ -202,18 +221,12 @@ class LibraryIndex:
                 self._load_one(rid, want[rid], tables.get(rid))
                 time.sleep(0)  # let the transport's thread run (a client may be closing the session)
             pending += [rid for rid in batch if rid in self._delta and self._delta[rid][0] == want[rid]]
-            # during a long load the view is republished about once a second, not after every batch
             unpublished += len(batch)
             if self._warming and i + 1 < len(steps) and time.monotonic() - published < PUBLISH_EVERY_S:
                 continue
-            # each publish adds one in-memory chunk (a query reads every chunk), merged into one later
-            self._add_chunk(pending)
+            self._publish_batch(pending, seen, changed)
+            published = time.monotonic()
             pending = []
-            if len(self._chunks) > MAX_CHUNKS and not self._warming:
-                self._add_chunk(list(self._delta))
-            if todo or changed or self._dirty:
-                self._publish(seen)
-                published = time.monotonic()
             if self._warming:
                 self._warming = (self._warming[0] + unpublished, self._warming[1])
             unpublished = 0
@@ -223,8 +236,14 @@ class LibraryIndex:
         if len(self._chunks) > 1 and not stopped and self._warming:  # after a long load: one chunk
             self._add_chunk(list(self._delta))
             self._publish(seen)
-        self._checked = time.monotonic()
-        return changed or bool(todo)
+
+    def _publish_batch(self, pending: list[str], seen: dict[str, tuple], changed: bool) -> None:
+        """Each publish adds one in-memory chunk (a query reads every chunk), merged into one later."""
+        self._add_chunk(pending)
+        if len(self._chunks) > MAX_CHUNKS and not self._warming:
+            self._add_chunk(list(self._delta))
+        if changed or self._dirty:
+            self._publish(seen)
 
     def _add_chunk(self, rids: list[str]) -> None:
         """A new delta chunk holding ``rids`` (their rows in older chunks are masked); empty chunks go."""

@@ -86,10 +86,35 @@ class View:
         label, name or word of a name, folded) restrict the hits to; ``window``: recording id -> the (start, end)
         ms a hit's time must fall in (recordings not named: no hits)."""
         qwords = list(dict.fromkeys(p[0] for p in pairs))
-        qi = {w: i for i, w in enumerate(qwords)}
-        qdf = np.zeros((len(qwords), 2))
-        # 1. per bucket and query word: the live postings (views when the whole bucket is live), and the
-        #    library-wide document frequency (from the lexicon when nothing in the bucket is masked)
+        picked, qdf = self._postings(pairs, {w: i for i, w in enumerate(qwords)})
+        with np.errstate(divide="ignore", invalid="ignore"):
+            idf = np.log(1 + (self.n - qdf + 0.5) / (qdf + 0.5))
+        # 2. per bucket: each word's documents, narrowed to one recording, speaker or time window
+        per_word = np.zeros(len(qwords), dtype=np.int64)
+        state = []
+        for seg, got in zip(self.segments, picked):
+            narrow = self._filter(seg, rid, who, window) if got else False
+            if narrow is False:
+                continue
+            words = _word_docs(seg, got, len(qwords), narrow)
+            for q, (d, _, _) in words.items():
+                per_word[q] += len(d)
+            if words:
+                state.append((seg, words))
+        inter, n_all = _intersect(state, nwords)
+        n_any = n_all
+        if not n_all:  # no document has them all: any of them, OR-ranked
+            inter = _union(state)
+            n_any = sum(len(c) for _, _, c, _ in inter)
+        tops = [self._top(seg, words, cand, pos, idf, fetch) for seg, words, cand, pos in inter]
+        return self._rows(tops, qwords, fetch), n_all, n_any, {w: int(c) for w, c in zip(qwords, per_word)}
+
+    def _postings(self, pairs: list[tuple[str, str | None, str, float]],
+                  qi: dict[str, int]) -> tuple[list[list[tuple]], np.ndarray]:
+        """1. Per bucket and pair: (query word, weight, docs, tf, t) of the live postings (views when the whole
+        bucket is live); and per query word the library-wide document frequency per source (from the lexicon
+        when nothing in the bucket is masked)."""
+        qdf = np.zeros((len(qi), 2))
         picked: list[list[tuple]] = []
         for seg in self.segments:
             got = []
@@ -111,122 +136,49 @@ class View:
                 if len(d):
                     got.append((qi[w], weight, d, tf, t))
             picked.append(got)
-        n = self.n
-        with np.errstate(divide="ignore", invalid="ignore"):
-            idf = np.log(1 + (n - qdf + 0.5) / (qdf + 0.5))
-        # 2. per bucket: each word's documents, sorted (a word and its expansions: tf summed, the earliest
-        #    time), narrowed to one recording or speaker
-        per_word = np.zeros(len(qwords), dtype=np.int64)
-        state = []
-        for seg, got in zip(self.segments, picked):
-            if not got:
-                continue
-            narrow = self._filter(seg, rid, who, window)
-            if narrow is False:
-                continue
-            words = {}
-            for q in range(len(qwords)):
-                mine = [g for g in got if g[0] == q]
-                if not mine:
-                    continue
-                if len(mine) == 1:
-                    _, wt, d, tf, t = mine[0]
-                    tf = tf * wt if wt != 1 else tf
-                else:
-                    d_all = np.concatenate([g[2] for g in mine])
-                    tf_all = np.concatenate([g[3] * g[1] for g in mine])
-                    t_all = np.concatenate([g[4] for g in mine])
-                    d = np.unique(d_all)
-                    pos = np.searchsorted(d, d_all)
-                    tf = np.bincount(pos, weights=tf_all, minlength=len(d))
-                    t = np.full(len(d), _NO_T, dtype=np.int64)
-                    np.minimum.at(t, pos, t_all)
-                rng, allow, bounds = narrow
-                if rng is not None:  # d is sorted: one recording's documents are one slice of it
-                    a, b = np.searchsorted(d, rng)
-                    d, tf, t = d[a:b], tf[a:b], t[a:b]
-                if allow is not None:
-                    k = allow[d]
-                    d, tf, t = d[k], tf[k], t[k]
-                if bounds is not None:  # a wall-clock window: the word's time within its recording's slice
-                    r = seg.doc_rec[d]
-                    k = (t >= bounds[0][r]) & (t <= bounds[1][r])
-                    d, tf, t = d[k], tf[k], t[k]
-                if len(d):
-                    words[q] = (d, tf, t)
-                    per_word[q] += len(d)
-            if words:
-                state.append((seg, words))
-        # 3. documents with every word: the rarest word's, looked up in the others' through a position map
-        #    over the bucket's documents (linear in the postings, no binary search)
-        inter = []
-        n_all = 0
-        for seg, words in state:
-            if len(words) < nwords:
-                continue
-            order = sorted(words, key=lambda q: len(words[q][0]))
-            cand = words[order[0]][0]
-            pos = {order[0]: None}  # None: the word's own order (every candidate, in place)
-            for q in order[1:]:
-                p = _positions(seg, words[q][0])[cand]
-                ok = p >= 0
-                cand = cand[ok]
-                pos = {k: (np.flatnonzero(ok) if v is None else v[ok]) for k, v in pos.items()}
-                pos[q] = p[ok]
-                if not len(cand):
-                    break
-            if len(cand):
-                inter.append((seg, words, cand, pos))
-                n_all += len(cand)
-        n_any = n_all
-        if not n_all:  # no document has them all: any of them, OR-ranked
-            inter = []
-            for seg, words in state:
-                if len(words) == 1:
-                    q, (d, _, _) = next(iter(words.items()))
-                    inter.append((seg, words, d, {q: None}))
-                    continue
-                cand = np.unique(np.concatenate([w[0] for w in words.values()]))
-                inter.append((seg, words, cand, {q: _positions(seg, d)[cand] for q, (d, _, _) in words.items()}))
-            n_any = sum(len(c) for _, _, c, _ in inter)
-        # 4. BM25 of those documents only, and the best `fetch` of each bucket
-        tops = []
-        for seg, words, cand, pos in inter:
-            score = np.zeros(len(cand))
-            s = seg.doc_source[cand]
-            ocr = s == 1
-            norm = K1 * (1 - B + B * seg.doc_len[cand] / np.where(ocr, self.avgdl[1], self.avgdl[0]))
-            for q, (d, tf, t) in words.items():
-                w_idf = np.where(ocr, idf[q, 1], idf[q, 0])
-                p = pos[q]
-                if p is None:  # every candidate, in order
-                    score += w_idf * tf * (K1 + 1) / (tf + norm)
-                else:
-                    hit = p >= 0
-                    tfq = tf[p[hit]]
-                    score[hit] += w_idf[hit] * tfq * (K1 + 1) / (tfq + norm[hit])
-            keep = np.arange(len(cand))
-            if len(cand) > fetch:  # a partial sort: the best `fetch` scores, ties at the edge kept
-                kth = -np.partition(-score, fetch - 1)[fetch - 1]
-                keep = np.flatnonzero(score >= kth)
-            c = cand[keep]
-            bits = np.zeros(len(c), dtype=np.int64)
-            matched = np.zeros(len(c), dtype=np.int64)
-            tmin = np.full(len(c), _NO_T, dtype=np.int64)
-            for q, (d, tf, t) in words.items():  # which words, and the first time, of the kept ones only
-                p = keep if pos[q] is None else pos[q][keep]
+        return picked, qdf
+
+    def _top(self, seg: Segment, words: dict, cand: np.ndarray, pos: dict, idf: np.ndarray, fetch: int) -> tuple:
+        """4. BM25 of the candidate documents ``cand`` of one bucket, and its best ``fetch`` (ties at the edge
+        kept) with their scores, recording ranks, first times, sources, matched-word bits and counts."""
+        score = np.zeros(len(cand))
+        s = seg.doc_source[cand]
+        ocr = s == 1
+        norm = K1 * (1 - B + B * seg.doc_len[cand] / np.where(ocr, self.avgdl[1], self.avgdl[0]))
+        for q, (d, tf, t) in words.items():
+            w_idf = np.where(ocr, idf[q, 1], idf[q, 0])
+            p = pos[q]
+            if p is None:  # every candidate, in order
+                score += w_idf * tf * (K1 + 1) / (tf + norm)
+            else:
                 hit = p >= 0
-                bits[hit] |= 1 << q
-                matched[hit] += 1
-                tmin[hit] = np.minimum(tmin[hit], t[p[hit]])
-            tops.append((seg, c, score[keep], seg.rec_rank[seg.doc_rec[c]], tmin, s[keep], bits, matched))
+                tfq = tf[p[hit]]
+                score[hit] += w_idf[hit] * tfq * (K1 + 1) / (tfq + norm[hit])
+        keep = np.arange(len(cand))
+        if len(cand) > fetch:  # a partial sort: the best `fetch` scores, ties at the edge kept
+            kth = -np.partition(-score, fetch - 1)[fetch - 1]
+            keep = np.flatnonzero(score >= kth)
+        c = cand[keep]
+        bits = np.zeros(len(c), dtype=np.int64)
+        matched = np.zeros(len(c), dtype=np.int64)
+        tmin = np.full(len(c), _NO_T, dtype=np.int64)
+        for q, (d, tf, t) in words.items():  # which words, and the first time, of the kept ones only
+            p = keep if pos[q] is None else pos[q][keep]
+            hit = p >= 0
+            bits[hit] |= 1 << q
+            matched[hit] += 1
+            tmin[hit] = np.minimum(tmin[hit], t[p[hit]])
+        return seg, c, score[keep], seg.rec_rank[seg.doc_rec[c]], tmin, s[keep], bits, matched
+
+    def _rows(self, tops: list[tuple], qwords: list[str], fetch: int) -> list[dict]:
+        """The best ``fetch`` of every bucket's top hits (score DESC, recording, t_ms, source: 'ocr' before
+        'transcript') as rows, with their text, speaker and on-screen frame."""
         if not tops:
-            return [], n_all, n_any, {w: int(c) for w, c in zip(qwords, per_word)}
+            return []
         sc = np.concatenate([t[2] for t in tops])
         rank = np.concatenate([t[3] for t in tops])
         tt = np.concatenate([t[4] for t in tops])
         src = np.concatenate([t[5] for t in tops])
-        # score DESC, recording, t_ms, source ('ocr' before 'transcript')
         order = np.lexsort((src == 0, tt, rank, -sc))[:fetch]
         where = [(ti, j) for ti, t in enumerate(tops) for j in range(len(t[1]))]
         rows = []
@@ -246,7 +198,7 @@ class View:
                          "partial_to_ms": r.get("partial_to_ms"), "partial_next_ms": r.get("partial_next_ms"),
                          "text": seg.text[doc].as_py(), "speaker": who_, "speaker_name": name,
                          "frame_ms": frame_on_screen(rec["frames"], t_ms)})
-        return rows, n_all, n_any, {w: int(c) for w, c in zip(qwords, per_word)}
+        return rows
 
     @staticmethod
     def _filter(seg: Segment, rid: str | None, who: str | None, window: dict[str, tuple[int, int]] | None = None):
@@ -277,6 +229,87 @@ class View:
             allow = np.isin(seg.doc_spk, np.array(ok, dtype=seg.doc_spk.dtype))
         return rng, allow, bounds
 
+
+def _word_docs(seg: Segment, got: list[tuple], nq: int, narrow: tuple) -> dict[int, tuple]:
+    """2. Query word -> (documents sorted, tf, first time) in one bucket: a word and its expansions
+    summed (tf weighted, the earliest time), then narrowed (:meth:`View._filter`)."""
+    words = {}
+    rng, allow, bounds = narrow
+    for q in range(nq):
+        mine = [g for g in got if g[0] == q]
+        if not mine:
+            continue
+        if len(mine) == 1:
+            _, wt, d, tf, t = mine[0]
+            tf = tf * wt if wt != 1 else tf
+        else:
+            d, tf, t = _combine(mine)
+        if rng is not None:  # d is sorted: one recording's documents are one slice of it
+            a, b = np.searchsorted(d, rng)
+            d, tf, t = d[a:b], tf[a:b], t[a:b]
+        if allow is not None:
+            k = allow[d]
+            d, tf, t = d[k], tf[k], t[k]
+        if bounds is not None:  # a wall-clock window: the word's time within its recording's slice
+            r = seg.doc_rec[d]
+            k = (t >= bounds[0][r]) & (t <= bounds[1][r])
+            d, tf, t = d[k], tf[k], t[k]
+        if len(d):
+            words[q] = (d, tf, t)
+    return words
+
+
+def _combine(mine: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One word's postings from several index terms: documents once, weighted tf summed, earliest time."""
+    d_all = np.concatenate([g[2] for g in mine])
+    tf_all = np.concatenate([g[3] * g[1] for g in mine])
+    t_all = np.concatenate([g[4] for g in mine])
+    d = np.unique(d_all)
+    pos = np.searchsorted(d, d_all)
+    tf = np.bincount(pos, weights=tf_all, minlength=len(d))
+    t = np.full(len(d), _NO_T, dtype=np.int64)
+    np.minimum.at(t, pos, t_all)
+    return d, tf, t
+
+
+def _intersect(state: list[tuple], nwords: int) -> tuple[list[tuple], int]:
+    """3. Per bucket, the documents with every word: the rarest word's, looked up in the others' through a
+    position map over the bucket's documents (linear in the postings, no binary search). Returns
+    ([(bucket, words, candidates, word -> positions in its documents or None: every candidate in order)],
+    documents in all)."""
+    inter = []
+    n_all = 0
+    for seg, words in state:
+        if len(words) < nwords:
+            continue
+        order = sorted(words, key=lambda q: len(words[q][0]))
+        cand = words[order[0]][0]
+        pos = {order[0]: None}  # None: the word's own order (every candidate, in place)
+        for q in order[1:]:
+            p = _positions(seg, words[q][0])[cand]
+            ok = p >= 0
+            cand = cand[ok]
+            pos = {k: (np.flatnonzero(ok) if v is None else v[ok]) for k, v in pos.items()}
+            pos[q] = p[ok]
+            if not len(cand):
+                break
+        if len(cand):
+            inter.append((seg, words, cand, pos))
+            n_all += len(cand)
+    return inter, n_all
+
+
+def _union(state: list[tuple]) -> list[tuple]:
+    """3'. Per bucket, the documents with any word (as :func:`_intersect` gives them)."""
+    inter = []
+    for seg, words in state:
+        if len(words) == 1:
+            q, (d, _, _) = next(iter(words.items()))
+            inter.append((seg, words, d, {q: None}))
+            continue
+        cand = np.unique(np.concatenate([w[0] for w in words.values()]))
+        inter.append((seg, words, cand, {q: _positions(seg, d)[cand] for q, (d, _, _) in words.items()}))
+    return inter
 
 def speaker_is(label: str | None, name: str | None, who: str) -> bool:
     """A label (S1), a full name, or one word of a name ("alice" matches "Alice Stone"); ``who`` folded."""

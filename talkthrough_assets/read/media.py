@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import BinaryIO
@@ -63,13 +64,25 @@ def still_recording(f: BinaryIO, path: str, rid: str) -> bool:
     return ids.sha256_of_open(f, path)[:ids.ID_LEN] == rid
 
 
+@dataclass(frozen=True)
+class DecodedFrame:
+    """One frame decoded from the source: its JPEG as sent, its time, its size and the source's."""
+
+    jpeg: bytes
+    frame_ms: int
+    width: int
+    height: int
+    source_width: int
+    source_height: int
+    exact: bool   # False: t_ms was past the last decodable frame, which this is
+    scaled: bool  # scaled down to the longest side asked for
+
+
 def decode_frame(path: str | Path | BinaryIO, t_ms: int, *, max_side: int = MAX_SIDE, quality: int = JPEG_QUALITY,
-                 crop: tuple[int, int, int, int] | None = None) -> dict:
+                 crop: tuple[int, int, int, int] | None = None) -> DecodedFrame:
     """Seek to ``t_ms`` and decode forward to the first frame at/after it (the last frame if t is
     past it); optionally crop ``(x, y, width, height)`` in source pixels, then scale so the
-    longest side is <= ``max_side``; return {"jpeg", "frame_ms", "width", "height",
-    "source_width", "source_height", "exact", "scaled"}. Raises CropOutside for a box that does
-    not fit the frame.
+    longest side is <= ``max_side``. Raises CropOutside for a box that does not fit the frame.
 
     ``path`` may be an open binary file (decoded from that descriptor). Times are raw presentation
     times (pts * time_base), the same clock the keyframes use.
@@ -113,5 +126,5 @@ def decode_frame(path: str | Path | BinaryIO, t_ms: int, *, max_side: int = MAX_
         img.thumbnail((max_side, max_side))
     buf = io.BytesIO()
     img.convert("RGB").save(buf, format="JPEG", quality=quality)
-    return {"jpeg": buf.getvalue(), "frame_ms": frame_ms, "width": img.size[0], "height": img.size[1],
-            "source_width": src_w, "source_height": src_h, "exact": chosen is not None, "scaled": scaled}
+    return DecodedFrame(jpeg=buf.getvalue(), frame_ms=frame_ms, width=img.size[0], height=img.size[1],
+                        source_width=src_w, source_height=src_h, exact=chosen is not None, scaled=scaled)

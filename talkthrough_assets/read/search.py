@@ -130,28 +130,10 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
     """The search tool's answer. ``get_index`` gives the library index (asked for only once the
     arguments are checked); ``get_snapshot`` a recording's snapshot (for a scoped search); ``window`` (after
     the refresh) the ms slice of each recording a wall-clock window covers (others: no hits)."""
-    query = text_arg("query", query, SEARCH_MAX_QUERY_CHARS)
-    if not query.strip():
-        raise InvalidArgument("query must be a non-empty string", hint="pass the words to find, e.g. 'deploy error'")
-    words = list(dict.fromkeys(terms_stage.index_terms(query)))
-    if not words:
-        shown, _ = clip(query, 60)
-        raise InvalidArgument(f"query {shown!r} has no searchable words (letters or digits; one-letter words "
-                              "are not indexed)", hint="pass words of two or more letters or digits")
-    if len(words) > SEARCH_MAX_TERMS:
-        raise InvalidArgument(f"query has {len(words)} distinct words; use at most {SEARCH_MAX_TERMS}",
-                              hint="keep the words that matter most")
+    query, words = _query_words(query)
     limit = limit_arg("limit", limit, 1, SEARCH_MAX_HITS)
     speaker = text_arg("speaker", speaker, SPEAKER_MAX_CHARS, required=False)
-    rid = None
-    if recording_id is not None:
-        snap = get_snapshot(recording_id)
-        rid = snap.rid
-        if speaker is not None:
-            if not snap.diarized:
-                raise InvalidArgument(f"recording {rid} is not diarized, so it has no speaker labels",
-                                      hint="drop `speaker`, or reprocess with `talkthrough process --diarize`")
-            speaker_match(snap, speaker)
+    rid = _scope(get_snapshot, recording_id, speaker)
     index = get_index()
     index.refresh()
     # "quoted phrases": their words adjacent and in order; a glued word the library only has apart
@@ -168,13 +150,7 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
                                                      window() if window is not None else None)
     mode = "and" if len(words) == 1 or n_all else "or"
     if phrases or split:
-        def keep(r) -> bool:
-            toks = terms_stage.index_terms(r["text"] or "")
-            if phrases and not (mode == "and" and all(has_phrase(toks, p) for p in phrases)):
-                return False  # every quoted phrase, in one document
-            return all(any(w in t for t in toks) or has_phrase(toks, list(split[w]))
-                       for w in r["terms"] if w in split)  # a split word: itself, or its halves adjacent
-        rows = [r for r in rows if keep(r)]
+        rows = _phrase_filter(rows, mode, phrases, split)
         if mode == "and":
             n_all = len(rows)
         n_any = len(rows)
@@ -195,6 +171,62 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
         out["index"] = warming
     if speaker is not None:
         out["speaker"] = speaker
+    _add_hits(out, rows, words, mode, get_snapshot)
+    _add_notes(out, words, per_word, bool(rows), phrases, speaker, rid, window is not None)
+    if inside:
+        out["ocr_substring_matches"] = {w: ts[:5] for w, ts in inside.items()}
+    _add_elsewhere_and_suggestions(out, index, words, per_word, speaker, rid, window is not None)
+    if len(out["hits"]) < out["total_matches"]:
+        out["more"] = f"{out['total_matches'] - len(out['hits'])} more matches; raise limit (max {SEARCH_MAX_HITS}) " \
+                      "or narrow with id / speaker / more words"
+    return out
+
+
+def _query_words(query: str) -> tuple[str, list[str]]:
+    """(the query checked, its distinct search terms), or an :class:`InvalidArgument` saying what to pass."""
+    query = text_arg("query", query, SEARCH_MAX_QUERY_CHARS)
+    if not query.strip():
+        raise InvalidArgument("query must be a non-empty string", hint="pass the words to find, e.g. 'deploy error'")
+    words = list(dict.fromkeys(terms_stage.index_terms(query)))
+    if not words:
+        shown, _ = clip(query, 60)
+        raise InvalidArgument(f"query {shown!r} has no searchable words (letters or digits; one-letter words "
+                              "are not indexed)", hint="pass words of two or more letters or digits")
+    if len(words) > SEARCH_MAX_TERMS:
+        raise InvalidArgument(f"query has {len(words)} distinct words; use at most {SEARCH_MAX_TERMS}",
+                              hint="keep the words that matter most")
+    return query, words
+
+
+def _scope(get_snapshot: Callable[[str], snapshot.Snapshot], recording_id: str | None,
+           speaker: str | None) -> str | None:
+    """The one recording searched (its speaker checked against its labels and names), or None: all."""
+    if recording_id is None:
+        return None
+    snap = get_snapshot(recording_id)
+    if speaker is not None:
+        if not snap.diarized:
+            raise InvalidArgument(f"recording {snap.rid} is not diarized, so it has no speaker labels",
+                                  hint="drop `speaker`, or reprocess with `talkthrough process --diarize`")
+        speaker_match(snap, speaker)
+    return snap.rid
+
+
+def _phrase_filter(rows: list[dict], mode: str, phrases: list[list[str]],
+                   split: dict[str, tuple[str, str]]) -> list[dict]:
+    """The rows holding every quoted phrase (AND mode only), and each split word itself or its halves adjacent."""
+    def keep(r) -> bool:
+        toks = terms_stage.index_terms(r["text"] or "")
+        if phrases and not (mode == "and" and all(has_phrase(toks, p) for p in phrases)):
+            return False  # every quoted phrase, in one document
+        return all(any(w in t for t in toks) or has_phrase(toks, list(split[w]))
+                   for w in r["terms"] if w in split)  # a split word: itself, or its halves adjacent
+    return [r for r in rows if keep(r)]
+
+
+def _add_hits(out: dict, rows: list[dict], words: list[str], mode: str,
+              get_snapshot: Callable[[str], snapshot.Snapshot]) -> None:
+    """The rows as hits (and their recordings once each) while the answer stays within its character budget."""
     wanted = set(words)
     recs: dict[str, dict] = {}
     used = len(dumps(out)) + 900  # room for the notes added below
@@ -214,7 +246,7 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
         # filename and generation once per recording, not on every hit
         rec = None if r["recording"] in recs else {"filename": r["filename"], "generation": r["generation"]}
         if rec is not None and r.get("partial_to_ms") is not None:  # a run in progress: its transcript so far
-            rec.update(snapshot.marking(r["partial_to_ms"], r.get("partial_next_ms")))
+            rec.update(snapshot.marking(r["partial_to_ms"], r.get("partial_next_ms")).dump())
             rec.pop("partial_note")
         size = len(dumps(hit)) + 1 + (len(dumps(rec)) + 22 if rec else 0)
         if out["hits"] and used + size > SEARCH_MAX_CHARS:
@@ -223,21 +255,25 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
         if rec:
             recs[r["recording"]] = rec
         used += size
-    hits = out["hits"]
     out["recordings"] = recs
     if any(rec.get("partial") for rec in recs.values()):
         out["partial_note"] = ("hits in recordings marked partial come from a run still in progress (its transcript "
                                "so far, up to covered_ms): search again later for the rest")
-    out["returned"] = len(hits)
+    out["returned"] = len(out["hits"])
+
+
+def _add_notes(out: dict, words: list[str], per_word: dict[str, int], any_rows: bool,
+               phrases: list[list[str]], speaker: str | None, rid: str | None, windowed: bool) -> None:
+    """Why nothing matched, or that the hits are OR-ranked and which words matched."""
     matched = [w for w in words if per_word.get(w)]
     missing = [w for w in words if not per_word.get(w)]
-    if not rows and phrases and per_word and all(per_word.get(w) for w in words):
+    if not any_rows and phrases and per_word and all(per_word.get(w) for w in words):
         out["note"] = (f"no transcript segment or OCR frame holds {', '.join(repr(' '.join(p)) for p in phrases)} "
                        "(words adjacent, in order); drop the quotes to find the words apart")
-    elif not rows:
+    elif not any_rows:
         out["note"] = f"no transcript segment or OCR frame contains {', '.join(repr(w) for w in words)}" + (
-            f" said by {speaker!r}" if speaker is not None else "") + (" in that time" if window is not None else "")
-    elif mode == "or":
+            f" said by {speaker!r}" if speaker is not None else "") + (" in that time" if windowed else "")
+    elif out["mode"] == "or":
         counts = ", ".join(f"{w!r} ({per_word[w]} docs)" for w in matched)
         out["note"] = (f"no single segment or frame contains all of {', '.join(repr(w) for w in words)}; "
                        f"showing OR-ranked matches. Matched words: {counts}"
@@ -245,14 +281,19 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
                           f"{', '.join(repr(w) for w in missing)}" if missing else ""))
         out["matched_terms"] = matched
         out["unmatched_terms"] = missing
-    if inside:
-        out["ocr_substring_matches"] = {w: ts[:5] for w, ts in inside.items()}
+
+
+def _add_elsewhere_and_suggestions(out: dict, index: LibraryIndex, words: list[str], per_word: dict[str, int],
+                                   speaker: str | None, rid: str | None, windowed: bool) -> None:
+    """For each word not found: that the library has it elsewhere (outside the speaker, recording or time
+    asked for), else spelling suggestions."""
+    missing = [w for w in words if not per_word.get(w)]
     # a word the index has, just not here (this speaker, this recording): no spelling suggestion for it
-    elsewhere = [w for w in missing if (speaker is not None or rid or window is not None) and known_term(index, w)]
+    elsewhere = [w for w in missing if (speaker is not None or rid or windowed) and known_term(index, w)]
     if elsewhere:
         where = " and ".join(x for x in (f"said by {speaker!r}" if speaker is not None else "",
                                          "in this recording" if rid else "",
-                                         "in that time" if window is not None else "") if x)
+                                         "in that time" if windowed else "") if x)
         out["found_elsewhere"] = elsewhere
         out["note"] = (out.get("note", "") + f"; {', '.join(repr(w) for w in elsewhere)} occur in the library, "
                        f"but not {where}").lstrip("; ")
@@ -263,7 +304,3 @@ def search(get_index: Callable[[], LibraryIndex], get_snapshot: Callable[[str], 
             out["did_you_mean"] = sugg
             fixed = " ".join(sugg.get(w, [w])[0] for w in words)
             out["note"] = (out.get("note", "") + f"; did you mean: search(query={fixed!r})?").lstrip("; ")
-    if len(hits) < out["total_matches"]:
-        out["more"] = f"{out['total_matches'] - len(hits)} more matches; raise limit (max {SEARCH_MAX_HITS}) " \
-                      "or narrow with id / speaker / more words"
-    return out

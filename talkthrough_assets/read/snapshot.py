@@ -9,7 +9,7 @@ consistent generation across all tables, while a re-run rewrites the Parquet tab
 (those stay the source of truth for SQL users; the server reads only the published manifest).
 
 A manifest with a ``partial`` block is the provisional generation of a run still in progress (the
-transcript of the chunks finished so far, ``stages/partial.py``); :func:`partial_fields` is how every tool
+transcript of the chunks finished so far, ``pipeline/partial.py``); :func:`partial_fields` is how every tool
 marks an answer from it. A recording with no manifest has no run that got that far yet. Parsed manifests are cached by the file's
 identity (inode, size, mtime): every publish is a new inode, so a cache entry never outlives it.
 """
@@ -28,6 +28,8 @@ from talkthrough_assets import store
 from talkthrough_assets.core.errors import TalkthroughError
 from talkthrough_assets.model import wallclock
 from talkthrough_assets.model.manifest import recording_row
+
+from talkthrough_assets.read.answers import PartialMark
 
 CACHE_SIZE = 64
 
@@ -158,27 +160,27 @@ class SnapshotCache:
         return snap
 
 
-def partial_fields(snap: Snapshot) -> dict:
+def partial_fields(snap: Snapshot) -> PartialMark | None:
     """What marks an answer from a partial generation: ``partial: true``, the transcript's ``covered_ms``
     ([0, end]) and ``next_start_ms`` where it ends (null once the whole audio is transcribed and only frames
-    or speakers are left), and a note to come back; {} for a finished generation."""
+    or speakers are left), and a note to come back; None for a finished generation."""
     if not snap.partial:
-        return {}
+        return None
     out = marking(snap.partial["covered_ms"][1], snap.partial.get("next_start_ms"))
     if snap.partial.get("stopped"):  # the run publishing it ended without its final generation
-        out["partial_stopped"] = snap.partial["stopped"]
-        out["partial_note"] = (f"the run processing this recording stopped ({snap.partial['stopped']}): the "
-                               f"transcript covers only 0-{snap.partial['covered_ms'][1]} ms until it is processed "
-                               "again (talkthrough process)")
+        out.partial_stopped = snap.partial["stopped"]
+        out.partial_note = (f"the run processing this recording stopped ({snap.partial['stopped']}): the "
+                            f"transcript covers only 0-{snap.partial['covered_ms'][1]} ms until it is processed "
+                            "again (talkthrough process)")
     return out
 
 
-def marking(covered_to_ms: int, next_start_ms: int | None) -> dict:
+def marking(covered_to_ms: int, next_start_ms: int | None) -> PartialMark:
     """The partial marking from the covered end alone (the listing and search read it from the index)."""
     rest = ("the rest of the transcript" if next_start_ms is not None else "frames and speakers")
-    return {"partial": True, "covered_ms": [0, int(covered_to_ms)], "next_start_ms": next_start_ms,
-            "partial_note": f"still being processed: the transcript so far covers 0-{int(covered_to_ms)} ms; "
-                            f"{rest} will follow: call again later (the generation label changes)"}
+    return PartialMark(partial=True, covered_ms=[0, int(covered_to_ms)], next_start_ms=next_start_ms,
+                       partial_note=f"still being processed: the transcript so far covers 0-{int(covered_to_ms)} ms; "
+                                    f"{rest} will follow: call again later (the generation label changes)")
 
 
 def require_finished(snap: Snapshot) -> Snapshot:

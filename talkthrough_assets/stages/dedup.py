@@ -17,7 +17,7 @@ edit (one changed word, a changed digit) changes once and stays, and no other pl
 it stays new, clock or not. A slide shows in only a few keyframes (a quiet stretch gives one per I-frame,
 1-2 s or more apart): hence the picture and scene-wide evidence, not a long history. What this gives
 up: a lone appended "l", "|" or small "!" (a bar, like a caret, at 1/4 scale) and an edit under the
-pointer's path or over a clock's digits are taken for those. Of a new frame, the OCR stage reads only the bands that changed (``changed_json``), so
+pointer's path or over a clock's digits are taken for those. Of a new frame, the OCR stage reads only the bands that changed (``changed``), so
 being strict costs little.
 
 The 1/4-scale grey image comes from the JPEG's DCT scaling (``draft``), ~3 ms a 1568 px frame.
@@ -26,12 +26,11 @@ The stored ``dhash`` (9x8 difference hash) stays as a compact fingerprint for co
 
 from __future__ import annotations
 
-import json
-
 from talkthrough_assets import store
+from talkthrough_assets.model.frames import Band, FrameChange
 from talkthrough_assets.stages.runner import StageResult, digest
 
-CODE_VERSION = "4"  # 4: a small moving or blinking thing (pointer, caret, clock) is not a new scene
+CODE_VERSION = "5"  # 5: changed bands stored as a list of structs, not JSON; 4: a small moving or blinking thing (pointer, caret, clock) is not a new scene
 SCALE = 4
 PX_DELTA = 40
 MAX_CHANGED_PX = 2
@@ -311,9 +310,9 @@ def _tickers(small: list, sigs: list[Signature]):
     return lambda i: (count - masks.get(scene_of[i], 0)) >= TICK_SCENES
 
 
-def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
+def mark(frames: list[dict], sigs: list[Signature]) -> list[FrameChange]:
     """Each frame vs the head of the current run; a duplicate points at that head's ``ms``. A new
-    head records the bands that changed since the previous head (``changed_json``; null = all)."""
+    head records the bands that changed since the previous head (``changed``; None = all)."""
     out = []
     small = _small_diffs(sigs)
     tickers = _tickers(small, sigs)
@@ -326,8 +325,9 @@ def mark(frames: list[dict], sigs: list[Signature]) -> list[dict]:
             if head is not None:
                 bands = changed_bands(head, s)
             head_ms, head = f["ms"], s
-        out.append({"ms": f["ms"], "dhash": f"{s.dhash:016x}", "duplicate_of": dup_of,
-                    "changed_json": json.dumps(bands) if bands is not None and dup_of is None else None})
+        out.append(FrameChange(ms=f["ms"], dhash=f"{s.dhash:016x}", duplicate_of=dup_of,
+                               changed=tuple(Band(*b) for b in bands) if bands is not None and dup_of is None
+                               else None))
     return out
 
 
@@ -344,5 +344,5 @@ def run(rid: str, opts: None = None) -> StageResult:  # no options
     sigs = [signature(store.local_file(f["file"], immutable=True)) for f in frames]
     rows = mark(frames, sigs)
     store.write_table("dedup", rid, rows)
-    unique = sum(1 for r in rows if r["duplicate_of"] is None)
+    unique = sum(1 for r in rows if r.duplicate_of is None)
     return StageResult({"frames": len(rows), "unique": unique}, digest(rows))

@@ -3,7 +3,6 @@ recordings row (:func:`run`)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
@@ -14,7 +13,10 @@ from talkthrough_assets.stages.turns.labels import label_num
 from talkthrough_assets.stages.turns.speaker_names import name_candidates
 from talkthrough_assets.stages.keyframes import CAP_REASON_PREFIX
 from talkthrough_assets.stages.segments.transcribe import quality as transcript_quality
-from talkthrough_assets.model.manifest import recording_row
+from talkthrough_assets.model import manifest as model
+from talkthrough_assets.model.manifest import (SCHEMA, Caps, Diarization, FrameItem, Frames, Manifest, Media, Quality,
+                                               Segment, Speaker, Transcript, VoiceMatch, WallClock, recording_row,
+                                               validate)
 from talkthrough_assets.model.speakers import describe_match
 from talkthrough_assets.model.wallclock import view as wallclock_view
 from talkthrough_assets.stages import probe as probe_stage
@@ -22,10 +24,6 @@ from talkthrough_assets.model import search_index, search_index_docs
 from talkthrough_assets.stages.runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
 CODE_VERSION = "6"  # 6: voice matches and name sources per speaker; 5: transcript.quality
-SCHEMA = "talkthrough-manifest/v1"
-
-REQUIRED_KEYS = ("schema", "job_id", "created_at", "media", "wall_clock", "transcript", "frames", "caps",
-                 "tool_versions")
 
 
 def _versions() -> dict:
@@ -52,121 +50,88 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
           segments: list[dict], words: list[dict], diarization: dict | None, turns: list[dict],
           speakers: list[dict], speaker_segments: list[dict], keyframes: list[dict], dedup: list[dict],
           ocr: list[dict], settings: dict, speaker_names: dict | None = None,
-          frames_reason: str | None = None, voice_matches: dict | None = None) -> dict:
+          frames_reason: str | None = None, voice_matches: dict | None = None) -> Manifest:
+    """The typed manifest of one recording from its stages' stored rows (pure but for the clock and the
+    installed versions)."""
     wc = wallclock_view(wall_clock if wall_clock and wall_clock.get("available") else None)
-    tr = transcript or {"available": False, "reason": "not transcribed"}
-    seg_out = speaker_segments or segments
-    transcript_block = {
-        "available": bool(tr.get("available")),
-        "reason": tr.get("reason"),
-        "language": tr.get("language"),
-        "model": tr.get("model"),
-        "segments": [
-            {k: v for k, v in {"seq": s["seq"], "t0_ms": s["t0_ms"], "t1_ms": s["t1_ms"], "text": s["text"],
-                               "speaker": s.get("speaker"), "source_seq": s.get("source_seq"),
-                               "overlap": list(s.get("overlap") or ()) or None}.items()
-             if v is not None}
-            for s in seg_out
-        ],
-        "words": [[w["t0_ms"], w["t1_ms"], w["word"]] for w in words],
-        # what the drop rules removed (words, by reason), kept in doubt, and the speech left without words
-        "quality": transcript_quality(tr),
-    }
+    block = None
     if diarization and diarization.get("requested"):
-        block = {k: diarization.get(k) for k in (
-            "available", "reason", "engine", "engine_version", "segmentation_model", "embedding_model",
-            "requested_num_speakers", "detected_num_speakers", "speaker_count", "threshold")}
-        # OCR name candidates: hints only, never applied as names without `talkthrough name`
-        cands = name_candidates(turns, ocr)
-        # names a person confirmed (`talkthrough name`), then voice matches with enrolled people: hints, applied
-        # as names only with the apply_voice_names setting and a score >= voices.APPLY_SIMILARITY, marked "voice"
-        names = dict(speaker_names or {})
-        sources = {lab: "confirmed" for lab in names}
-        matched = {}
-        for lab, vm in (voice_matches or {}).items():
-            vm = {**vm, "applied": bool(settings.get("apply_voice_names") and vm.get("applicable")
-                                        and lab not in names)}
-            if vm["applied"]:
-                names[lab], sources[lab] = vm["person"], "voice"
-            matched[lab] = {**vm, "hint": describe_match(vm)}
-        block["speakers"] = [
-            {**{k: s[k] for k in ("label", "talk_time_ms", "turn_count", "first_ms", "last_ms")},
-             **({"name_candidates": cands[s["label"]]} if cands.get(s["label"]) else {}),
-             **({"voice_match": matched[s["label"]]} if s["label"] in matched else {})}
-            for s in speakers]
-        block["turns"] = [[t["t0_ms"], t["t1_ms"], t["speaker"]] for t in turns]
-        if names:
-            block["speaker_names"] = dict(sorted(names.items(), key=lambda kv: label_num(kv[0])))
-            block["speaker_name_sources"] = {lab: sources[lab] for lab in block["speaker_names"]}
-        transcript_block["diarization"] = block
+        block = _diarization(diarization, turns, speakers, ocr, settings, speaker_names, voice_matches)
+    return Manifest(
+        schema=SCHEMA, job_id=recording_id, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        media=_media(probe), wall_clock=WallClock(**wc) if wc else None,
+        transcript=_transcript(transcript, speaker_segments or segments, words, block),
+        frames=_frames(probe, keyframes, dedup, ocr, frames_reason),
+        caps=Caps(max_seconds=settings.get("max_seconds"), max_frames=settings.get("max_frames"),
+                  scene_threshold=settings.get("scene_threshold"), ocr="on" if settings.get("ocr") else "off"),
+        tool_versions=_versions(),
+    )
+
+
+def _media(probe: dict) -> Media:
+    header = probe.get("header_duration_ms")
+    return Media(
+        path=probe["path"], filename=probe["filename"], kind=probe["kind"],
+        duration_s=round(probe["duration_ms"] / 1000, 3), size_bytes=probe["size_bytes"],
+        width=probe.get("width"), height=probe.get("height"), video_codec=probe.get("video_codec"),
+        has_audio=probe["has_audio"], has_video=probe["has_video"],
+        # decoded time beats header time: both, when the file ends before its header says
+        header_duration_s=round(header / 1000, 3) if header else None,
+        readable_note=probe_stage.readable_note(probe) if header else None)
+
+
+def _transcript(transcript: dict | None, rows: list[dict], words: list[dict],
+                diarization: Diarization | None) -> Transcript:
+    tr = transcript or {"available": False, "reason": "not transcribed"}
+    return Transcript(
+        available=bool(tr.get("available")), reason=tr.get("reason"), language=tr.get("language"),
+        model=tr.get("model"),
+        segments=[Segment(seq=s["seq"], t0_ms=s["t0_ms"], t1_ms=s["t1_ms"], text=s["text"],
+                          speaker=s.get("speaker"), source_seq=s.get("source_seq"),
+                          overlap=list(s.get("overlap") or ()) or None) for s in rows],
+        words=[(w["t0_ms"], w["t1_ms"], w["word"]) for w in words],
+        # what the drop rules removed (words, by reason), kept in doubt, and the speech left without words
+        quality=Quality(**transcript_quality(tr)), diarization=diarization)
+
+
+def _diarization(row: dict, turns: list[dict], speakers: list[dict], ocr: list[dict], settings: dict,
+                 speaker_names: dict | None, voice_matches: dict | None) -> Diarization:
+    # OCR name candidates: hints only, never applied as names without `talkthrough name`
+    cands = name_candidates(turns, ocr)
+    # names a person confirmed (`talkthrough name`), then voice matches with enrolled people: hints, applied
+    # as names only with the apply_voice_names setting and a score >= voices.APPLY_SIMILARITY, marked "voice"
+    names = dict(speaker_names or {})
+    sources = {lab: "confirmed" for lab in names}
+    matched = {}
+    for lab, vm in (voice_matches or {}).items():
+        vm = {**vm, "applied": bool(settings.get("apply_voice_names") and vm.get("applicable")
+                                    and lab not in names)}
+        if vm["applied"]:
+            names[lab], sources[lab] = vm["person"], "voice"
+        matched[lab] = VoiceMatch(**vm, hint=describe_match(vm))
+    ordered = dict(sorted(names.items(), key=lambda kv: label_num(kv[0])))
+    return Diarization(
+        **{k: row.get(k) for k in ("available", "reason", "engine", "engine_version", "segmentation_model",
+                                   "embedding_model", "requested_num_speakers", "detected_num_speakers",
+                                   "speaker_count", "threshold")},
+        speakers=[Speaker(**{k: s[k] for k in ("label", "talk_time_ms", "turn_count", "first_ms", "last_ms")},
+                          name_candidates=cands.get(s["label"]) or None, voice_match=matched.get(s["label"]))
+                  for s in speakers],
+        turns=[(t["t0_ms"], t["t1_ms"], t["speaker"]) for t in turns],
+        speaker_names=ordered or None, speaker_name_sources={lab: sources[lab] for lab in ordered} or None)
+
+
+def _frames(probe: dict, keyframes: list[dict], dedup: list[dict], ocr: list[dict],
+            reason: str | None) -> Frames:
     dd = {d["ms"]: d for d in dedup}
     oo = {o["ms"]: o for o in ocr}
-    items = []
-    for k in keyframes:
-        item = {"ms": k["ms"], "file": k["file"]}  # relative to the data root
-        dup = dd.get(k["ms"], {}).get("duplicate_of")
-        if dup is not None:
-            item["duplicate_of"] = dup
-        text = oo.get(k["ms"], {}).get("text")
-        if text:
-            item["ocr_text"] = text
-        items.append(item)
-    unique = sum(1 for i in items if "duplicate_of" not in i)
-    return {
-        "schema": SCHEMA,
-        "job_id": recording_id,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "media": {
-            "path": probe["path"], "filename": probe["filename"], "kind": probe["kind"],
-            "duration_s": round(probe["duration_ms"] / 1000, 3), "size_bytes": probe["size_bytes"],
-            "width": probe.get("width"), "height": probe.get("height"), "video_codec": probe.get("video_codec"),
-            "has_audio": probe["has_audio"], "has_video": probe["has_video"],
-            # decoded time beats header time: both, when the file ends before its header says
-            **({"header_duration_s": round(probe["header_duration_ms"] / 1000, 3),
-                "readable_note": probe_stage.readable_note(probe)} if probe.get("header_duration_ms") else {}),
-        },
-        "wall_clock": wc,
-        "transcript": transcript_block,
-        "frames": {"count": len(items), "unique_count": unique, "reason": frames_reason or (
-                       None if probe["has_video"] else "audio-only recording: no video stream"),
-                   # a cap left frames out: max_seconds (probe), or the keyframe budget (its reason says so)
-                   "cap_hit": bool(probe.get("cap_hit")) or CAP_REASON_PREFIX in (frames_reason or ""),
-                   "items": items},
-        "caps": {"max_seconds": settings.get("max_seconds"), "max_frames": settings.get("max_frames"),
-                 "scene_threshold": settings.get("scene_threshold"), "ocr": "on" if settings.get("ocr") else "off"},
-        "tool_versions": _versions(),
-    }
-
-
-def validate(manifest: dict) -> list[str]:
-    """Problems with a manifest (empty list = valid v1)."""
-    problems = [f"missing key {k!r}" for k in REQUIRED_KEYS if k not in manifest]
-    if manifest.get("schema") != SCHEMA:
-        problems.append(f"schema is {manifest.get('schema')!r}, expected {SCHEMA!r}")
-    fr = manifest.get("frames") or {}
-    if "items" in fr and fr.get("count") != len(fr["items"]):
-        problems.append("frames.count does not match frames.items")
-    tr = manifest.get("transcript") or {}
-    if not tr.get("available") and tr.get("segments"):
-        problems.append("transcript unavailable but has segments")
-    partial = manifest.get("partial")
-    if partial is not None:  # a provisional generation of a run in progress (stages/partial.py)
-        cov = partial.get("covered_ms") if isinstance(partial, dict) else None
-        if not (isinstance(cov, list) and len(cov) == 2 and all(isinstance(x, int) for x in cov) and cov[0] <= cov[1]):
-            problems.append("partial.covered_ms is not a [start, end] pair of milliseconds")
-    return problems
-
-
-def dumps(manifest: dict) -> str:
-    return json.dumps(manifest, indent=2, ensure_ascii=False)
-
-
-def loads(text: str) -> dict:
-    m = json.loads(text)
-    problems = validate(m)
-    if problems:
-        raise ValueError("invalid manifest: " + "; ".join(problems))
-    return m
+    items = [FrameItem(ms=k["ms"], file=k["file"],  # relative to the data root
+                       duplicate_of=dd.get(k["ms"], {}).get("duplicate_of"),
+                       ocr_text=oo.get(k["ms"], {}).get("text") or None) for k in keyframes]
+    return Frames(count=len(items), unique_count=sum(1 for i in items if i.duplicate_of is None),
+                  reason=reason or (None if probe["has_video"] else "audio-only recording: no video stream"),
+                  # a cap left frames out: max_seconds (probe), or the keyframe budget (its reason says so)
+                  cap_hit=bool(probe.get("cap_hit")) or CAP_REASON_PREFIX in (reason or ""), items=items)
 
 
 @dataclass(frozen=True)
@@ -183,7 +148,7 @@ class Options:
     ocr: bool | None
 
 
-def build_stored(rid: str, opts: Options) -> dict:
+def build_stored(rid: str, opts: Options) -> Manifest:
     """:func:`build` from the stored outputs of the stages upstream."""
     cfg = asdict(opts)
     return build(
@@ -234,11 +199,20 @@ def stale(rid: str, cfg: dict, stage_run: dict | None, opts=None) -> bool:
         return False
 
 
-def run(rid: str, opts: Options) -> StageResult:
-    m = build_stored(rid, opts)
-    problems = validate(m)
+def checked(m: Manifest) -> dict:
+    """``m`` as published JSON, once it fits the shipped schema; else a StageError naming what does not fit
+    (nothing is published)."""
+    data = m.to_json()
+    problems = validate(data)
     if problems:
-        raise StageError("manifest invalid: " + "; ".join(problems))
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise StageError(f"the manifest does not fit {SCHEMA} (model/{model.SCHEMA_FILE}): "
+                         + "; ".join(problems[:5]) + more)
+    return data
+
+
+def run(rid: str, opts: Options) -> StageResult:
+    m = checked(build_stored(rid, opts))
     # never the size of the generation published now (a reader pairs a manifest with its index part by size)
     data = search_index.distinct_size(rid, store.json_bytes(m))
     # the search index of this generation: the SQL terms table and the MCP server's part,

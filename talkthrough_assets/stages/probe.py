@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -16,7 +15,7 @@ from talkthrough_assets.core.ids import recording_id
 from talkthrough_assets.core.mediaio import alone, clean_text, open_input, stream_ends
 from talkthrough_assets.stages.runner import StageResult, digest, source_path
 
-CODE_VERSION = "2"
+CODE_VERSION = "3"  # 3: tags stored as a list of {key, value}, not a JSON string
 
 AUDIO_EXTS = {".wav", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".opus", ".wma", ".webm"}
 # .gif: terminal recorders (VHS, agg) write screen recordings as animated GIFs
@@ -75,7 +74,7 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
             "audio_codec": a.codec_context.name if a is not None else None,
             "has_audio": a is not None,
             "has_video": v is not None,
-            "tags_json": json.dumps(tags, sort_keys=True),
+            "tags": [{"key": k, "value": v} for k, v in sorted(tags.items())],
             "file_mtime": st.st_mtime,
             "cap_hit": cap_hit,
             "max_seconds": max_seconds,

@@ -10,6 +10,7 @@ materialization. No Dagster here.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -42,21 +43,6 @@ class StageResult:
     manifest: dict | None = None  # the manifest stage: the document it published
 
 
-# The process's displays of progress inside long stages: (stage, recording id, {"share": 0..1, "eta_s": seconds
-# or None, "text": "3 of 10 chunks"}); the CLI draws them on a terminal. Observers only: a run's own listener
-# (the scheduler's) comes with its RunContext.
-progress_listeners: list = []
-
-
-def progress(stage: str, rid: str, info: dict) -> None:
-    """Tell the process's displays (:data:`progress_listeners`) how far ``stage`` of ``rid`` is."""
-    for fn in list(progress_listeners):
-        try:
-            fn(stage, rid, info)
-        except Exception:  # noqa: BLE001 - a display never breaks a stage
-            pass
-
-
 @dataclass(frozen=True)
 class RunContext:
     """What the pipeline tells one stage run besides its settings, passed explicitly as ``run(..., ctx=)`` to a
@@ -76,8 +62,8 @@ class RunContext:
         return cls(recording_id, stage)
 
     def progress(self, info: dict) -> None:
-        """A progress report (``{"share", "eta_s", "text", ...}``): to the process's displays, then to the run."""
-        progress(self.stage, self.recording_id, info)
+        """A progress report (``{"share": 0..1, "eta_s": seconds or None, "text": "3 of 10 chunks", ...}``) to the
+        run (its scheduler, which tells whoever watches it)."""
         if self.on_progress is not None:
             try:
                 self.on_progress(info)
@@ -92,7 +78,14 @@ def hms(seconds: float) -> str:
 
 
 def digest(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    """A short hash of ``obj``'s JSON; a typed record hashes as its stored row (the same hash as that mapping)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=_plain).encode()).hexdigest()[:16]
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)
 
 
 def probe_row(rid: str) -> dict:

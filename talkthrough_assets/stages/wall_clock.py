@@ -26,6 +26,7 @@ from datetime import datetime, timedelta, timezone
 from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
+from talkthrough_assets.model.frames import tags as stored_tags
 from talkthrough_assets.stages.runner import StageResult, digest, probe_row
 
 CODE_VERSION = "2"
@@ -138,7 +139,7 @@ class Options:
 def run(rid: str, opts: Options) -> StageResult:
     p = probe_row(rid)
     try:
-        wc = resolve(tags=p["tags_json"], duration_ms=p["duration_ms"], file_mtime=p["file_mtime"],
+        wc = resolve(tags=stored_tags(p), duration_ms=p["duration_ms"], file_mtime=p["file_mtime"],
                      recorded_at=opts.recorded_at)
     except ValueError as e:
         raise StageError(str(e)) from None

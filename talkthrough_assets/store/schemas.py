@@ -10,6 +10,10 @@ import pyarrow as pa
 from talkthrough_assets.core.errors import TalkthroughError
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+# model.frames records: a band of a frame (px), an OCR box, a container tag
+_BAND = pa.struct([("x0", _I), ("y0", _I), ("x1", _I), ("y1", _I)])
+_BOX = pa.struct([("box", pa.list_(pa.list_(_F))), ("text", _S), ("score", _F)])
+_TAG = pa.struct([("key", _S), ("value", _S)])
 
 # model.transcript.Span: a stretch of a recording and why (dropped, doubtful or uncovered), with the evidence of a
 # language verdict (model.transcript.Evidence)
@@ -24,10 +28,12 @@ SCHEMAS: dict[str, pa.Schema] = {
     "probe": pa.schema([
         ("path", _S), ("filename", _S), ("kind", _S), ("container", _S), ("duration_ms", _I), ("size_bytes", _I),
         ("width", _I), ("height", _I), ("fps", _F), ("video_codec", _S), ("audio_codec", _S),
-        ("has_audio", _B), ("has_video", _B), ("tags_json", _S), ("file_mtime", _F),
+        ("has_audio", _B), ("has_video", _B), ("tags", pa.list_(_TAG)), ("file_mtime", _F),
         ("cap_hit", _B), ("max_seconds", _I), ("rotation", _I),
         # the header's duration when the readable media ends well before it (duration_ms is the decoded one)
         ("header_duration_ms", _I),
+        # the tags as a JSON object, in rows written before ``tags`` (model.frames.tags reads both)
+        ("tags_json", _S),
     ]),
     "wall_clock": pa.schema([
         ("start_utc", _S), ("tz_offset_min", _I), ("source", _S), ("confidence", _S), ("available", _B),
@@ -88,8 +94,13 @@ SCHEMAS: dict[str, pa.Schema] = {
     "keyframes": pa.schema([
         ("ms", _I), ("file", _S), ("scene_score", _F), ("width", _I), ("height", _I), ("reason", _S),
     ]),
-    "dedup": pa.schema([("ms", _I), ("dhash", _S), ("duplicate_of", _I), ("changed_json", _S)]),
-    "ocr": pa.schema([("ms", _I), ("text", _S), ("boxes_json", _S), ("mean_score", _F), ("engine", _S)]),
+    # changed: the bands a new frame changed since the previous new one (null: all of it); changed_json, the same
+    # as JSON in rows written before it (model.frames.bands reads both)
+    "dedup": pa.schema([("ms", _I), ("dhash", _S), ("duplicate_of", _I), ("changed", pa.list_(_BAND)),
+                        ("changed_json", _S)]),
+    # boxes_json: the boxes as JSON in rows written before ``boxes`` (model.frames.boxes reads both)
+    "ocr": pa.schema([("ms", _I), ("text", _S), ("boxes", pa.list_(_BOX)), ("mean_score", _F), ("engine", _S),
+                      ("boxes_json", _S)]),
     # search index: one row per (document, term); documents are transcript segments and OCR frames
     "terms": pa.schema([
         ("source", _S), ("ref", _I), ("t_ms", _I), ("term", _S), ("tf", _I), ("doc_len", _I),

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+import psutil
+
 from talkthrough_assets.store.paths import ID_RE, home, run_marks_dir
 
 PREFIX = ".tmp-"
@@ -33,37 +35,18 @@ def writer_prefix() -> str:
     return f"{PREFIX}{_host()}.{os.getpid()}-"
 
 
-def _boot_time() -> float | None:
-    try:
-        for line in Path("/proc/stat").read_text().splitlines():
-            if line.startswith("btime "):
-                return float(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
 def started_at(pid: int) -> float | None:
     """When process ``pid`` of this host started (epoch seconds); None when it is not running (or a zombie);
     0.0 when it runs but its start cannot be read (then its files count as its own)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return None
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        proc = psutil.Process(pid)
+        if proc.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
             return None
-        except PermissionError:
-            pass
-        return 0.0
-    if fields[0] == "Z":
+        return proc.create_time()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
         return None
-    boot = _boot_time()
-    if boot is None:
+    except (psutil.AccessDenied, OSError):
         return 0.0
-    return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
 def orphaned(name: str, mtime: float, now: float | None = None) -> bool:

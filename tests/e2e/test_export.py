@@ -38,7 +38,7 @@ def test_export_formats_on_a_diarized_recording_and_vtt_in_chromium(tt_home, tmp
     assert any(c[3].startswith(f"[S1 {NASTY}] ") for c in cues) and any(c[3].startswith("[S2] ") for c in cues)
     reader = Reader(refresh_interval=0)
     try:
-        assert reader.get_transcript(rid, format="srt")["srt"] == srt  # one formatting path
+        assert reader.get_transcript(rid, format="srt").srt == srt  # one formatting path
     finally:
         reader.index.close()
 

@@ -120,6 +120,7 @@ def test_item5_get_frames_images_are_small_and_their_text_stays_legible(processe
     from PIL import Image
 
     from talkthrough_assets.stages import ocr
+    from talkthrough_assets.stages.ocr import engine as ocr_engine
     from talkthrough_assets.read import images
 
     sc = processed[F.SCREENCAST_NAME]["recording_id"]
@@ -136,7 +137,7 @@ def test_item5_get_frames_images_are_small_and_their_text_stays_legible(processe
     meta = json.loads(res.content[0].text)
     blocks = [c for c in res.content if c.type == "image"]
     assert len(blocks) == meta["returned"] == 4, meta
-    engine, status = ocr.engine_status(True)
+    engine, status = ocr_engine.engine_status(True)
     assert engine is not None, status
     for frame, block in zip(meta["frames"], blocks):
         data = base64.b64decode(block.data)

@@ -118,7 +118,7 @@ def test_sql_terms_and_mcp_search_fold_plurals_alike(processed, pristine_home, i
                 from talkthrough_assets.read.reader import Reader
 
                 rd = Reader(refresh_interval=0)
-                res = rd.search(word, limit=50)
+                res = rd.search(word, limit=50).dump()
                 rd.index.close()
                 assert res["total_matches"] == docs, (word, res["total_matches"], docs)
                 assert {(h["recording"], h["source"], h["t_ms"]) for h in res["hits"]} <= set(hits), word

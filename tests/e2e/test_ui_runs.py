@@ -31,6 +31,7 @@ from test_webserver import (REPO, RUN, ROOT, _free_port, _launch, _events, gql, 
                             wait_run, wait_until_up)
 
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 from talkthrough_assets.core.proctree import descendants as _descendants
 
 
@@ -69,7 +70,7 @@ def _wait_runner_tag(home: Path, run_id: str, timeout: float = 120) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
         with DagsterInstance.from_config(str(home / "dagster")) as inst:
-            if service.ORPHAN_TAG in inst.get_run_by_id(run_id).tags:
+            if runs.ORPHAN_TAG in inst.get_run_by_id(run_id).tags:
                 return
         time.sleep(1)
     pytest.fail("the run's step never started")

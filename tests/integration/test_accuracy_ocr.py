@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.ocr import engine as ocr_engine
 
 MEDIA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "media"
 LONG_EXAMPLE = MEDIA / "video" / "moviepy_long_example.mp4"  # 640x480, title on every frame
@@ -40,7 +41,7 @@ def Image_size(p: Path) -> tuple[int, int]:
 
 
 def test_small_frame_title_words_are_not_glued(small_frames):
-    engine, status = ocr.engine_status(True)
+    engine, status = ocr_engine.engine_status(True)
     assert status == "rapidocr"
     lines = [ocr.read_image(engine, p)["text"].splitlines() for p in small_frames]
     title = [next((ln for ln in ls if "JPEG" in ln.upper()), None) for ls in lines]
@@ -58,9 +59,7 @@ def _terminal(lines: list[str], spacing: int, size=(1280, 360)):
 
 
 def _box_of(result: dict, text: str) -> list:
-    import json
-
-    return next(b["box"] for b in json.loads(result["boxes_json"]) if text in b["text"])
+    return next(b["box"] for b in result["boxes"] if text in b["text"])
 
 
 def _squeezed(text: str) -> list[str]:  # RapidOCR may or may not read a space between words
@@ -82,7 +81,7 @@ def test_a_band_re_read_keeps_a_line_across_the_band_edge(tt_home, tmp_path, spa
     bands = dedup.changed_bands(dedup.signature(a), dedup.signature(b))
     assert bands and len(bands) == 1, bands
 
-    engine, status = ocr.engine_status(True)
+    engine, status = ocr_engine.engine_status(True)
     assert status == "rapidocr"
     full_a, full_b = ocr.read_image(engine, a), ocr.read_image(engine, b)
     want = _squeezed("\n".join(after))
@@ -110,7 +109,8 @@ try:
 except OSError:
     pass
 from talkthrough_assets.stages import ocr
-engine, status = ocr.engine_status(True)
+from talkthrough_assets.stages.ocr import engine as ocr_engine
+engine, status = ocr_engine.engine_status(True)
 print(status)
 print(ocr.read_image(engine, sys.argv[1])["text"])
 """
@@ -133,4 +133,4 @@ def test_ocr_loads_its_bundled_models_with_the_network_unreachable(tmp_path):
     status, *lines = p.stdout.strip().splitlines()
     assert status == "rapidocr", p.stdout
     assert _squeezed("\n".join(lines)) == ["makedeployENV=staging", "echo$password"], p.stdout
-    assert all(Path(m).is_file() for m in ocr.bundled_models().values())
+    assert all(Path(m).is_file() for m in ocr_engine.bundled_models().values())

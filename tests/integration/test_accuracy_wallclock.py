@@ -7,6 +7,7 @@ from pathlib import Path
 
 from talkthrough_assets.stages import probe
 from talkthrough_assets.model.wallclock import t_wall
+from talkthrough_assets.model.frames import tags as stored_tags
 from talkthrough_assets.stages import wall_clock as wallclock
 
 MEDIA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "media"
@@ -15,7 +16,7 @@ MTIME = 1_760_000_000.0  # 2025-10-09: what the mtime rung would give instead
 
 def _resolve(rel: str) -> dict:
     p = probe.probe_file(MEDIA / rel)
-    return wallclock.resolve(tags=p["tags_json"], duration_ms=p.get("duration_ms"), file_mtime=MTIME)
+    return wallclock.resolve(tags=stored_tags(p), duration_ms=p.get("duration_ms"), file_mtime=MTIME)
 
 
 def test_date_tag_anchors_mediaelement_other_with_its_offset():

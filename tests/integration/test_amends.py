@@ -9,20 +9,21 @@ from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME
 from talkthrough_assets.defs import assets as definitions
 from talkthrough_assets.pipeline import freshness, stagerun
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 from talkthrough_assets import store
 from talkthrough_assets.pipeline.settings import STAGES
 
 
 def _materialized_by(rid: str, before: set[str]) -> set[str]:
     """What the one run started since ``before`` (this partition's run ids then) materialized."""
-    inst = service.instance()
+    inst = runs.instance()
     return materialized_in_run(inst, new_run(inst, rid, before).run_id, rid, STAGES)
 
 
 def test_vocabulary_change_reruns_segments_and_downstream_only(processed):
     rid = processed[MEETING_NAME]["recording_id"]
     frames_before = store.table_path("keyframes", rid).stat().st_mtime_ns
-    runs_before = run_ids(service.instance(), rid)
+    runs_before = run_ids(runs.instance(), rid)
     out = service.process(FIXTURES_DIR / MEETING_NAME, overrides={"vocabulary": "quarterly budget, Thursday"})
     assert out["status"] == "processed"
     assert out["stages_run"] == ["segments", "turns", "manifest"]
@@ -33,7 +34,7 @@ def test_vocabulary_change_reruns_segments_and_downstream_only(processed):
 
 def test_code_version_bump_marks_only_downstream_unsynced(processed, monkeypatch):
     rid = processed[SILENT_NAME]["recording_id"]
-    inst = service.instance()
+    inst = runs.instance()
     assert freshness.plan(rid) == []
     assert unsynced(inst, definitions.ASSETS, rid) == set()
     monkeypatch.setitem(stagerun.CODE_VERSIONS, "dedup", stagerun.CODE_VERSIONS["dedup"] + "-bumped")

@@ -21,6 +21,7 @@ from talkthrough_assets.cli import main as cli
 from talkthrough_assets.pipeline import freshness, stagerun
 from talkthrough_assets.stages import runner
 from talkthrough_assets.app import service
+from talkthrough_assets.app.summary import list_recordings
 from talkthrough_assets import store
 from talkthrough_assets.store import cache_gc
 from talkthrough_assets.stages.segments import stage as chunkstore
@@ -87,7 +88,7 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     cov = chunkstore.coverage(rid)
     assert cov["covered"] == cov["chunks"] == len(rows) and cov["missing_ms"] == []
     assert out["transcript"]["coverage"] == cov["text"] == f"{len(rows)} of {len(rows)} chunks, 0:00-0:28"
-    listed = {r["recording"]: r for r in service.list_recordings()}
+    listed = {r["recording"]: r for r in list_recordings()}
     assert listed[rid]["chunks"] == f"{len(rows)}/{len(rows)}"
     res = CliRunner().invoke(cli.app, ["recordings"], env={"COLUMNS": "200"})
     assert res.exit_code == 0 and f"{len(rows)}/{len(rows)}" in res.output, res.output

@@ -17,6 +17,7 @@ from talkthrough_assets.cli import main as cli
 from talkthrough_assets.read import formats
 from talkthrough_assets.read import snapshot
 from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.ocr import engine as ocr_engine
 from talkthrough_assets.model.wallclock import t_wall
 
 
@@ -28,7 +29,7 @@ def test_the_contact_sheet_shows_every_scene_once_with_its_times(processed):
     snap = snapshot.read(rid)
     unique = [f for f in snap.frames if f.get("duplicate_of") is None]
     assert len(snap.frames) > len(unique) == len(SCREENCAST_SCENES)  # a slide gives several keyframes
-    engine, status = ocr.engine_status(True)
+    engine, status = ocr_engine.engine_status(True)
     assert status == "rapidocr"
     text = ocr.read_image(engine, path)["text"]
     flat = re.sub(r"\s+", "", text).upper()

@@ -9,11 +9,12 @@ import motion_clips as mc
 import pytest
 
 from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.ocr import engine as ocr_engine
 
 
 @pytest.fixture(scope="module")
 def engine():
-    eng, status = ocr.engine_status(True)
+    eng, status = ocr_engine.engine_status(True)
     assert eng is not None, status
     return eng
 
@@ -51,5 +52,5 @@ def test_talkthrough_process_gives_the_slide_under_the_pointer_one_frame_and_one
     assert len(mc.SLIDES) <= len(unique) <= len(mc.SLIDES) + 1, unique
     start, end = mc.slide_spans_ms()[mc.POINTER_SLIDE]
     assert len([ms for ms in unique if start <= ms < end]) == 1, unique
-    hits = Reader().search(mc.SLIDES[mc.POINTER_SLIDE][0].lower(), recording_id=out["recording_id"])["hits"]
+    hits = Reader().search(mc.SLIDES[mc.POINTER_SLIDE][0].lower(), recording_id=out["recording_id"]).dump()["hits"]
     assert [h["source"] for h in hits] == ["ocr"], hits

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from talkthrough_assets.core import config
 from talkthrough_assets.pipeline import freshness
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 from talkthrough_assets.pipeline import settings
 from talkthrough_assets import store
 from talkthrough_assets.cli.main import app
@@ -191,11 +192,11 @@ def test_undiarized_recordings_record_not_requested(processed):
 # ---------------------------------------------------------------- amend / names / missing models
 
 def _materialized_in_run(run_id: str, rid: str) -> set[str]:
-    return materialized_in_run(service.instance(), run_id, rid, settings.STAGES)
+    return materialized_in_run(runs.instance(), run_id, rid, settings.STAGES)
 
 
 def _latest_materialization_id(asset: str, rid: str) -> int | None:
-    return latest_materialization_id(service.instance(), asset, rid)
+    return latest_materialization_id(runs.instance(), asset, rid)
 
 
 def _file_state(table: str, rid: str) -> tuple[int, str]:
@@ -215,10 +216,10 @@ def amended(processed, tmp_path_factory):
     before = {"segments": _file_state("segments", rid), "words": _file_state("words", rid),
               "segments_event": _latest_materialization_id("segments", rid),
               "turns_event": _latest_materialization_id("turns", rid)}
-    runs_before = run_ids(service.instance(), rid)
+    runs_before = run_ids(runs.instance(), rid)
     out = service.process(copy, overrides={"diarize": True, "num_speakers": 2})
     return {"path": copy, "rid": rid, "plain": plain, "out": out, "before": before,
-            "run_id": new_run(service.instance(), rid, runs_before).run_id}
+            "run_id": new_run(runs.instance(), rid, runs_before).run_id}
 
 
 def test_amend_materializes_exactly_turns_and_manifest(amended, processed):
@@ -246,10 +247,10 @@ def test_names_apply_through_the_manifest_only(amended):
     turns_event = _latest_materialization_id("turns", rid)
     turns_file = _file_state("turns", rid)
     runner = CliRunner()
-    runs_before = run_ids(service.instance(), rid)
+    runs_before = run_ids(runs.instance(), rid)
     res = runner.invoke(app, ["name", rid, "S1=Alice Chen", "S2=Bob Stone"])
     assert res.exit_code == 0, res.output
-    assert _materialized_in_run(new_run(service.instance(), rid, runs_before).run_id, rid) == {"manifest"}
+    assert _materialized_in_run(new_run(runs.instance(), rid, runs_before).run_id, rid) == {"manifest"}
     di = json.loads(store.manifest_path(rid).read_text())["transcript"]["diarization"]
     assert di["speaker_names"] == {"S1": "Alice Chen", "S2": "Bob Stone"}
     assert settings.load_overrides(rid)["speaker_names"] == {"S1": "Alice Chen", "S2": "Bob Stone"}
@@ -261,12 +262,12 @@ def test_names_apply_through_the_manifest_only(amended):
     # diarization was not re-run by naming
     assert _latest_materialization_id("turns", rid) == turns_event and _file_state("turns", rid) == turns_file
     # bad input: clear errors, nothing run
-    n_runs = len(service.instance().get_run_records())
+    n_runs = len(runs.instance().get_run_records())
     for args in (["name", rid, "S9=Zed"], ["name", rid, "Alice"], ["name", "nothex", "S1=A"],
                  ["name", "0123456789abcdef", "S1=A"]):
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)
-    assert len(service.instance().get_run_records()) == n_runs  # no run of any recording
+    assert len(runs.instance().get_run_records()) == n_runs  # no run of any recording
     # the names persist: processing again runs nothing and keeps them
     assert service.process(amended["path"])["stages_run"] == []
     assert freshness.plan(rid) == []
@@ -318,8 +319,8 @@ def test_num_speakers_auto_is_an_explicit_value_and_the_count_is_explained(amend
     # what an older version stored for automatic (0) reads as auto: nothing to re-run
     store.put_json(store.settings_key(rid), {**settings.load_overrides(rid), "num_speakers": 0})
     assert freshness.plan(rid) == []
-    n_runs = len(service.instance().get_run_records())
+    n_runs = len(runs.instance().get_run_records())
     for bad in ("five", "-1", "2.5"):
         res = runner.invoke(app, ["process", path, "--num-speakers", bad])
         assert res.exit_code == 2 and "--num-speakers" in res.output, (bad, res.output)
-    assert len(service.instance().get_run_records()) == n_runs
+    assert len(runs.instance().get_run_records()) == n_runs

@@ -22,7 +22,7 @@ from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets import store
 from talkthrough_assets.core.ids import recording_id
 from talkthrough_assets.stages.turns import engine as diarize_engine
-from talkthrough_assets.stages.ocr import OcrEngine
+from talkthrough_assets.stages.ocr.engine import OcrEngine
 from talkthrough_assets.stages.segments.engine import Whisper
 
 

@@ -25,6 +25,7 @@ from fixture_facts import FIXTURES_DIR, MEETING_NAME, SCREENCAST_NAME, SILENT_NA
 from talkthrough_assets.pipeline import events, freshness
 from talkthrough_assets.stages import runner
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 from talkthrough_assets import store
 from talkthrough_assets.stages import keyframes as keyframes_stage
 
@@ -57,7 +58,7 @@ def test_bad_files_fail_with_a_one_line_reason_and_change_nothing_else(processed
     else:
         bad.write_bytes(payload)
     rid = service.recording_id_for(bad)
-    runs_before = run_ids(service.instance(), rid)
+    runs_before = run_ids(runs.instance(), rid)
     out = service.process(bad)
     assert out["status"] == "failed" and reason in out["reason"], out
     assert "\n" not in out["reason"] and "Traceback" not in out["reason"]
@@ -68,7 +69,7 @@ def test_bad_files_fail_with_a_one_line_reason_and_change_nothing_else(processed
     # UI shows is recorded afterwards by a process of its own (#38 item 3)
     assert out["stages_run"] == ["probe"]
     wait_rejections_recorded()
-    inst = service.instance()
+    inst = runs.instance()
     new = [inst.get_run_by_id(i) for i in run_ids(inst, rid) if i not in runs_before]
     assert [(r.status.value, r.tags.get("talkthrough/failure"), r.tags.get("talkthrough/origin")) for r in new] == [
         ("FAILURE", out["reason"], "talkthrough process: rejected before a run")], new
@@ -120,7 +121,7 @@ def test_source_gone_between_registration_and_run(processed, tmp_path):
     src = unique_copy(FIXTURES_DIR / MEETING_NAME, tmp_path / "vanishing.m4a", "gone")
     rid = service.register(src)
     src.unlink()
-    res = service.run_stages(rid, ["probe"])
+    res = runs.run_stages(rid, ["probe"])
     assert not res.success
     assert "source file is gone" in events.failure_reason(rid)
 
@@ -170,7 +171,7 @@ def test_kill_9_mid_stage_leaves_previous_outputs_and_rerun_completes(processed,
     # the killed run is not left "running" in the UI
     from dagster import DagsterRunStatus, RunsFilter
 
-    stuck = service.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED], tags={"dagster/partition": rid}))
+    stuck = runs.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED], tags={"dagster/partition": rid}))
     assert stuck == []
     # the orphaned frame folder of the killed run is gone after the re-run
     if frames_before:

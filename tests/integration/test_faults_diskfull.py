@@ -18,6 +18,7 @@ from talkthrough_assets import store
 from talkthrough_assets.pipeline import datacheck
 from talkthrough_assets.pipeline import events, freshness
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs as app_runs
 
 
 def _process_filling(src: Path, mnt: Path, *, after: str, leave_bytes: int) -> tuple[dict, list[Path]]:
@@ -29,11 +30,7 @@ def _process_filling(src: Path, mnt: Path, *, after: str, leave_bytes: int) -> t
         if stage == after and state == "ok" and not fill:
             fill.append(_fill(mnt, leave_bytes))
 
-    events.listeners.append(fill_after)
-    try:
-        return service.process(src), fill
-    finally:
-        events.listeners.remove(fill_after)
+    return service.process(src, observer=events.Observer(on_stage=fill_after)), fill
 
 
 def test_disk_full_mid_run_says_so_in_one_line_keeps_everything_and_recovers(small, tmp_path):
@@ -55,7 +52,7 @@ def test_disk_full_mid_run_says_so_in_one_line_keeps_everything_and_recovers(sma
     assert datacheck.check(again["recording_id"], deep=True) == []
     from dagster import DagsterRunStatus, RunsFilter
 
-    stuck = service.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED],
+    stuck = app_runs.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED],
                                                    tags={"dagster/partition": again["recording_id"]}))
     assert stuck == []
 
@@ -79,7 +76,7 @@ def test_disk_full_late_in_a_run_with_dagster_storage_on_it_leaves_no_run_starte
         fill[0].unlink()
     rid = out.get("recording_id")
     # the process's next use of Dagster, with room again, records the run's end
-    runs = service.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED],
+    runs = app_runs.instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED],
                                                   tags={"dagster/partition": rid}))
     assert runs == [], [r.run_id for r in runs]
     again = service.process(c)

@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 from talkthrough_assets import store
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs as app_runs
 from talkthrough_assets.app.selfcheck import DATA_CHECK
 from talkthrough_assets.cli import main as cli
 from talkthrough_assets.pipeline import datacheck
@@ -270,7 +271,7 @@ def test_temp_files_of_killed_writers_are_removed_and_a_live_writers_kept(lib):
 def _started_runs(rid: str) -> list:
     from dagster import DagsterRunStatus, RunsFilter
 
-    from talkthrough_assets.defs.instance import instance  # as stored: service.instance() would mark them
+    from talkthrough_assets.defs.instance import instance  # as stored: app_runs.instance() would mark them
 
     return instance().get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED],
                                                   tags={"dagster/partition": rid}))
@@ -355,7 +356,7 @@ def test_a_folder_of_rejected_files_is_recorded_by_one_background_process(lib, t
         stop.set()
         t.join()
     assert most[0] == 1 and len(seen) <= 2, (most[0], seen)
-    inst = service.instance()
+    inst = app_runs.instance()
     for x in out:
         runs = inst.get_runs(RunsFilter(tags={"dagster/partition": x["recording_id"]}))
         assert [r.status for r in runs] == [DagsterRunStatus.FAILURE], x["recording_id"]

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from talkthrough_assets.cli import main as cli
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 from talkthrough_assets import store
 from talkthrough_assets.read.reader import Reader
 
@@ -47,17 +48,17 @@ def test_forget_removes_one_recording_everywhere_and_nothing_else(tt_home, tmp_p
     assert len(store.read_rows("sources", rid)) == 2
     assert store.exists(store.settings_key(rid)) and store.exists(store.audio_key(rid))
     assert store.exists(store.report_key(rid))  # the HTML page each run writes beside the manifest
-    inst = service.instance()
+    inst = runs.instance()
     assert inst.has_dynamic_partition(registry.PARTITIONS_NAME, rid)
     before_keep = _tree(keep)
     assert before_keep
 
     reader = Reader(refresh_interval=0)  # an MCP reader running over the data root the whole time
     try:
-        listed = {r["id"] for r in reader.list_recordings(limit=100)["recordings"]}
+        listed = {r["id"] for r in reader.list_recordings(limit=100).dump()["recordings"]}
         assert rid in listed and keep in listed
         word = store.read_rows("segments", rid)[0]["text"].split()[0].strip(".,").lower()
-        assert any(h["recording"] == rid for h in reader.search(word, limit=50)["hits"])
+        assert any(h["recording"] == rid for h in reader.search(word, limit=50).dump()["hits"])
 
         dry = CliRunner().invoke(cli.app, ["forget", rid])  # without --yes: says what would go, removes nothing
         assert dry.exit_code == 0 and "--yes" in dry.output and rid in dry.output, dry.output
@@ -84,9 +85,9 @@ def test_forget_removes_one_recording_everywhere_and_nothing_else(tt_home, tmp_p
             assert con.execute("SELECT count(*) FROM recordings WHERE recording = ?", [keep]).fetchone()[0] == 1
         finally:
             con.close()
-        listed = {r["id"] for r in reader.list_recordings(limit=100)["recordings"]}
+        listed = {r["id"] for r in reader.list_recordings(limit=100).dump()["recordings"]}
         assert rid not in listed and keep in listed
-        assert not any(h["recording"] == rid for h in reader.search(word, limit=50)["hits"])
+        assert not any(h["recording"] == rid for h in reader.search(word, limit=50).dump()["hits"])
         assert _tree(keep) == before_keep  # the other recording: every file as it was
 
         again = CliRunner().invoke(cli.app, ["forget", rid, "--yes"])
@@ -114,4 +115,4 @@ def test_forget_is_refused_while_the_recording_is_being_processed(tt_home, tmp_p
                            capture_output=True, text=True, timeout=300, env=os.environ.copy())
     assert r.returncode == 1 and "refused" in r.stderr and "being processed" in r.stderr, r.stderr
     assert store.has_partition("sources", rid)
-    assert service.instance().has_dynamic_partition(registry.PARTITIONS_NAME, rid)
+    assert runs.instance().has_dynamic_partition(registry.PARTITIONS_NAME, rid)

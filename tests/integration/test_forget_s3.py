@@ -42,7 +42,7 @@ def test_forget_on_an_s3_data_root(s3, tmp_path, monkeypatch):
 
     reader = Reader(refresh_interval=0)
     try:
-        assert {r["id"] for r in reader.list_recordings(limit=100)["recordings"]} == {rid, kid}
+        assert {r["id"] for r in reader.list_recordings(limit=100).dump()["recordings"]} == {rid, kid}
         f = subprocess.run(CLI + ["forget", rid, "--yes", "--json"], env=env, capture_output=True, text=True,
                            timeout=300)
         assert f.returncode == 0, f.stderr[-3000:]
@@ -55,7 +55,7 @@ def test_forget_on_an_s3_data_root(s3, tmp_path, monkeypatch):
         # file others may be waiting on would let two writers in)
         left = [p for p in (tmp_path / "local").rglob(f"*{rid}*") if p.parent.name != "locks"]
         assert not left, left
-        assert {r["id"] for r in reader.list_recordings(limit=100)["recordings"]} == {kid}
+        assert {r["id"] for r in reader.list_recordings(limit=100).dump()["recordings"]} == {kid}
     finally:
         reader.index.close()
 

@@ -95,11 +95,11 @@ def test_a_typo_fails_validation(tmp_path):
 def test_the_repo_dagster_yaml_loads_as_an_embedded_sqlite_instance(tmp_path, monkeypatch):
     from dagster import DagsterInstance
 
-    from talkthrough_assets.app import service
+    from talkthrough_assets.defs.instance import instance_yaml
 
     monkeypatch.delenv("TALKTHROUGH_PG_URL", raising=False)
-    assert service.instance_yaml() == (ROOT / "dagster.yaml").read_text()
-    (tmp_path / "dagster.yaml").write_text(service.instance_yaml())
+    assert instance_yaml() == (ROOT / "dagster.yaml").read_text()
+    (tmp_path / "dagster.yaml").write_text(instance_yaml())
     inst = DagsterInstance.from_config(str(tmp_path))
     try:
         assert type(inst.run_storage).__name__ == "SqliteRunStorage"
@@ -128,10 +128,11 @@ def test_a_queued_run_is_named_by_its_recordings_before_it_starts(tt_home, tmp_p
     from fixture_facts import FIXTURES_DIR, MEETING_NAME, SILENT_NAME, TWO_VOICES_NAME, unique_copy
 
     from talkthrough_assets.app import service
+    from talkthrough_assets.defs.instance import instance_yaml
 
     home = tmp_path / "dagster"
     home.mkdir()
-    (home / "dagster.yaml").write_text(service.instance_yaml())
+    (home / "dagster.yaml").write_text(instance_yaml())
     inst = DagsterInstance.from_config(str(home))
     try:
         names = ["first call.m4a", "second.mp4", "third.m4a"]
@@ -159,11 +160,11 @@ def test_a_queued_run_is_named_by_its_recordings_before_it_starts(tt_home, tmp_p
 
 
 def test_pg_url_selects_postgres_storage_without_writing_the_url(tmp_path, monkeypatch):
-    from talkthrough_assets.app import service
+    from talkthrough_assets.defs.instance import ensure_dagster_home
 
     monkeypatch.setenv("TALKTHROUGH_PG_URL", "postgresql://talkthrough:s3cret@127.0.0.1:5432/talkthrough")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dh"))
-    home = service.ensure_dagster_home()
+    home = ensure_dagster_home()
     # the driver dagster-postgres installs, whatever SQLAlchemy's default for postgresql:// is
     assert os.environ["TALKTHROUGH_PG_URL"] == "postgresql+psycopg2://talkthrough:s3cret@127.0.0.1:5432/talkthrough"
     text = (home / "dagster.yaml").read_text()
@@ -174,7 +175,7 @@ def test_pg_url_selects_postgres_storage_without_writing_the_url(tmp_path, monke
     assert ref.run_coordinator_data.class_name == "NamingRunCoordinator"
     # unset again: back to the embedded default, rewritten in place
     monkeypatch.delenv("TALKTHROUGH_PG_URL")
-    assert (service.ensure_dagster_home() / "dagster.yaml").read_text() == (ROOT / "dagster.yaml").read_text()
+    assert (ensure_dagster_home() / "dagster.yaml").read_text() == (ROOT / "dagster.yaml").read_text()
 
 
 @pytest.mark.parametrize("path", WORKSPACE_YAMLS, ids=lambda p: str(p.relative_to(ROOT)))

@@ -3,12 +3,12 @@ the rest of the previous frame's text is carried over, and a line crossing a ban
 
 from __future__ import annotations
 
-import json
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.ocr import engine as ocr_engine
 
 W, H = 1280, 720
 
@@ -25,7 +25,7 @@ def _frame(path, lines: list[tuple[int, str]]):
 
 @pytest.fixture(scope="module")
 def engine(tt_home):  # ocr.read_frames stores each read under the frame's pixels (ocr_cache): a store is needed
-    eng, status = ocr.OcrEngine().status(True)
+    eng, status = ocr_engine.OcrEngine().status(True)
     assert eng is not None, status
     return eng
 
@@ -38,7 +38,7 @@ def test_only_the_changed_band_is_read_again_and_the_rest_is_carried_over(engine
     a = _frame(tmp_path / "a.jpg", [(100, "DEPLOY PIPELINE"), (400, "STATUS GREEN")])
     b = _frame(tmp_path / "b.jpg", [(100, "DEPLOY PIPELINE"), (400, "STATUS FAILED")])
     first = ocr.read_frames(engine, [{"ms": 0, "path": a, "bands": None}])[0]
-    prev = json.loads(first["boxes_json"])
+    prev = first["boxes"]
     assert "DEPLOY" in first["text"].upper() and "GREEN" in first["text"].upper()
 
     boxes = ocr.changed_boxes(engine, b, [[0, 390, W, 460]], prev)
@@ -61,7 +61,7 @@ def test_read_frames_reads_a_frame_with_bands_in_bands_and_the_first_in_full(eng
 def test_a_band_cutting_through_a_line_re_reads_the_whole_line(engine, tmp_path):
     a = _frame(tmp_path / "a.jpg", [(300, "ALPHA BRAVO CHARLIE")])
     b = _frame(tmp_path / "b.jpg", [(300, "ALPHA BRAVO DELTA")])
-    prev = json.loads(ocr.read_frames(engine, [{"ms": 0, "path": a, "bands": None}])[0]["boxes_json"])
+    prev = ocr.read_frames(engine, [{"ms": 0, "path": a, "bands": None}])[0]["boxes"]
     # a band covering only the lower half of the changed word: grown to the whole line before reading
     boxes = ocr.changed_boxes(engine, b, [[500, 330, 900, 350]], prev)
     text = _words(boxes)

@@ -19,6 +19,8 @@ from typer.testing import CliRunner
 from talkthrough_assets.cli import main as cli
 from talkthrough_assets.pipeline import freshness
 from talkthrough_assets.app import service
+from talkthrough_assets.app.summary import summary
+from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets import store
 from talkthrough_assets.stages import manifest as manifest_stage
 from talkthrough_assets.stages.turns import CODE_VERSION
@@ -110,7 +112,7 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
     assert match["hint"] == f"voice match {match['score']:.2f} to Alice Chen, 1 recording"
     assert "voice_match" not in spk["S1"]  # awb: never enrolled
     assert "speaker_names" not in _manifest(rb)["transcript"]["diarization"]
-    assert service.summary(rb)["voice_matches"] == {"S2": match["hint"]}
+    assert summary(rb)["voice_matches"] == {"S2": match["hint"]}
     check = manifest_stage.voice_check(rb)
     assert not check.passed and "S2: voice match" in check.description
     assert manifest_stage.voice_check(ra).passed
@@ -121,14 +123,14 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
     assert people[0]["speech_s"] > 8
 
     reader = Reader(refresh_interval=0)
-    page = reader.get_transcript(rb)
+    page = reader.get_transcript(rb).dump()
     assert page["voice_hints"] == {"S2": match["hint"]} and "speaker_names" not in page
-    only = reader.get_transcript(rb, speaker="Alice Chen")
+    only = reader.get_transcript(rb, speaker="Alice Chen").dump()
     assert only["returned"] and {s["speaker"] for s in only["segments"]} == {"S2"}
-    listed = reader.list_recordings(person="alice chen")
+    listed = reader.list_recordings(person="alice chen").dump()
     assert {i["id"]: i["person"] for i in listed["recordings"]} == {
         ra: [{"speaker": "S2", "by": "confirmed"}], rb: [{"speaker": "S2", "by": match["hint"]}]}
-    assert reader.get_transcript(ra)["name_sources"] == {"S2": "confirmed"}
+    assert reader.get_transcript(ra).name_sources == {"S2": "confirmed"}
     # what an agent gets over MCP (stdio, the SDK checks each result against the tool's outputSchema)
     got = _mcp({"list": ("list_recordings", {"person": "Alice Chen"}), "b": ("get_transcript", {"id": rb}),
                 "alice": ("get_transcript", {"id": rb, "speaker": "Alice Chen"}), "a": ("get_transcript", {"id": ra})})
@@ -144,17 +146,17 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
         di = _manifest(rb)["transcript"]["diarization"]
         assert di["speaker_names"] == {"S2": "Alice Chen"} and di["speaker_name_sources"] == {"S2": "voice"}
         assert _speakers(rb)["S2"]["voice_match"]["applied"] and manifest_stage.voice_check(rb).passed
-        page = reader.get_transcript(rb)
+        page = reader.get_transcript(rb).dump()
         assert page["name_sources"] == {"S2": "voice"} and "voice_hints" not in page
         word = store.read_rows("speaker_segments", rb)[-1]["text"].split()[-1].strip(".,").lower()
-        hits = reader.search(word, speaker="Alice Chen", limit=50)["hits"]
+        hits = reader.search(word, speaker="Alice Chen", limit=50).dump()["hits"]
         assert hits and {h["recording"] for h in hits} <= {ra, rb}
         assert all(h.get("speaker_name_by") == "voice" for h in hits if h["recording"] == rb)
 
     # 5. rename is one command, everywhere
     r = runner.invoke(cli.app, ["people", "rename", "alice chen", "Alice C."])
     assert r.exit_code == 0, r.output
-    assert service.S.load_overrides(ra)["speaker_names"] == {"S2": "Alice C."}
+    assert S.load_overrides(ra)["speaker_names"] == {"S2": "Alice C."}
     assert _speakers(rb)["S2"]["voice_match"]["person"] == "Alice C."
 
     # 6. forget the person: enrolment, the named label's voiceprint, the name, every match
@@ -168,7 +170,7 @@ def test_enrol_recognise_apply_rename_forget(tt_home, tmp_path, monkeypatch):
     assert [v["label"] for v in store.read_rows("voiceprints", ra)] == ["S1"]
     assert not any("voice_match" in s for s in _speakers(rb).values())
     assert "speaker_names" not in _manifest(rb)["transcript"]["diarization"]
-    assert "speaker_names" not in service.S.load_overrides(ra)
+    assert "speaker_names" not in S.load_overrides(ra)
     assert json.loads(runner.invoke(cli.app, ["people", "--json"]).output) == []
     assert runner.invoke(cli.app, ["people", "forget", "Alice C.", "--yes"]).exit_code == 2  # clear error
     con = store.connect()

@@ -16,10 +16,11 @@ from fixture_facts import (
 
 from talkthrough_assets.stages import runner
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 from talkthrough_assets import store
 from talkthrough_assets.stages import keyframes as keyframes_stage
 from talkthrough_assets.pipeline.settings import STAGES
-from talkthrough_assets.stages import manifest as manifest_stage
+from talkthrough_assets.model.manifest import validate as validate_manifest
 from talkthrough_assets.stages.wall_clock import parse_iso
 
 
@@ -28,7 +29,7 @@ def _words(rid: str) -> str:
 
 
 def _materialized_in_run(run_id: str, rid: str) -> set[str]:
-    return materialized_in_run(service.instance(), run_id, rid, STAGES)
+    return materialized_in_run(runs.instance(), run_id, rid, STAGES)
 
 
 def test_keywords_survive_transcription(processed):
@@ -75,7 +76,7 @@ def test_audio_only_and_video_only_behave(processed):
     assert video["kind"] == "video" and video["frames"]["count"] > 0
     assert video["transcript"]["available"] is False and "no audio" in video["transcript"]["reason"]
     m = json.loads(store.manifest_path(video["recording_id"]).read_text())
-    assert manifest_stage.validate(m) == [] and m["transcript"]["available"] is False
+    assert validate_manifest(m) == [] and m["transcript"]["available"] is False
     assert m["media"]["has_audio"] is False
 
 
@@ -91,7 +92,7 @@ def test_outputs_are_queryable_in_duckdb_across_recordings(processed):
 
 
 def test_reprocessing_the_same_bytes_runs_nothing(processed, tmp_path):
-    inst = service.instance()
+    inst = runs.instance()
     before = run_ids(inst, processed[SCREENCAST_NAME]["recording_id"])
     copy = tmp_path / "same bytes, new name.mp4"
     shutil.copy(FIXTURES_DIR / SCREENCAST_NAME, copy)
@@ -105,10 +106,10 @@ def test_reprocessing_the_same_bytes_runs_nothing(processed, tmp_path):
 def test_forced_re_anchor_rematerializes_only_wall_clock_and_manifest(processed):
     rid = processed[SILENT_NAME]["recording_id"]
     seg_file = store.table_path("segments", rid).stat().st_mtime_ns
-    before = run_ids(service.instance(), rid)
+    before = run_ids(runs.instance(), rid)
     out = service.process(FIXTURES_DIR / SILENT_NAME, overrides={"recorded_at": "2026-03-15T12:00:00+02:00"})
     assert out["stages_run"] == ["wall_clock", "manifest"]
-    assert _materialized_in_run(new_run(service.instance(), rid, before).run_id, rid) == {"wall_clock", "manifest"}
+    assert _materialized_in_run(new_run(runs.instance(), rid, before).run_id, rid) == {"wall_clock", "manifest"}
     assert out["wall_clock"] == {"start_utc": "2026-03-15T10:00:00.000+00:00", "tz_offset_min": 120,
                                  "source": "recorded_at", "confidence": "exact"}
     assert store.table_path("segments", rid).stat().st_mtime_ns == seg_file
@@ -118,7 +119,7 @@ def test_forced_re_anchor_rematerializes_only_wall_clock_and_manifest(processed)
 
 def test_max_frames_change_reruns_only_the_visual_branch(processed):
     rid = processed[SILENT_NAME]["recording_id"]
-    inst = service.instance()
+    inst = runs.instance()
     before = run_ids(inst, rid)
     out = service.process(FIXTURES_DIR / SILENT_NAME, overrides={"max_frames": 3})
     assert out["stages_run"] == ["keyframes", "dedup", "ocr", "manifest"]

@@ -57,6 +57,7 @@ def _finish(proc: subprocess.Popen, timeout: float = 300) -> list[dict]:
 
 def test_process_on_postgres_two_cli_processes_share_one_instance(pg, pg_home):
     from talkthrough_assets.app import service
+    from talkthrough_assets.app import runs as app_runs
 
     home, db = pg_home
     silent, meeting = FIXTURES_DIR / SILENT_NAME, FIXTURES_DIR / MEETING_NAME
@@ -90,12 +91,12 @@ def test_process_on_postgres_two_cli_processes_share_one_instance(pg, pg_home):
     assert "postgres_url" in yaml_text and pg.password not in yaml_text
 
     # this process sees the same instance: both runs, both partitions; a third run is stored there too
-    inst = service.instance()
+    inst = app_runs.instance()
     try:
         assert type(inst.run_storage).__name__ == "PostgresRunStorage"
         assert {r.tags["dagster/partition"] for r in inst.get_runs()} == {rid_a, rid_b}
         assert inst.has_dynamic_partition("recordings", rid_b)
-        result = service.run_stages(rid_a, ["manifest"], inst)
+        result = app_runs.run_stages(rid_a, ["manifest"], inst)
         assert result.success
     finally:
         inst.dispose()

@@ -5,13 +5,13 @@ with the reason from the run's own failure, on a real instance and a real run.""
 from __future__ import annotations
 
 from talkthrough_assets.defs import run_marks
-from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 
 
 def test_a_failed_run_without_a_failure_tag_gets_one_from_its_failure(tt_home):
     from talkthrough_assets.definitions import defs
 
-    inst = service.instance()
+    inst = runs.instance()
     # a register_folder run whose file cannot be read (EIO at offset 0): its op raises, Dagster fails the run
     job = defs.resolve_job_def("register_folder")
     res = job.execute_in_process(instance=inst, raise_on_error=False, run_config={

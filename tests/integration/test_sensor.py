@@ -12,12 +12,13 @@ from sensor_ticks import Sensor
 
 from talkthrough_assets.pipeline import dropdir
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 from talkthrough_assets import store
 from talkthrough_assets.defs.partitions import PARTITIONS_NAME
 
 
 def test_sensor_waits_for_stability_then_requests_one_run_and_dedupes(drop):
-    inst = service.instance()
+    inst = runs.instance()
     _evaluate = Sensor(inst)
     src = drop.parent / "standup-source.m4a"  # bytes no other test has registered
     src.write_bytes((FIXTURES_DIR / "meeting_audio.m4a").read_bytes() + b"\0" * 8 + b"sensor")
@@ -88,7 +89,7 @@ def test_zero_byte_file_is_named_in_the_skip_reason_then_refused_with_its_filena
     is registered. Both runs through the real job, on the test's Dagster instance."""
     from talkthrough_assets.pipeline.settings import STAGES
 
-    inst = service.instance()
+    inst = runs.instance()
     _evaluate = Sensor(inst)
     monkeypatch.setenv("TALKTHROUGH_DROP_ZERO_WAIT_S", "0.5")
     (drop / "zero.mp4").write_bytes(b"")
@@ -115,7 +116,7 @@ def test_zero_byte_file_is_named_in_the_skip_reason_then_refused_with_its_filena
     registered = {r["path"] for r in store.read_rows("sources", rid)} if store.has_partition("sources", rid) else set()
     assert not registered & {str((drop / n).resolve()) for n in ("zero.mp4", "zero again.mp4")}, registered
     for req in requests:  # each request's run, as the daemon would launch it: fails with its file's reason
-        result = service.run_stages(req.partition_key, list(STAGES), inst, tags=req.tags)
+        result = runs.run_stages(req.partition_key, list(STAGES), inst, tags=req.tags)
         run = inst.get_run_by_id(result.run_id)
         assert not result.success and run.tags["talkthrough/filename"] == req.tags["talkthrough/filename"], run.tags
         assert run.tags["talkthrough/failure"] == req.tags["talkthrough/refused"], run.tags

@@ -16,6 +16,7 @@ from talkthrough_assets.pipeline import dropdir
 from talkthrough_assets.pipeline import sources
 from talkthrough_assets.defs import sensors
 from talkthrough_assets.app import service
+from talkthrough_assets.app import runs
 from talkthrough_assets import store
 
 
@@ -31,7 +32,7 @@ def _unique_copy(drop, name: str, tag: bytes):
 def test_a_file_that_vanishes_after_hashing_is_looked_at_again_not_marked_done(drop, monkeypatch):
     """Hashed by the tick, gone before the sensor registers it: no run, no crash, not done; when the very
     same file (same size and mtime) comes back, the next stable tick requests its run."""
-    sensor = Sensor(service.instance())
+    sensor = Sensor(runs.instance())
     src, f, rid = _unique_copy(drop, "flaky", b"cursor-vanish")
     assert not sensor().run_requests  # first sight: waits one tick for stability
     st = os.stat(f)
@@ -59,7 +60,7 @@ def test_a_tick_that_raises_marks_nothing_done(drop, monkeypatch):
     """The tick hashes and registers the file, then fails before returning: its cursor is not stored, so
     the next tick starts from the previous state and requests the run (the old state file marked the file
     done first, and its run was never requested)."""
-    sensor = Sensor(service.instance())
+    sensor = Sensor(runs.instance())
     _src, f, rid = _unique_copy(drop, "crashy", b"cursor-raise")
     assert not sensor().run_requests
     before = sensor.cursor
@@ -85,7 +86,7 @@ def test_the_cursor_stays_small_and_quiet_ticks_keep_it(drop):
     n = 300
     for i in range(n):
         (drop / f"note{i:03d}.txt").write_text(f"not media {i}")  # skipped once: done without hashing
-    sensor = Sensor(service.instance())
+    sensor = Sensor(runs.instance())
     first = sensor()
     assert len(first.cursor) < 100, first.cursor
     state_file = dropdir._states_dir(drop) / f"{json.loads(first.cursor)['state']}.json"

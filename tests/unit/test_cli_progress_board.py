@@ -64,14 +64,12 @@ def test_the_keyframe_scan_reports_its_share_and_eta_at_a_bounded_rate():
         got.append((stage, rid, info))
 
     now = [100.0]
-    runner.progress_listeners.append(listen)
-    try:
-        on_time = keyframes.scan_progress("0123456789abcdef", 600.0, clock=lambda: now[0])
-        for i in range(1, 601):  # one frame per second of a 10-min video, scanned at 0.05 s per frame
-            now[0] += 0.05
-            on_time(float(i))
-    finally:
-        runner.progress_listeners.remove(listen)
+    rid = "0123456789abcdef"
+    ctx = runner.RunContext(rid, "keyframes", on_progress=lambda info: listen("keyframes", rid, info))
+    on_time = keyframes.scan_progress(rid, 600.0, clock=lambda: now[0], ctx=ctx)
+    for i in range(1, 601):  # one frame per second of a 10-min video, scanned at 0.05 s per frame
+        now[0] += 0.05
+        on_time(float(i))
     assert got and all(s == "keyframes" and r == "0123456789abcdef" for s, r, _ in got)
     shares = [i["share"] for _, _, i in got]
     # the last step before the end (the stage's own "ok" says 100 %: FileProgress.finished)

@@ -12,7 +12,6 @@ from dagster import build_init_resource_context
 from talkthrough_assets import definitions
 from talkthrough_assets.defs import resources
 from talkthrough_assets.pipeline import engines
-from talkthrough_assets.stages import ocr
 from talkthrough_assets.stages.ocr import engine as ocr_engine
 from talkthrough_assets.stages.segments import engine as segments_engine
 
@@ -22,7 +21,7 @@ def test_the_resources_hand_out_this_process_one_set_of_engines():
     assert engines.shared() is shared
     got = {key: res.create_resource(build_init_resource_context()) for key, res in resources.RESOURCES.items()}
     assert got["whisper"] is shared.whisper is segments_engine.default_whisper()
-    assert got["ocr_engine"] is shared.ocr is ocr.default_ocr()
+    assert got["ocr_engine"] is shared.ocr is ocr_engine.default_ocr()
     assert got["diarizer"] is shared.diarizer
     assert got["data_store"].location()  # the store resource names the data root
 
@@ -74,7 +73,7 @@ def test_ocr_engine_loads_once_and_a_failed_load_is_tried_again(monkeypatch):
         return "engine"
 
     monkeypatch.setattr(ocr_engine, "_load_engine", load)
-    e = ocr.OcrEngine()
+    e = ocr_engine.OcrEngine()
     assert e.status(False) == (None, "off (TALKTHROUGH_OCR=off)") and calls == []
     engine, status = e.status(True)
     assert engine is None and status.startswith("off (rapidocr unavailable: ImportError")

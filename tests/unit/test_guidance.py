@@ -6,18 +6,30 @@ from __future__ import annotations
 
 import re
 
+import anyio
 import pytest
 
 from talkthrough_mcp import guidance
 
 
+def examples(description: str) -> list[str]:
+    return [ln[2:] for ln in description.split("\nExamples:\n", 1)[1].splitlines()]
+
+
 def test_every_tool_has_10_to_15_one_line_examples():
-    for tool in guidance.TOOL_NAMES:
-        ex = guidance.examples(tool)
+    """Each tool's description (its docstring in talkthrough_mcp/tools.py): a summary, then its examples."""
+    from talkthrough_mcp.tools import TOOLS, build_server
+
+    listed = {t.name: t.description for t in anyio.run(build_server().list_tools)}
+    assert list(listed) == [fn.__name__ for fn in TOOLS]
+    for tool, desc in listed.items():
+        summary, _ = desc.split("\nExamples:\n", 1)
+        assert 0 < len(summary) <= 200 and "- " not in summary, tool
+        ex = examples(desc)
+        assert all(line.startswith("- ") for line in desc.split("\nExamples:\n", 1)[1].splitlines()), tool
         assert 10 <= len(ex) <= 15, (tool, len(ex))
-        assert all(0 < len(e) <= guidance.EXAMPLE_MAX_CHARS and "\n" not in e for e in ex), tool
+        assert all(0 < len(e) <= guidance.EXAMPLE_MAX_CHARS for e in ex), tool
         assert len(set(ex)) == len(ex), tool
-        desc = guidance.description(tool)
         assert desc.count("\n- ") == len(ex)
 
 

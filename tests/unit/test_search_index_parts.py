@@ -27,7 +27,7 @@ def _manifest(rid: str, transcript: list[tuple[int, str]], ocr: list[tuple[int, 
         words=[{"t0_ms": t + 300, "t1_ms": t + 600, "word": text.split()[-1]} for t, text in transcript],
         diarization=None, turns=[],
         speakers=[], speaker_segments=[], keyframes=frames, dedup=[{"ms": ms, "duplicate_of": None} for ms, _ in ocr],
-        ocr=ocr_rows, settings={"max_frames": 1000, "ocr": True})
+        ocr=ocr_rows, settings={"max_frames": 1000, "ocr": True}).to_json()
 
 
 def _publish(rid: str, m: dict, merge: bool = True) -> str:
@@ -97,7 +97,7 @@ def test_reader_answers_alike_from_merged_buckets_parts_and_manifests(home, tmp_
     def answers(root) -> list[dict]:
         rd = Reader(refresh_interval=0)
         try:
-            return [rd.search(q, **kw) for q, kw in queries]
+            return [rd.search(q, **kw).dump() for q, kw in queries]
         finally:
             rd.index.close()
 

@@ -16,6 +16,7 @@ import pytest
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.stagespec import downstream
 from talkthrough_assets.stages import turns as diarize
+from talkthrough_assets.model.manifest import validate
 from talkthrough_assets.stages import manifest
 from talkthrough_assets.stages.turns.labels import roster
 from talkthrough_assets.stages.turns.speaker_names import name_candidates
@@ -58,8 +59,8 @@ def test_the_manifest_carries_them_as_hints_next_to_the_roster():
         turns=TURNS, speakers=speakers, speaker_segments=[],
         keyframes=[{"ms": o["ms"], "file": f"frames/x/g/t{o['ms']:08d}.jpg"} for o in OCR],
         dedup=[{"ms": o["ms"], "duplicate_of": None} for o in OCR], ocr=OCR, settings=dict(S.DEFAULTS, ocr=True),
-        speaker_names={"S2": "Bob"})
-    assert manifest.validate(m) == []
+        speaker_names={"S2": "Bob"}).to_json()
+    assert validate(m) == []
     block = m["transcript"]["diarization"]
     by_label = {s["label"]: s for s in block["speakers"]}
     assert by_label["S1"]["name_candidates"][0] == "Alice Chen"
@@ -74,7 +75,7 @@ def test_without_ocr_a_speaker_has_no_candidates_key():
                "size_bytes": 10, "has_audio": True, "has_video": False},
         wall_clock=None, transcript=None, segments=[], words=[],
         diarization={"requested": True, "available": True}, turns=TURNS, speakers=roster(TURNS),
-        speaker_segments=[], keyframes=[], dedup=[], ocr=[], settings=dict(S.DEFAULTS))
+        speaker_segments=[], keyframes=[], dedup=[], ocr=[], settings=dict(S.DEFAULTS)).to_json()
     assert all("name_candidates" not in s for s in m["transcript"]["diarization"]["speakers"])
 
 
@@ -109,9 +110,9 @@ def test_agents_get_unconfirmed_hints_only_for_unnamed_speakers(tmp_path, monkey
         turns=TURNS, speakers=roster(TURNS), speaker_segments=spk,
         keyframes=[{"ms": o["ms"], "file": f"frames/{rid}/g/t{o['ms']:08d}.jpg"} for o in OCR],
         dedup=[{"ms": o["ms"], "duplicate_of": None} for o in OCR], ocr=OCR, settings=dict(S.DEFAULTS, ocr=True),
-        speaker_names={"S2": "Bob"})
+        speaker_names={"S2": "Bob"}).to_json()
     store.put_json(store.manifest_key(rid), m)
-    out = json.loads(json.dumps(Reader().get_transcript(rid)))
+    out = json.loads(json.dumps(Reader().get_transcript(rid).dump()))
     assert out["diarized"] and out["speaker_names"] == {"S2": "Bob"}
     assert out["name_hints"] == {"S1": ["Alice Chen"]}
     assert "unconfirmed" in out["name_hints_note"]

@@ -72,7 +72,7 @@ def captured(monkeypatch, tmp_path):
     media.write_bytes(b"x")
     monkeypatch.setattr(service, "collect", lambda paths: ([media], []))
 
-    def fake_process(path, overrides=None, force=False, on_stages=None):
+    def fake_process(path, overrides=None, force=False, on_stages=None, observer=None):
         calls.append({"overrides": overrides, "force": force})
         return {"source": str(path), "status": "cached", "recording_id": "0" * 16}
 

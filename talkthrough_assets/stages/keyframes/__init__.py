@@ -43,6 +43,7 @@ from pathlib import Path
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import BadMediaError
 from talkthrough_assets.core.mediaio import open_input
+from talkthrough_assets.model.frames import Keyframe
 from talkthrough_assets.stages.keyframes.scan import Keeper, full_pass, iframe_pass, video_stream
 from talkthrough_assets.stages.probe import frame_floor_s
 from talkthrough_assets.stages.runner import CheckResult, RunContext, StageResult, digest, hms, probe_row
@@ -113,9 +114,9 @@ def cap_reason(keeper: "Keeper", span_s: float) -> str | None:
     return "; ".join(parts) or None
 
 
-def frame_index_check(rid: str, rows: list[dict] | None = None) -> CheckResult:
+def frame_index_check(rid: str, rows: list[Keyframe] | None = None) -> CheckResult:
     """Every indexed keyframe exists on disk."""
-    rows = store.read_rows("keyframes", rid) if rows is None else rows
+    files = [r["file"] for r in store.read_rows("keyframes", rid)] if rows is None else [r.file for r in rows]
     listed: dict[str, set[str]] = {}  # one listing per generation folder, not a stat (a HEAD on S3) per frame
 
     def stored(key: str) -> bool:
@@ -124,9 +125,9 @@ def frame_index_check(rid: str, rows: list[dict] | None = None) -> CheckResult:
             listed[folder] = set(store.list_names(folder))
         return name in listed[folder]
 
-    missing = [r["file"] for r in rows if not stored(r["file"])]
+    missing = [f for f in files if not stored(f)]
     return CheckResult("frame_index_matches_disk", not missing,
-                       f"{len(rows) - len(missing)}/{len(rows)} indexed keyframes on disk"
+                       f"{len(files) - len(missing)}/{len(files)} indexed keyframes on disk"
                        + (f"; missing e.g. {missing[0]}" if missing else ""))
 
 
@@ -145,7 +146,7 @@ PROGRESS_QUIET_S = 10.0
 
 
 def scan_progress(rid: str, span_s: float, clock=time.monotonic, ctx: RunContext | None = None):
-    """on_time -> ``ctx.progress`` (default: the process's displays only): the share of the video scanned (the
+    """on_time -> ``ctx.progress`` (default: to nobody): the share of the video scanned (the
     time of the frame the scan is at) and an ETA from this run's pace, each PROGRESS_STEP of the video (at most
     every PROGRESS_MIN_S) or PROGRESS_QUIET_S: at most ~20 lines per scan plus one per 10 s in the Dagster run's
     log."""
@@ -202,7 +203,7 @@ def run(rid: str, opts: Options, *, ctx: RunContext | None = None) -> StageResul
         store.prune_frame_generations(rid, keep=_live_generations(rid))
         raise
     rel = store.generation_key(gen)
-    rows = [dict(f, file=f"{rel}/{f['file']}") for f in res["frames"]]
+    rows = [Keyframe(**dict(f, file=f"{rel}/{f['file']}")) for f in res["frames"]]
     previous = _live_generations(rid)
     store.publish_frames_generation(gen)  # the JPEGs first, then the table that points at them
     store.write_table("keyframes", rid, rows)

@@ -7,19 +7,21 @@ a crash. The engine (loading, detection, recognition) is :mod:`.engine`.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 
 from talkthrough_assets import store
+from talkthrough_assets.model import frames as frames_model
+from talkthrough_assets.model.frames import OcrBox, OcrFrame
 from talkthrough_assets.stages.ocr import cache as ocr_cache
 from talkthrough_assets.stages.ocr import lines as ocr_lines
-from talkthrough_assets.stages.ocr.engine import (  # noqa: F401  (engine_status, OcrEngine ...: the stage's engine, named here too)
-    DET_MAX_SIDE, DET_MIN_SIDE, MODELS, OcrEngine, _box, _detect, _lock, _recognise, _run, _set_threads, _stepwise,
-    band_scale, bundled_models, default_ocr, det_scale, engine_name, engine_status)
+from talkthrough_assets.stages.ocr.engine import (DET_MAX_SIDE, _box, _detect, _lock, _recognise, _run, _set_threads,
+                                                   _stepwise, engine_name)
 from talkthrough_assets.stages.runner import StageResult, digest
 
-CODE_VERSION = "7"  # 7: lines over unchanged pixels keep their text; bands recognised in one batch
+CODE_VERSION = "8"  # 8: boxes stored as a list of structs, not JSON; 7: lines over unchanged pixels keep their text; bands recognised in one batch
+# what a read gives, part of each stored result's key: a change of how results are stored keeps the reads
+READ_VERSION = "7"
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,7 @@ def _result(boxes: list[dict]) -> dict:
     boxes = sorted(boxes, key=lambda b: _box_order((b["box"],)))
     texts = [b["text"] for b in boxes if b["text"] and b["text"].strip()]
     scores = [b["score"] for b in boxes]
-    return {"text": "\n".join(texts), "boxes_json": json.dumps(boxes, ensure_ascii=False),
-            "mean_score": (sum(scores) / len(scores)) if scores else None}
+    return {"text": "\n".join(texts), "boxes": boxes, "mean_score": (sum(scores) / len(scores)) if scores else None}
 
 
 def load(engine, path: str | os.PathLike):
@@ -187,8 +188,15 @@ def read_frames(engine, frames: list[dict], det_max_side: int = DET_MAX_SIDE) ->
         return _read(engine, image(path), None, (prev_img, prev_boxes) if prev_boxes is not None else None)
 
     return ocr_cache.read_frames(frames, fingerprint={"engine": {"engine": engine_name(), "det_max_side": det_max_side},
-                                                             "code": CODE_VERSION},
+                                                             "code": READ_VERSION},
                                  read=read, result=_result)
+
+
+def record(r: dict, engine: str | None) -> OcrFrame:
+    """One frame's read (:func:`read_frames`) as the stored record."""
+    return OcrFrame(ms=r["ms"], text=r["text"], mean_score=r["mean_score"], engine=engine,
+                    boxes=tuple(OcrBox(box=tuple(tuple(p) for p in b["box"]), text=b["text"], score=b["score"])
+                                for b in r["boxes"]))
 
 
 def run(rid: str, opts: Options, engines) -> StageResult:
@@ -201,15 +209,15 @@ def run(rid: str, opts: Options, engines) -> StageResult:
         engine, status = None, "not run: no keyframes"
     rows, partial, keys, reused = [], 0, [], 0
     if engine is not None:
-        unique = [{"ms": f["ms"], "path": store.local_file(f["file"], immutable=True),
-                   "bands": json.loads(d["changed_json"]) if d.get("changed_json") else None} for f, d in unique]
+        unique = [{"ms": f["ms"], "path": store.local_file(f["file"], immutable=True), "bands": frames_model.bands(d)}
+                  for f, d in unique]
         for r in read_frames(engine, unique, opts.det_max_side):
-            partial += r.pop("read") == "bands"
-            keys.append({"ms": r["ms"], "key": r.pop("key")})
-            reused += r.pop("reused")
-            rows.append({"engine": status, **r})
+            partial += r["read"] == "bands"
+            keys.append({"ms": r["ms"], "key": r["key"]})
+            reused += r["reused"]
+            rows.append(record(r, status))
     store.write_table("ocr", rid, rows)
     store.write_table("ocr_keys", rid, keys)
     md = {"engine": status, "frames_read": len(rows), "frames_read_in_bands": partial,
-          "frames_with_text": sum(1 for r in rows if r["text"]), "frames_reused": reused}
+          "frames_with_text": sum(1 for r in rows if r.text), "frames_reused": reused}
     return StageResult(md, digest(rows))

@@ -1,6 +1,6 @@
 """OCR results keyed by the frame's pixels: a slide shown again, in this recording or another, is
 read once. Each read (a full read, or the changed bands of a frame over the previous
-frame's boxes) is stored under key = sha256(engine fingerprint, OCR code version, what a band read depends
+frame's boxes) is stored under key = sha256(engine fingerprint, the version of what a read gives (``READ_VERSION``), what a band read depends
 on (its bands and the previous boxes), the decoded RGB pixels); stored like the Whisper chunks
 (``chunks.encode``: checksummed, a damaged one is read again) at ``store.ocr_result_key``. The recording's
 ``ocr_keys`` table names the keys its rows came from (what gc keeps)."""
@@ -33,7 +33,7 @@ def _load(key: str) -> list[dict] | None:
     if blob is None:
         return None
     try:
-        # in the key order a fresh read has (the stored JSON's keys are sorted): the same boxes_json
+        # in the key order a fresh read has (the stored JSON's keys are sorted): the same boxes
         return [{"box": b["box"], "text": b["text"], "score": b["score"]} for b in C.decode_blob(blob)["boxes"]]
     except (C.CorruptChunk, KeyError, TypeError):
         return None  # read again; the good result replaces it
@@ -42,7 +42,7 @@ def _load(key: str) -> list[dict] | None:
 def read_frames(frames: list[dict], *, fingerprint: dict, read: Callable, result: Callable) -> list[dict]:
     """Read ``frames`` ({"ms", "path", "bands"}, in time order) with stored results: one row per frame as
     ``result(boxes)`` makes it, plus ``read`` ("full" or "bands"), ``ms``, ``key`` and ``reused`` (found stored).
-    ``fingerprint``: the engine and code version; ``read(path, bands, previous path, previous boxes)`` -> boxes
+    ``fingerprint``: the engine and read version; ``read(path, bands, previous path, previous boxes)`` -> boxes
     (bands None: the whole frame; ocr's own functions, passed in: ocr imports this module)."""
     out = []
     prev_boxes: list[dict] | None = None

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from talkthrough_assets import store
+from talkthrough_assets.model.turns import TurnsOutput
 from talkthrough_assets.stages.runner import StageResult, digest, probe_row, wav_path
 from talkthrough_assets.stages.turns.attribution import attribute_segments
 from talkthrough_assets.stages.turns.engine import (ENV_THREADS, SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, default_cache, with_threads, centroids, engine_version, run_engine)
@@ -108,36 +109,24 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     turns = relabel(raw)
     if not turns:
         return done(empty, reason="no speech detected")
-    notes = []
+    out, found = _speakers(samples, turns, models, n_req=n_req, window_shift=window_shift, cache=cache,
+                           segments=segments, words=words)
+    row.update(words_by_voice=found.pop("words_by_voice"), words_unassigned=found.pop("words_unassigned"))
+    return done(out, available=True, **found)
+
+
+def _speakers(samples, turns: list[dict], models, *, n_req: int | None, window_shift: float, cache,
+              segments: Sequence[dict], words: Sequence[dict]) -> tuple[dict, dict]:
+    """From the engine's first labelled turns to the stage's output: the count met or explained, alike voices
+    merged, turns refined and filled from the words, the transcript attributed, the voiceprints. Returns (the
+    output lists, the diarization row's fields they decide)."""
     engine_found = len(labels_in_order(turns))
     short_why = None
     if n_req and engine_found < n_req:
-        fine = relabel(run_engine(samples, models, None, FINE_THRESHOLD, window_shift, cache=cache))
-        if len(labels_in_order(fine)) >= n_req:
-            fine = merge_labels(fine, merge_to_count(fine, centroids(samples, fine, models, cache=cache), n_req))
-        labs = labels_in_order(fine)
-        cents = centroids(samples, fine, models, cache=cache) if len(labs) == n_req else {}
-        alike = max(((float(cents[a] @ cents[b]), a, b) for i, a in enumerate(labs) for b in labs[i + 1:]
-                     if a in cents and b in cents), default=None)
-        if len(labs) == n_req and (alike is None or alike[0] < SAME_VOICE_SIMILARITY):
-            turns, engine_found = fine, n_req
-        elif len(labs) == n_req:  # N labels only by splitting one voice: the audio does not support N
-            short_why = (f"{n_req} labels only by splitting one voice ({alike[1]} and {alike[2]} alike, "
-                         f"similarity {alike[0]:.2f})")
-        else:
-            short_why = f"even a finer clustering finds only {len(labs)} voice{'s' if len(labs) != 1 else ''}"
+        turns, engine_found, short_why = _finer(samples, turns, models, n_req, window_shift, cache)
+    notes = []
     if engine_found > 1:
-        cents = centroids(samples, turns, models, cache=cache)
-        labs = labels_in_order(turns)
-        sims = {(a, b): float(cents[a] @ cents[b]) for i, a in enumerate(labs) for b in labs[i + 1:]
-                if a in cents and b in cents}
-        # a given count that the clustering met: only voices that are the same beyond doubt merge, and no
-        # label is absorbed for being short (the user said it is there). Auto, or a count the audio could
-        # not give: the automatic rules (alike voices merge, under a second of speech is absorbed).
-        mapping, notes = (plan_merges(turns, sims, same_voice=SAME_VOICE_CERTAIN, min_speaker_ms=0)
-                          if n_req and engine_found >= n_req else plan_merges(turns, sims))
-        if mapping:
-            turns = merge_labels(turns, mapping)
+        turns, notes = _merge_alike(samples, turns, models, n_req, engine_found, cache)
     # two voices the segmentation gave one label are split (for a given count: only up to that count), and
     # VAD speech the segmentation left out goes to the nearest speaker (refine: measured on the AMI excerpts)
     found = len(labels_in_order(turns))
@@ -147,20 +136,8 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     notes += split_notes
     # words Whisper wrote where no turn is: a speaker by their voice, or none (counted) under the floor
     turns, by_voice, unassigned = fill_from_words(samples, turns, words, models, cache=cache)
-    row.update(words_by_voice=by_voice, words_unassigned=unassigned)
     detected = len(labels_in_order(turns))
-    if n_req and detected < n_req:
-        why = "; ".join(([short_why] if short_why else []) + notes) or (
-            f"the engine found speech for only {engine_found} speaker{'s' if engine_found != 1 else ''}")
-        count = f"{detected} of the {n_req} given (--num-speakers {n_req}): {why}"
-        notes[:0] = [f"requested {n_req} speakers, {detected} distinct voice{'s' if detected != 1 else ''} found"] + (
-            [short_why] if short_why else [])
-    elif n_req:
-        count = f"as given (--num-speakers {n_req})"
-    else:
-        count = "found from the audio (--num-speakers auto)"
-        if detected == 1:
-            notes.insert(0, "one speaker detected")
+    count = _count(n_req, detected, engine_found, short_why, notes)
     speaker_segments = attribute_segments(segments, words, turns)
 
     def vectors_of(wins):
@@ -173,8 +150,56 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
 
     prints = voiceprints_mod.compute(samples, turns, vectors_of, models.label("embedding"), known)
     out = {"turns": turns, "speakers": roster(turns), "speaker_segments": speaker_segments, "voiceprints": prints}
-    return done(out, available=True, detected_num_speakers=detected, reason="; ".join(notes) or None,
-                speaker_count=count)
+    return out, {"detected_num_speakers": detected, "reason": "; ".join(notes) or None, "speaker_count": count,
+                 "words_by_voice": by_voice, "words_unassigned": unassigned}
+
+
+def _finer(samples, turns: list[dict], models, n_req: int, window_shift: float, cache):
+    """A given count the engine's clustering fell short of: met from a finer clustering merged down to it, kept
+    if those are distinct voices. Returns (turns, the count the engine found, why it stays short or None)."""
+    fine = relabel(run_engine(samples, models, None, FINE_THRESHOLD, window_shift, cache=cache))
+    if len(labels_in_order(fine)) >= n_req:
+        fine = merge_labels(fine, merge_to_count(fine, centroids(samples, fine, models, cache=cache), n_req))
+    labs = labels_in_order(fine)
+    cents = centroids(samples, fine, models, cache=cache) if len(labs) == n_req else {}
+    alike = max(((float(cents[a] @ cents[b]), a, b) for i, a in enumerate(labs) for b in labs[i + 1:]
+                 if a in cents and b in cents), default=None)
+    if len(labs) == n_req and (alike is None or alike[0] < SAME_VOICE_SIMILARITY):
+        return fine, n_req, None
+    found = len(labels_in_order(turns))
+    if len(labs) == n_req:  # N labels only by splitting one voice: the audio does not support N
+        return turns, found, (f"{n_req} labels only by splitting one voice ({alike[1]} and {alike[2]} alike, "
+                              f"similarity {alike[0]:.2f})")
+    return turns, found, f"even a finer clustering finds only {len(labs)} voice{'s' if len(labs) != 1 else ''}"
+
+
+def _merge_alike(samples, turns: list[dict], models, n_req: int | None, engine_found: int, cache):
+    """Labels that are one voice merged. A given count that the clustering met: only voices that are the same
+    beyond doubt merge, and no label is absorbed for being short (the user said it is there). Auto, or a count
+    the audio could not give: the automatic rules (alike voices merge, under a second of speech is absorbed)."""
+    cents = centroids(samples, turns, models, cache=cache)
+    labs = labels_in_order(turns)
+    sims = {(a, b): float(cents[a] @ cents[b]) for i, a in enumerate(labs) for b in labs[i + 1:]
+            if a in cents and b in cents}
+    mapping, notes = (plan_merges(turns, sims, same_voice=SAME_VOICE_CERTAIN, min_speaker_ms=0)
+                      if n_req and engine_found >= n_req else plan_merges(turns, sims))
+    return (merge_labels(turns, mapping) if mapping else turns), notes
+
+
+def _count(n_req: int | None, detected: int, engine_found: int, short_why: str | None, notes: list[str]) -> str:
+    """The row's ``speaker_count`` (which count was used, and why); puts the count's own notes first in
+    ``notes``."""
+    if n_req and detected < n_req:
+        why = "; ".join(([short_why] if short_why else []) + notes) or (
+            f"the engine found speech for only {engine_found} speaker{'s' if engine_found != 1 else ''}")
+        notes[:0] = [f"requested {n_req} speakers, {detected} distinct voice{'s' if detected != 1 else ''} found"] + (
+            [short_why] if short_why else [])
+        return f"{detected} of the {n_req} given (--num-speakers {n_req}): {why}"
+    if n_req:
+        return f"as given (--num-speakers {n_req})"
+    if detected == 1:
+        notes.insert(0, "one speaker detected")
+    return "found from the audio (--num-speakers auto)"
 
 
 @dataclass(frozen=True)
@@ -201,15 +226,16 @@ def run(rid: str, opts: Options, engines) -> StageResult:
             segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
             num_speakers=opts.num_speakers, threshold=opts.diarize_threshold, threads=opts.threads,
         )
-    store.write_table("diarization", rid, [out["diarization"]])
-    store.write_table("turns", rid, out["turns"])
-    store.write_table("speakers", rid, out["speakers"])
-    store.write_table("speaker_segments", rid, out["speaker_segments"])
-    store.write_table("voiceprints", rid, out.get("voiceprints") or [])
-    d = out["diarization"]
-    md = {"requested": bool(d.get("requested")), "available": bool(d.get("available")),
-          "reason": d.get("reason") or "", "speakers": len(out["speakers"]), "turns": len(out["turns"])}
-    return StageResult(md, digest([out["turns"], out["speaker_segments"]]))
+    rec = TurnsOutput.of(out)
+    store.write_table("diarization", rid, [rec.diarization])
+    store.write_table("turns", rid, rec.turns)
+    store.write_table("speakers", rid, rec.speakers)
+    store.write_table("speaker_segments", rid, rec.speaker_segments)
+    store.write_table("voiceprints", rid, rec.voiceprints)
+    d = rec.diarization
+    md = {"requested": bool(d.requested), "available": bool(d.available), "reason": d.reason or "",
+          "speakers": len(rec.speakers), "turns": len(rec.turns)}
+    return StageResult(md, digest([list(rec.turns), list(rec.speaker_segments)]))
 
 
 def models_were_missing(row: dict | None) -> bool:

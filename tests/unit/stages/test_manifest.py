@@ -11,6 +11,7 @@ from talkthrough_assets.pipeline import stagerun
 from talkthrough_assets.stages import runner
 from talkthrough_assets import store
 from talkthrough_assets.pipeline import settings as S
+from talkthrough_assets.model import manifest as model
 from talkthrough_assets.model.manifest import recording_row
 from talkthrough_assets.stages import manifest as manifest_stage
 
@@ -26,15 +27,15 @@ def test_manifest_check_reads_what_was_published(tmp_path, monkeypatch):
     check = stagerun.verify_check("manifest_schema_valid", RID)
     assert not check.passed and "unreadable manifest" in check.description
 
-    store.put_json(store.manifest_key(RID), {"schema": manifest_stage.SCHEMA, "recording_id": RID})
+    store.put_json(store.manifest_key(RID), {"schema": model.SCHEMA, "recording_id": RID})
     check = stagerun.verify_check("manifest_schema_valid", RID)
     assert not check.passed and check.description  # the schema's problems, named
 
     good = json.loads(json.dumps(_valid_manifest()))
-    assert manifest_stage.validate(good) == []
+    assert model.validate(good) == []
     store.put_json(store.manifest_key(RID), good)
     assert stagerun.verify_check("manifest_schema_valid", RID) == runner.CheckResult(
-        name="manifest_schema_valid", passed=True, description=manifest_stage.SCHEMA)
+        name="manifest_schema_valid", passed=True, description=model.SCHEMA)
 
 
 def _valid_manifest() -> dict:
@@ -44,7 +45,7 @@ def _valid_manifest() -> dict:
              "tags_json": "{}", "file_mtime": 0.0, "cap_hit": False, "max_seconds": 0, "rotation": 0}
     return manifest_stage.build(recording_id=RID, probe=probe, wall_clock=None, transcript=None, segments=[],
                                 words=[], keyframes=[], dedup=[], ocr=[], diarization=None, turns=[],
-                                speakers=[], speaker_segments=[], settings={}, frames_reason=None)
+                                speakers=[], speaker_segments=[], settings={}, frames_reason=None).to_json()
 
 
 def _manifest_with_a_wall_clock_and_speakers() -> dict:
@@ -61,7 +62,7 @@ def _manifest_with_a_wall_clock_and_speakers() -> dict:
     return manifest_stage.build(recording_id=RID, probe=probe, wall_clock=wc, transcript=transcript,
                                 segments=segments, words=[], keyframes=[], dedup=[], ocr=[], diarization=diarization,
                                 turns=[{"t0_ms": 0, "t1_ms": 900, "speaker": "S1"}], speakers=speakers,
-                                speaker_segments=[], settings={}, frames_reason=None)
+                                speaker_segments=[], settings={}, frames_reason=None).to_json()
 
 
 def test_the_mcp_library_row_is_the_recordings_row_less_paths():
@@ -108,13 +109,13 @@ def _manifest_inputs():
 
 
 def test_manifest_round_trip_and_validation():
-    m = manifest_stage.build(**_manifest_inputs())
-    assert manifest_stage.validate(m) == []
-    again = manifest_stage.loads(manifest_stage.dumps(m))
+    m = manifest_stage.build(**_manifest_inputs()).to_json()
+    assert model.validate(m) == []
+    again = model.loads(model.dumps(m))
     assert again == m
     assert m["frames"]["count"] == 2 and m["frames"]["unique_count"] == 1
     assert m["frames"]["items"][1]["duplicate_of"] == 0 and m["frames"]["items"][0]["ocr_text"] == "DEPLOY"
     assert "diarization" not in m["transcript"]  # not requested -> block absent
     broken = dict(m, schema="other/v9")
     with pytest.raises(ValueError, match="schema"):
-        manifest_stage.loads(json.dumps(broken))
+        model.loads(json.dumps(broken))

@@ -4,6 +4,7 @@ engine's own reads are tested in tests/integration/test_ocr_bands.py)."""
 from __future__ import annotations
 
 from talkthrough_assets.stages import ocr
+from talkthrough_assets.stages.ocr import engine as ocr_engine
 
 
 class TestOcrBands:
@@ -28,20 +29,20 @@ class TestOcrBands:
 
 
 def test_a_frame_is_detected_at_most_det_max_side_on_its_longest_side():
-    assert ocr.det_scale(1080, 1568, max_side=1024) == 1024 / 1568
-    assert ocr.det_scale(800, 1024, max_side=1024) == 1.0  # already within the cap
-    assert ocr.det_scale(1080, 1568, max_side=0) == 1.0  # 0: no cap
+    assert ocr_engine.det_scale(1080, 1568, max_side=1024) == 1024 / 1568
+    assert ocr_engine.det_scale(800, 1024, max_side=1024) == 1.0  # already within the cap
+    assert ocr_engine.det_scale(1080, 1568, max_side=0) == 1.0  # 0: no cap
 
 
 def test_a_small_frame_keeps_rapidocrs_own_upscaling():
     # shortest side under DET_MIN_SIDE (736): RapidOCR's "min" rule scales it up, the cap does not apply
-    assert ocr.det_scale(480, 640, max_side=1024) == 736 / 480
+    assert ocr_engine.det_scale(480, 640, max_side=1024) == 736 / 480
 
 
 def test_a_band_is_scaled_like_its_frame_but_never_up():
-    assert ocr.band_scale(80, 1568, max_side=1024) == 1024 / 1568  # a full-width strip of a 1568 px frame
-    assert ocr.band_scale(80, 600, max_side=1024) == 1.0  # narrow: read at native size, not upscaled to 736
-    assert ocr.band_scale(80, 1568, max_side=0) == 1.0
+    assert ocr_engine.band_scale(80, 1568, max_side=1024) == 1024 / 1568  # a full-width strip of a 1568 px frame
+    assert ocr_engine.band_scale(80, 600, max_side=1024) == 1.0  # narrow: read at native size, not upscaled to 736
+    assert ocr_engine.band_scale(80, 1568, max_side=0) == 1.0
 
 
 def test_no_changed_band_carries_the_previous_boxes_over_without_opening_the_frame(tmp_path):

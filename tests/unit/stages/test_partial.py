@@ -140,14 +140,14 @@ def test_read_tools_mark_a_partial_answer(home, monkeypatch):
     partial.publish(RID, partial.build(RID, {}, wall_clock=None, model_label="tiny.en"))
     snap = snapshot.read(RID)
     assert snap.partial["covered_ms"] == [0, 15_000]
-    page = transcript.page(snap)
+    page = transcript.page(snap).dump()
     assert page["partial"] is True and page["covered_ms"] == [0, 15_000]
     assert page["truncated"] is False and page["next_start_ms"] == 15_000
     assert page["continue_with"] == {"id": RID, "start_ms": 15_000}
     assert [s["text"] for s in page["segments"]] == WORDS[:2]
-    inside = transcript.page(snap, start_ms=0, end_ms=10_000)  # a range already covered: nothing to wait for
+    inside = transcript.page(snap, start_ms=0, end_ms=10_000).dump()  # a range already covered: nothing to wait for
     assert inside["partial"] is True and inside["next_start_ms"] is None
-    later = transcript.page(snap, start_ms=20_000)  # past the covered range: come back for the same start
+    later = transcript.page(snap, start_ms=20_000).dump()  # past the covered range: come back for the same start
     assert later["segments"] == [] and later["next_start_ms"] == 20_000
 
     # a file written from it would look finished: export and report refuse, saying why
@@ -160,14 +160,14 @@ def test_read_tools_mark_a_partial_answer(home, monkeypatch):
 
     monkeypatch.setenv("TALKTHROUGH_MCP_REFRESH_S", "0")
     reader = Reader(refresh_interval=0.0)
-    listed = reader.list_recordings()["recordings"]
+    listed = reader.list_recordings().dump()["recordings"]
     assert [(r["id"], r["partial"], r["covered_ms"], r["next_start_ms"]) for r in listed] == \
         [(RID, True, [0, 15_000], 15_000)]
-    hits = reader.search("gateway")
+    hits = reader.search("gateway").dump()
     assert hits["hits"] and hits["recordings"][RID]["partial"] is True
     assert hits["recordings"][RID]["covered_ms"] == [0, 15_000]
-    moment = reader.get_moment(RID, 14_000)
-    assert moment.meta["partial"] is True and moment.meta["transcript"]["next_start_ms"] == 15_000
+    moment = reader.get_moment(RID, 14_000).meta
+    assert moment.partial is True and moment.transcript.next_start_ms == 15_000
 
     # the final generation replaces it: no marking anywhere
     final = json.loads(store.get_bytes(store.manifest_key(RID)))
@@ -176,10 +176,10 @@ def test_read_tools_mark_a_partial_answer(home, monkeypatch):
     part, _ = si.write_part(RID, final, data)
     store.put_bytes(store.manifest_key(RID), data)
     si.drop_parts(RID, keep=part)
-    page = reader.get_transcript(RID)
+    page = reader.get_transcript(RID).dump()
     assert "partial" not in page and page["next_start_ms"] is None and page["generation"] != snap.generation
-    assert "partial" not in reader.list_recordings()["recordings"][0]
-    assert "partial" not in reader.search("gateway")["recordings"][RID]
+    assert "partial" not in reader.list_recordings().dump()["recordings"][0]
+    assert "partial" not in reader.search("gateway").dump()["recordings"][RID]
     assert "deploy the gateway" in formats.export(RID, "txt")
 
 
@@ -197,6 +197,6 @@ def test_a_run_that_stops_says_so_in_its_partial_generation(home):
     assert pub.stopped("turns: diarization crashed")
     m = json.loads(store.get_bytes(store.manifest_key(RID)))
     assert m["partial"]["stopped"] == "turns: diarization crashed" and m["partial"]["covered_ms"] == [0, 15_000]
-    page = transcript.page(snapshot.read(RID))
+    page = transcript.page(snapshot.read(RID)).dump()
     assert page["partial"] is True and page["partial_stopped"] == "turns: diarization crashed"
     assert "stopped (turns: diarization crashed)" in page["partial_note"] and page["next_start_ms"] == 15_000
