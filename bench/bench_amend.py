@@ -8,7 +8,7 @@ Default files: fixtures/two_voices.m4a (28 s) and the 3-min two-voice file from
 bench/make_long_media.py. Per file, in a fresh TALKTHROUGH_HOME:
 
   setup          service.process(file) (plain, no diarization); one diarization call to load the engine
-  diarize alone  stages.diarize.run_turns(wav, segments, words, num_speakers=2): the stage function,
+  diarize alone  stages.turns.run_turns(wav, segments, words, num_speakers=2): the stage function,
                  called directly (the baseline)
   diarize amend  service.process(file, overrides={"diarize": True, "num_speakers": 2}) after a plain
                  state: must run exactly turns + manifest (target <= 1.2 x diarize alone)

@@ -214,7 +214,7 @@ def run_pipeline(samples, ref_model: str, label: str, config: str = "pipeline",
                  **kw) -> tuple[list[tuple[float, str]], float]:
     from talkthrough_assets.stages.segments import chunks as C
 
-    # the segments stage's own decode (stages/chunkstore.transcribe): chunked, each chunk through the drop
+    # the segments stage's own decode (stages/segments/stage.transcribe): chunked, each chunk through the drop
     # rules; nothing stored, so every run decodes
     t, c = time.perf_counter(), time.process_time()
     from dataclasses import asdict

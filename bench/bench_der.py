@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Diarization accuracy on real multi-speaker audio: DER and speakers found, per file and pooled, for
-Talkthrough's turns stage (``stages.diarize.run_turns``) against sherpa-onnx's own offline diarization
+Talkthrough's turns stage (``stages.turns.run_turns``) against sherpa-onnx's own offline diarization
 with every option at its default, both measured in the same run, each with the speaker count unknown
 (Talkthrough ``--num-speakers auto``; sherpa ``num_clusters=-1``, threshold 0.5) and given (the true count).
 

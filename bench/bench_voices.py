@@ -18,11 +18,11 @@ The set (every clip skipped, and said so, when its audio is not there):
   awb, rms, slt in two-person meetings (fixtures/two_voices.m4a, fixtures/voices_again.m4a and two composed
   here), two espeak-ng voices as never-enrolled people.
 
-Every recording goes through the ``turns`` stage's function (``stages.diarize.run_turns``, the speaker
+Every recording goes through the ``turns`` stage's function (``stages.turns.run_turns``, the speaker
 count given), whose voiceprints are what Talkthrough stores; a label's person is the reference speaker it
 overlaps most. For each person with several recordings, one recording's voiceprint is enrolled (each
 person's first recording, then each one's second: two rounds), and every other label of every recording is
-recognised with ``stages.diarize.voices.recognise`` (production code). Reported per threshold: top-1 of
+recognised with ``stages.turns.voices.recognise`` (production code). Reported per threshold: top-1 of
 enrolled people's labels (>= 10 s of clean speech in both recordings, 3-10 s, under 3 s) and false
 suggestions (a label given an enrolled person's name when that person is not speaking) as a share of all
 labels. The suggest threshold is the lowest with false suggestions <= 1 %; the apply threshold the lowest

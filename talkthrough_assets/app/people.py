@@ -3,7 +3,7 @@ people, and re-checking the recordings whose voice matches that changes.
 
 A person is enrolled when ``talkthrough name ID S1="Alice Chen"`` names a label that has a voiceprint: the
 recording's ``people`` partition gets (person, label, when, a copy of the voiceprint). Everything else is
-derived: the people list, each person's voice (:mod:`stages.diarize.voices`) and the matches the manifest
+derived: the people list, each person's voice (:mod:`stages.turns.voices`) and the matches the manifest
 stage shows. A change re-materializes only ``manifest`` of the recordings whose matches change (``turns``
 never re-runs); a recording that was busy is caught by ``plan()`` (:func:`voices.hints_changed`).
 """

@@ -10,7 +10,7 @@ from talkthrough_assets.stages import runner
 from talkthrough_assets.stages import probe as probe_stage
 from talkthrough_assets.stages import turns as turns_stage
 from talkthrough_assets.model import wallclock
-from talkthrough_assets.stages.segments import stage as chunkstore
+from talkthrough_assets.stages.segments import stage as segments_stage
 from talkthrough_assets.stages.segments import transcribe
 from talkthrough_assets.model.wallclock import t_wall
 
@@ -38,7 +38,7 @@ def summary(rid: str) -> dict:
         "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
                        "language": rec["language"], "segments": rec["segment_count"],
                        # chunks with a stored Whisper result (derived from the chunk keys), and failed ones
-                       "coverage": (chunkstore.coverage(rid) or {}).get("text"),
+                       "coverage": (segments_stage.coverage(rid) or {}).get("text"),
                        "chunks_reason": runner.stage_reason(rid, "segments"),
                        **{k: v for k, v in transcribe.quality(tr).items() if k != "uncovered"}},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
@@ -90,7 +90,7 @@ def list_recordings() -> list[dict]:
     finally:
         con.close()
     for r in rows:  # derived from the stored chunk keys, not recorded
-        cov = chunkstore.coverage(r["recording"]) or {}
+        cov = segments_stage.coverage(r["recording"]) or {}
         r["coverage"] = cov.get("text")
         r["chunks"] = f"{cov['covered']}/{cov['chunks']}" if cov else None
     return rows
@@ -113,5 +113,5 @@ def find_recordings(text: str) -> list[dict]:
         reason = events.failure_reason(rid)
         out.append({"recording": rid, "filename": names[0] if names else None, "aliases": names[1:],
                     "state": "failed" if reason else "processed" if processed else "registered",
-                    "reason": reason, "coverage": (chunkstore.coverage(rid) or {}).get("text")})
+                    "reason": reason, "coverage": (segments_stage.coverage(rid) or {}).get("text")})
     return out

@@ -25,7 +25,7 @@ from talkthrough_assets.stages.segments import engine as whisper_engine
 
 
 class Diarizer:
-    """sherpa-onnx speaker diarization: :func:`stages.diarize.run_turns` on this diarizer's engines (built
+    """sherpa-onnx speaker diarization: :func:`stages.turns.run_turns` on this diarizer's engines (built
     once per clustering setting and kept in ``cache``, since the speaker count and threshold are
     per-recording settings; default: the process-wide cache). Its models are found and verified on each
     call (a cached hash)."""

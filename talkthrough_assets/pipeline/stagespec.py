@@ -34,6 +34,7 @@ from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import stage as segments
 from talkthrough_assets.stages import dedup
 from talkthrough_assets.stages import turns as diarize
+from talkthrough_assets.stages.turns.labels import parse_num_speakers
 from talkthrough_assets.stages import keyframes
 from talkthrough_assets.stages import manifest
 from talkthrough_assets.stages import ocr
@@ -179,7 +180,7 @@ SETTINGS: tuple[Setting, ...] = (
     # recording given a count goes back to finding it from the audio
     Setting("num_speakers", str, "auto", None,
             "Speaker count: N, or auto (the default) to find it from the audio. Kept for later runs until "
-            "changed.", "--num-speakers", parse=diarize.parse_num_speakers, metavar="N|auto"),
+            "changed.", "--num-speakers", parse=parse_num_speakers, metavar="N|auto"),
     Setting("diarize_threshold", float, 0.45, None,
             "Clustering threshold: the middle of the range that finds every speaker (bench/bench_der.py).",
             parse=values.fraction("diarize_threshold")),

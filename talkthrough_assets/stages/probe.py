@@ -15,7 +15,7 @@ from talkthrough_assets.core.ids import recording_id
 from talkthrough_assets.core.mediaio import alone, clean_text, open_input, stream_ends
 from talkthrough_assets.stages.runner import StageResult, digest, source_path
 
-CODE_VERSION = "3"  # 3: tags stored as a list of {key, value}, not a JSON string
+CODE_VERSION = "2"  # tags went from a JSON string to a list of {key, value} without a bump: both are read (model.frames.tags), and a bump here would re-run every stage of every recording
 
 AUDIO_EXTS = {".wav", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".opus", ".wma", ".webm"}
 # .gif: terminal recorders (VHS, agg) write screen recordings as animated GIFs

@@ -10,8 +10,8 @@ Layout under ``$TALKTHROUGH_HOME`` (default ``~/.talkthrough``)::
     reports/<id>.html, <id>.contact_sheet.jpg       the HTML report and the contact sheet, rewritten with the manifest
     settings/<id>.json                              per-recording persisted overrides
     chunks/whisper/<kk>/<key>.bin                   Whisper result of one audio chunk, content-addressed
-                                                    (shared by recordings; stages/chunks.py, chunkstore.py)
-    chunks/ocr/<kk>/<key>.bin                       OCR result of one frame, keyed by its pixels (stages/ocr_cache.py)
+                                                    (shared by recordings; stages/segments/chunks.py)
+    chunks/ocr/<kk>/<key>.bin                       OCR result of one frame, keyed by its pixels (stages/ocr/cache.py)
     talkthrough.duckdb                              views over read_parquet (no data)
     dagster/                                        DAGSTER_HOME (SQLite run storage)
     models/                                         downloaded model cache

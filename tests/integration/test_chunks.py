@@ -24,7 +24,7 @@ from talkthrough_assets.app import service
 from talkthrough_assets.app.summary import list_recordings
 from talkthrough_assets import store
 from talkthrough_assets.store import cache_gc
-from talkthrough_assets.stages.segments import stage as chunkstore
+from talkthrough_assets.stages.segments import stage as segments_stage
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.runner import hms
@@ -85,7 +85,7 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     assert spans(row["dropped"]) == again.meta.dropped and spans(row["uncovered"]) == again.meta.uncovered
     assert [s[0] for s in segs] == list(range(len(segs)))
     # coverage is derived from the keys: summary, `recordings`, the stage's metadata
-    cov = chunkstore.coverage(rid)
+    cov = segments_stage.coverage(rid)
     assert cov["covered"] == cov["chunks"] == len(rows) and cov["missing_ms"] == []
     assert out["transcript"]["coverage"] == cov["text"] == f"{len(rows)} of {len(rows)} chunks, 0:00-0:28"
     listed = {r["recording"]: r for r in list_recordings()}
@@ -96,7 +96,7 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     # a re-run decodes only the chunk whose result is gone, and the transcript is the same
     gone = rows[1]
     _path(gone["key"]).unlink()
-    cov = chunkstore.coverage(rid)
+    cov = segments_stage.coverage(rid)
     assert cov["covered"] == len(rows) - 1 and cov["missing_ms"] == [[gone["t0_ms"], gone["t1_ms"]]]
     assert cov["text"].startswith(f"{len(rows) - 1} of {len(rows)} chunks, 0:00-0:")
     md = _segments_md(rid)
@@ -123,7 +123,7 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     assert copy["status"] == "processed" and copy["recording_id"] != rid
     assert [r["key"] for r in _plan(copy["recording_id"])] == [r["key"] for r in rows]
     assert _transcript(copy["recording_id"]) == (segs, words_t)
-    assert chunkstore.metadata(copy["recording_id"], None)["chunks_covered"] == len(rows)
+    assert segments_stage.metadata(copy["recording_id"], None)["chunks_covered"] == len(rows)
 
     # forget the copy: the results stay (the first recording uses them); forget both: they go
     r1 = service.forget(copy["recording_id"])
@@ -158,7 +158,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     after = rows[2:]  # decoded without the failed chunk's context: in the transcript, not stored
     assert len(store.read_rows("segments", rid)) > 0
     reason = runner.stage_reason(rid, "segments")
-    assert reason.startswith(chunkstore.FAILED_PREFIX) and "decoder crashed on this chunk" in reason
+    assert reason.startswith(segments_stage.FAILED_PREFIX) and "decoder crashed on this chunk" in reason
     assert f"{hms(bad['t0_ms'] / 1000)}-{hms(bad['t1_ms'] / 1000)}" in reason, reason
     assert runner.stage_state(rid)["segments"]["status"] == "ok"
     # the other chunks are transcribed and stored; the failed one has no result and is not covered
@@ -166,7 +166,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     assert segs and not [s for s in segs if s["t0_ms"] >= bad["t0_ms"] and s["t1_ms"] <= bad["t1_ms"]]
     assert not _path(bad["key"]).exists() and not any(_path(r["key"]).exists() for r in after)
     assert _path(rows[0]["key"]).exists()
-    assert chunkstore.coverage(rid)["missing_ms"] == [[r["t0_ms"], r["t1_ms"]] for r in [bad, *after]]
+    assert segments_stage.coverage(rid)["missing_ms"] == [[r["t0_ms"], r["t1_ms"]] for r in [bad, *after]]
     assert any(s["t0_ms"] >= after[0]["t0_ms"] for s in segs)
     assert "segments" in freshness.plan(rid)  # the next run comes back for it
 
@@ -175,7 +175,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     assert again["status"] == "processed", again
     assert runner.stage_reason(rid, "segments") is None
     assert _transcript(rid) == want
-    assert chunkstore.coverage(rid)["covered"] == len(rows)
+    assert segments_stage.coverage(rid)["covered"] == len(rows)
 
 
 def test_gc_removes_only_unused_results_and_never_during_a_run(tt_home, tmp_path, small_chunks):
@@ -239,7 +239,7 @@ def test_kill_9_mid_run_loses_at_most_the_chunk_in_flight(tt_home, tmp_path):
     rows = _plan(rid)
     stored_before = sum(_path(r["key"]).exists() for r in rows)
     assert 2 <= stored_before < len(rows)
-    assert chunkstore.coverage(rid)["covered"] == stored_before
+    assert segments_stage.coverage(rid)["covered"] == stored_before
     os.environ["TALKTHROUGH_CHUNK_S"] = "4"
     try:
         md = _segments_md(rid)

@@ -15,7 +15,7 @@ from fixture_facts import FIXTURES_DIR, SCREENCAST_KEYWORDS, SCREENCAST_SCENES, 
 
 from talkthrough_assets.defs import assets as definitions
 from talkthrough_assets.defs.partitions import PARTITIONS_NAME
-from talkthrough_assets.pipeline import engines
+from talkthrough_assets.pipeline import events, engines
 from talkthrough_assets.store import models
 from talkthrough_assets.pipeline import prewarm, sources
 from talkthrough_assets.pipeline import settings as S
@@ -54,11 +54,16 @@ def test_the_stages_asset_runs_on_the_engines_its_resources_give(private_root):
     whisper, ocr, diarizer = Whisper(), OcrEngine(), CountingDiarizer()
     assert whisper is not engines.shared().whisper and ocr is not engines.shared().ocr
     stages = ["probe", "audio", "segments", "turns", "keyframes", "dedup", "ocr"]
+    seen, progress = [], []  # the run's observer resource: told every stage's state and the long stages' progress
+    watcher = events.Observer(on_stage=lambda stage, r, state, info: seen.append((stage, r, state)),
+                              on_progress=lambda stage, r, info: progress.append(stage))
     result = materialize(
         definitions.ASSETS, instance=instance, partition_key=rid, selection=[AssetKey(s) for s in stages],
-        resources={"whisper": whisper, "ocr_engine": ocr, "diarizer": diarizer},
+        resources={"whisper": whisper, "ocr_engine": ocr, "diarizer": diarizer, "observer": watcher},
         run_config={"ops": {"talkthrough_stages": {"config": {"diarize": True}}}})
     assert result.success
+    assert {s for s, r, state in seen if state == "ok" and r == rid} == set(stages), seen
+    assert all((s, rid, "started") in seen for s in stages) and "segments" in progress, (seen, progress)
     # the injected objects did the work: each loaded its model, and the diarizer was asked once
     # the transcription model, and the multilingual one when the language check of a doubtful segment ran
     loaded = [key[0] for key in whisper._models]
@@ -96,7 +101,8 @@ def test_an_audio_file_never_loads_the_ocr_engine(private_root):
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(PARTITIONS_NAME, [rid])
     result = materialize(definitions.ASSETS, instance=instance, partition_key=rid,
-                         resources={"whisper": mine.whisper, "ocr_engine": mine.ocr, "diarizer": mine.diarizer})
+                         resources={"whisper": mine.whisper, "ocr_engine": mine.ocr, "diarizer": mine.diarizer,
+                                    "observer": events.NOBODY})
     assert result.success and mine.ocr._engines == {}
     assert store.read_rows("ocr", rid) == [] and store.read_rows("segments", rid)
 

@@ -1,4 +1,4 @@
-"""stages/chunks.py without a model: where a cut goes, the stored format's checksum, the key chain, assembly
+"""stages/segments/chunks.py without a model: where a cut goes, the stored format's checksum, the key chain, assembly
 and the coverage text."""
 
 from __future__ import annotations

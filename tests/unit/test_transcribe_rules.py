@@ -1,4 +1,4 @@
-"""Pure helpers of the segments stage's drop rules (stages.transcribe)."""
+"""Pure helpers of the segments stage's drop rules (stages/segments/rules.py, transcribe.py)."""
 
 from talkthrough_assets.model.transcript import Segment, Word
 from talkthrough_assets.stages.segments.options import Decoding
