@@ -5,7 +5,6 @@ replaces it with the final one."""
 
 from __future__ import annotations
 
-import pytest
 from fixture_facts import TWO_VOICES_PATH, unique_copy
 
 from talkthrough_assets.pipeline import stagerun
