@@ -102,7 +102,7 @@ def unique_frames(kind: str, folder: Path) -> tuple[list[dict], Path]:
 
     clip = write_clip(kind, folder / f"{kind}.mp4")
     info = probe.probe_file(clip)
-    res = keyframes.extract(clip, folder / kind, duration_s=info["duration_ms"] / 1000,
+    res = keyframes.extract(clip, folder / kind, duration_s=info.duration_ms / 1000,
                             max_frames=settings.DEFAULTS["max_frames"])
     rows = dedup.mark(res["frames"], [dedup.signature(folder / kind / f["file"]) for f in res["frames"]])
     keep = {r.ms for r in rows if r.duplicate_of is None}

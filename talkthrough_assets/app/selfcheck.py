@@ -85,17 +85,18 @@ def run() -> list[tuple[str, bool, str]]:
         info: dict = {}
 
         def _probe():
-            info.update(probe.probe_file(clip))
-            assert info["has_video"] and info["has_audio"], info
-            return f"{info['kind']}, {info['duration_ms']} ms, {info['width']}x{info['height']}"
+            p = info["probe"] = probe.probe_file(clip)
+            assert p.has_video and p.has_audio, p
+            return f"{p.kind}, {p.duration_ms} ms, {p.width}x{p.height}"
 
         def _audio():
             res = audio.extract_wav(clip, Path(tmp) / "a.wav")
-            assert res["samples"] > 16000, res
-            return f"{res['samples']} samples at 16 kHz"
+            assert res.samples > 16000, res
+            return f"{res.samples} samples at 16 kHz"
 
         def _keyframes():
-            res = keyframes.extract(clip, Path(tmp) / "frames", duration_s=info.get("duration_ms", 2000) / 1000,
+            duration_ms = info["probe"].duration_ms if "probe" in info else 2000
+            res = keyframes.extract(clip, Path(tmp) / "frames", duration_s=duration_ms / 1000,
                                     max_frames=10)
             assert res["frames"], res
             return f"{len(res['frames'])} keyframes"

@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 
 from talkthrough_assets.core.errors import RebuildFailed, UsageError
 from talkthrough_assets import store
+from talkthrough_assets.model.media import ProbeRow
 from talkthrough_assets.app import runs
 from talkthrough_assets.app.runs import (ACTIVE_STATUSES, fail_orphaned_runs, fail_stuck_run, instance, mark_killed_runs,
                                          run_error, run_stages, runs_of, storage_note)
@@ -283,9 +284,9 @@ def repair(rid: str | None = None) -> list[dict]:
                 strays = [p.key for p in problems if p.what == STRAY]
                 row["set_aside"] = [{"file": was, "moved_to": now} for was, now in store.set_aside(strays)]
                 if any(p.what == "table sources" for p in problems):
-                    probed = store.read_one("probe", r) or {}
-                    if probed.get("path") and Path(probed["path"]).is_file() and recording_id_for(probed["path"]) == r:
-                        sources.register_source(probed["path"], r)
+                    probed = store.read_one("probe", r, record=ProbeRow)
+                    if probed and Path(probed.path).is_file() and recording_id_for(probed.path) == r:
+                        sources.register_source(probed.path, r)
                 stages = freshness.plan(r)
                 if stages:
                     inst = instance()

@@ -10,6 +10,7 @@ from talkthrough_assets.stages import runner
 from talkthrough_assets.stages import probe as probe_stage
 from talkthrough_assets.stages import turns as turns_stage
 from talkthrough_assets.model import wallclock
+from talkthrough_assets.model.media import ProbeRow
 from talkthrough_assets.stages.segments import stage as segments_stage
 from talkthrough_assets.stages.segments import transcribe
 from talkthrough_assets.model.wallclock import t_wall
@@ -24,7 +25,7 @@ def summary(rid: str) -> dict:
     if not rec:
         return out
     wc = store.read_one("wall_clock", rid)
-    note = probe_stage.readable_note(store.read_one("probe", rid))  # the file ends before its header says
+    note = probe_stage.readable_note(store.read_one("probe", rid, record=ProbeRow))  # the file ends before its header says
     if note:
         out["warning"] = note
     segs = store.read_rows("speaker_segments", rid) or store.read_rows("segments", rid)

@@ -40,6 +40,17 @@ class FrameChange:
     duplicate_of: int | None
     changed: tuple[Band, ...] | None
 
+    @classmethod
+    def from_row(cls, row: Mapping) -> FrameChange:
+        """A stored dedup row (``changed``, or ``changed_json`` in a row an earlier version stored)."""
+        got = bands(row)
+        return cls(ms=row["ms"], dhash=row.get("dhash") or "", duplicate_of=row.get("duplicate_of"),
+                   changed=None if got is None else tuple(Band(*b) for b in got))
+
+    def band_lists(self) -> list[list[int]] | None:
+        """The changed bands as [x0, y0, x1, y1] lists (None: read it all)."""
+        return None if self.changed is None else [[b.x0, b.y0, b.x1, b.y1] for b in self.changed]
+
 
 @dataclass(frozen=True, slots=True)
 class OcrBox:
@@ -55,6 +66,13 @@ class OcrFrame:
     boxes: tuple[OcrBox, ...]
     mean_score: float | None
     engine: str | None
+
+    @classmethod
+    def from_row(cls, row: Mapping) -> OcrFrame:
+        """A stored ocr row (``boxes``, or ``boxes_json`` in a row an earlier version stored)."""
+        return cls(ms=row["ms"], text=row.get("text") or "", mean_score=row.get("mean_score"), engine=row.get("engine"),
+                   boxes=tuple(OcrBox(box=tuple(tuple(p) for p in b["box"]), text=b["text"], score=b["score"])
+                               for b in boxes(row)))
 
 
 @dataclass(frozen=True, slots=True)

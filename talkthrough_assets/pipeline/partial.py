@@ -98,7 +98,7 @@ def build(rid: str, cfg: dict, *, wall_clock: dict | None, model_label: str | No
         recording_id=rid, probe=p, wall_clock=wall_clock, transcript=meta,
         segments=[asdict(s) for s in out.segments], words=[asdict(w) for w in out.words], diarization=None,
         turns=[], speakers=[], speaker_segments=[], keyframes=[], dedup=[],
-        ocr=[], settings=cfg, frames_reason=FRAMES_PENDING if p["has_video"] else None).to_json()
+        ocr=[], settings=cfg, frames_reason=FRAMES_PENDING if p.has_video else None).to_json()
     m["partial"] = marker(end, total, len(covered), len(rows), C.covered_text(rows, [r in covered for r in rows]))
     return m
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from talkthrough_assets import store
+from talkthrough_assets.model.media import ProbeRow
 from talkthrough_assets.pipeline import sources
 from talkthrough_assets.core.ids import recording_id
 from talkthrough_assets.stages.probe import MEDIA_EXTS
@@ -95,5 +96,5 @@ def known_duration_ms(rid: str, rerunning: Iterable[str] = ()) -> int | None:
     not probed yet, or when ``rerunning`` (the stages a run is about to run) probes it again."""
     if "probe" in rerunning:
         return None
-    probed = store.read_one("probe", rid)
-    return probed.get("duration_ms") if probed else None
+    probed = store.read_one("probe", rid, record=ProbeRow)
+    return probed.duration_ms if probed else None

@@ -10,14 +10,15 @@ import numpy as np
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import BadMediaError
 from talkthrough_assets.core.mediaio import alone, open_input
+from talkthrough_assets.model.media import WavInfo
 from talkthrough_assets.stages.runner import StageResult, digest, probe_row
 
 CODE_VERSION = "2"
 SAMPLE_RATE = 16000
 
 
-def extract_wav(src: str | os.PathLike, dst: str | os.PathLike, *, max_seconds: float | None = None) -> dict:
-    """Write ``dst`` (WAV); returns {"samples", "duration_ms", "peak"}. Stops at ``max_seconds``."""
+def extract_wav(src: str | os.PathLike, dst: str | os.PathLike, *, max_seconds: float | None = None) -> WavInfo:
+    """Write ``dst`` (WAV) and say what it holds. Stops at ``max_seconds``."""
     import av
 
     limit = int(max_seconds * SAMPLE_RATE) if max_seconds else None
@@ -62,7 +63,7 @@ def extract_wav(src: str | os.PathLike, dst: str | os.PathLike, *, max_seconds: 
             # A truncated file decodes up to the damage; keep what was decoded when there is any.
             if written == 0:
                 raise BadMediaError(f"audio stream could not be decoded: {e}") from None
-    return {"samples": written, "duration_ms": written * 1000 // SAMPLE_RATE, "peak": peak}
+    return WavInfo(samples=written, duration_ms=written * 1000 // SAMPLE_RATE, peak=peak)
 
 
 def load_wav(path: str | os.PathLike) -> np.ndarray:
@@ -93,16 +94,16 @@ def run(rid: str, opts: None = None) -> StageResult:  # no options
     reason = None
     with store.atomic_path(dst) as tmp:
         try:
-            if not p["has_audio"]:
+            if not p.has_audio:
                 raise BadMediaError("no audio stream (video-only file)")
-            res = extract_wav(p["path"], tmp, max_seconds=p["max_seconds"] if p["cap_hit"] else None)
+            res = extract_wav(p.path, tmp, max_seconds=p.capped_seconds)
         except BadMediaError as e:  # unreadable audio: an empty WAV and a reason; frames still go on
-            reason = e.reason if not p["has_audio"] else f"audio stream could not be read: {e.reason}"
+            reason = e.reason if not p.has_audio else f"audio stream could not be read: {e.reason}"
             write_silent_wav(tmp)
-            res = {"samples": 0, "duration_ms": 0, "peak": 0}
+            res = WavInfo(samples=0, duration_ms=0, peak=0)
     store.publish_file(dst, store.audio_key(rid))
-    md = {"has_audio": p["has_audio"], "audio_ms": res["duration_ms"], "peak": res["peak"], "reason": reason or ""}
-    return StageResult(md, digest([p["path"], p["size_bytes"], res]), reason=reason)
+    md = {"has_audio": p.has_audio, "audio_ms": res.duration_ms, "peak": res.peak, "reason": reason or ""}
+    return StageResult(md, digest([p.path, p.size_bytes, res]), reason=reason)
 
 
 __all__ = ["extract_wav", "load_wav", "peak", "write_silent_wav", "SAMPLE_RATE"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from typing import Mapping
 
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
@@ -17,6 +18,7 @@ from talkthrough_assets.model import manifest as model
 from talkthrough_assets.model.manifest import (SCHEMA, Caps, Diarization, FrameItem, Frames, Manifest, Media, Quality,
                                                Segment, Speaker, Transcript, VoiceMatch, WallClock, recording_row,
                                                validate)
+from talkthrough_assets.model.media import ProbeRow
 from talkthrough_assets.model.speakers import describe_match
 from talkthrough_assets.model.wallclock import view as wallclock_view
 from talkthrough_assets.stages import probe as probe_stage
@@ -46,13 +48,14 @@ def _versions() -> dict:
     return out
 
 
-def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript: dict | None,
+def build(*, recording_id: str, probe: ProbeRow | Mapping, wall_clock: dict | None, transcript: dict | None,
           segments: list[dict], words: list[dict], diarization: dict | None, turns: list[dict],
           speakers: list[dict], speaker_segments: list[dict], keyframes: list[dict], dedup: list[dict],
           ocr: list[dict], settings: dict, speaker_names: dict | None = None,
           frames_reason: str | None = None, voice_matches: dict | None = None) -> Manifest:
     """The typed manifest of one recording from its stages' stored rows (pure but for the clock and the
     installed versions)."""
+    probe = probe if isinstance(probe, ProbeRow) else ProbeRow.from_row(probe)
     wc = wallclock_view(wall_clock if wall_clock and wall_clock.get("available") else None)
     block = None
     if diarization and diarization.get("requested"):
@@ -68,13 +71,13 @@ def build(*, recording_id: str, probe: dict, wall_clock: dict | None, transcript
     )
 
 
-def _media(probe: dict) -> Media:
-    header = probe.get("header_duration_ms")
+def _media(probe: ProbeRow) -> Media:
+    header = probe.header_duration_ms
     return Media(
-        path=probe["path"], filename=probe["filename"], kind=probe["kind"],
-        duration_s=round(probe["duration_ms"] / 1000, 3), size_bytes=probe["size_bytes"],
-        width=probe.get("width"), height=probe.get("height"), video_codec=probe.get("video_codec"),
-        has_audio=probe["has_audio"], has_video=probe["has_video"],
+        path=probe.path, filename=probe.filename, kind=probe.kind,
+        duration_s=round(probe.duration_ms / 1000, 3), size_bytes=probe.size_bytes,
+        width=probe.width, height=probe.height, video_codec=probe.video_codec,
+        has_audio=probe.has_audio, has_video=probe.has_video,
         # decoded time beats header time: both, when the file ends before its header says
         header_duration_s=round(header / 1000, 3) if header else None,
         readable_note=probe_stage.readable_note(probe) if header else None)
@@ -121,7 +124,7 @@ def _diarization(row: dict, turns: list[dict], speakers: list[dict], ocr: list[d
         speaker_names=ordered or None, speaker_name_sources={lab: sources[lab] for lab in ordered} or None)
 
 
-def _frames(probe: dict, keyframes: list[dict], dedup: list[dict], ocr: list[dict],
+def _frames(probe: ProbeRow, keyframes: list[dict], dedup: list[dict], ocr: list[dict],
             reason: str | None) -> Frames:
     dd = {d["ms"]: d for d in dedup}
     oo = {o["ms"]: o for o in ocr}
@@ -129,9 +132,9 @@ def _frames(probe: dict, keyframes: list[dict], dedup: list[dict], ocr: list[dic
                        duplicate_of=dd.get(k["ms"], {}).get("duplicate_of"),
                        ocr_text=oo.get(k["ms"], {}).get("text") or None) for k in keyframes]
     return Frames(count=len(items), unique_count=sum(1 for i in items if i.duplicate_of is None),
-                  reason=reason or (None if probe["has_video"] else "audio-only recording: no video stream"),
+                  reason=reason or (None if probe.has_video else "audio-only recording: no video stream"),
                   # a cap left frames out: max_seconds (probe), or the keyframe budget (its reason says so)
-                  cap_hit=bool(probe.get("cap_hit")) or CAP_REASON_PREFIX in (reason or ""), items=items)
+                  cap_hit=bool(probe.cap_hit) or CAP_REASON_PREFIX in (reason or ""), items=items)
 
 
 @dataclass(frozen=True)

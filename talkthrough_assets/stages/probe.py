@@ -13,6 +13,8 @@ from talkthrough_assets import store
 from talkthrough_assets.core.errors import BadMediaError, DiskSpaceError, StageError
 from talkthrough_assets.core.ids import recording_id
 from talkthrough_assets.core.mediaio import alone, clean_text, open_input, stream_ends
+from talkthrough_assets.model.frames import Tag
+from talkthrough_assets.model.media import ProbeRow, Source
 from talkthrough_assets.stages.runner import StageResult, digest, source_path
 
 CODE_VERSION = "2"  # tags went from a JSON string to a list of {key, value} without a bump: both are read (model.frames.tags), and a bump here would re-run every stage of every recording
@@ -25,7 +27,7 @@ MEDIA_EXTS = AUDIO_EXTS | VIDEO_EXTS
 
 
 
-def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> dict:
+def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> ProbeRow:
     """Read container/stream facts. Raises BadMediaError with a one-line reason for unusable input."""
     import av
 
@@ -59,36 +61,25 @@ def probe_file(path: str | os.PathLike, *, max_seconds: int | None = None) -> di
                 for k, val in (s.metadata or {}).items():
                     tags.setdefault(clean_text(f"stream:{s.type}:{k}"), clean_text(val))
         cap_hit = bool(max_seconds and duration_s > max_seconds)
-        return {
-            "path": str(p.resolve()),
-            "filename": p.name,
-            "kind": "video" if v is not None else "audio",
-            "container": container.format.name if container.format else None,
-            "duration_ms": int(round(duration_s * 1000)),
-            "size_bytes": st.st_size,
-            "width": width,
-            "height": height,
-            "rotation": rotation,
-            "fps": fps,
-            "video_codec": v.codec_context.name if v is not None else None,
-            "audio_codec": a.codec_context.name if a is not None else None,
-            "has_audio": a is not None,
-            "has_video": v is not None,
-            "tags": [{"key": k, "value": v} for k, v in sorted(tags.items())],
-            "file_mtime": st.st_mtime,
-            "cap_hit": cap_hit,
-            "max_seconds": max_seconds,
-            # what the header claimed, when the readable media ends well before it (None: they agree)
-            "header_duration_ms": header_ms,
-        }
+        return ProbeRow(
+            path=str(p.resolve()), filename=p.name, kind="video" if v is not None else "audio",
+            container=container.format.name if container.format else None,
+            duration_ms=int(round(duration_s * 1000)), size_bytes=st.st_size,
+            width=width, height=height, rotation=rotation, fps=fps,
+            video_codec=v.codec_context.name if v is not None else None,
+            audio_codec=a.codec_context.name if a is not None else None,
+            has_audio=a is not None, has_video=v is not None,
+            tags=tuple(Tag(k, val) for k, val in sorted(tags.items())),
+            file_mtime=st.st_mtime, cap_hit=cap_hit, max_seconds=max_seconds,
+            header_duration_ms=header_ms)
 
 
-def readable_note(probe: dict | None) -> str | None:
+def readable_note(probe: ProbeRow | None) -> str | None:
     """The one-line warning of a file whose readable media ends well before or after its header says (None
     when they agree)."""
-    if not probe or not probe.get("header_duration_ms"):
+    if not probe or not probe.header_duration_ms:
         return None
-    read_s, header_s = probe["duration_ms"] / 1000, probe["header_duration_ms"] / 1000
+    read_s, header_s = probe.duration_ms / 1000, probe.header_duration_ms / 1000
     if read_s > header_s:
         return (f"its header claims {header_s:.1f} s but {read_s:.1f} s of media could be read (a header that lies "
                 f"about its length): processed all {read_s:.1f} s")
@@ -179,10 +170,10 @@ def _rotation(container, stream) -> int:
     return 0
 
 
-def effective_seconds(info: dict) -> float:
+def effective_seconds(info: ProbeRow) -> float:
     """Seconds that will be processed: the duration, cut at the max_seconds cap."""
-    d = info["duration_ms"] / 1000
-    cap = info.get("max_seconds")
+    d = info.duration_ms / 1000
+    cap = info.max_seconds
     return min(d, cap) if cap else d
 
 
@@ -198,7 +189,7 @@ def frame_bytes(width: int | None, height: int | None) -> int:
     return max(20_000, int(w * h * scale * scale * 0.15))
 
 
-def estimate_need(info: dict, cfg: dict) -> dict[str, int]:
+def estimate_need(info: ProbeRow, cfg: dict) -> dict[str, int]:
     """Bytes a run writes, by where: ``data`` (WAV cache, keyframes by duration and resolution, tables),
     ``models`` (a model joined into the cache on first use: the multilingual base model, ~145 MB, for
     audio when it is the Whisper model setting), ``dagster`` (the run's rows in Dagster's storage)."""
@@ -206,16 +197,16 @@ def estimate_need(info: dict, cfg: dict) -> dict[str, int]:
 
     secs = effective_seconds(info)
     max_frames = int(cfg["max_frames"])
-    data = int(secs * 16000 * 2) if info["has_audio"] else 0
-    if info["has_video"]:  # interval frames at most one per frame_floor_s, plus scene cuts, within the budget
+    data = int(secs * 16000 * 2) if info.has_audio else 0
+    if info.has_video:  # interval frames at most one per frame_floor_s, plus scene cuts, within the budget
         frames = min(max_frames, int(secs / frame_floor_s(secs, max_frames)) + 2 + max_frames // 10)
-        data += (frames + 1) * frame_bytes(info.get("width"), info.get("height"))  # + the contact sheet
+        data += (frames + 1) * frame_bytes(info.width, info.height)  # + the contact sheet
     data += _TABLE_BYTES + int(secs * _TABLE_BYTES_PER_S)
-    return {"data": data, "models": base_model_join_bytes() if info["has_audio"] else 0,
+    return {"data": data, "models": base_model_join_bytes() if info.has_audio else 0,
             "dagster": store.diskfault.DAGSTER_RUN_BYTES}
 
 
-def preflight_disk(info: dict, target_dir: str | os.PathLike, *, max_frames: int,
+def preflight_disk(info: ProbeRow, target_dir: str | os.PathLike, *, max_frames: int,
                    min_free_bytes: int = 0, models_dir: str | os.PathLike | None = None,
                    dagster_dir: str | os.PathLike | None = None) -> dict:
     """Refuse before writing anything when a disk lacks room for what the run writes there: the data root
@@ -268,15 +259,16 @@ def run(rid: str, opts: Options) -> StageResult:
                    min_free_bytes=opts.min_free_bytes, models_dir=store.models_dir(),
                    dagster_dir=store.dagster_storage())
     store.write_table("probe", rid, [info])
-    md = {"filename": src.name, "duration_s": round(info["duration_ms"] / 1000, 3),
-          **{k: info[k] for k in ("kind", "duration_ms", "has_audio", "has_video", "width", "height", "cap_hit")}}
+    md = {"filename": src.name, "duration_s": round(info.duration_ms / 1000, 3), "kind": info.kind,
+          "duration_ms": info.duration_ms, "has_audio": info.has_audio, "has_video": info.has_video,
+          "width": info.width, "height": info.height, "cap_hit": info.cap_hit}
     return StageResult(md, digest(info))
 
 
 def disk_need(rid: str, settings: Callable[[], dict]) -> int | None:
     """Its StageSpec's ``disk_need``: the bytes the recording's run writes (:func:`estimate_need` of its stored
     probe row, ``settings()``: its effective settings), or None before probe or when it cannot say."""
-    probed = store.read_one("probe", rid)
+    probed = store.read_one("probe", rid, record=ProbeRow)
     if not probed:
         return None
     try:
@@ -291,9 +283,9 @@ _AUDIO_ONLY = AUDIO_EXTS - {".webm"}  # webm is as often video
 def has_video(rid: str) -> bool:
     """From the probe row when there is one, else (before probe) the registered source's extension; no media is
     opened. False without a source."""
-    p = store.read_one("probe", rid)
+    p = store.read_one("probe", rid, record=ProbeRow)
     if p is not None:
-        return bool(p.get("has_video"))
+        return bool(p.has_video)
     try:
         return source_path(rid).suffix.lower() not in _AUDIO_ONLY
     except StageError:
@@ -303,11 +295,11 @@ def has_video(rid: str) -> bool:
 def may_have_video(rid: str) -> bool:
     """From the probe row when there is one, else the last registered source's extension (no media is opened).
     True without a source."""
-    row = store.read_one("probe", rid)
+    row = store.read_one("probe", rid, record=ProbeRow)
     if row is not None:
-        return bool(row["has_video"])
-    rows = store.read_rows("sources", rid)
-    return not rows or Path(rows[-1]["path"]).suffix.lower() not in _AUDIO_ONLY
+        return bool(row.has_video)
+    rows = store.read_rows("sources", rid, record=Source)
+    return not rows or Path(rows[-1].path).suffix.lower() not in _AUDIO_ONLY
 
 
 __all__ = ["probe_file", "readable_duration", "readable_note", "preflight_disk", "estimate_need", "frame_bytes", "frame_floor_s", "effective_seconds", "MEDIA_EXTS"]

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
+from talkthrough_assets.model.media import ProbeRow, Source
 
 
 @dataclass
@@ -88,8 +89,8 @@ def _plain(value):
     return str(value)
 
 
-def probe_row(rid: str) -> dict:
-    row = store.read_one("probe", rid)
+def probe_row(rid: str) -> ProbeRow:
+    row = store.read_one("probe", rid, record=ProbeRow)
     if row is None:
         raise StageError("probe output missing: materialize `probe` first")
     return row
@@ -112,12 +113,12 @@ def wav_path(rid: str) -> Path:
 
 def source_path(rid: str) -> Path:
     """The newest registered path that still exists (aliases are fallbacks)."""
-    rows = store.read_rows("sources", rid)
+    rows = store.read_rows("sources", rid, record=Source)
     if not rows:
         raise StageError(f"recording {rid} has no registered source file", stage="probe")
-    for r in sorted(rows, key=lambda r: r["seen_at"], reverse=True):
-        if Path(r["path"]).exists():
-            return Path(r["path"])
-    raise StageError(f"source file is gone: {rows[-1]['path']} (moved or deleted since it was registered)",
+    for r in sorted(rows, key=lambda r: r.seen_at, reverse=True):
+        if Path(r.path).exists():
+            return Path(r.path)
+    raise StageError(f"source file is gone: {rows[-1].path} (moved or deleted since it was registered)",
                      stage="probe")
 

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone
 from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
-from talkthrough_assets.model.frames import tags as stored_tags
+from talkthrough_assets.model.media import WallClockRow
 from talkthrough_assets.stages.runner import StageResult, digest, probe_row
 
 CODE_VERSION = "2"
@@ -64,22 +64,17 @@ def _usable(dt: datetime | None) -> bool:
     return dt is not None and dt.year >= MIN_YEAR
 
 
-def _result(dt_utc: datetime, tz_offset_min, source: str, confidence: str) -> dict:
-    return {
-        "available": True,
-        "start_utc": dt_utc.astimezone(timezone.utc).isoformat(timespec="milliseconds"),
-        "tz_offset_min": tz_offset_min,
-        "source": source,
-        "confidence": confidence,
-    }
+def _result(dt_utc: datetime, tz_offset_min, source: str, confidence: str) -> WallClockRow:
+    return WallClockRow(available=True, start_utc=dt_utc.astimezone(timezone.utc).isoformat(timespec="milliseconds"),
+                        tz_offset_min=tz_offset_min, source=source, confidence=confidence)
 
 
-NULL_WALL_CLOCK = {"available": False, "start_utc": None, "tz_offset_min": None, "source": None, "confidence": None}
+NULL_WALL_CLOCK = WallClockRow(available=False)
 
 
 def resolve(*, tags: dict | str | None, duration_ms: int | None, file_mtime: float | None,
-            recorded_at: str | None = None) -> dict:
-    """Return the wall-clock anchor dict (``available=False`` when no rung applies)."""
+            recorded_at: str | None = None) -> WallClockRow:
+    """The wall-clock anchor (``available=False`` when no rung applies)."""
     if isinstance(tags, str):
         tags = json.loads(tags or "{}")
     tags = tags or {}
@@ -118,7 +113,7 @@ def resolve(*, tags: dict | str | None, duration_ms: int | None, file_mtime: flo
         start = end - timedelta(milliseconds=duration_ms or 0)
         if start.year >= MIN_YEAR:
             return _result(start, _local_offset_min(start), "file_mtime_minus_duration", "low")
-    return dict(NULL_WALL_CLOCK)
+    return NULL_WALL_CLOCK
 
 
 def _date_tag(value) -> datetime | None:
@@ -139,10 +134,9 @@ class Options:
 def run(rid: str, opts: Options) -> StageResult:
     p = probe_row(rid)
     try:
-        wc = resolve(tags=stored_tags(p), duration_ms=p["duration_ms"], file_mtime=p["file_mtime"],
-                     recorded_at=opts.recorded_at)
+        wc = resolve(tags=p.tag_map, duration_ms=p.duration_ms, file_mtime=p.file_mtime, recorded_at=opts.recorded_at)
     except ValueError as e:
         raise StageError(str(e)) from None
     store.write_table("wall_clock", rid, [wc])
-    return StageResult({"start_utc": wc["start_utc"] or "null", "source": wc["source"] or "none",
-                        "confidence": wc["confidence"] or "none"}, digest(wc))
+    return StageResult({"start_utc": wc.start_utc or "null", "source": wc.source or "none",
+                        "confidence": wc.confidence or "none"}, digest(wc))

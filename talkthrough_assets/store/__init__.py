@@ -44,8 +44,8 @@ from __future__ import annotations
 
 # Modules: paths (data root, keys, local paths), schemas (every table's columns), atomic (temp file +
 # rename), s3 and backend (bytes by key, local folder or object store), tables (Parquet partitions),
-# locks (per-recording writer lock), frames (keyframe generations), catalog (DuckDB views). Callers use
-# this package's names (``store.write_table``); the modules are the layout, not a second API.
+# records (stored rows as typed records), locks (per-recording writer lock), frames (keyframe generations),
+# catalog (DuckDB views). Callers use this package's names (``store.write_table``); the modules are the layout, not a second API.
 from talkthrough_assets.store import diskfault
 from talkthrough_assets.store import integrity
 from talkthrough_assets.store import tempfiles
@@ -55,6 +55,7 @@ from talkthrough_assets.store.catalog import (CATALOG_VERSION, connect, ensure_c
 from talkthrough_assets.store.frames import (generation_key, new_frames_generation, prune_frame_generations, publish_frames_generation)
 from talkthrough_assets.store.locks import (PG_URL_ENV, DiskRefused, PartitionBusy, instance_lock, named_lock, partition_lock)
 from talkthrough_assets.store.paths import (CHUNKS_PREFIX, DAGSTER_HOME_OWNED_MARK, INSTANCE_SETTINGS, OCR_RESULTS_PREFIX, ocr_result_key, ID_RE, REMOTE_SCHEMES, SCHEMA_PARTITION, InvalidRecordingId, audio_key, audio_path, catalog_path, check_id, check_key, chunk_result_key, contact_sheet_key, dagster_home, dagster_storage, data_location, data_url, dropdir_state_dir, frame_file_name, frames_key, frames_root, home, instance_lock_path, is_remote, local_path, lock_path, manifest_key, manifest_path, models_dir, partition_dir, partition_key, quarantine_key, rejections_dir, run_marks_dir, single_part, report_key, settings_key, table_key, table_path, tables_dir, ui_lock_path)
+from talkthrough_assets.store.records import as_record
 from talkthrough_assets.store.schemas import SCHEMAS, TABLES, SchemaMismatch, to_arrow
 from talkthrough_assets.store.tables import (delete_partition, ensure_schema_files, forget_recording, has_partition, is_known, present_keys, read_one, read_rows, recording_folders, recording_keys, set_aside, stray_files, write_table)
 
@@ -73,7 +74,7 @@ __all__ = [
     "manifest_key", "manifest_path", "models_dir", "partition_dir", "partition_key", "report_key", "contact_sheet_key", "settings_key",
     "table_key", "table_path", "tables_dir", "rejections_dir", "ui_lock_path", "quarantine_key", "run_marks_dir",
     "single_part",
-    "SCHEMAS", "TABLES", "SchemaMismatch", "to_arrow",
+    "as_record", "SCHEMAS", "TABLES", "SchemaMismatch", "to_arrow",
     "delete_partition", "ensure_schema_files", "forget_recording", "has_partition", "read_one", "read_rows",
     "recording_keys", "write_table", "is_known", "present_keys", "recording_folders", "set_aside", "stray_files",
 ]

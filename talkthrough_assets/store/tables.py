@@ -6,17 +6,19 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, TypeVar, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from talkthrough_assets.store.integrity import file_problem, note_damaged
+from talkthrough_assets.store.records import as_record
 from talkthrough_assets.store.backend import delete_file, delete_tree, exists, list_names, move_file, parquet_source, write_parquet
 from talkthrough_assets.store.paths import (SCHEMA_PARTITION, audio_key, check_id, contact_sheet_key, data_location, frames_key, local_path, manifest_key, partition_key, quarantine_key, report_key, settings_key, single_part, table_key, table_path)
 from talkthrough_assets.store.schemas import LEGACY_TYPES, SCHEMAS, TABLES, conform, to_arrow
 
 _schema_files_done: set[str] = set()
+R = TypeVar("R")
 
 
 def ensure_schema_files() -> None:
@@ -89,8 +91,15 @@ def _partition_files(table: str, recording_id: str) -> list[str]:
     return [f"{prefix}/{n}" for n in list_names(prefix) if n.endswith(".parquet")]
 
 
-def read_rows(table: str, recording_id: str, part: str | None = "part-0") -> list[dict]:
-    """Rows of one partition (all parts when ``part`` is None); [] when nothing is stored."""
+@overload
+def read_rows(table: str, recording_id: str, part: str | None = ..., *, record: type[R]) -> list[R]: ...
+@overload
+def read_rows(table: str, recording_id: str, part: str | None = ..., *, record: None = ...) -> list[dict]: ...
+
+
+def read_rows(table, recording_id, part="part-0", *, record=None):
+    """Rows of one partition (all parts when ``part`` is None); [] when nothing is stored. With ``record`` (a
+    dataclass), each row as that record (:func:`~.records.as_record`), else as a mapping."""
     keys = [table_key(table, recording_id, part)] if part else _partition_files(table, recording_id)
     out: list[dict] = []
     for key in keys:
@@ -103,7 +112,7 @@ def read_rows(table: str, recording_id: str, part: str | None = "part-0") -> lis
             if fs is not None and isinstance(e, OSError) and not isinstance(e, ValueError):
                 raise  # the object store did not answer: not damage
             note_damaged(data_location(key), file_problem(path, table) or str(e).splitlines()[0][:160])
-    return out
+    return out if record is None else [as_record(record, r) for r in out]
 
 
 def _read(path, fs, table: str):
@@ -117,8 +126,15 @@ def _read(path, fs, table: str):
         return conform(table, pq.read_table(path, filesystem=fs))
 
 
-def read_one(table: str, recording_id: str, part: str = "part-0") -> dict | None:
-    rows = read_rows(table, recording_id, part)
+@overload
+def read_one(table: str, recording_id: str, part: str = ..., *, record: type[R]) -> R | None: ...
+@overload
+def read_one(table: str, recording_id: str, part: str = ..., *, record: None = ...) -> dict | None: ...
+
+
+def read_one(table, recording_id, part="part-0", *, record=None):
+    """The first row of one partition (as ``record`` when given, see :func:`read_rows`); None when none is stored."""
+    rows = read_rows(table, recording_id, part, record=record)
     return rows[0] if rows else None
 
 

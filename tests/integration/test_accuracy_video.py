@@ -27,7 +27,7 @@ VIDEOS = sorted((EVAL / "video").glob("*.mp4")) + sorted((EVAL / "video").glob("
 
 def _extract(path: Path, out: Path, mode: str = "auto") -> dict:
     info = probe.probe_file(path)
-    return keyframes.extract(path, out / mode, duration_s=info["duration_ms"] / 1000, mode=mode,
+    return keyframes.extract(path, out / mode, duration_s=info.duration_ms / 1000, mode=mode,
                              max_frames=S.DEFAULTS["max_frames"])
 
 
@@ -72,15 +72,15 @@ def test_phone_videos_are_stored_upright_and_probe_reports_what_a_viewer_sees(na
     path = EVAL / "wallclock" / name
     info = probe.probe_file(path)
     res = _extract(path, tmp_path)
-    assert res["rotation"] % 360 == rotation and info["rotation"] == rotation
+    assert res["rotation"] % 360 == rotation and info.rotation == rotation
     stored = Image.open(tmp_path / "auto" / res["frames"][0]["file"])
     raw = _first_raw_frame(path)  # as coded, before the display matrix
     if rotation == 270:  # portrait phone video stored sideways
-        assert (info["width"], info["height"]) == (1080, 1920) and stored.height > stored.width
+        assert (info.width, info.height) == (1080, 1920) and stored.height > stored.width
         top, bottom = np.asarray(stored.convert("L"))[:300].mean(), np.asarray(stored.convert("L"))[-300:].mean()
         assert top > bottom + 30  # sunset: the bright sky is at the top once upright
     else:
-        assert (info["width"], info["height"]) == (1280, 720)
+        assert (info.width, info.height) == (1280, 720)
     upright = raw.transpose({270: Image.Transpose.ROTATE_270, 180: Image.Transpose.ROTATE_180}[rotation])
     err_upright = np.abs(_arr(stored) - _arr(upright)).mean()
     err_raw = np.abs(_arr(stored) - _arr(raw.resize(stored.size))).mean()

@@ -183,9 +183,10 @@ def _fill(mnt: Path, leave_bytes: int) -> Path:
 
 def test_preflight_counts_frames_by_resolution_and_the_model_join(small, tmp_path, monkeypatch):
     # the 73-KB clip asks a few MB, not the 35 MB of a 120-frame 1080p budget
+    from talkthrough_assets.model.media import ProbeRow
     from talkthrough_assets.stages import probe
 
-    row = store.read_one("probe", small["a_id"])
+    row = store.read_one("probe", small["a_id"], record=ProbeRow)
     need = probe.estimate_need(row, {"max_frames": 120})
     assert need["data"] < 8 * MB, need
     # audio on a data root whose model cache lacks the multilingual base model: its ~145-MB join is counted
@@ -234,7 +235,7 @@ def test_decoded_time_beats_header_time(small, tmp_path):
 
     liar = _liar_mkv(tmp_path / "liar.mkv")
     info = probe.probe_file(liar, max_seconds=4 * 3600)
-    assert info["duration_ms"] == 1000 and info["header_duration_ms"] == 36_000_000 and not info["cap_hit"], info
+    assert info.duration_ms == 1000 and info.header_duration_ms == 36_000_000 and not info.cap_hit, info
     # a truncated file is processed with a warning saying how much was readable (summary, manifest, --json)
     data = (FIXTURES_DIR / SILENT_NAME).read_bytes()
     cut = tmp_path / "cut.mp4"

@@ -46,8 +46,8 @@ SCREENS_MS = [k * LOOP_MS + s for k in range(LOOPS) for s in SCREENCAST_SCENE_ST
 
 def _extract(path: Path, out: Path, max_frames: int) -> dict:
     info = probe.probe_file(path)
-    assert abs(info["duration_ms"] - LOOPS * LOOP_MS) < 200, info["duration_ms"]
-    return keyframes.extract(path, out, duration_s=info["duration_ms"] / 1000, max_frames=max_frames)
+    assert abs(info.duration_ms - LOOPS * LOOP_MS) < 200, info.duration_ms
+    return keyframes.extract(path, out, duration_s=info.duration_ms / 1000, max_frames=max_frames)
 
 
 def test_every_screen_of_a_long_recording_has_a_keyframe_and_duplicates_stay_a_minority(looped, tmp_path):

@@ -38,5 +38,5 @@ def test_gif_recordings_are_media_in_folders_for_every_surface(tmp_path):
     assert ".gif" in probe.MEDIA_EXTS and registry.MEDIA_EXTS is dropdir.MEDIA_EXTS is probe.MEDIA_EXTS
 
     info = probe.probe_file(folder / "demo.GIF")
-    assert info["kind"] == "video" and info["has_video"] and not info["has_audio"]
-    assert (info["width"], info["height"]) == (160, 90) and 2.5 <= info["duration_ms"] / 1000 <= 3.5
+    assert info.kind == "video" and info.has_video and not info.has_audio
+    assert (info.width, info.height) == (160, 90) and 2.5 <= info.duration_ms / 1000 <= 3.5

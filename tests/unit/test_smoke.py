@@ -20,9 +20,9 @@ EXPECTED = {"screencast.mp4": "video", "silent_video.mp4": "video", "meeting_aud
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_probe_opens_every_committed_fixture(name):
     info = probe.probe_file(FIXTURES_DIR / name)
-    assert info["kind"] == EXPECTED[name]
-    assert info["duration_ms"] > 1000
-    assert info["has_audio"] == (name != "silent_video.mp4")
+    assert info.kind == EXPECTED[name]
+    assert info.duration_ms > 1000
+    assert info.has_audio == (name != "silent_video.mp4")
 
 
 def test_tags_with_undecodable_bytes_become_valid_utf8():

@@ -180,16 +180,15 @@ class Options:
 
 def run(rid: str, opts: Options, *, ctx: RunContext | None = None) -> StageResult:
     p = probe_row(rid)
-    if not p["has_video"]:
+    if not p.has_video:
         store.write_table("keyframes", rid, [])
         return StageResult({"frames": 0, "reason": "audio-only recording: no video stream"}, digest([]),
                            [frame_index_check(rid, [])])
     gen = store.new_frames_generation(rid)
     try:
-        span_s = min(p["duration_ms"] / 1000, p["max_seconds"]) if p["cap_hit"] else p["duration_ms"] / 1000
-        res = extract(p["path"], gen, duration_s=p["duration_ms"] / 1000, max_frames=int(opts.max_frames),
-                      scene_threshold=float(opts.scene_threshold),
-                      max_seconds=p["max_seconds"] if p["cap_hit"] else None,
+        span_s = min(p.duration_ms / 1000, p.max_seconds) if p.cap_hit else p.duration_ms / 1000
+        res = extract(p.path, gen, duration_s=p.duration_ms / 1000, max_frames=int(opts.max_frames),
+                      scene_threshold=float(opts.scene_threshold), max_seconds=p.capped_seconds,
                       on_time=scan_progress(rid, span_s, ctx=ctx))
     except BadMediaError as e:
         # the video stream cannot be read (header-only, unknown codec ...): processed up to the damage,

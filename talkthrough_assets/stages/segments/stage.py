@@ -158,7 +158,7 @@ def run(rid: str, opts: Options, engines, *, ctx: RunContext | None = None) -> S
     p = probe_row(rid)
     peak, report, reason = 0, None, None
     audio_reason = stage_reason(rid, "audio")
-    if not p["has_audio"] or audio_reason:
+    if not p.has_audio or audio_reason:
         from talkthrough_assets.store.models import resolve_whisper
 
         out = T.unavailable(audio_reason or "no audio stream (video-only file)", resolve_whisper(opts.whisper_model)[1])
@@ -166,7 +166,7 @@ def run(rid: str, opts: Options, engines, *, ctx: RunContext | None = None) -> S
     else:
         samples = audio_stage.load_wav(wav_path(rid))  # read once: transcript + loudness check
         peak = audio_stage.peak(samples)
-        shared = bool(ctx.beside) and bool(p["has_video"])  # the visual branch runs beside it
+        shared = bool(ctx.beside) and p.has_video  # the visual branch runs beside it
         # in chunks, each stored as soon as it is decoded under a content key (chunks.py)
         done = transcribe(rid, samples, opts, E.Engine.of(opts, engines.whisper, shared=shared),
                           on_chunk=_progress_to(ctx))
@@ -184,5 +184,5 @@ def run(rid: str, opts: Options, engines, *, ctx: RunContext | None = None) -> S
           **{k: v for k, v in T.quality(m).items() if k in ("dropped_words", "doubtful_segments", "speech_s",
                                                             "uncovered_speech_s")},
           **metadata(rid, report)}
-    checks = [T.transcript_check(p["has_audio"] and peak > 1000, m.segment_count)]
+    checks = [T.transcript_check(p.has_audio and peak > 1000, m.segment_count)]
     return StageResult(md, digest([dataclasses.asdict(s) for s in out.segments]), checks, reason=reason)

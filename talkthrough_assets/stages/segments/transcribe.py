@@ -17,6 +17,7 @@ import numpy as np
 
 from talkthrough_assets.core import stop
 from talkthrough_assets import store
+from talkthrough_assets.model.media import ProbeRow
 from talkthrough_assets.model.transcript import (
     Decoded, Evidence, Segment, Span, Transcript, TranscriptMeta, Word, spans)
 from talkthrough_assets.stages import audio as audio_stage
@@ -300,8 +301,8 @@ def transcript_check(loud: bool, segment_count: int) -> CheckResult:
 
 def verify(rid: str) -> CheckResult:
     """:func:`transcript_check` from what is stored now (the check run on its own)."""
-    probe = store.read_one("probe", rid) or {}
+    probe = store.read_one("probe", rid, record=ProbeRow)
     peak = 0
-    if probe.get("has_audio") and store.exists(store.audio_key(rid)):
+    if probe and probe.has_audio and store.exists(store.audio_key(rid)):
         peak = audio_stage.peak(audio_stage.load_wav(wav_path(rid)))
     return transcript_check(peak > 1000, len(store.read_rows("segments", rid)))

@@ -222,7 +222,7 @@ def run(rid: str, opts: Options, engines) -> StageResult:
         p = probe_row(rid)
         # no OCR name candidates here: ocr is not upstream of turns (the manifest stage derives them)
         out = engines.diarizer.run_turns(
-            wav_path(rid) if p["has_audio"] else None,
+            wav_path(rid) if p.has_audio else None,
             segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
             num_speakers=opts.num_speakers, threshold=opts.diarize_threshold, threads=opts.threads,
         )

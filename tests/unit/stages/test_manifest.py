@@ -3,6 +3,7 @@ valid manifest and fails, saying why, on a missing, damaged or schema-breaking o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -85,7 +86,7 @@ def test_a_recording_without_a_wall_clock_has_none_everywhere():
     from talkthrough_assets.model.wallclock import view
     from talkthrough_assets.stages import wall_clock as wallclock
 
-    assert view(wallclock.NULL_WALL_CLOCK) is None and view(None) is None
+    assert view(dataclasses.asdict(wallclock.NULL_WALL_CLOCK)) is None and view(None) is None
     m = _valid_manifest()
     assert m["wall_clock"] is None and recording_row(m)["recorded_at"] is None
 
