@@ -178,7 +178,7 @@ def _outcome(rid: str, path, t0: float, ran: _Ran) -> dict:
         out["reason"] = (events.failure_reason(rid) or ran.seen_failure or run_error(ran.result)
                          or (runs.RUN_INTERRUPTED if runs.run_interrupted(ran.result) else None)
                          or "run failed (see the Dagster run log)")
-        if failed and failed.get("internal"):
+        if failed and failed.internal:
             out["internal"] = True  # not the input's fault: the CLI says so and exits 3
     return out
 

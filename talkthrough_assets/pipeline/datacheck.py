@@ -58,7 +58,7 @@ def check(rid: str, *, deep: bool = True) -> list[Problem]:
     store.check_id(rid)
     out: list[Problem] = []
     state = stage_state(rid)
-    ok = {s for s, r in state.items() if r["status"] == "ok"}
+    ok = {s for s, r in state.items() if r.ok}
     for table in store.TABLES:
         prefix = store.partition_key(table, rid)
         listing = store.list_names(prefix)

@@ -4,9 +4,10 @@ shows them live), the stage_runs rows (:func:`record`), the events :func:`schedu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
+from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import TalkthroughError
 from talkthrough_assets.pipeline.sources import now
@@ -68,24 +69,23 @@ class Progress(dict):
     """A progress report of a running stage, as :func:`run_stages` yields it (share, text, eta_s)."""
 
 
-def record(rid: str, row: dict) -> None:
+def record(rid: str, run: StageRun) -> None:
     """Write a stage's stage_runs row (``finished_at`` added). A failure whose row a full disk kept from being
     written still reaches the run's observer (its "failed" state carries the reason)."""
-    row["finished_at"] = now()
     try:
-        store.write_table("stage_runs", rid, [row], part=row["stage"])
+        store.write_table("stage_runs", rid, [replace(run, finished_at=now())], part=run.stage)
     except OSError as e:
         # a full disk that keeps the failure from being recorded must not hide its reason behind a second error
-        if row["status"] != "failed" or store.diskfault.kind(e) is None:
+        if run.ok or store.diskfault.kind(e) is None:
             raise
 
 
-def failed_stage(recording_id: str) -> dict | None:
+def failed_stage(recording_id: str) -> StageRun | None:
     """The stage_runs row of a failed stage (its ``internal`` flag: a bug or a broken install), or None."""
-    return next((r for r in stage_state(recording_id).values() if r["status"] == "failed"), None)
+    return next((r for r in stage_state(recording_id).values() if r.status == "failed"), None)
 
 
 def failure_reason(recording_id: str) -> str | None:
     """The failed stage's "stage: reason" from its stage_runs row, or None."""
     failed = failed_stage(recording_id)
-    return f"{failed['stage']}: {failed['reason']}" if failed else None
+    return f"{failed.stage}: {failed.reason}" if failed else None

@@ -4,6 +4,7 @@ outputs, and everything downstream of them. Names no stage."""
 
 from __future__ import annotations
 
+from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets.pipeline import datacheck
 from talkthrough_assets.pipeline import options
 from talkthrough_assets.pipeline import settings as S
@@ -24,8 +25,8 @@ def plan(recording_id: str, *, force: bool = False, given: dict | None = None) -
     for stage in S.STAGES:
         st = state.get(stage)
         hook = BY_NAME[stage].stale
-        if (st is None or st["status"] != "ok" or st["config_hash"] != S.config_hash(stage, cfg)
-                or st["code_version"] != CODE_VERSIONS[stage] or (hook is not None and hook(recording_id, cfg, st, options.build(stage, cfg)))):
+        if (st is None or not st.ok or st.config_hash != S.config_hash(stage, cfg)
+                or st.code_version != CODE_VERSIONS[stage] or (hook is not None and hook(recording_id, cfg, st, options.build(stage, cfg)))):
             stale.add(stage)
     # outputs deleted or damaged since (a torn Parquet file, a removed published file or frame folder): exactly
     # the stages that re-make them (datacheck)
@@ -44,6 +45,6 @@ def record_unfinished(recording_id: str, why: str) -> str | None:
     if not todo:
         return None
     stage, cfg = todo[0], S.effective(recording_id)
-    record(recording_id, {"stage": stage, "config_hash": S.config_hash(stage, cfg),
-                          "code_version": CODE_VERSIONS[stage], "status": "failed", "reason": why, "elapsed_s": 0.0})
+    record(recording_id, StageRun(stage=stage, config_hash=S.config_hash(stage, cfg), code_version=CODE_VERSIONS[stage],
+                                  status="failed", reason=why, elapsed_s=0.0))
     return stage

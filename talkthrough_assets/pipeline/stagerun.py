@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import Callable
 
+from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets import store
 from talkthrough_assets.core import stop as stop_flag
 from talkthrough_assets.core.errors import DiskSpaceError, InternalError, StageError
@@ -60,7 +62,8 @@ def _run_stage(stage: str, recording_id: str, overrides: dict | None, engines: E
     notify(stage, recording_id, "started", {})
     cfg = S.effective(recording_id, overrides)
     t0 = time.perf_counter()
-    base = {"stage": stage, "config_hash": S.config_hash(stage, cfg), "code_version": CODE_VERSIONS[stage]}
+    base = StageRun(stage=stage, status="failed", config_hash=S.config_hash(stage, cfg),
+                    code_version=CODE_VERSIONS[stage])
     try:
         with store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S):
             extra = (engines or shared_engines(),) if stage in ENGINE_STAGES else ()
@@ -73,23 +76,22 @@ def _run_stage(stage: str, recording_id: str, overrides: dict | None, engines: E
         raise StageError(str(e), stage=stage) from None
     except StageError as e:
         e.stage = e.stage or stage
-        record(recording_id, dict(base, status="failed", reason=e.reason, elapsed_s=time.perf_counter() - t0))
+        record(recording_id, replace(base, reason=e.reason, elapsed_s=time.perf_counter() - t0))
         notify(stage, recording_id, "failed", {"reason": e.reason})
         raise
     except Exception as e:  # unexpected: still leave a one-line reason behind
         disk = disk_reason(e, recording_id)
         if disk is not None:  # a full or read-only disk: the environment, said in one line
             err: StageError = DiskSpaceError(disk, stage=stage)
-            record(recording_id, dict(base, status="failed", reason=disk, elapsed_s=time.perf_counter() - t0))
+            record(recording_id, replace(base, reason=disk, elapsed_s=time.perf_counter() - t0))
         else:  # not a StageError: a bug or a broken dependency, never the input's fault; say so
             err = InternalError.wrap(e, stage)
-            record(recording_id, dict(base, status="failed", reason=err.reason, internal=True,
-                                      elapsed_s=time.perf_counter() - t0))
+            record(recording_id, replace(base, reason=err.reason, internal=True, elapsed_s=time.perf_counter() - t0))
         notify(stage, recording_id, "failed", {"reason": err.reason})
         raise err from e
     elapsed = time.perf_counter() - t0
     # a stage that succeeded with less than it wanted (unreadable stream ...) keeps its reason
-    record(recording_id, dict(base, status="ok", reason=result.reason, elapsed_s=elapsed))
+    record(recording_id, replace(base, status="ok", reason=result.reason, elapsed_s=elapsed))
     result.metadata["elapsed_s"] = round(elapsed, 3)
     notify(stage, recording_id, "ok", result.metadata)
     return result

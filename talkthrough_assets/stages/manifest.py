@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Mapping
 
+from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.stages.turns import voices
@@ -191,7 +192,7 @@ def voice_check(rid: str) -> CheckResult:
                        "; ".join(open_) if open_ else "no unnamed speaker matches an enrolled person")
 
 
-def stale(rid: str, cfg: dict, stage_run: dict | None, opts=None) -> bool:
+def stale(rid: str, cfg: dict, stage_run: StageRun | None, opts=None) -> bool:
     """Its StageSpec's ``stale``: with diarization on, someone enrolled, renamed or forgotten since the manifest
     matched the voices (only the manifest re-checks them)."""
     if not cfg.get("diarize"):

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.model.media import ProbeRow, Source
+from talkthrough_assets.model.runs import StageRun
 
 
 @dataclass
@@ -96,14 +97,15 @@ def probe_row(rid: str) -> ProbeRow:
     return row
 
 
-def stage_state(rid: str) -> dict[str, dict]:
+def stage_state(rid: str) -> dict[str, StageRun]:
     """The stage_runs rows of one recording, by stage."""
-    return {r["stage"]: r for r in store.read_rows("stage_runs", rid, part=None)}
+    return {r.stage: r for r in store.read_rows("stage_runs", rid, part=None, record=StageRun)}
 
 
 def stage_reason(rid: str, stage: str) -> str | None:
     """Why a stage that ran produced less than it wanted (an unreadable stream ...), or None."""
-    return (stage_state(rid).get(stage) or {}).get("reason")
+    run = stage_state(rid).get(stage)
+    return run.reason if run else None
 
 
 def wav_path(rid: str) -> Path:

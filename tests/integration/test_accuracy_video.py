@@ -114,4 +114,4 @@ def test_a_header_only_mov_is_processed_with_reasons_not_failed(tt_home):
     assert out["frames"]["reason"] == m["frames"]["reason"]
     assert store.read_one("recordings", rid)["kind"] == "video"
     assert m["wall_clock"]["source"] == "creation_time"
-    assert runner.stage_state(rid)["keyframes"]["status"] == "ok"
+    assert runner.stage_state(rid)["keyframes"].status == "ok"

@@ -63,7 +63,7 @@ def test_bad_files_fail_with_a_one_line_reason_and_change_nothing_else(processed
     assert out["status"] == "failed" and reason in out["reason"], out
     assert "\n" not in out["reason"] and "Traceback" not in out["reason"]
     assert out["recording_id"] == rid
-    assert runner.stage_state(rid)["probe"]["status"] == "failed"  # the reason is recorded
+    assert runner.stage_state(rid)["probe"].status == "failed"  # the reason is recorded
     assert snapshot() == before
     # rejected by the probe in milliseconds, before a Dagster run was started (#25 item 7); the failed run the
     # UI shows is recorded afterwards by a process of its own (#38 item 3)
@@ -191,7 +191,7 @@ def test_two_runs_of_one_recording_never_interleave(processed, cli_env):
             pass
         assert proc.wait(timeout=300) == 0
     rid = service.recording_id_for(path)
-    assert freshness.plan(rid) == [], {k: (v["status"], v["config_hash"], v["reason"])
+    assert freshness.plan(rid) == [], {k: (v.status, v.config_hash, v.reason)
                                       for k, v in runner.stage_state(rid).items()}
     assert service.process(path)["status"] == "cached"
 

@@ -162,8 +162,8 @@ def test_the_audio_and_visual_branches_ran_at_the_same_time(tt_home, tmp_path, m
     st = runner.stage_state(s["recording_id"])
 
     def span(stage):
-        end = parse_iso(st[stage]["finished_at"]).timestamp()
-        return end - st[stage]["elapsed_s"], end
+        end = parse_iso(st[stage].finished_at).timestamp()
+        return end - st[stage].elapsed_s, end
 
     s0, s1 = span("segments")
     overlap = max(min(s1, span(v)[1]) - max(s0, span(v)[0]) for v in ("keyframes", "dedup", "ocr"))
@@ -180,10 +180,10 @@ def test_stages_sequential_setting_gives_the_same_outputs(processed, tmp_path, m
     out = service.process(src)
     assert out["status"] == "processed", out
     st = runner.stage_state(out["recording_id"])
-    ends = sorted(st.values(), key=lambda r: r["finished_at"])
+    ends = sorted(st.values(), key=lambda r: r.finished_at)
     for a, b in zip(ends, ends[1:]):  # no two stages overlap
-        start_b = parse_iso(b["finished_at"]).timestamp() - b["elapsed_s"]
-        assert start_b >= parse_iso(a["finished_at"]).timestamp() - 0.05, (a["stage"], b["stage"])
+        start_b = parse_iso(b.finished_at).timestamp() - b.elapsed_s
+        assert start_b >= parse_iso(a.finished_at).timestamp() - 0.05, (a.stage, b.stage)
     rid = out["recording_id"]
     seq = {t: store.read_rows(t, rid) for t in ("keyframes", "dedup", "ocr")}
     monkeypatch.setenv("TALKTHROUGH_STAGE_WORKERS", "2")

@@ -56,7 +56,7 @@ def test_bad_files_fail_at_probe_before_a_dagster_run_with_their_name_and_reason
     # recorded like a run's probe failure, and no Dagster run (nor its storage) was started
     for path in (text, empty):
         rid = re.search(rf"{re.escape(str(path))}\s+failed\s+id=([0-9a-f]{{16}})", r.output).group(1)
-        assert runner.stage_state(rid)["probe"]["status"] == "failed"
+        assert runner.stage_state(rid)["probe"].status == "failed"
         assert events.failure_reason(rid).startswith("probe: ")
     assert not (home / "home" / "dagster" / "storage").exists()
 

@@ -84,7 +84,7 @@ def test_an_unexpected_exception_in_a_stage_is_recorded_as_internal_with_its_cau
     assert got.value.reason.startswith("internal error (AttributeError: ") and got.value.stage == "wall_clock"
     assert isinstance(got.value.__cause__, AttributeError)
     failed = events.failed_stage(RID)
-    assert failed["stage"] == "wall_clock" and failed["internal"] is True
+    assert failed.stage == "wall_clock" and failed.internal is True
 
 
 def test_a_stage_refusing_its_input_is_not_internal(tmp_path, monkeypatch):
@@ -92,4 +92,4 @@ def test_a_stage_refusing_its_input_is_not_internal(tmp_path, monkeypatch):
     with pytest.raises(errors.StageError) as got:  # no probe row: the stage says what to run first
         stagerun.run_stage("wall_clock", RID)
     assert not isinstance(got.value, errors.InternalError) and "materialize `probe` first" in got.value.reason
-    assert not events.failed_stage(RID)["internal"]
+    assert not events.failed_stage(RID).internal

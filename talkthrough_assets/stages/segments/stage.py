@@ -16,6 +16,7 @@ import dataclasses
 import time
 from dataclasses import replace
 
+from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.stages import audio as audio_stage
@@ -77,12 +78,12 @@ def clear_plan(rid: str) -> None:
     store.write_table("chunks", rid, [])
 
 
-def needs_retry(stage_run: dict | None) -> bool:
+def needs_retry(stage_run: StageRun | None) -> bool:
     """A segments run that left chunks undecoded is redone by the next run."""
-    return bool(stage_run and (stage_run.get("reason") or "").startswith(FAILED_PREFIX))
+    return bool(stage_run and (stage_run.reason or "").startswith(FAILED_PREFIX))
 
 
-def stale(rid: str, cfg: dict, stage_run: dict | None, opts=None) -> bool:
+def stale(rid: str, cfg: dict, stage_run: StageRun | None, opts=None) -> bool:
     """Its StageSpec's ``stale``: re-run although settings and code are current when chunks were left undecoded."""
     return needs_retry(stage_run)
 

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets import store
 from talkthrough_assets.model.turns import TurnsOutput
 from talkthrough_assets.stages.runner import StageResult, digest, probe_row, wav_path
@@ -244,7 +245,7 @@ def models_were_missing(row: dict | None) -> bool:
     return bool(row and row["requested"] and not row["available"] and "diarization models" in (row["reason"] or ""))
 
 
-def stale(rid: str, cfg: dict, stage_run: dict | None, opts: "Options | None" = None) -> bool:
+def stale(rid: str, cfg: dict, stage_run: StageRun | None, opts: "Options | None" = None) -> bool:
     """Its StageSpec's ``stale``: a diarization that ran without its models is retried once they can be found
     (no download)."""
     if not cfg.get("diarize"):
