@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from talkthrough_assets import store
 from talkthrough_assets.pipeline.stagespec import SPECS
 from talkthrough_assets.stages import manifest as manifest_stage
+from talkthrough_assets.model.frames import Keyframe
 from talkthrough_assets.model.search_index_docs import SOURCES
 from talkthrough_assets.stages.runner import stage_state
 
@@ -96,22 +97,22 @@ def check(rid: str, *, deep: bool = True) -> list[Problem]:
 
 
 def _frames(rid: str, deep: bool) -> list[Problem]:
-    rows = store.read_rows("keyframes", rid)
+    files = [r.file for r in store.read_rows("keyframes", rid, record=Keyframe)]
     listed: dict[str, dict] = {}
     missing, torn = [], []
-    for r in rows:
-        folder, _, name = r["file"].rpartition("/")
+    for file in files:
+        folder, _, name = file.rpartition("/")
         if folder not in listed:
             listed[folder] = {n: None for n in store.list_names(folder)}
         if name not in listed[folder]:
-            missing.append(r["file"])
+            missing.append(file)
         elif deep and not store.is_remote():
-            if not store.tail_bytes(r["file"], 64).rstrip(b"\0").endswith(JPEG_END):
-                torn.append(r["file"])
+            if not store.tail_bytes(file, 64).rstrip(b"\0").endswith(JPEG_END):
+                torn.append(file)
     where = store.data_location(store.frames_key(rid))
     out = []
     if missing:
-        out.append(Problem(rid, "frames", where, f"missing ({len(missing)}/{len(rows)} keyframe files, e.g. "
+        out.append(Problem(rid, "frames", where, f"missing ({len(missing)}/{len(files)} keyframe files, e.g. "
                                                  f"{missing[0].rpartition('/')[2]})", "keyframes"))
     if torn:
         out.append(Problem(rid, "frames", where, f"damaged ({len(torn)} JPEG(s) cut short, e.g. "

@@ -27,7 +27,7 @@ The stored ``dhash`` (9x8 difference hash) stays as a compact fingerprint for co
 from __future__ import annotations
 
 from talkthrough_assets import store
-from talkthrough_assets.model.frames import Band, FrameChange
+from talkthrough_assets.model.frames import Band, FrameChange, Keyframe
 from talkthrough_assets.stages.runner import StageResult, digest
 
 CODE_VERSION = "5"  # 5: changed bands stored as a list of structs, not JSON; 4: a small moving or blinking thing (pointer, caret, clock) is not a new scene
@@ -310,22 +310,22 @@ def _tickers(small: list, sigs: list[Signature]):
     return lambda i: (count - masks.get(scene_of[i], 0)) >= TICK_SCENES
 
 
-def mark(frames: list[dict], sigs: list[Signature]) -> list[FrameChange]:
-    """Each frame vs the head of the current run; a duplicate points at that head's ``ms``. A new
+def mark(times_ms: list[int], sigs: list[Signature]) -> list[FrameChange]:
+    """Each frame (its time and signature) vs the head of the current run; a duplicate points at that head's ``ms``. A new
     head records the bands that changed since the previous head (``changed``; None = all)."""
     out = []
     small = _small_diffs(sigs)
     tickers = _tickers(small, sigs)
     head_ms, head = None, None
-    for i, (f, s, volatile) in enumerate(zip(frames, sigs, _volatiles(small, sigs))):
+    for i, (ms, s, volatile) in enumerate(zip(times_ms, sigs, _volatiles(small, sigs))):
         dup_of, bands = None, None
         if head is not None and (is_duplicate(head, s) or is_transient(head, s, _still(volatile, tickers(i)))):
             dup_of = head_ms
         else:
             if head is not None:
                 bands = changed_bands(head, s)
-            head_ms, head = f["ms"], s
-        out.append(FrameChange(ms=f["ms"], dhash=f"{s.dhash:016x}", duplicate_of=dup_of,
+            head_ms, head = ms, s
+        out.append(FrameChange(ms=ms, dhash=f"{s.dhash:016x}", duplicate_of=dup_of,
                                changed=tuple(Band(*b) for b in bands) if bands is not None and dup_of is None
                                else None))
     return out
@@ -340,9 +340,9 @@ def _still(volatile, ticker):
 
 
 def run(rid: str, opts: None = None) -> StageResult:  # no options
-    frames = store.read_rows("keyframes", rid)
-    sigs = [signature(store.local_file(f["file"], immutable=True)) for f in frames]
-    rows = mark(frames, sigs)
+    frames = store.read_rows("keyframes", rid, record=Keyframe)
+    sigs = [signature(store.local_file(f.file, immutable=True)) for f in frames]
+    rows = mark([f.ms for f in frames], sigs)
     store.write_table("dedup", rid, rows)
     unique = sum(1 for r in rows if r.duplicate_of is None)
     return StageResult({"frames": len(rows), "unique": unique}, digest(rows))

@@ -91,7 +91,7 @@ def test_phone_videos_are_stored_upright_and_probe_reports_what_a_viewer_sees(na
 def test_frames_with_new_text_or_colour_are_never_duplicates(name, tmp_path):
     res = _extract(EVAL / "video" / name, tmp_path)
     folder = tmp_path / "auto"
-    rows = dedup.mark(res["frames"], [dedup.signature(folder / f["file"]) for f in res["frames"]])
+    rows = dedup.mark([f["ms"] for f in res["frames"]], [dedup.signature(folder / f["file"]) for f in res["frames"]])
     # consecutive counter frames show a new number (and, in the counter clip, a new colour)
     assert all(r.duplicate_of is None for r in rows), rows
     assert len(rows) >= 3

@@ -116,7 +116,8 @@ def cap_reason(keeper: "Keeper", span_s: float) -> str | None:
 
 def frame_index_check(rid: str, rows: list[Keyframe] | None = None) -> CheckResult:
     """Every indexed keyframe exists on disk."""
-    files = [r["file"] for r in store.read_rows("keyframes", rid)] if rows is None else [r.file for r in rows]
+    rows = store.read_rows("keyframes", rid, record=Keyframe) if rows is None else rows
+    files = [r.file for r in rows]
     listed: dict[str, set[str]] = {}  # one listing per generation folder, not a stat (a HEAD on S3) per frame
 
     def stored(key: str) -> bool:
@@ -134,7 +135,7 @@ def frame_index_check(rid: str, rows: list[Keyframe] | None = None) -> CheckResu
 def _live_generations(rid: str) -> set[str]:
     """Frame folders someone may still read: the keyframes table's and the published manifest's
     (MCP readers serve the manifest, which lags the table until the manifest stage runs)."""
-    live = {Path(r["file"]).parent.name for r in store.read_rows("keyframes", rid)}
+    live = {Path(r.file).parent.name for r in store.read_rows("keyframes", rid, record=Keyframe)}
     published = store.get_json(store.manifest_key(rid), None) or {}
     live |= {Path(i["file"]).parent.name for i in (published.get("frames") or {}).get("items") or [] if i.get("file")}
     return live

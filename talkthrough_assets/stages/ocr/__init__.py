@@ -11,8 +11,7 @@ import os
 from dataclasses import dataclass, field
 
 from talkthrough_assets import store
-from talkthrough_assets.model import frames as frames_model
-from talkthrough_assets.model.frames import OcrBox, OcrFrame
+from talkthrough_assets.model.frames import FrameChange, Keyframe, OcrBox, OcrFrame
 from talkthrough_assets.stages.ocr import cache as ocr_cache
 from talkthrough_assets.stages.ocr import lines as ocr_lines
 from talkthrough_assets.stages.ocr.engine import (DET_MAX_SIDE, _box, _detect, _lock, _recognise, _run, _set_threads,
@@ -200,17 +199,19 @@ def record(r: dict, engine: str | None) -> OcrFrame:
 
 
 def run(rid: str, opts: Options, engines) -> StageResult:
-    frames = store.read_rows("keyframes", rid)
-    dedup_by_ms = {d["ms"]: d for d in store.read_rows("dedup", rid)}
-    unique = [(f, d) for f in frames for d in [dedup_by_ms.get(f["ms"]) or {}] if d.get("duplicate_of") is None]
+    frames = store.read_rows("keyframes", rid, record=Keyframe)
+    dedup_by_ms = {d.ms: d for d in store.read_rows("dedup", rid, record=FrameChange)}
+    # a frame dedup has not seen (no row) is read whole, as a new one
+    unique = [(f, dedup_by_ms.get(f.ms)) for f in frames]
+    unique = [(f, d) for f, d in unique if d is None or d.duplicate_of is None]
     if unique or not opts.ocr:
         engine, status = engines.ocr.status(bool(opts.ocr), opts.det_max_side)
     else:  # nothing to read (an audio file, no frames): the engine is not even loaded
         engine, status = None, "not run: no keyframes"
     rows, partial, keys, reused = [], 0, [], 0
     if engine is not None:
-        unique = [{"ms": f["ms"], "path": store.local_file(f["file"], immutable=True), "bands": frames_model.bands(d)}
-                  for f, d in unique]
+        unique = [{"ms": f.ms, "path": store.local_file(f.file, immutable=True),
+                   "bands": d.band_lists() if d is not None else None} for f, d in unique]
         for r in read_frames(engine, unique, opts.det_max_side):
             partial += r["read"] == "bands"
             keys.append({"ms": r["ms"], "key": r["key"]})

@@ -56,7 +56,7 @@ class TestDedup:
         assert dedup.changed_bands(sa, dedup.signature(full)) is None  # everything changed: read it all
 
     def test_mark_points_duplicates_at_the_head_of_their_run(self):
-        frames = [{"ms": m} for m in (0, 1000, 2000, 3000)]
+        frames = [0, 1000, 2000, 3000]
         stripes = Image.linear_gradient("L").resize((320, 180)).rotate(90).convert("RGB")
         h1, h2 = dedup.signature(_slide("A")), dedup.signature(stripes)
         rows = dedup.mark(frames, [h1, h1, h1, h2])
@@ -77,14 +77,14 @@ class TestDedup:
 
     def test_a_moving_pointer_a_blinking_caret_and_a_ticking_clock_are_no_new_scene(self):
         sigs = [self._screen(t) for t in range(10)]
-        rows = dedup.mark([{"ms": t * 1000} for t in range(10)], sigs)
+        rows = dedup.mark([t * 1000 for t in range(10)], sigs)
         unique = [r.ms for r in rows if r.duplicate_of is None]
         assert len(unique) <= 2, unique  # the first frame, at most one more
         assert not dedup.is_duplicate(sigs[0], sigs[1])  # each pair alone differs
 
     def test_one_changed_word_is_new_while_the_pointer_moves_and_the_clock_ticks(self):
         sigs = [self._screen(t, "status: pending" if t < 5 else "status: running") for t in range(10)]
-        rows = dedup.mark([{"ms": t * 1000} for t in range(10)], sigs)
+        rows = dedup.mark([t * 1000 for t in range(10)], sigs)
         assert rows[5].duplicate_of is None, rows
         assert len([r for r in rows if r.duplicate_of is None]) <= 3
 
@@ -95,5 +95,5 @@ class TestDedup:
         d.text((60, 300), "status: pending", fill=(60, 70, 90), font_size=40)
         d.text((1090, 670), "09:41:04", fill=(90, 90, 90), font_size=28)
         d.polygon([(480, 456), (480, 482), (487, 476), (492, 487), (499, 474)], fill=(0, 0, 0))
-        rows = dedup.mark([{"ms": t * 1000} for t in range(5)], sigs + [dedup.signature(im)])
+        rows = dedup.mark([t * 1000 for t in range(5)], sigs + [dedup.signature(im)])
         assert rows[4].duplicate_of is None, rows
