@@ -75,11 +75,12 @@ def name_speakers(rid: str, assignments: list[str]) -> dict:
     rebuilt manifest is and the labels whose voices are now enrolled (recognised in other recordings)."""
     from talkthrough_assets import store
     from talkthrough_assets.app import service
+    from talkthrough_assets.model.turns import Enrolment
 
     merged, roster = service.set_speaker_names(rid, assignments)
     return {"recording_id": rid, "speaker_names": merged, "roster": roster,
             "manifest": store.data_location(store.manifest_key(rid)),
-            "enrolled": [r["label"] for r in store.read_rows("people", rid)]}
+            "enrolled": [r.label for r in store.read_rows("people", rid, record=Enrolment)]}
 
 
 def export(ref: str, fmt: str, *, wall_clock: bool = False, output: Path | None = None) -> tuple[str, Path | None]:

@@ -10,12 +10,14 @@ never re-runs); a recording that was busy is caught by ``plan()`` (:func:`voices
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Callable
 
 from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets import store
+from talkthrough_assets.model.turns import Enrolment, Voiceprint
 from talkthrough_assets.stages.turns import voices
 
 TABLE = voices.PEOPLE_TABLE
@@ -30,20 +32,20 @@ def _fold(name: str) -> str:
     return " ".join((name or "").split()).casefold()
 
 
-def enrol(rid: str, names: dict[str, str]) -> list[dict]:
+def enrol(rid: str, names: dict[str, str]) -> list[Enrolment]:
     """Make ``rid``'s ``people`` partition match its confirmed ``names`` (label -> person): a named label with
     a voiceprint is enrolled (an enrolment already there keeps its time and voiceprint), an unnamed one is
     not. Returns the partition's rows. The caller holds the recording's lock."""
-    prints = {v["label"]: v for v in store.read_rows("voiceprints", rid)}
-    old = {(r["person"], r["label"]): r for r in store.read_rows(TABLE, rid)}
+    prints = {v.label: v for v in store.read_rows("voiceprints", rid, record=Voiceprint)}
+    old = {(r.person, r.label): r for r in store.read_rows(TABLE, rid, record=Enrolment)}
     rows = []
     for lab, person in sorted((names or {}).items()):
         if (person, lab) in old:
             rows.append(old[(person, lab)])
         elif lab in prints:
             vp = prints[lab]
-            rows.append({"person": person, "label": lab, "named_at": _now(), "speech_ms": vp["speech_ms"],
-                         "embedding": vp["embedding"]})
+            rows.append(Enrolment(person=person, label=lab, named_at=_now(), speech_ms=vp.speech_ms,
+                                  embedding=vp.embedding))
     if rows:
         store.write_table(TABLE, rid, rows)
     elif store.has_partition(TABLE, rid):
@@ -56,17 +58,17 @@ def list_people() -> list[dict]:
     rows = voices.people_rows()
     out = []
     for p in voices.profiles(rows):
-        mine = [r for r in rows if r["person"] == p.name]
+        mine = [r for _, r in rows if r.person == p.name]
         out.append({"person": p.name, "recordings": len(p.recordings), "speech_s": round(p.speech_ms / 1000, 1),
                     "voiceprints": [{"recording": rid, "label": lab} for rid, lab in p.sources],
-                    "since": min(r["named_at"] for r in mine)})
+                    "since": min(r.named_at for r in mine)})
     return out
 
 
 def find(name: str) -> str:
     """The enrolled person called ``name`` (case and spacing aside); UsageError naming who is enrolled."""
     want = _fold(name)
-    known = sorted({r["person"] for r in voices.people_rows()})
+    known = sorted({r.person for _, r in voices.people_rows()})
     hit = [p for p in known if _fold(p) == want]
     if not hit:
         raise UsageError(f"no person {name!r} is enrolled (people: {', '.join(known) or 'none'})")
@@ -134,18 +136,18 @@ def forget_person(name: str, rerun: Rerun) -> dict:
     person = find(name)
     touched, removed = [], 0
     for rid in voices.people_recordings():
-        rows = store.read_rows(TABLE, rid)
-        gone = {r["label"] for r in rows if r["person"] == person}
+        rows = store.read_rows(TABLE, rid, record=Enrolment)
+        gone = {r.label for r in rows if r.person == person}
         if not gone:
             continue
         with store.partition_lock(rid, timeout_s=LOCK_WAIT_S):
-            keep = [r for r in rows if r["person"] != person]
+            keep = [r for r in rows if r.person != person]
             if keep:
                 store.write_table(TABLE, rid, keep)
             else:
                 store.delete_partition(TABLE, rid)
-            prints = store.read_rows("voiceprints", rid)
-            left = [v for v in prints if v["label"] not in gone]
+            prints = store.read_rows("voiceprints", rid, record=Voiceprint)
+            left = [v for v in prints if v.label not in gone]
             removed += len(prints) - len(left)
             store.write_table("voiceprints", rid, left)
             _change_names(rid, person, None)
@@ -169,16 +171,16 @@ def rename_person(old: str, new: str, rerun: Rerun) -> dict:
 
     if len(new) > MAX_CANDIDATE_CHARS:
         raise UsageError(f"the new name is longer than {MAX_CANDIDATE_CHARS} characters")
-    existing = {_fold(r["person"]): r["person"] for r in voices.people_rows()}
+    existing = {_fold(r.person): r.person for _, r in voices.people_rows()}
     target = existing.get(_fold(new), new) if _fold(new) != _fold(person) else new
     merged = _fold(target) in existing and _fold(target) != _fold(person)
     touched = []
     for rid in voices.people_recordings():
-        rows = store.read_rows(TABLE, rid)
-        if not any(r["person"] == person for r in rows):
+        rows = store.read_rows(TABLE, rid, record=Enrolment)
+        if not any(r.person == person for r in rows):
             continue
         with store.partition_lock(rid, timeout_s=LOCK_WAIT_S):
-            store.write_table(TABLE, rid, [{**r, "person": target} if r["person"] == person else r for r in rows])
+            store.write_table(TABLE, rid, [replace(r, person=target) if r.person == person else r for r in rows])
             _change_names(rid, person, target)
         touched.append(rid)
     redone = _rematerialize(touched, rerun)

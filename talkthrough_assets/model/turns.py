@@ -63,6 +63,18 @@ class Voiceprint:
     model: str | None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Enrolment:
+    """A ``people`` row: a label of this recording a person was named as (`talkthrough name`), when, and a copy of
+    its voiceprint then (so a later re-diarization cannot change whose voice it is)."""
+
+    person: str
+    label: str
+    named_at: str | None
+    speech_ms: int | None
+    embedding: tuple[float, ...] | None
+
+
 @dataclass(frozen=True, slots=True)
 class TurnsOutput:
     """What the turns stage stores: its diarization row and the rows of its four other tables."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from talkthrough_assets.model.speakers import describe_match
+from talkthrough_assets.model.turns import Enrolment, Voiceprint
 from talkthrough_assets.stages.turns import voiceprints
 from talkthrough_assets.stages.turns import voices
 
@@ -27,9 +28,13 @@ def test_voiceprint_is_the_unit_centroid_of_the_labels_clean_windows_with_its_cl
 
 
 def _people(*spec):
-    rows = [{"recording": rec, "label": lab, "person": name, "speech_ms": ms, "embedding": list(vec)}
+    rows = [(rec, Enrolment(person=name, label=lab, named_at=None, speech_ms=ms, embedding=tuple(vec)))
             for name, rec, lab, ms, vec in spec]
     return voices.profiles(rows)
+
+
+def _print(label, vec):
+    return Voiceprint(label, tuple(_unit(vec)), 1, 1000, "campplus")
 
 
 def test_people_voices_are_speech_weighted_over_their_enrolments():
@@ -40,10 +45,10 @@ def test_people_voices_are_speech_weighted_over_their_enrolments():
 
 def test_recognise_suggests_above_threshold_once_per_person_and_never_for_confirmed_labels():
     people = _people(("Alice", "a" * 16, "S1", 20000, _unit([1, 0, 0])), ("Bob", "a" * 16, "S2", 20000, _unit([0, 1, 0])))
-    prints = [{"label": "S1", "embedding": _unit([0.95, 0.1, 0.1])},    # Alice
-              {"label": "S2", "embedding": _unit([0.8, 0.2, 0.5])},     # Alice-ish too, but less: not twice
-              {"label": "S3", "embedding": _unit([0, 0, 1])},           # nobody enrolled
-              {"label": "S4", "embedding": _unit([0.1, 1, 0])}]         # Bob, but confirmed already
+    prints = [_print("S1", [0.95, 0.1, 0.1]),    # Alice
+              _print("S2", [0.8, 0.2, 0.5]),     # Alice-ish too, but less: not twice
+              _print("S3", [0, 0, 1]),           # nobody enrolled
+              _print("S4", [0.1, 1, 0])]         # Bob, but confirmed already
     got = voices.recognise(prints, people, confirmed={"S4": "Bob"}, suggest=0.6, apply=0.95, rid="c" * 16)
     assert set(got) == {"S1"}
     assert got["S1"]["person"] == "Alice" and got["S1"]["recordings"] == 1 and got["S1"]["applicable"]
@@ -52,12 +57,12 @@ def test_recognise_suggests_above_threshold_once_per_person_and_never_for_confir
     # below the suggest threshold: nothing; Bob confirmed for S4 is not suggested for another label
     assert voices.recognise(prints, people, suggest=0.999) == {}
     assert "Bob" not in {m["person"] for m in voices.recognise(
-        [{"label": "S1", "embedding": _unit([0, 1, 0])}], people, confirmed={"S2": "Bob"}, suggest=0.5).values()}
+        [_print("S1", [0, 1, 0])], people, confirmed={"S2": "Bob"}, suggest=0.5).values()}
 
 
 def test_a_labels_own_enrolment_is_not_evidence_for_it():
     people = _people(("Alice", "a" * 16, "S1", 20000, _unit([1, 0, 0])))
-    same = [{"label": "S1", "embedding": _unit([1, 0, 0])}]
+    same = [_print("S1", [1, 0, 0])]
     assert voices.recognise(same, people, suggest=0.5, rid="a" * 16) == {}
     assert voices.recognise(same, people, suggest=0.5, rid="b" * 16)["S1"]["person"] == "Alice"
 

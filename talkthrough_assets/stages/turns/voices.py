@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from talkthrough_assets import store
+from talkthrough_assets.model.turns import Enrolment, Voiceprint
 from talkthrough_assets.stages.turns.labels import label_num
 
 # chosen with bench/bench_voices.py on its speaker-ID set (55 recordings, 74 labels, 18 people enrolled, 34
@@ -38,22 +39,22 @@ class Person:
     sources: tuple[tuple[str, str], ...]  # (recording, label)
 
 
-def profiles(rows: Iterable[dict]) -> list[Person]:
-    """People from ``people`` rows (each with ``recording``): their voices, recordings and speech. Pure."""
+def profiles(rows: Iterable[tuple[str, Enrolment]]) -> list[Person]:
+    """People from ``people`` rows (each with its recording): their voices, recordings and speech. Pure."""
     import numpy as np
 
     acc: dict[str, dict] = {}
-    for r in rows:
-        emb = r.get("embedding")
-        if not r.get("person") or emb is None or not len(emb):
+    for rec, r in rows:
+        emb = r.embedding
+        if not r.person or emb is None or not len(emb):
             continue
-        a = acc.setdefault(r["person"], {"sum": None, "recs": set(), "ms": 0, "src": []})
-        w = max(1, int(r.get("speech_ms") or 0))
+        a = acc.setdefault(r.person, {"sum": None, "recs": set(), "ms": 0, "src": []})
+        w = max(1, int(r.speech_ms or 0))
         v = np.asarray(emb, dtype=np.float64) * w
         a["sum"] = v if a["sum"] is None else a["sum"] + v
-        a["recs"].add(r["recording"])
-        a["ms"] += int(r.get("speech_ms") or 0)
-        a["src"].append((r["recording"], r["label"]))
+        a["recs"].add(rec)
+        a["ms"] += int(r.speech_ms or 0)
+        a["src"].append((rec, r.label))
     out = []
     for name, a in sorted(acc.items()):
         n = float(np.linalg.norm(a["sum"]))
@@ -62,7 +63,7 @@ def profiles(rows: Iterable[dict]) -> list[Person]:
     return out
 
 
-def recognise(voiceprints: Sequence[dict], people: Sequence[Person], *, confirmed: dict[str, str] | None = None,
+def recognise(voiceprints: Sequence[Voiceprint], people: Sequence[Person], *, confirmed: dict[str, str] | None = None,
               suggest: float = SUGGEST_SIMILARITY, apply: float = APPLY_SIMILARITY,
               rid: str | None = None) -> dict[str, dict]:
     """{label: {"person", "score", "recordings", "applicable"}} for labels without a confirmed name whose voice
@@ -80,10 +81,10 @@ def recognise(voiceprints: Sequence[dict], people: Sequence[Person], *, confirme
     m = np.stack([p.vector for p in cands])
     scored = []
     for vp in voiceprints:
-        lab = vp["label"]
-        if lab in confirmed or vp.get("embedding") is None:
+        lab = vp.label
+        if lab in confirmed or vp.embedding is None:
             continue
-        v = np.asarray(vp["embedding"], dtype=np.float64)
+        v = np.asarray(vp.embedding, dtype=np.float64)
         n = float(np.linalg.norm(v))
         if n == 0:
             continue
@@ -121,14 +122,14 @@ def people_recordings() -> list[str]:
     return out
 
 
-def people_rows() -> list[dict]:
-    """Every ``people`` row of every recording, each with its ``recording``."""
-    return [{**r, "recording": rid} for rid in people_recordings() for r in store.read_rows(PEOPLE_TABLE, rid)]
+def people_rows() -> list[tuple[str, Enrolment]]:
+    """Every ``people`` row of every recording, each with its recording: (recording, enrolment)."""
+    return [(rid, r) for rid in people_recordings() for r in store.read_rows(PEOPLE_TABLE, rid, record=Enrolment)]
 
 
 def matches_for(rid: str, confirmed: dict[str, str] | None, people: list[Person] | None = None) -> dict[str, dict]:
     """The voice matches of ``rid``'s labels against everyone enrolled now ({} when nothing to compare)."""
-    prints = store.read_rows("voiceprints", rid)
+    prints = store.read_rows("voiceprints", rid, record=Voiceprint)
     if not prints:
         return {}
     people = profiles(people_rows()) if people is None else people
