@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 from talkthrough_assets.core.errors import RebuildFailed, UsageError
 from talkthrough_assets import store
 from talkthrough_assets.model.media import ProbeRow
+from talkthrough_assets.model.turns import SpeakerStats
 from talkthrough_assets.app import runs
 from talkthrough_assets.app.runs import (ACTIVE_STATUSES, fail_orphaned_runs, fail_stuck_run, instance, mark_killed_runs,
                                          run_error, run_stages, runs_of, storage_note)
@@ -193,7 +194,7 @@ def set_speaker_names(rid: str, assignments: list[str]) -> tuple[dict, list[str]
     changes = speaker_names.parse_name_assignments(assignments)
     if not store.has_partition("sources", rid):
         raise UsageError(f"unknown recording {rid} (process it first)")
-    roster = [s["label"] for s in store.read_rows("speakers", rid)]
+    roster = [s.label for s in store.read_rows("speakers", rid, record=SpeakerStats)]
     unknown = [k for k, v in changes.items() if v is not None and k not in roster]
     if unknown:
         have = ", ".join(roster) if roster else "none: run `talkthrough process FILE --diarize` first"

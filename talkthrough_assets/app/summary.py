@@ -11,6 +11,8 @@ from talkthrough_assets.stages import probe as probe_stage
 from talkthrough_assets.stages import turns as turns_stage
 from talkthrough_assets.model import wallclock
 from talkthrough_assets.model.media import ProbeRow
+from talkthrough_assets.model.transcript import Segment, TranscriptMeta
+from talkthrough_assets.model.turns import DiarizationRow, SpeakerSegment
 from talkthrough_assets.stages.segments import stage as segments_stage
 from talkthrough_assets.stages.segments import transcribe
 from talkthrough_assets.model.wallclock import t_wall
@@ -25,18 +27,20 @@ def summary(rid: str) -> dict:
     if not rec:
         return out
     wc = store.read_one("wall_clock", rid)
-    note = probe_stage.readable_note(store.read_one("probe", rid, record=ProbeRow))  # the file ends before its header says
+    # the file ends before (or after) its header says
+    note = probe_stage.readable_note(store.read_one("probe", rid, record=ProbeRow))
     if note:
         out["warning"] = note
-    segs = store.read_rows("speaker_segments", rid) or store.read_rows("segments", rid)
-    tr = store.read_one("transcripts", rid) or {}
-    di = store.read_one("diarization", rid) or {}
+    segs = (store.read_rows("speaker_segments", rid, record=SpeakerSegment)
+            or store.read_rows("segments", rid, record=Segment))
+    tr = store.read_one("transcripts", rid, record=TranscriptMeta)
+    di = store.read_one("diarization", rid, record=DiarizationRow)
     out.update({
         "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
         # the other names the same bytes were registered under
         "aliases": [n for n in sources.recording_names(rid) if n != rec["filename"]],
         "wall_clock": wallclock.view(wc if wc and wc.get("available") else None),
-        "transcript": {"available": rec["transcript_available"], "reason": tr.get("reason"),
+        "transcript": {"available": rec["transcript_available"], "reason": tr.reason if tr else None,
                        "language": rec["language"], "segments": rec["segment_count"],
                        # chunks with a stored Whisper result (derived from the chunk keys), and failed ones
                        "coverage": (segments_stage.coverage(rid) or {}).get("text"),
@@ -49,15 +53,15 @@ def summary(rid: str) -> dict:
         "report": store.data_location(store.report_key(rid)) if store.exists(store.report_key(rid)) else None,
         "diarized": rec["diarized"], "speakers": rec["speaker_count"],
         # which count was used and why: given with --num-speakers, or found from the audio
-        "speakers_note": di.get("speaker_count") if di.get("available") else None,
+        "speakers_note": di.speaker_count if di and di.available else None,
         # --diarize asked for and not done (models missing, no speech ...): why, here and not only in the manifest
-        "diarization_reason": (di.get("reason") or "diarization failed") if di.get("requested")
-        and not di.get("available") else None,
+        "diarization_reason": (di.reason or "diarization failed") if di and di.requested
+        and not di.available else None,
         # asked for, and not done for want of its models: the command did not do what it was asked
-        "diarization_unavailable": turns_stage.models_were_missing(di or None),
+        "diarization_unavailable": turns_stage.models_were_missing(di),
         "preview": [
-            {"t_ms": s["t0_ms"], "t_wall": t_wall(wc, s["t0_ms"]), "text": s["text"],
-             **({"speaker": s["speaker"]} if s.get("speaker") else {})}
+            {"t_ms": s.t0_ms, "t_wall": t_wall(wc, s.t0_ms), "text": s.text,
+             **({"speaker": s.speaker} if getattr(s, "speaker", None) else {})}
             for s in segs[:PREVIEW_SEGMENTS]
         ],
         "more_segments": max(0, len(segs) - PREVIEW_SEGMENTS),

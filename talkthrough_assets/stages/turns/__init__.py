@@ -27,7 +27,7 @@ from typing import Sequence
 
 from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets import store
-from talkthrough_assets.model.turns import TurnsOutput
+from talkthrough_assets.model.turns import DiarizationRow, TurnsOutput
 from talkthrough_assets.stages.runner import StageResult, digest, probe_row, wav_path
 from talkthrough_assets.stages.turns.attribution import attribute_segments
 from talkthrough_assets.stages.turns.engine import (ENV_THREADS, SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, default_cache, with_threads, centroids, engine_version, run_engine)
@@ -239,10 +239,10 @@ def run(rid: str, opts: Options, engines) -> StageResult:
     return StageResult(md, digest([list(rec.turns), list(rec.speaker_segments)]))
 
 
-def models_were_missing(row: dict | None) -> bool:
+def models_were_missing(row: DiarizationRow | None) -> bool:
     """Whether a requested diarization did not run because its models could not be found (not for the audio's
     sake: no speech, too short)."""
-    return bool(row and row["requested"] and not row["available"] and "diarization models" in (row["reason"] or ""))
+    return bool(row and row.requested and not row.available and "diarization models" in (row.reason or ""))
 
 
 def stale(rid: str, cfg: dict, stage_run: StageRun | None, opts: "Options | None" = None) -> bool:
@@ -250,7 +250,7 @@ def stale(rid: str, cfg: dict, stage_run: StageRun | None, opts: "Options | None
     (no download)."""
     if not cfg.get("diarize"):
         return False
-    if not models_were_missing(store.read_one("diarization", rid)):
+    if not models_were_missing(store.read_one("diarization", rid, record=DiarizationRow)):
         return False
     try:
         resolve_models(download=False, models_dir=opts.models_dir if opts else None)
