@@ -67,7 +67,7 @@ def run_keyframes(path: str, workdir: Path) -> dict:
     from talkthrough_assets.stages import probe
 
     info = probe.probe_file(path)
-    dur = info["duration_ms"] / 1000
+    dur = info.duration_ms / 1000
     res = {}
     for label, fn in (("v1", KF_V1.extract), ("new", keyframes.extract)):
         d = workdir / label / Path(path).stem
@@ -78,7 +78,7 @@ def run_keyframes(path: str, workdir: Path) -> dict:
             hashes = [DD_V1.hashes(d / f["file"]) for f in r["frames"]]
             marks = DD_V1.mark(r["frames"], hashes)
         else:
-            marks = [as_row(m) for m in dedup.mark(r["frames"], [dedup.signature(d / f["file"]) for f in r["frames"]])]
+            marks = [as_row(m) for m in dedup.mark([f["ms"] for f in r["frames"]], [dedup.signature(d / f["file"]) for f in r["frames"]])]
         unique = [{"ms": f["ms"], "path": d / f["file"],
                    "bands": frames_model.bands(m)}
                   for f, m in zip(r["frames"], marks) if m["duplicate_of"] is None]

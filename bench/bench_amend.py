@@ -83,7 +83,7 @@ def bench_file(path: str, rounds: int) -> dict:
     out = service.process(path, force=True)
     full = time.perf_counter() - t
     assert out["status"] == "processed" and out["diarized"], out
-    stages = {r["stage"]: r["elapsed_s"] for r in runner.stage_state(rid).values()}
+    stages = {r.stage: r.elapsed_s for r in runner.stage_state(rid).values()}
     return {"path": path, "media_s": media_s, "speakers": speakers, "cold_first_s": cold, "warm_up_s": warm_up,
             "rounds": res, "full_s": full, "full_stages": stages}
 

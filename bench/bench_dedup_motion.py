@@ -49,11 +49,13 @@ def main() -> int:
         for clip in clips:
             out = tmp / clip.stem
             info = probe.probe_file(clip)
-            res = keyframes.extract(clip, out, duration_s=info["duration_ms"] / 1000,
+            res = keyframes.extract(clip, out, duration_s=info.duration_ms / 1000,
                                     max_frames=settings.DEFAULTS["max_frames"])
             counts = []
             for mod in (before, dedup):
-                rows = mod.mark(res["frames"], [mod.signature(out / f["file"]) for f in res["frames"]])
+                # this version's mark takes the frames' times; a version before it took the rows
+                frames = [f["ms"] for f in res["frames"]] if mod is dedup else res["frames"]
+                rows = mod.mark(frames, [mod.signature(out / f["file"]) for f in res["frames"]])
                 counts.append(sum(as_row(r)["duplicate_of"] is None for r in rows))
             print(f"{clip.name}: keyframes {len(res['frames'])}, unique before {counts[0]}, after {counts[1]}")
     return 0

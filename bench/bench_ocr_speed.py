@@ -42,10 +42,10 @@ def frames(path: str, workdir: Path) -> tuple[list[dict], list[dict]]:
     from talkthrough_assets.stages import probe
 
     d = workdir / Path(path).stem
-    r = keyframes.extract(path, d, duration_s=probe.probe_file(path)["duration_ms"] / 1000,
+    r = keyframes.extract(path, d, duration_s=probe.probe_file(path).duration_ms / 1000,
                           max_frames=S.DEFAULTS["max_frames"])
     sigs = [dedup.signature(d / f["file"]) for f in r["frames"]]
-    marks = [as_row(m) for m in dedup.mark(r["frames"], sigs)]
+    marks = [as_row(m) for m in dedup.mark([f["ms"] for f in r["frames"]], sigs)]
     now, old, head = [], [], None
     for f, m, s in zip(r["frames"], marks, sigs):
         if m["duplicate_of"] is not None:

@@ -253,13 +253,13 @@ def trials(labels: list[dict]) -> list[dict]:
             rec = recs[rnd % len(recs)]
             cands = [lab for lab in labels if lab["person"] == p and lab["recording"] == rec]
             enrol[p] = max(cands, key=lambda x: x["speech_ms"])  # the label a person would name there
-        people = voices.profiles([{**e, "person": p} for p, e in enrol.items()])
+        people = voices.profiles([_enrolment({**e, "person": p}) for p, e in enrol.items()])
         enrolled_keys = {(e["recording"], e["label"]) for e in enrol.values()}
         for rec in sorted({lab["recording"] for lab in labels}):
             prints = [lab for lab in labels if lab["recording"] == rec and (rec, lab["label"]) not in enrolled_keys]
             if not prints:
                 continue
-            got = voices.recognise(prints, people, suggest=-1.0, rid=rec)
+            got = voices.recognise([_voiceprint(lab) for lab in prints], people, suggest=-1.0, rid=rec)
             for lab in prints:
                 m = got.get(lab["label"])
                 truth = lab["person"] if lab["person"] in enrol else None
@@ -269,6 +269,20 @@ def trials(labels: list[dict]) -> list[dict]:
                             "speech_s": min(lab["speech_ms"], enrol[truth]["speech_ms"]) / 1000 if truth else
                             lab["speech_ms"] / 1000})
     return out
+
+
+def _enrolment(lab: dict):
+    """A label as a ``people`` row of its recording: (recording, Enrolment)."""
+    from talkthrough_assets.model.turns import Enrolment
+
+    return lab["recording"], Enrolment(person=lab["person"], label=lab["label"], named_at=None,
+                                       speech_ms=lab.get("speech_ms"), embedding=tuple(lab["embedding"]))
+
+
+def _voiceprint(lab: dict):
+    from talkthrough_assets.model.turns import Voiceprint
+
+    return Voiceprint(lab["label"], tuple(lab["embedding"]), 0, int(lab.get("speech_ms") or 0), None)
 
 
 def at(ts: list[dict], thr: float) -> dict:
@@ -302,8 +316,8 @@ def match_speed(labels: list[dict], n_people: int = 1000, reps: int = 200) -> fl
         v = base[i % len(base)] + rng.normal(0, 0.05, base.shape[1])
         rows.append({"recording": f"{i:016x}", "label": "S1", "person": f"person {i}", "speech_ms": 10000,
                      "embedding": (v / np.linalg.norm(v)).tolist()})
-    people = voices.profiles(rows)
-    one = [{"label": "S1", "embedding": labels[0]["embedding"]}]
+    people = voices.profiles([_enrolment(r) for r in rows])
+    one = [_voiceprint({"label": "S1", "embedding": labels[0]["embedding"]})]
     t = time.perf_counter()
     for _ in range(reps):
         voices.recognise(one, people)
