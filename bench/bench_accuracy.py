@@ -17,6 +17,7 @@ Transcription accuracy is bench/bench_asr.py (against bare faster-whisper).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import re
@@ -73,6 +74,7 @@ def run_keyframes(path: str, workdir: Path) -> dict:
         d = workdir / label / Path(path).stem
         t = time.perf_counter()
         r = fn(path, d, duration_s=dur, max_frames=S.DEFAULTS["max_frames"])
+        r = r if isinstance(r, dict) else dataclasses.asdict(r)  # v1 returned a mapping
         el = time.perf_counter() - t
         if label == "v1":
             hashes = [DD_V1.hashes(d / f["file"]) for f in r["frames"]]

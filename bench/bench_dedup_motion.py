@@ -12,6 +12,7 @@ talkthrough_assets/stages/dedup.py is the baseline). The date and load are print
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import os
 import subprocess
@@ -49,8 +50,8 @@ def main() -> int:
         for clip in clips:
             out = tmp / clip.stem
             info = probe.probe_file(clip)
-            res = keyframes.extract(clip, out, duration_s=info.duration_ms / 1000,
-                                    max_frames=settings.DEFAULTS["max_frames"])
+            res = dataclasses.asdict(keyframes.extract(clip, out, duration_s=info.duration_ms / 1000,
+                                    max_frames=settings.DEFAULTS["max_frames"]))
             counts = []
             for mod in (before, dedup):
                 # this version's mark takes the frames' times; a version before it took the rows

@@ -19,6 +19,7 @@ Seconds: OCR time of the file's unique frames (models loaded and warmed before).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -70,8 +71,8 @@ def unique_frames(path: str, workdir: Path) -> list[dict]:
     from talkthrough_assets.stages import probe
 
     d = workdir / Path(path).stem
-    r = keyframes.extract(path, d, duration_s=probe.probe_file(path).duration_ms / 1000,
-                          max_frames=S.DEFAULTS["max_frames"])
+    r = dataclasses.asdict(keyframes.extract(path, d, duration_s=probe.probe_file(path).duration_ms / 1000,
+                          max_frames=S.DEFAULTS["max_frames"]))
     marks = [as_row(m) for m in dedup.mark([f["ms"] for f in r["frames"]], [dedup.signature(d / f["file"]) for f in r["frames"]])]
     return [{"ms": f["ms"], "path": d / f["file"],
              "bands": frames_model.bands(m)}

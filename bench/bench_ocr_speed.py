@@ -15,6 +15,7 @@ process's user+sys seconds of the reads (models loaded and warmed before). A fre
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import resource
 import sys
@@ -42,8 +43,8 @@ def frames(path: str, workdir: Path) -> tuple[list[dict], list[dict]]:
     from talkthrough_assets.stages import probe
 
     d = workdir / Path(path).stem
-    r = keyframes.extract(path, d, duration_s=probe.probe_file(path).duration_ms / 1000,
-                          max_frames=S.DEFAULTS["max_frames"])
+    r = dataclasses.asdict(keyframes.extract(path, d, duration_s=probe.probe_file(path).duration_ms / 1000,
+                          max_frames=S.DEFAULTS["max_frames"]))
     sigs = [dedup.signature(d / f["file"]) for f in r["frames"]]
     marks = [as_row(m) for m in dedup.mark([f["ms"] for f in r["frames"]], sigs)]
     now, old, head = [], [], None

@@ -6,6 +6,7 @@ tests/motion_clips.py`` prints the measurement docs/accuracy.md records."""
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from pathlib import Path
 
@@ -104,9 +105,9 @@ def unique_frames(kind: str, folder: Path) -> tuple[list[dict], Path]:
     info = probe.probe_file(clip)
     res = keyframes.extract(clip, folder / kind, duration_s=info.duration_ms / 1000,
                             max_frames=settings.DEFAULTS["max_frames"])
-    rows = dedup.mark([f["ms"] for f in res["frames"]], [dedup.signature(folder / kind / f["file"]) for f in res["frames"]])
+    rows = dedup.mark([f.ms for f in res.frames], [dedup.signature(folder / kind / f.file) for f in res.frames])
     keep = {r.ms for r in rows if r.duplicate_of is None}
-    return [f for f in res["frames"] if f["ms"] in keep], folder / kind
+    return [dataclasses.asdict(f) for f in res.frames if f.ms in keep], folder / kind
 
 
 if __name__ == "__main__":

@@ -98,8 +98,8 @@ def run() -> list[tuple[str, bool, str]]:
             duration_ms = info["probe"].duration_ms if "probe" in info else 2000
             res = keyframes.extract(clip, Path(tmp) / "frames", duration_s=duration_ms / 1000,
                                     max_frames=10)
-            assert res["frames"], res
-            return f"{len(res['frames'])} keyframes"
+            assert res.frames, res
+            return f"{len(res.frames)} keyframes"
 
         check("probe", _probe)
         check("audio (decode + resample)", _audio)

@@ -35,27 +35,27 @@ def _extract(path: Path, out: Path, mode: str = "auto") -> dict:
                          ids=lambda p: p.name)
 def test_iframe_pass_finds_every_cut_a_full_decode_finds(path, tmp_path):
     full, fast = _extract(path, tmp_path, "full"), _extract(path, tmp_path, "auto")
-    assert fast["path"] == "iframes" and full["path"] == "full"
-    cuts = [f["ms"] for f in full["frames"] if f["reason"] == "scene"]
-    kept = [f["ms"] for f in fast["frames"]]
+    assert fast.path == "iframes" and full.path == "full"
+    cuts = [f.ms for f in full.frames if f.reason == "scene"]
+    kept = [f.ms for f in fast.frames]
     assert all(any(abs(k - c) <= 1000 for k in kept) for c in cuts), (cuts, kept)
-    fast_cuts = [f["ms"] for f in fast["frames"] if f["reason"] == "scene"]
-    if not (full["cap_hit"] or fast["cap_hit"]):  # a capped run stops early
+    fast_cuts = [f.ms for f in fast.frames if f.reason == "scene"]
+    if not (full.cap_hit or fast.cap_hit):  # a capped run stops early
         # the same frames, exactly; in camera footage a GOP decoded on its own lacks the motion level
         # of the frame before it, so the I-frame pass may call a few more cuts, never fewer
         assert set(cuts) <= set(fast_cuts) and len(fast_cuts) <= len(cuts) * 1.1 + 1, (cuts, fast_cuts)
-    assert fast["decoded"] <= full["decoded"] * 1.15  # never much more work than decoding everything
+    assert fast.decoded <= full.decoded * 1.15  # never much more work than decoding everything
 
 
 def test_screencast_cuts_are_found_on_their_frame_decoding_a_third_of_the_frames(tmp_path):
     for name, scenes in (("screencast.mp4", SCREENCAST_SCENES), ("silent_video.mp4", SILENT_SCENES)):
         res = _extract(FIXTURES_DIR / name, tmp_path / name)
-        scene_ms = [f["ms"] for f in res["frames"] if f["reason"] == "scene"]
+        scene_ms = [f.ms for f in res.frames if f.reason == "scene"]
         assert scene_ms == [s["start_ms"] for s in scenes[1:] if s["start_ms"] < 7000 or name == "screencast.mp4"]
         with av.open(str(FIXTURES_DIR / name)) as c:
             total = c.streams.video[0].frames
-        assert res["decoded"] < total * 0.5, (res["decoded"], total)
-        assert res["gops_decoded"] < res["gops"]
+        assert res.decoded < total * 0.5, (res.decoded, total)
+        assert res.gops_decoded < res.gops
 
 
 def _arr(im: Image.Image) -> np.ndarray:
@@ -72,8 +72,8 @@ def test_phone_videos_are_stored_upright_and_probe_reports_what_a_viewer_sees(na
     path = EVAL / "wallclock" / name
     info = probe.probe_file(path)
     res = _extract(path, tmp_path)
-    assert res["rotation"] % 360 == rotation and info.rotation == rotation
-    stored = Image.open(tmp_path / "auto" / res["frames"][0]["file"])
+    assert res.rotation % 360 == rotation and info.rotation == rotation
+    stored = Image.open(tmp_path / "auto" / res.frames[0].file)
     raw = _first_raw_frame(path)  # as coded, before the display matrix
     if rotation == 270:  # portrait phone video stored sideways
         assert (info.width, info.height) == (1080, 1920) and stored.height > stored.width
@@ -91,7 +91,7 @@ def test_phone_videos_are_stored_upright_and_probe_reports_what_a_viewer_sees(na
 def test_frames_with_new_text_or_colour_are_never_duplicates(name, tmp_path):
     res = _extract(EVAL / "video" / name, tmp_path)
     folder = tmp_path / "auto"
-    rows = dedup.mark([f["ms"] for f in res["frames"]], [dedup.signature(folder / f["file"]) for f in res["frames"]])
+    rows = dedup.mark([f.ms for f in res.frames], [dedup.signature(folder / f.file) for f in res.frames])
     # consecutive counter frames show a new number (and, in the counter clip, a new colour)
     assert all(r.duplicate_of is None for r in rows), rows
     assert len(rows) >= 3

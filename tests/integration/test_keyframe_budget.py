@@ -52,7 +52,7 @@ def _extract(path: Path, out: Path, max_frames: int) -> dict:
 
 def test_every_screen_of_a_long_recording_has_a_keyframe_and_duplicates_stay_a_minority(looped, tmp_path):
     res = _extract(looped, tmp_path / "f", 120)
-    ms = [f["ms"] for f in res["frames"]]
+    ms = [f.ms for f in res.frames]
     assert len(ms) <= 120
     ends = SCREENS_MS[1:] + [LOOPS * LOOP_MS]
     for start, end in zip(SCREENS_MS, ends):
@@ -61,24 +61,24 @@ def test_every_screen_of_a_long_recording_has_a_keyframe_and_duplicates_stay_a_m
     # duplicates as the budget sees them: no pixel changed since the head of the run (dedup's strict rule).
     # dedup.mark also merges the fixture's blinking-cursor frames, which the keyframe scan keeps as changes.
     head, dups = None, 0
-    for s in [dedup.signature(tmp_path / "f" / f["file"]) for f in res["frames"]]:
+    for s in [dedup.signature(tmp_path / "f" / f.file) for f in res.frames]:
         if head is not None and dedup.is_duplicate(head, s):
             dups += 1
         else:
             head = s
     assert dups <= len(ms) // 2, (dups, len(ms))
-    assert not res["cap_hit"] and res["reason"] is None
+    assert not res.cap_hit and res.reason is None
 
 
 def test_a_budget_too_small_for_every_screen_is_spread_over_the_whole_recording(looped, tmp_path):
     res = _extract(looped, tmp_path / "f", 16)
-    ms = [f["ms"] for f in res["frames"]]
-    assert len(ms) == 16 and res["cap_hit"]
+    ms = [f.ms for f in res.frames]
+    assert len(ms) == 16 and res.cap_hit
     gaps = [b - a for a, b in zip([0] + ms, ms + [LOOPS * LOOP_MS])]
     assert max(gaps) <= 2 * LOOPS * LOOP_MS / 16, gaps  # no stretch left without frames: the head did not win
     assert ms[-1] >= LOOPS * LOOP_MS - LOOP_MS, ms
-    assert res["budget_skipped"] == len(SCREENS_MS) - len({max(s for s in SCREENS_MS if s <= m) for m in ms})
-    assert res["reason"].startswith(f"{keyframes.CAP_REASON_PREFIX} of 16 frames") and "not kept" in res["reason"]
+    assert res.budget_skipped == len(SCREENS_MS) - len({max(s for s in SCREENS_MS if s <= m) for m in ms})
+    assert res.reason.startswith(f"{keyframes.CAP_REASON_PREFIX} of 16 frames") and "not kept" in res.reason
 
 
 def test_the_cap_is_reported_in_the_manifest_and_the_summary(tt_home, looped):

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from talkthrough_assets import store
@@ -53,13 +53,31 @@ MAX_WIDTH = 1568
 SCENE_THRESHOLD = 0.04  # the scene_threshold setting's default (pipeline/stagespec.py)
 
 
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What :func:`extract` wrote and how: the kept frames (files relative to its folder), the interval floor, whether
+    a cap left frames out and why, the decoding path (``iframes`` or ``full``) and its counts, the picture's
+    rotation and size as a viewer sees it."""
+
+    frames: tuple[Keyframe, ...]
+    floor_s: float
+    cap_hit: bool
+    path: str
+    rotation: int
+    width: int
+    height: int
+    budget_skipped: int
+    reason: str | None
+    decoded: int
+    gops: int
+    gops_decoded: int
+    max_gop_s: float
+
+
 def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: float, max_frames: int,
             scene_threshold: float = SCENE_THRESHOLD, max_width: int = MAX_WIDTH, max_seconds: float | None = None,
-            mode: str = "auto", on_time=None) -> dict:
-    """Write keyframes into ``out_dir``.
-
-    Returns {"frames": [...], "floor_s", "cap_hit", "decoded", "path", "gops", "gops_decoded",
-    "max_gop_s", "rotation", "width", "height"}. ``mode``: "auto" (I-frames + refined GOPs) or "full".
+            mode: str = "auto", on_time=None) -> Extraction:
+    """Write keyframes into ``out_dir``. ``mode``: "auto" (I-frames + refined GOPs) or "full".
     ``on_time(t)``: called with the time of every frame the scan looks at, in time order (progress)."""
     import av
 
@@ -93,10 +111,11 @@ def extract(src: str | os.PathLike, out_dir: str | os.PathLike, *, duration_s: f
         raise BadMediaError("video stream has no decodable frames")
     if keeper.rotation % 180:
         width, height = height, width
-    return {"frames": keeper.frames, "floor_s": floor_s, "cap_hit": keeper.cap_hit, "path": mode if mode == "full"
-            else "iframes", "rotation": keeper.rotation, "width": width, "height": height,
-            "budget_skipped": keeper.budget_skipped, "reason": cap_reason(keeper, span),
-            **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in stats.items()}}
+    return Extraction(frames=tuple(keeper.frames), floor_s=floor_s, cap_hit=keeper.cap_hit,
+                      path=mode if mode == "full" else "iframes", rotation=keeper.rotation, width=width, height=height,
+                      budget_skipped=keeper.budget_skipped, reason=cap_reason(keeper, span),
+                      decoded=stats["decoded"], gops=stats["gops"], gops_decoded=stats["gops_decoded"],
+                      max_gop_s=round(stats["max_gop_s"], 3))
 
 
 CAP_REASON_PREFIX = "keyframe budget"
@@ -203,14 +222,14 @@ def run(rid: str, opts: Options, *, ctx: RunContext | None = None) -> StageResul
         store.prune_frame_generations(rid, keep=_live_generations(rid))
         raise
     rel = store.generation_key(gen)
-    rows = [Keyframe(**dict(f, file=f"{rel}/{f['file']}")) for f in res["frames"]]
+    rows = [replace(f, file=f"{rel}/{f.file}") for f in res.frames]
     previous = _live_generations(rid)
     store.publish_frames_generation(gen)  # the JPEGs first, then the table that points at them
     store.write_table("keyframes", rid, rows)
     # keep the previous generation one more round for readers that loaded the old table
     store.prune_frame_generations(rid, keep={gen.name} | previous)
-    md = {"frames": len(rows), "floor_s": round(res["floor_s"], 3), "decoded_frames": res["decoded"],
-          "decode_path": res["path"], "gops": res["gops"], "gops_decoded": res["gops_decoded"],
-          "max_gop_s": res["max_gop_s"], "rotation": res["rotation"], "cap_hit": res["cap_hit"],
-          "budget_skipped": res["budget_skipped"], "reason": res["reason"] or "", "frames_dir": str(gen)}
-    return StageResult(md, digest(rows), [frame_index_check(rid, rows)], reason=res["reason"])
+    md = {"frames": len(rows), "floor_s": round(res.floor_s, 3), "decoded_frames": res.decoded,
+          "decode_path": res.path, "gops": res.gops, "gops_decoded": res.gops_decoded,
+          "max_gop_s": res.max_gop_s, "rotation": res.rotation, "cap_hit": res.cap_hit,
+          "budget_skipped": res.budget_skipped, "reason": res.reason or "", "frames_dir": str(gen)}
+    return StageResult(md, digest(rows), [frame_index_check(rid, rows)], reason=res.reason)

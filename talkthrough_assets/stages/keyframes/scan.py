@@ -11,6 +11,7 @@ from pathlib import Path
 from talkthrough_assets.core import stop
 from talkthrough_assets.core.errors import BadMediaError
 from talkthrough_assets.core.mediaio import alone, open_input
+from talkthrough_assets.model.frames import Keyframe
 from talkthrough_assets.store import frame_file_name
 
 JPEG_QUALITY = 85
@@ -62,7 +63,7 @@ class Keeper:
         self.out_dir, self.floor_s, self.threshold = out_dir, floor_s, threshold
         self.max_frames, self.max_width, self.max_seconds = max_frames, max_width, max_seconds
         self.span_s = max(float(span_s), 1e-3)
-        self.frames: list[dict] = []
+        self.frames: list[Keyframe] = []  # file: relative to out_dir
         self.last_kept_t: float | None = None
         self.last_kept_thumb = None
         self.prev_thumb = None
@@ -132,8 +133,8 @@ class Keeper:
         img = _upright(img, self.rotation)
         name = frame_file_name(ms)
         img.save(self.out_dir / name, quality=JPEG_QUALITY)
-        self.frames.append({"ms": ms, "file": name, "width": img.width, "height": img.height,
-                            "scene_score": round(score, 4) if score is not None else None, "reason": reason})
+        self.frames.append(Keyframe(ms=ms, file=name, width=img.width, height=img.height,
+                                    scene_score=round(score, 4) if score is not None else None, reason=reason))
 
 
 def _frame_time(frame, tb) -> float | None:
