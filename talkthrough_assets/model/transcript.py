@@ -130,6 +130,17 @@ class Transcript:
 
 
 @dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk of the segments stage's plan (the ``chunks`` table): its place, its span of the audio and the key
+    of its stored Whisper result (content-addressed: what is covered is derived from these keys)."""
+
+    idx: int
+    t0_ms: int
+    t1_ms: int
+    key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Decoded:
     """One decode of some audio through the drop rules (times from its first sample), before it is a transcript:
     what was kept, dropped, doubted and left uncovered, the language heard, and the text tokens that are the next
@@ -156,4 +167,4 @@ class Decoded:
     recontext: bool = False
 
 
-__all__ = ["Segment", "Word", "Evidence", "Span", "spans", "TranscriptMeta", "Transcript", "Decoded"]
+__all__ = ["Segment", "Word", "Evidence", "Span", "spans", "TranscriptMeta", "Transcript", "Chunk", "Decoded"]

@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from talkthrough_assets import store
-from talkthrough_assets.model.transcript import Decoded
+from talkthrough_assets.model.transcript import Chunk, Decoded
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.model import search_index
@@ -59,23 +59,23 @@ def published_kind(rid: str) -> str | None:
 
 
 def covered_prefix(rid: str, cache: dict[str, Decoded] | None = None
-                   ) -> tuple[list[dict], list[dict], list[Decoded]]:
+                   ) -> tuple[list[Chunk], list[Chunk], list[Decoded]]:
     """(plan rows, covered rows, their results): the chunks from the first on whose results are stored and
     intact, up to the first that is not. ``cache``: results by key (content-addressed, so never stale)."""
     cache = {} if cache is None else cache
-    rows = sorted(store.read_rows("chunks", rid), key=lambda r: r["idx"])
+    rows = sorted(store.read_rows("chunks", rid, record=Chunk), key=lambda r: r.idx)
     got_rows, got = [], []
     for r in rows:
-        res = cache.get(r["key"])
+        res = cache.get(r.key)
         if res is None:
-            blob = chunkstore.load(r["key"])
+            blob = chunkstore.load(r.key)
             if blob is None:
                 break
             try:
                 res = C.unpack(blob)
             except C.CorruptChunk:
                 break
-            cache[r["key"]] = res
+            cache[r.key] = res
         got_rows.append(r)
         got.append(res)
     return rows, got_rows, got
@@ -87,8 +87,8 @@ def build(rid: str, cfg: dict, *, wall_clock: dict | None, model_label: str | No
     rows, covered, results = covered_prefix(rid, cache)
     if not covered:
         return None
-    end = covered[-1]["t1_ms"]
-    total = rows[-1]["t1_ms"]
+    end = covered[-1].t1_ms
+    total = rows[-1].t1_ms
     out = C.assemble(results, covered, model_label=model_label, audio_ms=end)
     meta = asdict(out.meta)
     if not out.segments:

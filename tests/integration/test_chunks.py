@@ -28,7 +28,7 @@ from talkthrough_assets.stages.segments import stage as segments_stage
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.runner import hms
-from talkthrough_assets.model.transcript import spans
+from talkthrough_assets.model.transcript import Chunk, spans
 
 CHUNK_S = "6"
 
@@ -43,8 +43,8 @@ def _transcript(rid: str) -> tuple[list, list]:
             [(w["seq"], w["idx"], w["t0_ms"], w["t1_ms"], w["word"]) for w in store.read_rows("words", rid)])
 
 
-def _plan(rid: str) -> list[dict]:
-    return sorted(store.read_rows("chunks", rid), key=lambda r: r["idx"])
+def _plan(rid: str) -> list[Chunk]:
+    return sorted(store.read_rows("chunks", rid, record=Chunk), key=lambda r: r.idx)
 
 
 def _path(key: str):
@@ -64,17 +64,17 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     assert len(rows) >= 3, rows
     # the chunks tile the audio without gap or overlap, each cut on a VAD window, and each has a stored result
     audio_ms = store.read_one("transcripts", rid)["audio_ms"]
-    assert rows[0]["t0_ms"] == 0 and rows[-1]["t1_ms"] == audio_ms
-    assert all(a["t1_ms"] == b["t0_ms"] for a, b in zip(rows, rows[1:]))
-    assert all(r["t0_ms"] * 16 % C.WIN == 0 for r in rows)
-    assert all(_path(r["key"]).is_file() for r in rows)
+    assert rows[0].t0_ms == 0 and rows[-1].t1_ms == audio_ms
+    assert all(a.t1_ms == b.t0_ms for a, b in zip(rows, rows[1:]))
+    assert all(r.t0_ms * 16 % C.WIN == 0 for r in rows)
+    assert all(_path(r.key).is_file() for r in rows)
     # a cut falls where the VAD hears silence: no word of the transcript spans one
     words = store.read_rows("words", rid)
     assert words
-    cuts = [r["t0_ms"] for r in rows[1:]]
+    cuts = [r.t0_ms for r in rows[1:]]
     assert not [(w["word"], c) for w in words for c in cuts if w["t0_ms"] < c < w["t1_ms"]]
     # the tables are exactly the chunks' stored results assembled
-    results = [C.unpack(_path(r["key"]).read_bytes()) for r in rows]
+    results = [C.unpack(_path(r.key).read_bytes()) for r in rows]
     again = C.assemble(results, rows, model_label=results[0].model, audio_ms=audio_ms)
     segs, words_t = _transcript(rid)
     assert [(s.seq, s.t0_ms, s.t1_ms, s.text) for s in again.segments] == segs
@@ -95,9 +95,9 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
 
     # a re-run decodes only the chunk whose result is gone, and the transcript is the same
     gone = rows[1]
-    _path(gone["key"]).unlink()
+    _path(gone.key).unlink()
     cov = segments_stage.coverage(rid)
-    assert cov["covered"] == len(rows) - 1 and cov["missing_ms"] == [[gone["t0_ms"], gone["t1_ms"]]]
+    assert cov["covered"] == len(rows) - 1 and cov["missing_ms"] == [[gone.t0_ms, gone.t1_ms]]
     assert cov["text"].startswith(f"{len(rows) - 1} of {len(rows)} chunks, 0:00-0:")
     md = _segments_md(rid)
     assert (md["chunks_decoded"], md["chunks_reused"], md["chunks_corrupt_recomputed"]) == (1, len(rows) - 1, 0)
@@ -105,11 +105,11 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     assert _transcript(rid) == (segs, words_t)
 
     # a corrupt stored result (one byte changed, or cut short) is detected by its checksum and recomputed
-    p = _path(rows[0]["key"])
+    p = _path(rows[0].key)
     blob = bytearray(p.read_bytes())
     blob[-5] ^= 0xFF
     p.write_bytes(bytes(blob))
-    _path(rows[2]["key"]).write_bytes(_path(rows[2]["key"]).read_bytes()[:40])
+    _path(rows[2].key).write_bytes(_path(rows[2].key).read_bytes()[:40])
     with pytest.raises(C.CorruptChunk):
         C.decode_blob(p.read_bytes())
     md = _segments_md(rid)
@@ -121,18 +121,18 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     # the same audio in another file (a new recording id) decodes nothing: every chunk's result is reused
     copy = service.process(unique_copy(TWO_VOICES_PATH, tmp_path / "same audio.m4a", "chunks-b"))
     assert copy["status"] == "processed" and copy["recording_id"] != rid
-    assert [r["key"] for r in _plan(copy["recording_id"])] == [r["key"] for r in rows]
+    assert [r.key for r in _plan(copy["recording_id"])] == [r.key for r in rows]
     assert _transcript(copy["recording_id"]) == (segs, words_t)
     assert segments_stage.metadata(copy["recording_id"], None)["chunks_covered"] == len(rows)
 
     # forget the copy: the results stay (the first recording uses them); forget both: they go
     r1 = service.forget(copy["recording_id"])
-    assert all(_path(r["key"]).is_file() for r in rows)
+    assert all(_path(r.key).is_file() for r in rows)
     assert not [x for x in r1["removed"] if "/chunks/whisper/" in x]
     r2 = service.forget(rid)
     assert sorted(x for x in r2["removed"] if "/chunks/whisper/" in x) == \
-        sorted(store.data_location(store.chunk_result_key(r["key"])) for r in rows)
-    assert not any(_path(r["key"]).exists() for r in rows)
+        sorted(store.data_location(store.chunk_result_key(r.key)) for r in rows)
+    assert not any(_path(r.key).exists() for r in rows)
 
 
 def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_path, small_chunks, monkeypatch):
@@ -141,11 +141,11 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     rows = _plan(rid)
     want = _transcript(rid)
     for r in rows:
-        _path(r["key"]).unlink()
+        _path(r.key).unlink()
     bad = rows[1]
     real = C._decode_chunk
 
-    bad_samples = audio_stage.load_wav(store.audio_path(rid))[bad["t0_ms"] * 16:bad["t1_ms"] * 16]
+    bad_samples = audio_stage.load_wav(store.audio_path(rid))[bad.t0_ms * 16:bad.t1_ms * 16]
 
     def decode_or_fail(samples, opts, engine, **kw):  # the real decoder, except on one chunk (fault injection)
         if len(samples) == len(bad_samples) and (samples == bad_samples).all():
@@ -163,11 +163,11 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     assert runner.stage_state(rid)["segments"].status == "ok"
     # the other chunks are transcribed and stored; the failed one has no result and is not covered
     segs = store.read_rows("segments", rid)
-    assert segs and not [s for s in segs if s["t0_ms"] >= bad["t0_ms"] and s["t1_ms"] <= bad["t1_ms"]]
-    assert not _path(bad["key"]).exists() and not any(_path(r["key"]).exists() for r in after)
-    assert _path(rows[0]["key"]).exists()
-    assert segments_stage.coverage(rid)["missing_ms"] == [[r["t0_ms"], r["t1_ms"]] for r in [bad, *after]]
-    assert any(s["t0_ms"] >= after[0]["t0_ms"] for s in segs)
+    assert segs and not [s for s in segs if s["t0_ms"] >= bad.t0_ms and s["t1_ms"] <= bad.t1_ms]
+    assert not _path(bad.key).exists() and not any(_path(r.key).exists() for r in after)
+    assert _path(rows[0].key).exists()
+    assert segments_stage.coverage(rid)["missing_ms"] == [[r.t0_ms, r.t1_ms] for r in [bad, *after]]
+    assert any(s["t0_ms"] >= after[0].t0_ms for s in segs)
     assert "segments" in freshness.plan(rid)  # the next run comes back for it
 
     monkeypatch.setattr(C, "_decode_chunk", real)
@@ -181,7 +181,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
 def test_gc_removes_only_unused_results_and_never_during_a_run(tt_home, tmp_path, small_chunks):
     out = service.process(unique_copy(TWO_VOICES_PATH, tmp_path / "gc.m4a", "chunks-gc"))
     rid = out["recording_id"]
-    used = {r["key"] for r in _plan(rid)}
+    used = {r.key for r in _plan(rid)}
     old_orphan, young_orphan = "ab" * 32, "cd" * 32  # results no plan names (e.g. from an older setting)
     for k in (old_orphan, young_orphan):
         store.put_bytes(store.chunk_result_key(k), C.encode({"meta": {}, "segments": [], "words": [], "dropped": []}))
@@ -226,8 +226,8 @@ def test_kill_9_mid_run_loses_at_most_the_chunk_in_flight(tt_home, tmp_path):
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline and proc.poll() is None:  # kill once two chunks are stored
-            rows = store.read_rows("chunks", rid) if store.has_partition("chunks", rid) else []
-            if rows and sum(_path(r["key"]).exists() for r in rows) >= 2:
+            rows = store.read_rows("chunks", rid, record=Chunk) if store.has_partition("chunks", rid) else []
+            if rows and sum(_path(r.key).exists() for r in rows) >= 2:
                 break
             time.sleep(0.05)
         assert proc.poll() is None, "the run finished before it could be killed"
@@ -237,7 +237,7 @@ def test_kill_9_mid_run_loses_at_most_the_chunk_in_flight(tt_home, tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     rows = _plan(rid)
-    stored_before = sum(_path(r["key"]).exists() for r in rows)
+    stored_before = sum(_path(r.key).exists() for r in rows)
     assert 2 <= stored_before < len(rows)
     assert segments_stage.coverage(rid)["covered"] == stored_before
     os.environ["TALKTHROUGH_CHUNK_S"] = "4"
@@ -249,7 +249,7 @@ def test_kill_9_mid_run_loses_at_most_the_chunk_in_flight(tt_home, tmp_path):
     # the same transcript as an uninterrupted run: the chunks decoded once more from nothing
     want = _transcript(rid)
     for r in rows:
-        _path(r["key"]).unlink()
+        _path(r.key).unlink()
     os.environ["TALKTHROUGH_CHUNK_S"] = "4"
     try:
         assert _segments_md(rid)["chunks_decoded"] == len(rows)
@@ -339,8 +339,8 @@ def test_a_stopped_run_ends_at_the_next_window_and_a_rerun_resumes(tt_home, tmp_
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:  # stop once the first chunk is stored
-            rows = store.read_rows("chunks", rid) if store.has_partition("chunks", rid) else []
-            if rows and any(_path(r["key"]).exists() for r in rows):
+            rows = store.read_rows("chunks", rid, record=Chunk) if store.has_partition("chunks", rid) else []
+            if rows and any(_path(r.key).exists() for r in rows):
                 break
             time.sleep(0.05)
         assert proc.poll() is None, "the run finished before it could be stopped"
@@ -354,7 +354,7 @@ def test_a_stopped_run_ends_at_the_next_window_and_a_rerun_resumes(tt_home, tmp_
     assert result["status"] == "failed" and "interrupted" in result["reason"], result
     assert "Traceback" not in err, err[-2000:]
     rows = _plan(rid)
-    stored = sum(_path(r["key"]).exists() for r in rows)
+    stored = sum(_path(r.key).exists() for r in rows)
     assert 1 <= stored < len(rows), (stored, len(rows))  # stopped long before the last chunk
     runs = {r["stage"]: r for r in store.read_rows("stage_runs", rid, part=None)}
     assert runs["segments"]["status"] == "failed" and "interrupted" in runs["segments"]["reason"]

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from talkthrough_assets.model.transcript import Decoded, Evidence, Segment, Span, Word
+from talkthrough_assets.model.transcript import Chunk, Decoded, Evidence, Segment, Span, Word
 from talkthrough_assets.stages.segments import chunks as C
 
 
@@ -63,8 +63,7 @@ def _res(text, t0, t1, words):
 
 
 def test_assembly_shifts_times_renumbers_and_skips_a_failed_chunk():
-    rows = [{"idx": 0, "t0_ms": 0, "t1_ms": 5000}, {"idx": 1, "t0_ms": 5000, "t1_ms": 9000},
-            {"idx": 2, "t0_ms": 9000, "t1_ms": 12000}]
+    rows = [Chunk(0, 0, 5000), Chunk(1, 5000, 9000), Chunk(2, 9000, 12000)]
     out = C.assemble([_res("one two", 100, 900, ["one", "two"]), None, _res("three", 50, 500, ["three"])], rows,
                      model_label="tiny.en", audio_ms=12000)
     assert [(s.seq, s.t0_ms, s.text) for s in out.segments] == [(0, 100, "one two"), (1, 9050, "three")]
@@ -100,10 +99,10 @@ def test_a_chunk_result_round_trips_through_its_stored_form_and_an_older_one_rea
 
 
 def test_coverage_text_merges_adjacent_covered_chunks():
-    rows = [{"t0_ms": a * 60000, "t1_ms": (a + 1) * 60000} for a in range(5)]
+    rows = [Chunk(a, a * 60000, (a + 1) * 60000) for a in range(5)]
     assert C.covered_text(rows, [True, True, False, True, True]) == "4 of 5 chunks, 0:00-2:00, 3:00-5:00"
     assert C.covered_text(rows, [False] * 5) == "0 of 5 chunks"
-    long = [{"t0_ms": 0, "t1_ms": 4_000_000}]
+    long = [Chunk(0, 0, 4_000_000)]
     assert C.covered_text(long, [True]) == "1 of 1 chunks, 0:00-1:06:40"
 
 

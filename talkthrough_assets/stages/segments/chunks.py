@@ -39,7 +39,7 @@ import numpy as np
 
 from talkthrough_assets.core import stop
 from talkthrough_assets.core.errors import TalkthroughError
-from talkthrough_assets.model.transcript import Decoded, Transcript
+from talkthrough_assets.model.transcript import Chunk, Decoded, Transcript
 from talkthrough_assets.stages.segments import language
 from talkthrough_assets.stages.segments import payload
 from talkthrough_assets.stages.segments import transcribe as T
@@ -214,14 +214,14 @@ class Chunked:
 
     transcript: Transcript
     report: Report
-    rows: tuple[dict, ...]
+    rows: tuple[Chunk, ...]
     reason: str | None = None
 
 
 def transcribe_chunked(samples: np.ndarray, opts: Options, engine: Engine, *, fp: str,
                        load: Callable[[str], bytes | None], save: Callable[[str, bytes], None],
                        bounds: list[tuple[int, int]] | None = None,
-                       on_plan: Callable[[list[dict]], None] | None = None,
+                       on_plan: Callable[[list[Chunk]], None] | None = None,
                        on_chunk: Callable[[int, int, str], None] | None = None) -> Chunked:
     """The stage's output for ``samples`` (times in ms; :func:`transcribe.finish`) from its chunks, decoded with
     ``engine`` as ``opts`` say, and what happened to each (reused, decoded, failed). ``on_plan(rows)`` is called
@@ -230,7 +230,7 @@ def transcribe_chunked(samples: np.ndarray, opts: Options, engine: Engine, *, fp
     t_start = time.perf_counter()
     bounds = bounds if bounds is not None else plan(samples, opts.chunk_s)
     keys = chain_keys(samples, bounds, fp)
-    rows = [{"idx": i, "t0_ms": a * 1000 // SR, "t1_ms": b * 1000 // SR, "key": k}
+    rows = [Chunk(idx=i, t0_ms=a * 1000 // SR, t1_ms=b * 1000 // SR, key=k)
             for i, ((a, b), k) in enumerate(zip(bounds, keys))]
     if on_plan:
         on_plan(rows)
@@ -245,7 +245,7 @@ def transcribe_chunked(samples: np.ndarray, opts: Options, engine: Engine, *, fp
             results.append(res)
             chain_ok = chain_ok and state != "failed"
             if on_chunk:
-                on_chunk(row["idx"] + 1, len(rows), state, row["t1_ms"], rows[-1]["t1_ms"])
+                on_chunk(row.idx + 1, len(rows), state, row.t1_ms, rows[-1].t1_ms)
     finally:
         if vad:
             vad.close()
@@ -255,12 +255,12 @@ def transcribe_chunked(samples: np.ndarray, opts: Options, engine: Engine, *, fp
     return Chunked(out, report, tuple(rows))
 
 
-def _one_chunk(i: int, row: dict, part: np.ndarray, results: list, report: Report, chain_ok: bool, load, save,
+def _one_chunk(i: int, row: Chunk, part: np.ndarray, results: list, report: Report, chain_ok: bool, load, save,
                vad: segments_rules.Prefetch | None, opts: Options, engine: Engine) -> tuple[Decoded | None, str]:
     """(chunk ``i``'s result, "reused" | "decoded" | "failed"): stored and reused, or decoded (and stored while the
     chain of contexts is whole); None when its decoding failed (recorded in ``report``)."""
     res, state = None, "decoded"
-    blob = load(row["key"])
+    blob = load(row.key)
     if blob is not None:
         try:
             res, state = unpack(blob), "reused"
@@ -272,7 +272,7 @@ def _one_chunk(i: int, row: dict, part: np.ndarray, results: list, report: Repor
                                 vad_regions=vad.regions(i) if vad is not None else None)
             report.recontext += res.recontext
             if chain_ok:
-                save(row["key"], pack(res))
+                save(row.key, pack(res))
             else:
                 report.unstored += 1
         except stop.Interrupted:
@@ -280,7 +280,7 @@ def _one_chunk(i: int, row: dict, part: np.ndarray, results: list, report: Repor
         except Exception as e:  # noqa: BLE001 - one chunk's failure is recorded; the others go on
             res, state = None, "failed"
             reason = f"{type(e).__name__}: {e}".splitlines()[0][:300]
-            report.failed.append(Failed(row["idx"], row["t0_ms"], row["t1_ms"], reason))
+            report.failed.append(Failed(row.idx, row.t0_ms, row.t1_ms, reason))
     if state != "failed":
         setattr(report, state, getattr(report, state) + 1)
     return res, state
@@ -339,7 +339,7 @@ def _recording_judge(samples: np.ndarray, results: list[Decoded | None], opts: O
                                                  engine.model_label)
 
 
-def assemble(results: list[Decoded | None], rows: list[dict], *, model_label: str | None, audio_ms: int,
+def assemble(results: list[Decoded | None], rows: list[Chunk], *, model_label: str | None, audio_ms: int,
              judge=None) -> Transcript:
     """Chunk results (None: failed) -> the stage's output, times shifted by each chunk's start, segments
     numbered in order. ``judge(parts, core_ms)``: the whole recording's language check, before the output is
@@ -350,7 +350,7 @@ def assemble(results: list[Decoded | None], rows: list[dict], *, model_label: st
     for res, row in zip(results, rows):
         if res is None:
             continue
-        off = row["t0_ms"]
+        off = row.t0_ms
         reasons.add(res.reason)
         seq_of = {}
         for s in res.segments:
@@ -379,16 +379,16 @@ def assemble(results: list[Decoded | None], rows: list[dict], *, model_label: st
 
 # --------------------------------------------------------------------------- coverage
 
-def covered_text(rows: list[dict], have: list[bool]) -> str:
+def covered_text(rows: list[Chunk], have: list[bool]) -> str:
     """"41 of 52 chunks, 0-81 min" (the covered ranges, merged)."""
     ranges: list[list[int]] = []
     for r, ok in zip(rows, have):
         if not ok:
             continue
-        if ranges and ranges[-1][1] == r["t0_ms"]:
-            ranges[-1][1] = r["t1_ms"]
+        if ranges and ranges[-1][1] == r.t0_ms:
+            ranges[-1][1] = r.t1_ms
         else:
-            ranges.append([r["t0_ms"], r["t1_ms"]])
+            ranges.append([r.t0_ms, r.t1_ms])
     text = f"{sum(have)} of {len(rows)} chunks"
     if ranges:
         text += ", " + ", ".join(f"{hms(a / 1000)}-{hms(b / 1000)}" for a, b in ranges)

@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 
 from talkthrough_assets.model.runs import StageRun
+from talkthrough_assets.model.transcript import Chunk
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.stages import audio as audio_stage
@@ -91,13 +92,12 @@ def stale(rid: str, cfg: dict, stage_run: StageRun | None, opts=None) -> bool:
 def coverage(rid: str) -> dict | None:
     """{"chunks", "covered", "missing_ms": [[t0, t1]], "text": "41 of 52 chunks, 0:00-81:00"} from the
     recording's chunk plan and the stored keys; None before its segments stage has planned chunks."""
-    rows = store.read_rows("chunks", rid)
+    rows = sorted(store.read_rows("chunks", rid, record=Chunk), key=lambda r: r.idx)
     if not rows:
         return None
-    rows.sort(key=lambda r: r["idx"])
-    have = [store.exists(store.chunk_result_key(r["key"])) for r in rows]
+    have = [store.exists(store.chunk_result_key(r.key)) for r in rows]
     return {"chunks": len(rows), "covered": sum(have),
-            "missing_ms": [[r["t0_ms"], r["t1_ms"]] for r, ok in zip(rows, have) if not ok],
+            "missing_ms": [[r.t0_ms, r.t1_ms] for r, ok in zip(rows, have) if not ok],
             "text": C.covered_text(rows, have)}
 
 
