@@ -159,7 +159,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     assert len(store.read_rows("segments", rid)) > 0
     reason = runner.stage_reason(rid, "segments")
     assert reason.startswith(segments_stage.FAILED_PREFIX) and "decoder crashed on this chunk" in reason
-    assert f"{hms(bad['t0_ms'] / 1000)}-{hms(bad['t1_ms'] / 1000)}" in reason, reason
+    assert f"{hms(bad.t0_ms / 1000)}-{hms(bad.t1_ms / 1000)}" in reason, reason
     assert runner.stage_state(rid)["segments"].status == "ok"
     # the other chunks are transcribed and stored; the failed one has no result and is not covered
     segs = store.read_rows("segments", rid)
