@@ -10,8 +10,10 @@ consistent generation across all tables, while a re-run rewrites the Parquet tab
 
 A manifest with a ``partial`` block is the provisional generation of a run still in progress (the
 transcript of the chunks finished so far, ``pipeline/partial.py``); :func:`partial_fields` is how every tool
-marks an answer from it. A recording with no manifest has no run that got that far yet. Parsed manifests are cached by the file's
-identity (inode, size, mtime): every publish is a new inode, so a cache entry never outlives it.
+marks an answer from it. A recording with no manifest has no run that got that far yet. Each published manifest is
+parsed once into the typed records of ``model/manifest.py`` (:meth:`Manifest.from_json`), which every reader uses;
+snapshots are cached by the file's identity (inode, size, mtime): every publish is a new inode, so a cache entry
+never outlives it.
 """
 
 from __future__ import annotations
