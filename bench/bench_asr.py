@@ -217,11 +217,19 @@ def run_pipeline(samples, ref_model: str, label: str, config: str = "pipeline",
     # the segments stage's own decode (stages/segments/stage.transcribe): chunked, each chunk through the drop
     # rules; nothing stored, so every run decodes
     t, c = time.perf_counter(), time.process_time()
-    out = C.transcribe(samples, model_ref=ref_model, model_label=label, **kw)
+    from dataclasses import asdict
+
+    from talkthrough_assets.stages.segments.engine import Engine, default_whisper
+    from talkthrough_assets.stages.segments.options import BEAM_SIZE, Decoding, Options
+
+    decoding = Decoding(**{k: kw[k] for k in ("coverage", "loop_retry") if k in kw})
+    opts = Options(beam_size=kw.get("beam_size", BEAM_SIZE), compute_type=kw.get("compute"), decoding=decoding)
+    engine = Engine(kw.get("whisper") or default_whisper(), ref_model, label, compute=kw.get("compute"))
+    out = C.transcribe(samples, opts, engine).transcript
     CPU[config] = time.process_time() - c
-    DROPPED[config] = json.loads(out["meta"]["dropped"])
-    SPANS[config] = [(s["t0_ms"], s["t1_ms"]) for s in out["segments"]]
-    return [(s["t0_ms"] / 1000, s["text"]) for s in out["segments"]], time.perf_counter() - t
+    DROPPED[config] = [asdict(d) for d in out.meta.dropped]
+    SPANS[config] = [(s.t0_ms, s.t1_ms) for s in out.segments]
+    return [(s.t0_ms / 1000, s.text) for s in out.segments], time.perf_counter() - t
 
 
 def score(clip: dict, segs: list[tuple[float, str]]) -> dict:

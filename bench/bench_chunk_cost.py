@@ -26,6 +26,8 @@ from talkthrough_assets.store.models import resolve_whisper  # noqa: E402
 from talkthrough_assets.stages.segments import chunks as C  # noqa: E402
 from talkthrough_assets.stages.segments import engine as segments_engine  # noqa: E402
 from talkthrough_assets.stages.segments import transcribe as T  # noqa: E402
+from talkthrough_assets.stages.segments.engine import Engine  # noqa: E402
+from talkthrough_assets.stages.segments.options import Options  # noqa: E402
 
 
 def main() -> None:
@@ -63,12 +65,13 @@ def main() -> None:
     for name in ("chunked", "whole"):
         checks.update(n=0, cpu=0.0)
         t, c = time.perf_counter(), time.process_time()
+        opts, engine = Options(), Engine(w, ref, label, args.threads)
         if name == "chunked":
-            out = C.transcribe_chunked(x, fp="bench", load=lambda k: None, save=lambda k, b: None, model_ref=ref,
-                                       model_label=label, threads=args.threads, whisper=w)
+            out = C.transcribe_chunked(x, opts, engine, fp="bench", load=lambda k: None,
+                                       save=lambda k, b: None).transcript
         else:
-            out = T.finish(T.decode(x, model_ref=ref, model_label=label, threads=args.threads, whisper=w))
-        res[name] = (time.perf_counter() - t, time.process_time() - c, len(out["segments"]))
+            out = T.finish(T.decode(x, opts, engine))
+        res[name] = (time.perf_counter() - t, time.process_time() - c, len(out.segments))
         print(f"{name:8s} wall {res[name][0]:7.1f} s  cpu {res[name][1]:7.1f} s  segments {res[name][2]}  "
               f"language checks {checks['n']} ({checks['cpu']:.1f} s CPU)")
     print(f"chunked / whole: wall {res['chunked'][0] / res['whole'][0]:.2f}x, cpu {res['chunked'][1] / res['whole'][1]:.2f}x "

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +48,15 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import bench_asr as BA  # noqa: E402  (the eval clips, the meeting's reference, WER)
 from fixture_facts import copy_audio_packets  # noqa: E402  (a packet-copied cut: an export of a shorter take)
+
+
+def _engine():
+    """The segments stage's default options and the engine they name (the process's Whisper)."""
+    from talkthrough_assets.stages.segments.engine import Engine
+    from talkthrough_assets.stages.segments.options import Options
+
+    opts = Options()
+    return opts, Engine.of(opts)
 
 
 def _wer(clip: dict, segs) -> tuple[float | None, dict]:
@@ -61,7 +71,7 @@ def part_wer(args) -> None:
     from talkthrough_assets.stages.segments import engine as segments_engine
 
     ref, label = models.resolve_whisper()
-    kw = dict(model_ref=ref, model_label=label)
+    opts, engine = _engine()
     segments_engine.default_whisper().warm(ref)
     clips = [] if args.no_eval else BA.clips(args.only, long=False)
     if not args.only or args.only in "meeting":
@@ -85,9 +95,9 @@ def part_wer(args) -> None:
             samples = samples[:int(args.meeting_s * 16000)]
             clip = dict(clip, ref=_ref_until(clip["ref"], args.meeting_s))
         t = time.perf_counter()
-        whole = T.transcribe(samples, **kw)
+        whole = T.finish(T.decode(samples, opts, engine))
         tw = time.perf_counter() - t
-        w_wer, _ = _wer(clip, [(s["t0_ms"] / 1000, s["text"]) for s in whole["segments"]])
+        w_wer, _ = _wer(clip, [(s.t0_ms / 1000, s.text) for s in whole.segments])
         cells, secs = [], []
         tot["whole"] += tw
         if clip.get("long"):
@@ -99,25 +109,26 @@ def part_wer(args) -> None:
                 continue
             mem: dict[str, bytes] = {}
             t = time.perf_counter()
-            out = C.transcribe_chunked(samples, fp="bench", load=mem.get, save=mem.__setitem__,
-                                       bounds=C.plan(samples, size), **kw)
+            done = C.transcribe_chunked(samples, opts, engine, fp="bench", load=mem.get, save=mem.__setitem__,
+                                        bounds=C.plan(samples, size))
+            out = done.transcript
             tc = time.perf_counter() - t
             tot[name] += tc
             if clip.get("long"):
                 tot_long[name] += tc
-            c_wer, _ = _wer(clip, [(s["t0_ms"] / 1000, s["text"]) for s in out["segments"]])
-            same = [(s["t0_ms"], s["t1_ms"], s["text"]) for s in out["segments"]] == \
-                   [(s["t0_ms"], s["t1_ms"], s["text"]) for s in whole["segments"]]
+            c_wer, _ = _wer(clip, [(s.t0_ms / 1000, s.text) for s in out.segments])
+            same = [(s.t0_ms, s.t1_ms, s.text) for s in out.segments] == \
+                   [(s.t0_ms, s.t1_ms, s.text) for s in whole.segments]
             identical[name] += same
-            moved = _moved_words(whole["words"], out["words"])
+            moved = _moved_words(whole.words, out.words)
             d = (c_wer - w_wer) if (c_wer is not None and w_wer is not None) else None
             if d is not None:
                 worst[name] = max(worst[name], d)
-            n_words = len(out["words"])
+            n_words = len(out.words)
             cells.append(f"{(f'{c_wer:.2f}%' if c_wer is not None else f'{n_words}w'):>12} "
-                         f"{(f'{d:+.2f}' if d is not None else '-'):>5} {moved:>5} {out['chunks']['total']:>3}")
+                         f"{(f'{d:+.2f}' if d is not None else '-'):>5} {moved:>5} {done.report.total:>3}")
             secs.append(f"{tc:>10.1f}")
-        whole_cell = f"{w_wer:.2f}%" if w_wer is not None else f"{len(whole['words'])}w"
+        whole_cell = f"{w_wer:.2f}%" if w_wer is not None else f"{len(whole.words)}w"
         print(f"{clip['name'][:40]:40} {whole_cell:>9} "
               + " ".join(cells) + f" {tw:>7.1f} " + " ".join(secs), flush=True)
     print("\n== totals")
@@ -148,7 +159,7 @@ def _ref_until(ref: str, seconds: float) -> str:
     return " ".join(out)
 
 
-def _moved_words(a: list[dict], b: list[dict], tol_ms: int = 100, near_ms: int = 2000) -> int:
+def _moved_words(a, b, tol_ms: int = 100, near_ms: int = 2000) -> int:
     """Words of ``b`` whose nearest same word in ``a`` (within ``near_ms``) starts more than ``tol_ms`` away. A
     nearest-in-time match, not a text alignment: the bench meeting repeats one script every ~72 s, and a
     text alignment could pair a word with its twin one cycle away (3 271 "moved" words where 0.3 % moved)."""
@@ -156,12 +167,12 @@ def _moved_words(a: list[dict], b: list[dict], tol_ms: int = 100, near_ms: int =
 
     by_word: dict[str, list[int]] = {}
     for w in a:
-        by_word.setdefault(w["word"].strip().lower(), []).append(w["t0_ms"])
+        by_word.setdefault(w.word.strip().lower(), []).append(w.t0_ms)
     for times in by_word.values():
         times.sort()
     moved = 0
     for w in b:
-        times, t = by_word.get(w["word"].strip().lower(), []), w["t0_ms"]
+        times, t = by_word.get(w.word.strip().lower(), []), w.t0_ms
         i = bisect.bisect_left(times, t)
         near = min((abs(times[j] - t) for j in (i - 1, i) if 0 <= j < len(times)), default=None)
         moved += near is not None and tol_ms < near <= near_ms
@@ -244,7 +255,7 @@ def part_ab(args) -> None:
     from talkthrough_assets.stages.segments import engine as segments_engine
 
     ref, label = models.resolve_whisper()
-    kw = dict(model_ref=ref, model_label=label)
+    opts, engine = _engine()
     segments_engine.default_whisper().warm(ref)
     samples = BA._decode(ml.ensure_media(quiet=True)["meeting"])
     if args.meeting_s:
@@ -252,7 +263,7 @@ def part_ab(args) -> None:
     encodes = [0]
     real_encode = WhisperModel.encode
 
-    def counting_encode(self, features):  # counts the encoder passes (the aligner wraps the instance's)
+    def counting_encode(self, features):  # counts the encoder passes (the adapter's encode calls it)
         encodes[0] += 1
         return real_encode(self, features)
 
@@ -266,12 +277,12 @@ def part_ab(args) -> None:
     print(f"planning + keys: {plan_cpu:.2f} s CPU / {plan_wall:.2f} s wall")
 
     def whole():
-        return T.transcribe(samples, **kw)
+        return T.finish(T.decode(samples, opts, engine))
 
     def chunked():
         mem: dict[str, bytes] = {}
-        return C.transcribe_chunked(samples, fp="bench", load=mem.get, save=mem.__setitem__,
-                                    chunk_s=args.chunk_s, **kw)
+        return C.transcribe_chunked(samples, replace(opts, chunk_s=args.chunk_s), engine, fp="bench", load=mem.get,
+                                    save=mem.__setitem__).transcript
 
     runs: dict[str, list[tuple[float, float, int, float]]] = {"whole": [], "chunked": []}
     texts = {}
@@ -283,7 +294,7 @@ def part_ab(args) -> None:
             out = fn()
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
             runs[name].append((wall, cpu, encodes[0], load))
-            texts[name] = [s["text"] for s in out["segments"]]
+            texts[name] = [s.text for s in out.segments]
             print(f"  {i + 1}. {name:8} {wall:7.1f} s wall {cpu:7.1f} s CPU {encodes[0]:>4} encoder passes  "
                   f"(load {load:.1f})", flush=True)
     WhisperModel.encode = real_encode
@@ -409,11 +420,12 @@ def _prefix_whisper(media: Path, short: Path, args) -> None:
                                ("30 min, empty store", long_s, {})):
         load = os.getloadavg()[0]
         c0, w0 = time.process_time(), time.perf_counter()
-        out = C.transcribe_chunked(samples, fp="bench", load=mem.get, save=mem.__setitem__, chunk_s=args.chunk_s,
-                                   model_ref=ref, model_label=label)
-        res[name] = (time.perf_counter() - w0, time.process_time() - c0, out["segments"])
-        ch = out["chunks"]
-        print(f"Whisper alone, {name:20} {ch['total']:>3} chunks: {ch['reused']:>2} reused, {ch['decoded']:>2} decoded; "
+        opts, engine = _engine()
+        out = C.transcribe_chunked(samples, replace(opts, chunk_s=args.chunk_s), engine, fp="bench", load=mem.get,
+                                   save=mem.__setitem__)
+        res[name] = (time.perf_counter() - w0, time.process_time() - c0, out.transcript.segments)
+        ch = out.report
+        print(f"Whisper alone, {name:20} {ch.total:>3} chunks: {ch.reused:>2} reused, {ch.decoded:>2} decoded; "
               f"{res[name][0]:6.1f} s wall / {res[name][1]:6.1f} s CPU (load {load:.1f})", flush=True)
     a, b = res["30 min, same store"], res["30 min, empty store"]
     print(f"Whisper alone, 30 min after the cut vs from nothing: {a[0] / b[0]:.2f}x wall, {a[1] / b[1]:.2f}x CPU; "

@@ -169,12 +169,12 @@ def transcript(wav: Path, cache: dict) -> dict:
     """{"segments", "words"} of the segments stage for ``wav`` (kept in ``cache`` by the file's name)."""
     if wav.name not in cache:
         from talkthrough_assets.stages import audio
-        from talkthrough_assets.stages.segments import chunks
-        from talkthrough_assets.store import models
+        from dataclasses import asdict
 
-        ref, label = models.resolve_whisper()
-        out = chunks.transcribe(audio.load_wav(wav), model_ref=ref, model_label=label)
-        cache[wav.name] = {"segments": out["segments"], "words": out["words"]}
+        from talkthrough_assets.stages.segments import chunks
+
+        out = chunks.transcribe(audio.load_wav(wav)).transcript
+        cache[wav.name] = {"segments": [asdict(s) for s in out.segments], "words": [asdict(w) for w in out.words]}
     return cache[wav.name]
 
 

@@ -71,7 +71,11 @@ def _screencast(ml) -> tuple:
 def _decode_all(audio, bare, pipes: dict, whispers: dict, ref: str, label: str) -> dict:
     """{config: {"s", "words", "spans", "dropped"[, "dropped_list"]}}: bare faster-whisper, then the pipeline's
     decode once per compute type."""
+    from dataclasses import asdict
+
     from talkthrough_assets.stages.segments import chunks as C
+    from talkthrough_assets.stages.segments.engine import Engine
+    from talkthrough_assets.stages.segments.options import Options
 
     res = {}
     t = time.perf_counter()
@@ -82,11 +86,12 @@ def _decode_all(audio, bare, pipes: dict, whispers: dict, ref: str, label: str) 
                    "spans": [(int(s.start * 1000), int(s.end * 1000)) for s in segs], "dropped": 0}
     for name, compute in pipes.items():
         t = time.perf_counter()
-        out = C.transcribe(audio, model_ref=ref, model_label=label, whisper=whispers[name], compute=compute)
+        out = C.transcribe(audio, Options(compute_type=compute), Engine(whispers[name], ref, label,
+                                                                        compute=compute)).transcript
         res[name] = {"s": time.perf_counter() - t,
-                     "words": [(w["t0_ms"] / 1000, w["t1_ms"] / 1000, w["word"]) for w in out["words"]],
-                     "spans": [(s["t0_ms"], s["t1_ms"]) for s in out["segments"]],
-                     "dropped": out["meta"]["dropped_words"], "dropped_list": json.loads(out["meta"]["dropped"])}
+                     "words": [(w.t0_ms / 1000, w.t1_ms / 1000, w.word) for w in out.words],
+                     "spans": [(s.t0_ms, s.t1_ms) for s in out.segments],
+                     "dropped": out.meta.dropped_words, "dropped_list": [asdict(d) for d in out.meta.dropped]}
     return res
 
 

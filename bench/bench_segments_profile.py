@@ -111,7 +111,6 @@ def instrument(clock: Clock) -> None:
         return timed
 
     engine.language_checker = language_checker
-    transcribe.language_checker = language_checker
 
 
 def load_audio(path: str, seconds: float | None):
@@ -157,9 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     clock = Clock()
     instrument(clock)
     t, c = time.perf_counter(), time.process_time()
-    out = chunks.transcribe(samples, model_ref=ref, model_label=label, threads=a.threads, whisper=whisper)
+    out = chunks.transcribe(samples, None, engine.Engine(whisper, ref, label, a.threads)).transcript
     stage = {"wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c, "parts": dict(clock.cpu),
-             "calls": dict(clock.calls), "words": len(out["words"]), "segments": len(out["segments"])}
+             "calls": dict(clock.calls), "words": len(out.words), "segments": len(out.segments)}
 
     bare = None
     if not a.no_bare:

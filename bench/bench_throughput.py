@@ -107,7 +107,10 @@ def cut(path: str, seconds: int) -> str:
     return str(dst)
 
 
-def run_process(path: str, extra_env: dict | None = None) -> tuple[dict, dict, dict]:
+def run_process(path: str, extra_env: dict | None = None, tables: tuple[str, ...] = ()) -> tuple[dict, dict, dict]:
+    """One cold `talkthrough process` (a new data root, removed after): (the child's figures, its stage_runs rows
+    by stage, its summary); ``tables``: those tables' rows of the recording too, read before the data root goes,
+    in the child's figures under "rows"."""
     home = Path(tempfile.mkdtemp(prefix="tt-bench-tp-"))
     env = dict(os.environ, TALKTHROUGH_HOME=str(home), **(extra_env or {}))
     env.pop("DAGSTER_HOME", None)
@@ -120,6 +123,8 @@ def run_process(path: str, extra_env: dict | None = None) -> tuple[dict, dict, d
         from talkthrough_assets import store
 
         stages = {r["stage"]: r for r in store.read_rows("stage_runs", summary["recording_id"], part=None)}
+        if tables:
+            proc["rows"] = {t: store.read_rows(t, summary["recording_id"], part=None) for t in tables}
     finally:
         shutil.rmtree(home, ignore_errors=True)
     return proc, stages, summary

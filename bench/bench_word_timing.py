@@ -138,6 +138,8 @@ def decode_all(refs: list[dict], model: str | None, cache: Path, git_root: Path 
     from talkthrough_assets.store import models
     from talkthrough_assets.stages.segments import chunks as C
     from talkthrough_assets.stages.segments import engine as segments_engine
+    from talkthrough_assets.stages.segments.engine import Engine
+    from talkthrough_assets.stages.segments.options import Decoding, Options
 
     ref_model, label = models.resolve_whisper(model)
     bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=segments_engine.cpu_threads())
@@ -145,10 +147,11 @@ def decode_all(refs: list[dict], model: str | None, cache: Path, git_root: Path 
     for n, clip in enumerate(refs, 1):
         samples = _decode(clip_audio(clip, cache, git_root))
         segs, _ = bare.transcribe(samples, word_timestamps=True)
-        res = C.transcribe(samples, model_ref=ref_model, model_label=label, refine_words=False)
+        opts = Options(whisper_model=model, decoding=Decoding(refine_words=False))
+        res = C.transcribe(samples, opts, Engine.of(opts)).transcript
         out["clips"][clip["id"]] = {
             "bare": [(w.start, w.word) for s in segs for w in (s.words or [])],
-            "unrefined": [{k: w[k] for k in ("seq", "t0_ms", "t1_ms", "word")} for w in res["words"]]}
+            "unrefined": [{"seq": w.seq, "t0_ms": w.t0_ms, "t1_ms": w.t1_ms, "word": w.word} for w in res.words]}
         print(f"  decoded {n}/{len(refs)} {clip['id']}", file=sys.stderr)
     return out
 
@@ -212,6 +215,7 @@ def segment_ends(only: str | None, cache: Path, git_root: Path | None) -> dict:
     from talkthrough_assets.store import models
     from talkthrough_assets.stages.segments import chunks as C
     from talkthrough_assets.stages.segments import engine as segments_engine
+    from talkthrough_assets.stages.segments.engine import Engine, default_whisper
 
     ref_model, label = models.resolve_whisper()
     bare = WhisperModel(ref_model, device="cpu", compute_type="int8", cpu_threads=segments_engine.cpu_threads())
@@ -223,11 +227,11 @@ def segment_ends(only: str | None, cache: Path, git_root: Path | None) -> dict:
             continue
         x = _decode(path)
         segs = list(bare.transcribe(x, word_timestamps=True)[0])
-        out = C.transcribe(x, model_ref=ref_model, model_label=label)
+        out = C.transcribe(x, None, Engine(default_whisper(), ref_model, label)).transcript
         got = {"bare": ([(s.end, [w.word for w in s.words or []]) for s in segs],
                         [(w.start, w.word) for s in segs for w in (s.words or [])]),
-               "pipeline": ([(s["t1_ms"] / 1000, [w["word"] for w in out["words"] if w["seq"] == s["seq"]])
-                             for s in out["segments"]], [(w["t0_ms"] / 1000, w["word"]) for w in out["words"]])}
+               "pipeline": ([(s.t1_ms / 1000, [w.word for w in out.words if w.seq == s.seq])
+                             for s in out.segments], [(w.t0_ms / 1000, w.word) for w in out.words])}
         for c, (ends, starts) in got.items():
             r = res.setdefault(group, {}).setdefault(c, {"end": [], "start": []})
             r["end"] += end_errors_ms(ref, ends)

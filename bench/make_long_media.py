@@ -2,6 +2,7 @@
 """Generate the long media the benchmarks run on (cached; never committed).
 
     python bench/make_long_media.py [--out /tmp/talkthrough-bench-media] [--force]
+    python bench/make_long_media.py --seeds 1,2,3,4 [--minutes 10]     # generations of the screencast
 
 Writes into the cache folder (default ``/tmp/talkthrough-bench-media``, or
 ``$TALKTHROUGH_BENCH_MEDIA``), skipping files that already exist:
@@ -13,6 +14,9 @@ Writes into the cache folder (default ``/tmp/talkthrough-bench-media``, or
   meeting_30min.m4a             AAC mono 16 kHz, 1800 s, 16 meeting lines in 3 espeak-ng voices, looped
   two_voices_3min.m4a           AAC mono 16 kHz, ~180 s, two flite voices (rms/slt) taking turns, looped
   media.json                    facts: durations, scene cut times, generation seconds
+  screencast_<M>min_seed<S>_1080p30.mp4 (+ .json)   with --seeds (or screencast_variant()): one generation
+                                of the screencast, the same slides over narration_variant(S)'s narration
+                                (scene order and lengths, pauses, rate, voice); its facts and script beside it
 
 Speed: each scene is encoded ONCE as two 2-second closed GOPs (60 frames each: the line being typed,
 then the typed line with the cursor blinking); the second GOP's packets are remuxed (stream copy,
@@ -158,11 +162,12 @@ VARIANT_VOICES = ["en-us", "en-gb-x-rp", "en-us+f3", "en-gb-scotland", "en-029",
 
 
 def narration_variant(seed: int, voice: str | None = None, minutes: float = 10.0,
-                      engine: str = "espeak-ng") -> tuple[np.ndarray, list[dict]]:
+                      engine: str = "espeak-ng", scenes_out: list | None = None) -> tuple[np.ndarray, list[dict]]:
     """A screencast's narration like :func:`screencast_narration`, varied by ``seed``: the scenes' order,
     lengths (16-32 s), the pauses between sentences (0.3-1.2 s), the speaking rate (140-185 words a minute)
     and, unless given, the voice (:data:`VARIANT_VOICES`). Returns the 16-kHz track and what is said where:
-    [{"t0_s", "t1_s", "text", "scene", "intro"}] (each scene's introduction and the filler after it)."""
+    [{"t0_s", "t1_s", "text", "scene", "intro"}] (each scene's introduction and the filler after it).
+    ``scenes_out`` (when given) gets the narration's scenes: [{"start_s", "duration_s", "title", "subtitle"}]."""
     rng = np.random.default_rng(seed)
     voice = voice or VARIANT_VOICES[seed % len(VARIANT_VOICES)]
     speed = int(rng.integers(140, 186))
@@ -193,6 +198,8 @@ def narration_variant(seed: int, voice: str | None = None, minutes: float = 10.0
                          "intro": False})
             t += len(c) / SR + float(rng.uniform(0.3, 1.2))
             k += 1
+    if scenes_out is not None:
+        scenes_out.extend(scenes)
     return np.clip(track[: int(total * SR)], -1, 1), said
 
 
@@ -255,7 +262,8 @@ def _gop_pictures(scene: dict, typed: bool = False) -> list[np.ndarray]:
     return out
 
 
-def write_screencast(path: Path, scenes: list[dict], audio: np.ndarray) -> None:
+def write_screencast(path: Path, scenes: list[dict], audio: np.ndarray,
+                     title: str = "Talkthrough benchmark screencast (10 min)") -> None:
     import av
 
     n = GOP_S * FPS
@@ -288,7 +296,7 @@ def write_screencast(path: Path, scenes: list[dict], audio: np.ndarray) -> None:
             groups.setdefault(g, []).append(pkt)
         with av.open(str(path), "w", format="mp4", options={"movflags": "+faststart"}) as out:
             out.metadata["creation_time"] = "2026-03-14T09:26:53.000000Z"
-            out.metadata["title"] = "Talkthrough benchmark screencast (10 min)"
+            out.metadata["title"] = title
             ovs = out.add_stream_from_template(ivs)
             oas = out.add_stream("aac", rate=SR, layout="mono")
             oas.bit_rate = 32000
@@ -330,6 +338,61 @@ def _encode_audio(stream, samples: np.ndarray) -> list:
         out.extend(stream.encode(fr))
     out.extend(stream.encode(None))
     return out
+
+
+# ------------------------------------------------------------------------------------ screencast generations
+
+def variant_scenes(narrated: list[dict], total_s: int) -> list[dict]:
+    """The video scenes under a :func:`narration_variant`'s scenes: each cut where its narration scene starts,
+    rounded down to a whole GOP (the remux repeats whole 2-s GOPs; the narration starts >= 0.3 s into its scene
+    and ends >= 1 s before the next, so every sentence stays on its own slide), the last one running to the end."""
+    terminals = {title: term for title, _, term in TOPICS}
+    starts = [GOP_S * int(s["start_s"] // GOP_S) for s in narrated]
+    return [{"index": i, "start_s": a, "duration_s": b - a, "title": s["title"], "subtitle": s["subtitle"],
+             "terminal": terminals[s["title"]], "accent": ACCENTS[i % len(ACCENTS)]}
+            for i, (s, a, b) in enumerate(zip(narrated, starts, starts[1:] + [total_s]))]
+
+
+def variant_name(seed: int, minutes: float) -> str:
+    return f"screencast_{minutes:g}min_seed{seed}_1080p30.mp4"
+
+
+def screencast_variant(seed: int, minutes: float = 10.0, out: Path | None = None, force: bool = False,
+                       quiet: bool = False) -> tuple[Path, dict]:
+    """One generation of the screencast: the same slides, typing and remuxed GOPs as the default one, over the
+    narration of :func:`narration_variant` (``seed``: scene order and lengths, pauses, rate and voice), cached
+    as :func:`variant_name` with its facts beside it (``.json``: voice, scene cuts, titles, what is said where).
+    Seed 0 at 10 minutes is the default screencast itself (:data:`SCREENCAST`, voice en-us). Returns (path,
+    facts)."""
+    if seed == 0 and minutes == 10:
+        path = ensure_media(out, quiet=quiet)["screencast"]
+        said: list[dict] = []
+        scenes = _scenes()
+        screencast_narration(scenes, said)
+        return path, {"seed": 0, "minutes": 10, "voice": "en-us", "scene_cuts_s": [s["start_s"] for s in scenes],
+                      "titles": [s["title"] for s in scenes], "said": said}
+    total_s = int(round(minutes * 60))
+    if total_s % GOP_S or total_s < 32:
+        raise ValueError(f"{minutes:g} min: a screencast generation lasts a whole number of {GOP_S}-s GOPs, >= 32 s")
+    path = Path(out or DEFAULT_OUT) / variant_name(seed, minutes)
+    facts_path = path.with_suffix(".json")
+    if path.exists() and facts_path.exists() and not force:
+        return path, json.loads(facts_path.read_text())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    voice = VARIANT_VOICES[seed % len(VARIANT_VOICES)]
+    narrated: list[dict] = []
+    audio, said = narration_variant(seed, voice, total_s / 60, scenes_out=narrated)
+    scenes = variant_scenes(narrated, total_s)
+    tmp = path.with_suffix(".part.mp4")
+    write_screencast(tmp, scenes, audio, f"Talkthrough benchmark screencast ({minutes:g} min, seed {seed}, {voice})")
+    tmp.replace(path)
+    facts = {"seed": seed, "minutes": minutes, "voice": voice, "scene_cuts_s": [s["start_s"] for s in scenes],
+             "titles": [s["title"] for s in scenes], "said": said, "generate_s": round(time.perf_counter() - t, 1)}
+    facts_path.write_text(json.dumps(facts, indent=1))
+    if not quiet:
+        print(f"{path}: seed {seed}, {voice}, {len(scenes)} scenes, {facts['generate_s']}s", flush=True)
+    return path, facts
 
 
 # ------------------------------------------------------------------------------------ main
@@ -382,8 +445,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"cache folder (default {DEFAULT_OUT})")
     ap.add_argument("--force", action="store_true", help="regenerate even if the files exist")
+    ap.add_argument("--seeds", help="instead: these generations of the screencast (comma-separated seeds; "
+                                    "0 at 10 min is the default screencast)")
+    ap.add_argument("--minutes", type=float, default=10.0, help="with --seeds: their length (default 10)")
     a = ap.parse_args(argv)
     t = time.perf_counter()
+    if a.seeds:
+        for seed in (int(x) for x in a.seeds.split(",")):
+            p, facts = screencast_variant(seed, a.minutes, a.out, a.force)
+            print(f"seed {seed:<3} {facts['voice']:<15} {p}  {p.stat().st_size / 1e6:8.1f} MB")
+        print(f"total {time.perf_counter() - t:.1f}s")
+        return 0
     paths = ensure_media(a.out, a.force)
     for name, p in paths.items():
         print(f"{name:<11} {p}  {p.stat().st_size / 1e6:8.1f} MB")

@@ -22,7 +22,8 @@ from talkthrough_assets.defs.asset_specs import StagesConfig, asset_specs, mater
 from talkthrough_assets.defs.backfill import backfill_policy, run_batch
 from talkthrough_assets.defs.checks import CHECK_STAGE, check_every_recording, check_result, check_specs, not_checked
 from talkthrough_assets.defs.partitions import DURATION_TAG, FAILURE_TAG, FILENAME_TAG, recordings_partitions
-from talkthrough_assets.defs.run_context import RunRefused, duration, recording_of_run, refused_failures, stop, tag_run
+from talkthrough_assets.defs.step_failure import stop
+from talkthrough_assets.defs.run_context import RunRefused, duration, recording_of_run, refused_failures, tag_run
 from talkthrough_assets.pipeline import engines
 from talkthrough_assets.pipeline import events, scheduler, sources, stagerun
 from talkthrough_assets.pipeline import registry

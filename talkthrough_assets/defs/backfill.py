@@ -21,7 +21,8 @@ from talkthrough_assets.core.errors import InternalError
 from talkthrough_assets.defs.asset_specs import materialization_metadata
 from talkthrough_assets.defs.checks import CHECK_SEVERITY, CHECK_STAGE
 from talkthrough_assets.defs.partitions import DURATION_TAG, FAILURE_TAG, FILENAME_TAG
-from talkthrough_assets.defs.run_context import duration, stop, tag_run
+from talkthrough_assets.defs.step_failure import stop
+from talkthrough_assets.defs.run_context import duration, tag_run
 from talkthrough_assets.pipeline import events, scheduler, sources, stagerun
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.pipeline.settings import DEPS

@@ -9,7 +9,8 @@ import dagster as dg
 
 from talkthrough_assets import store
 from talkthrough_assets.defs.partitions import FILENAME_TAG, PARTITIONS_NAME, recordings_partitions
-from talkthrough_assets.defs.run_context import RunRefused, recording_of_run, stop, tag_run
+from talkthrough_assets.defs.step_failure import stop
+from talkthrough_assets.defs.run_context import RunRefused, recording_of_run, tag_run
 from talkthrough_assets.pipeline import sources, stagerun
 from talkthrough_assets.stages import runner
 from talkthrough_assets.pipeline.stagespec import SPECS

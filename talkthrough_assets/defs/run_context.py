@@ -7,10 +7,9 @@ import dagster as dg
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import TalkthroughError
 from talkthrough_assets.defs.partitions import FAILURE_TAG, PARTITIONS_NAME, REFUSED_TAG
-from talkthrough_assets.defs.step_failure import stop
 from talkthrough_assets.pipeline import preflight
 
-__all__ = ["NO_PARTITION", "RunRefused", "duration", "recording_of_run", "refused_failures", "stop", "tag_run"]
+__all__ = ["NO_PARTITION", "RunRefused", "duration", "recording_of_run", "refused_failures", "tag_run"]
 
 NO_PARTITION = ("no recording picked: Talkthrough's assets are materialized per recording (partition); pick "
                 "the partition(s) before launching (checks alone: Jobs > check_recording)")

@@ -28,10 +28,12 @@ scheduler (``pipeline.scheduler.run_stages``) feeds that stage's progress events
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Callable
 
 from talkthrough_assets import store
+from talkthrough_assets.model.transcript import Decoded
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.model import search_index
@@ -56,7 +58,8 @@ def published_kind(rid: str) -> str | None:
     return "partial" if m.get("partial") else "final"
 
 
-def covered_prefix(rid: str, cache: dict[str, dict] | None = None) -> tuple[list[dict], list[dict], list[dict]]:
+def covered_prefix(rid: str, cache: dict[str, Decoded] | None = None
+                   ) -> tuple[list[dict], list[dict], list[Decoded]]:
     """(plan rows, covered rows, their results): the chunks from the first on whose results are stored and
     intact, up to the first that is not. ``cache``: results by key (content-addressed, so never stale)."""
     cache = {} if cache is None else cache
@@ -69,7 +72,7 @@ def covered_prefix(rid: str, cache: dict[str, dict] | None = None) -> tuple[list
             if blob is None:
                 break
             try:
-                res = C.decode_blob(blob)
+                res = C.unpack(blob)
             except C.CorruptChunk:
                 break
             cache[r["key"]] = res
@@ -79,7 +82,7 @@ def covered_prefix(rid: str, cache: dict[str, dict] | None = None) -> tuple[list
 
 
 def build(rid: str, cfg: dict, *, wall_clock: dict | None, model_label: str | None,
-          cache: dict[str, dict] | None = None) -> dict | None:
+          cache: dict[str, Decoded] | None = None) -> dict | None:
     """The partial manifest of ``rid`` from what is stored now, or None when no chunk is covered yet."""
     rows, covered, results = covered_prefix(rid, cache)
     if not covered:
@@ -87,13 +90,14 @@ def build(rid: str, cfg: dict, *, wall_clock: dict | None, model_label: str | No
     end = covered[-1]["t1_ms"]
     total = rows[-1]["t1_ms"]
     out = C.assemble(results, covered, model_label=model_label, audio_ms=end)
-    meta = dict(out["meta"])
-    if not out["segments"]:
+    meta = asdict(out.meta)
+    if not out.segments:
         meta["reason"] = f"no speech in {hms(0)}-{hms(end / 1000)} so far; the rest is still being transcribed"
     p = probe_row(rid)
     m = manifest_stage.build(
-        recording_id=rid, probe=p, wall_clock=wall_clock, transcript=meta, segments=out["segments"],
-        words=out["words"], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=[], dedup=[],
+        recording_id=rid, probe=p, wall_clock=wall_clock, transcript=meta,
+        segments=[asdict(s) for s in out.segments], words=[asdict(w) for w in out.words], diarization=None,
+        turns=[], speakers=[], speaker_segments=[], keyframes=[], dedup=[],
         ocr=[], settings=cfg, frames_reason=FRAMES_PENDING if p["has_video"] else None).to_json()
     m["partial"] = marker(end, total, len(covered), len(rows), C.covered_text(rows, [r in covered for r in rows]))
     return m
@@ -138,7 +142,7 @@ class Publisher:
             self.label = resolve_whisper(cfg.get("whisper_model"))[1] if self.enabled else None
         except Exception:  # noqa: BLE001 - no previews, the run goes on
             self.enabled, self.label = False, None
-        self.cache: dict[str, dict] = {}
+        self.cache: dict[str, Decoded] = {}
         self.last_at: float | None = None
         self.cost_s = 0.0
         self.covered_ms = -1

@@ -34,6 +34,7 @@ from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import stage as segments
 from talkthrough_assets.stages import dedup
 from talkthrough_assets.stages import turns as diarize
+from talkthrough_assets.stages.turns.labels import parse_num_speakers
 from talkthrough_assets.stages import keyframes
 from talkthrough_assets.stages import manifest
 from talkthrough_assets.stages import ocr
@@ -41,6 +42,7 @@ from talkthrough_assets.stages.ocr import prewarm as ocr_prewarm
 from talkthrough_assets.stages import probe
 from talkthrough_assets.model import search_index
 from talkthrough_assets.model import terms
+from talkthrough_assets.stages.segments import options as segments_options
 from talkthrough_assets.stages.segments import transcribe
 from talkthrough_assets.stages import wall_clock as wallclock
 
@@ -171,14 +173,14 @@ SETTINGS: tuple[Setting, ...] = (
             parse=values.language, metavar="CODE"),
     Setting("vocabulary", str, None, None, "Names/terms to bias Whisper.", "--vocabulary"),
     # 5, faster-whisper's default: greedy (1) lost words on real speech (bench/bench_asr.py)
-    Setting("beam_size", int, transcribe.BEAM_SIZE, None, "Whisper beam width (5; 1 = greedy: faster, loses words).",
-            "--beam-size", parse=values.whole("beam_size", 1, 20), metavar="N"),
+    Setting("beam_size", int, segments_options.BEAM_SIZE, None,
+            "Whisper beam width (5; 1 = greedy: faster, loses words).", "--beam-size", parse=values.whole("beam_size", 1, 20), metavar="N"),
     Setting("diarize", bool, False, None, "Speaker diarization (turns).", "--diarize/--no-diarize"),
     # "auto" (the default) or a count; persisted like every setting, so `--num-speakers auto` is how a
     # recording given a count goes back to finding it from the audio
     Setting("num_speakers", str, "auto", None,
             "Speaker count: N, or auto (the default) to find it from the audio. Kept for later runs until "
-            "changed.", "--num-speakers", parse=diarize.parse_num_speakers, metavar="N|auto"),
+            "changed.", "--num-speakers", parse=parse_num_speakers, metavar="N|auto"),
     Setting("diarize_threshold", float, 0.45, None,
             "Clustering threshold: the middle of the range that finds every speaker (bench/bench_der.py).",
             parse=values.fraction("diarize_threshold")),
@@ -209,7 +211,7 @@ SPECS: tuple[StageSpec, ...] = (
               "chunks of a few minutes cut at silences, each kept under a content key (chunks/whisper/).",
               engines=True, engine=segments.engine_fingerprint, forget=_release_results, context=True,
               branch="audio", prewarm=segments.prewarm, stale=segments.stale, previews=partial.previews,
-              options=segments.Options,
+              options=segments_options.Options,
               checks=(Check("transcript_present_when_audible", "WARN",
                             "Audio louder than about -30 dBFS produced at least one transcript segment. Fails "
                             "(warning) when Whisper heard nothing in audible audio: music, noise, or speech in a "

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from talkthrough_assets.store.paths import SCHEMA_PARTITION, is_remote, single_part, tables_dir
-from talkthrough_assets.store.schemas import SCHEMAS
+from talkthrough_assets.store.schemas import SCHEMAS, legacy_type
 
 log = logging.getLogger("talkthrough.store")
 
@@ -46,7 +46,7 @@ def schema_problem(table: str, file_schema) -> str | None:
         i = want.get_field_index(f.name)
         if i < 0:
             return f"column {f.name!r} is not in table {table!r}'s schema"
-        if not want.field(i).type.equals(f.type):
+        if not want.field(i).type.equals(f.type) and not legacy_type(table, f.name, f.type):
             return f"column {f.name!r} is {f.type}, the schema says {want.field(i).type}"
     return None
 

@@ -15,6 +15,13 @@ _BAND = pa.struct([("x0", _I), ("y0", _I), ("x1", _I), ("y1", _I)])
 _BOX = pa.struct([("box", pa.list_(pa.list_(_F))), ("text", _S), ("score", _F)])
 _TAG = pa.struct([("key", _S), ("value", _S)])
 
+# model.transcript.Span: a stretch of a recording and why (dropped, doubtful or uncovered), with the evidence of a
+# language verdict (model.transcript.Evidence)
+EVIDENCE = pa.struct([("p", _F), ("p_en", _F), ("speech_s", _F), ("word_p", _F), ("language", _S), ("how", _S),
+                      ("rejected", _F)])
+SPAN = pa.struct([("t0_ms", _I), ("t1_ms", _I), ("reason", _S), ("text", _S), ("lang", _S), ("words", _I),
+                  ("evidence", EVIDENCE)])
+
 SCHEMAS: dict[str, pa.Schema] = {
     # every path a recording's bytes were seen under (aliases)
     "sources": pa.schema([("path", _S), ("filename", _S), ("size_bytes", _I), ("mtime", _F), ("seen_at", _S)]),
@@ -31,17 +38,18 @@ SCHEMAS: dict[str, pa.Schema] = {
     "wall_clock": pa.schema([
         ("start_utc", _S), ("tz_offset_min", _I), ("source", _S), ("confidence", _S), ("available", _B),
     ]),
+    # a recording's transcript row (model.transcript.TranscriptMeta); its spans are lists of SPAN structs (an
+    # older row holds them as JSON strings: LEGACY_JSON)
     "transcripts": pa.schema([
         ("available", _B), ("reason", _S), ("language", _S), ("language_probability", _F), ("model", _S),
         ("segment_count", _I), ("word_count", _I), ("audio_ms", _I), ("elapsed_s", _F),
-        # segments the drop rules removed (stages.transcribe): their count, and a JSON list of
-        # {t0_ms, t1_ms, reason, text}
-        ("dropped_count", _I), ("dropped", _S), ("dropped_words", _I),
-        # segments kept although the language check doubted them (too little speech to tell), JSON like dropped
-        ("doubtful_count", _I), ("doubtful", _S),
+        # segments the drop rules removed (stages/segments/rules.py): their count, each with why, their words
+        ("dropped_count", _I), ("dropped", pa.list_(SPAN)), ("dropped_words", _I),
+        # segments kept although the language check doubted them (too little speech to tell)
+        ("doubtful_count", _I), ("doubtful", pa.list_(SPAN)),
         # voice activity (ms) and the speech no transcript word covers after it was decoded again on its own:
-        # total ms and a JSON list of {t0_ms, t1_ms, reason} (derived from the chunk results, not a second ledger)
-        ("speech_ms", _I), ("uncovered_ms", _I), ("uncovered", _S),
+        # total ms and each span with why (derived from the chunk results, not a second ledger)
+        ("speech_ms", _I), ("uncovered_ms", _I), ("uncovered", pa.list_(SPAN)),
     ]),
     "segments": pa.schema([
         ("seq", _I), ("t0_ms", _I), ("t1_ms", _I), ("text", _S), ("avg_logprob", _F), ("no_speech_prob", _F),
@@ -114,6 +122,36 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 TABLES = tuple(SCHEMAS)
+
+# columns whose files written by an earlier version hold another type, still read: {table: {column: that type}}.
+# The transcripts row's spans were JSON strings of the same objects (read as their structs by :func:`conform`)
+LEGACY_TYPES: dict[str, dict[str, pa.DataType]] = {
+    "transcripts": {"dropped": _S, "doubtful": _S, "uncovered": _S},
+}
+
+
+def legacy_type(table: str, column: str, type_: pa.DataType) -> bool:
+    """Whether ``column`` of ``table`` stored as ``type_`` is an earlier version's form that :func:`conform` reads."""
+    old = LEGACY_TYPES.get(table, {}).get(column)
+    return old is not None and old.equals(type_)
+
+
+def conform(table: str, data: pa.Table) -> pa.Table:
+    """``data`` (a file of ``table`` read as it is) in the table's schema: a column in an earlier version's form
+    (:data:`LEGACY_TYPES`: JSON text) parsed into its type now, a missing column NULL."""
+    import json
+
+    schema = SCHEMAS[table]
+    cols = {}
+    for f in schema:
+        if f.name not in data.column_names:
+            cols[f.name] = pa.nulls(data.num_rows, f.type)
+            continue
+        col = data.column(f.name)
+        if legacy_type(table, f.name, col.type):
+            col = pa.array([None if v is None else json.loads(v or "[]") for v in col.to_pylist()], type=f.type)
+        cols[f.name] = col
+    return pa.table(cols, schema=schema)
 
 
 class SchemaMismatch(TalkthroughError, ValueError):

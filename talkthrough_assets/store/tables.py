@@ -8,12 +8,13 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from talkthrough_assets.store.integrity import file_problem, note_damaged
 from talkthrough_assets.store.backend import delete_file, delete_tree, exists, list_names, move_file, parquet_source, write_parquet
 from talkthrough_assets.store.paths import (SCHEMA_PARTITION, audio_key, check_id, contact_sheet_key, data_location, frames_key, local_path, manifest_key, partition_key, quarantine_key, report_key, settings_key, single_part, table_key, table_path)
-from talkthrough_assets.store.schemas import SCHEMAS, TABLES, to_arrow
+from talkthrough_assets.store.schemas import LEGACY_TYPES, SCHEMAS, TABLES, conform, to_arrow
 
 _schema_files_done: set[str] = set()
 
@@ -95,7 +96,7 @@ def read_rows(table: str, recording_id: str, part: str | None = "part-0") -> lis
     for key in keys:
         path, fs = parquet_source(key)
         try:
-            out.extend(pq.read_table(path, filesystem=fs, schema=SCHEMAS[table]).to_pylist())
+            out.extend(_read(path, fs, table).to_pylist())
         except FileNotFoundError:
             pass
         except Exception as e:  # a torn file or another schema: skipped with a warning naming it and the fix
@@ -103,6 +104,17 @@ def read_rows(table: str, recording_id: str, part: str | None = "part-0") -> lis
                 raise  # the object store did not answer: not damage
             note_damaged(data_location(key), file_problem(path, table) or str(e).splitlines()[0][:160])
     return out
+
+
+def _read(path, fs, table: str):
+    """A Parquet file of ``table`` in its schema; one with a column in an earlier version's form (its type in
+    ``schemas.LEGACY_TYPES``) read as it is and conformed."""
+    try:
+        return pq.read_table(path, filesystem=fs, schema=SCHEMAS[table])
+    except pa.ArrowNotImplementedError:
+        if table not in LEGACY_TYPES:
+            raise
+        return conform(table, pq.read_table(path, filesystem=fs))
 
 
 def read_one(table: str, recording_id: str, part: str = "part-0") -> dict | None:

@@ -14,6 +14,7 @@ import pytest
 from talkthrough_assets.store import models
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import chunks
+from talkthrough_assets.stages.segments.options import Options
 
 ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media"
@@ -31,31 +32,29 @@ def multilingual(tmp_path_factory):
 
 @pytest.mark.parametrize("beam", [1, 5])  # greedy, and the default (beam 5)
 def test_no_invented_words_over_the_german_half_of_multilingual(multilingual, beam):
-    ref, label = models.resolve_whisper()
-    out = chunks.transcribe(multilingual, model_ref=ref, model_label=label, beam_size=beam)
-    words = out["words"]
-    german = [w["word"] for w in words if w["t0_ms"] >= bench_asr.MULTI_EN_END_S * 1000]
+    out = chunks.transcribe(multilingual, Options(beam_size=beam)).transcript
+    words = out.words
+    german = [w.word for w in words if w.t0_ms >= bench_asr.MULTI_EN_END_S * 1000]
     assert german == [], german  # before: 17 (greedy) / 19 (beam 5) invented words; 37 under load
-    english = bench_asr.norm(" ".join(w["word"] for w in words))
+    english = bench_asr.norm(" ".join(w.word for w in words))
     mit = bench_asr.norm(bench_asr.MIT_EN)
     assert bench_asr.edits(mit, english) / len(mit) < 0.10, english
     # what the English-only model produced over the German half is dropped with the language as its reason
-    dropped = json.loads(out["meta"]["dropped"])
-    assert out["meta"]["dropped_count"] == len(dropped)
-    assert all(d["t0_ms"] >= bench_asr.MULTI_EN_END_S * 1000 for d in dropped), dropped
-    assert any("spoken language is de" in d["reason"] for d in dropped) or not dropped, dropped
+    dropped = out.meta.dropped
+    assert out.meta.dropped_count == len(dropped)
+    assert all(d.t0_ms >= bench_asr.MULTI_EN_END_S * 1000 for d in dropped), dropped
+    assert any("spoken language is de" in d.reason for d in dropped) or not dropped, dropped
 
 
 def test_a_german_only_recording_says_why_it_has_no_transcript(multilingual):
-    ref, label = models.resolve_whisper()
     german = multilingual[int(31 * 16000):]
-    out = chunks.transcribe(german, model_ref=ref, model_label=label)
-    assert out["segments"] == [] and out["words"] == []
-    assert out["meta"]["available"] is True
-    if out["meta"]["dropped_count"]:
-        assert "spoken language de" in out["meta"]["reason"] and "--model base" in out["meta"]["reason"]
+    out = chunks.transcribe(german).transcript
+    assert out.segments == () and out.words == ()
+    assert out.meta.available is True
+    if out.meta.dropped_count:
+        assert "spoken language de" in out.meta.reason and "--model base" in out.meta.reason
     else:
-        assert out["meta"]["reason"] == "no speech detected"
+        assert out.meta.reason == "no speech detected"
 
 
 def test_the_multilingual_base_model_ships_offline_and_reads_german(multilingual):
@@ -63,19 +62,18 @@ def test_the_multilingual_base_model_ships_offline_and_reads_german(multilingual
     ref, label = models.resolve_whisper("base")
     assert label == "base" and Path(ref, "model.bin").is_file()
     assert models.sha256_file(Path(ref, "model.bin")) == models.BASE_MODEL_SHA256
-    out = chunks.transcribe(multilingual[int(31 * 16000):], model_ref=ref, model_label=label)
-    assert out["meta"]["language"] == "de"
-    assert len(out["words"]) > 20 and out["meta"]["dropped_count"] == 0
+    out = chunks.transcribe(multilingual[int(31 * 16000):], Options(whisper_model="base")).transcript
+    assert out.meta.language == "de"
+    assert len(out.words) > 20 and out.meta.dropped_count == 0
 
 
 def test_the_same_audio_always_gives_the_same_transcript(multilingual):
     """No sampling fallback: repeated runs in one process (where the ladder's sampler drifted into an
     English hallucination over the German half in 3 of 52 runs) give identical words, none invented."""
-    ref, label = models.resolve_whisper()
-    runs = [chunks.transcribe(multilingual, model_ref=ref, model_label=label, beam_size=1)["words"]
+    runs = [chunks.transcribe(multilingual, Options(beam_size=1)).transcript.words
             for _ in range(6)]
     assert all(r == runs[0] for r in runs[1:])
-    assert not [w for w in runs[0] if w["t0_ms"] >= bench_asr.MULTI_EN_END_S * 1000]
+    assert not [w for w in runs[0] if w.t0_ms >= bench_asr.MULTI_EN_END_S * 1000]
 
 
 def test_a_far_field_meeting_excerpt_is_transcribed_and_nothing_real_is_dropped(tmp_path):
@@ -84,10 +82,9 @@ def test_a_far_field_meeting_excerpt_is_transcribed_and_nothing_real_is_dropped(
     (which hears each doubtful segment with its surrounding seconds) calls none of it foreign."""
     wav = tmp_path / "dev00.wav"
     audio.extract_wav(MEDIA / "diarization" / "pyannote_dev00.wav", wav)
-    ref, label = models.resolve_whisper()
-    out = chunks.transcribe(audio.load_wav(wav), model_ref=ref, model_label=label)
-    assert out["meta"]["reason"] is None and len(out["words"]) >= 40, out["meta"]
-    assert out["meta"]["dropped_count"] == 0, out["meta"]["dropped"]
+    out = chunks.transcribe(audio.load_wav(wav)).transcript
+    assert out.meta.reason is None and len(out.words) >= 40, out.meta
+    assert out.meta.dropped_count == 0, out.meta.dropped
 
 
 def test_no_words_are_kept_over_noise_after_the_speech(tmp_path):
@@ -101,16 +98,15 @@ def test_no_words_are_kept_over_noise_after_the_speech(tmp_path):
     rng = np.random.default_rng(7)
     noise = (rng.standard_normal(25 * 16000) * 0.01).astype(np.float32)  # -40 dBFS hiss, no voice
     samples = np.concatenate([speech, noise])
-    ref, label = models.resolve_whisper()
-    out = chunks.transcribe(samples, model_ref=ref, model_label=label)
+    out = chunks.transcribe(samples).transcript
     end_ms = len(speech) * 1000 // 16000
-    assert not [w["word"] for w in out["words"] if w["t0_ms"] > end_ms + 500]
-    said = bench_asr.norm(" ".join(s["text"] for s in out["segments"]))
+    assert not [w.word for w in out.words if w.t0_ms > end_ms + 500]
+    said = bench_asr.norm(" ".join(s.text for s in out.segments))
     jfk = bench_asr.norm("And so my fellow Americans, ask not what your country can do for you, "
                          "ask what you can do for your country.")
     assert bench_asr.edits(jfk, said) <= 1, said
-    for d in json.loads(out["meta"]["dropped"]):
-        assert d["reason"].startswith(("no speech", "repetition", "repeated tail cut", "spoken language")), d
+    for d in out.meta.dropped:
+        assert d.reason.startswith(("no speech", "repetition", "repeated tail cut", "spoken language")), d
 
 
 def test_word_starts_are_near_timits_hand_labels():
@@ -123,9 +119,8 @@ def test_word_starts_are_near_timits_hand_labels():
 
     ref = json.loads((ROOT / "bench" / "eval" / "word_times.json").read_text())["clips"][0]
     wav = MEDIA / ref["file"]
-    model_ref, label = models.resolve_whisper()
-    out = chunks.transcribe(bench_asr._decode(wav), model_ref=model_ref, model_label=label)
-    errs = bwt.errors_ms(ref["words"], [(w["t0_ms"] / 1000, w["word"]) for w in out["words"]])
+    out = chunks.transcribe(bench_asr._decode(wav)).transcript
+    errs = bwt.errors_ms(ref["words"], [(w.t0_ms / 1000, w.word) for w in out.words])
     assert len(errs) >= 8, errs
     assert abs(errs[0]) <= 60, errs  # "she": 0.191 s in TIMIT
     s = bwt.stats(errs)
@@ -168,11 +163,11 @@ def test_the_last_words_of_a_recording_are_transcribed(cut):
     ref, label = models.resolve_whisper()
     bare = WhisperModel(ref, device="cpu", compute_type="int8", cpu_threads=2)
     expected = bench_asr.norm(" ".join(s.text for s in bare.transcribe(samples)[0]))
-    out = chunks.transcribe(samples, model_ref=ref, model_label=label)
-    got = bench_asr.norm(" ".join(s["text"] for s in out["segments"]))
+    out = chunks.transcribe(samples).transcript
+    got = bench_asr.norm(" ".join(s.text for s in out.segments))
     assert got[-3:] == expected[-3:], (got, expected)
-    assert bench_asr.norm(" ".join(w["word"] for w in out["words"])) == got  # every word has its timing
-    assert out["words"][-1]["t1_ms"] <= out["meta"]["audio_ms"] + 20
+    assert bench_asr.norm(" ".join(w.word for w in out.words)) == got  # every word has its timing
+    assert out.words[-1].t1_ms <= out.meta.audio_ms + 20
 
 
 def _clip(name: str):
@@ -191,14 +186,13 @@ def test_a_short_english_phrase_is_never_dropped_as_another_language(name, ref_t
     from talkthrough_assets.stages.segments import rules as segments_rules
 
     samples = _clip(name)
-    ref, label = models.resolve_whisper()
     check = segments_engine.language_checker(segments_engine.default_whisper())
     lang, _, p_en = check(samples, padded=True)
     assert lang == "en" and p_en >= segments_rules.LANGUAGE_SHORT_MAX_P_EN, (lang, p_en)
-    out = chunks.transcribe(samples, model_ref=ref, model_label=label)
-    said = bench_asr.norm(" ".join(s["text"] for s in out["segments"]))
+    out = chunks.transcribe(samples).transcript
+    said = bench_asr.norm(" ".join(s.text for s in out.segments))
     assert bench_asr.edits(bench_asr.norm(ref_text), said) <= 2, said
-    assert not [d for d in json.loads(out["meta"]["dropped"]) if "spoken language" in d["reason"]], out["meta"]
+    assert not [d for d in out.meta.dropped if "spoken language" in d.reason], out.meta
 
 
 def test_the_usual_language_verdict_misjudges_the_short_phrase_it_no_longer_decides():
@@ -234,14 +228,14 @@ def test_speech_whisper_skips_is_decoded_again_on_its_own():
     ref, label = models.resolve_whisper()
     bare = WhisperModel(ref, device="cpu", compute_type="int8", cpu_threads=2)
     bare_words = bench_asr.norm(" ".join(s.text for s in bare.transcribe(samples)[0] if s.start * 16000 >= start - 8000))
-    out = chunks.transcribe(samples, model_ref=ref, model_label=label)
-    quiet = bench_asr.norm(" ".join(s["text"] for s in out["segments"] if s["t0_ms"] * 16 >= start - 8000))
+    out = chunks.transcribe(samples).transcript
+    quiet = bench_asr.norm(" ".join(s.text for s in out.segments if s.t0_ms * 16 >= start - 8000))
     target = bench_asr.norm(QUIET_REF)
     assert bench_asr.edits(target, quiet) / len(target) < 0.2, quiet
     assert len(bare_words) < len(target) // 2, bare_words  # bare faster-whisper leaves it out
-    m = out["meta"]
-    assert m["uncovered_ms"] <= 0.05 * m["speech_ms"], m["uncovered"]
-    assert m["speech_ms"] >= 20000, m
+    m = out.meta
+    assert m.uncovered_ms <= 0.05 * m.speech_ms, m.uncovered
+    assert m.speech_ms >= 20000, m
 
 
 def test_quality_counts_what_the_rules_removed_and_what_stays_uncovered():
@@ -254,12 +248,11 @@ def test_quality_counts_what_the_rules_removed_and_what_stays_uncovered():
     speech = _clip("whisper_jfk.flac")
     rng = np.random.default_rng(7)
     samples = np.concatenate([speech, (rng.standard_normal(25 * 16000) * 0.01).astype(np.float32)])
-    ref, label = models.resolve_whisper()
-    m = chunks.transcribe(samples, model_ref=ref, model_label=label)["meta"]
+    m = chunks.transcribe(samples).transcript.meta
     q = transcribe.quality(m)
-    dropped = json.loads(m["dropped"])
-    assert q["dropped_segments"] == len(dropped) == m["dropped_count"]
-    assert q["dropped_words"] == sum(d["words"] for d in dropped) == m["dropped_words"]
+    dropped = m.dropped
+    assert q["dropped_segments"] == len(dropped) == m.dropped_count
+    assert q["dropped_words"] == sum(d.words for d in dropped) == m.dropped_words
     assert sum(q["dropped_why"].values()) == q["dropped_words"]
     assert 9 <= q["speech_s"] <= 12, q  # JFK's 11 s; the hiss is not speech
     assert q["uncovered_speech_s"] == 0, q

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from talkthrough_assets.store import models
 from talkthrough_assets.stages.segments import chunks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,15 +35,14 @@ def clips(tmp_path_factory):
 def test_no_english_is_kept_over_a_recording_in_another_language(clips, lang):
     from talkthrough_assets.stages import audio
 
-    ref, label = models.resolve_whisper()
-    out = chunks.transcribe(audio.load_wav(clips[f"tts_{lang}"].audio), model_ref=ref, model_label=label)
-    assert out["words"] == [] and out["segments"] == [], [s["text"] for s in out["segments"]]
-    meta = out["meta"]
-    assert meta["language"] != "en" and meta["available"] is True
-    assert meta["reason"].startswith("no English speech") and "--model base" in meta["reason"], meta["reason"]
-    assert "\n" not in meta["reason"]
+    out = chunks.transcribe(audio.load_wav(clips[f"tts_{lang}"].audio)).transcript
+    assert out.words == () and out.segments == (), [s.text for s in out.segments]
+    meta = out.meta
+    assert meta.language != "en" and meta.available is True
+    assert meta.reason.startswith("no English speech") and "--model base" in meta.reason, meta.reason
+    assert "\n" not in meta.reason
     if lang in ("de", "fr", "es"):  # heard as what it is (the Portuguese and Mandarin voices are not, see language.py)
-        assert meta["language"] == lang and f"spoken language {lang}" in meta["reason"], meta["reason"]
+        assert meta.language == lang and f"spoken language {lang}" in meta.reason, meta.reason
 
 
 def test_english_then_german_keeps_its_english(clips):
@@ -52,12 +50,11 @@ def test_english_then_german_keeps_its_english(clips):
 
     en = audio.load_wav(clips["narration_slt"].audio)[: 16 * 16000]  # the first slide
     de = audio.load_wav(clips["tts_de"].audio)
-    ref, label = models.resolve_whisper()
-    out = chunks.transcribe(np.concatenate([en, de]), model_ref=ref, model_label=label)
-    said = " ".join(s["text"] for s in out["segments"]).lower()
+    out = chunks.transcribe(np.concatenate([en, de])).transcript
+    said = " ".join(s.text for s in out.segments).lower()
     assert "reporting dashboard" in said and "sales team" in said, said
-    assert out["meta"]["language"] == "en"
-    assert not [w for w in out["words"] if w["t0_ms"] > 16_500], said  # nothing invented over the German
+    assert out.meta.language == "en"
+    assert not [w for w in out.words if w.t0_ms > 16_500], said  # nothing invented over the German
 
 
 def test_the_cli_summary_says_a_german_recording_is_not_english(clips, tmp_path):

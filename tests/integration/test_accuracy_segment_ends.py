@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from talkthrough_assets.store import models
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import chunks
 
@@ -29,14 +28,13 @@ def test_segments_end_where_the_speech_ends(tmp_path, clip_id):
         pytest.skip("flite is not installed (apt-get install flite)")
     (clip,) = [c for c in synthetic.clips(tmp_path, kind="narration") if c.id == clip_id]
     ref = bench_word_timing.sentence_refs(synthetic.spans(clip))
-    model_ref, label = models.resolve_whisper()
-    out = chunks.transcribe(audio.load_wav(clip.audio), model_ref=model_ref, model_label=label)
-    for s in out["segments"]:  # a segment ends with its last word
-        ws = [w for w in out["words"] if w["seq"] == s["seq"]]
-        assert not ws or s["t1_ms"] == ws[-1]["t1_ms"], (s, ws[-1])
-    ends = [(s["t1_ms"] / 1000, [w["word"] for w in out["words"] if w["seq"] == s["seq"]]) for s in out["segments"]]
+    out = chunks.transcribe(audio.load_wav(clip.audio)).transcript
+    for s in out.segments:  # a segment ends with its last word
+        ws = [w for w in out.words if w.seq == s.seq]
+        assert not ws or s.t1_ms == ws[-1].t1_ms, (s, ws[-1])
+    ends = [(s.t1_ms / 1000, [w.word for w in out.words if w.seq == s.seq]) for s in out.segments]
     errs = np.array(bench_word_timing.end_errors_ms(ref, ends))
     assert len(errs) >= 5, ends
     assert np.median(np.abs(errs)) <= 100 and errs.max() <= 500 and errs.min() >= -500, errs.round()
-    starts = np.abs(bench_word_timing.errors_ms(ref, [(w["t0_ms"] / 1000, w["word"]) for w in out["words"]]))
+    starts = np.abs(bench_word_timing.errors_ms(ref, [(w.t0_ms / 1000, w.word) for w in out.words]))
     assert np.median(starts) <= 100, starts.round()  # the sentences' first words: starts unharmed

@@ -5,20 +5,21 @@ when the loop was found, ending in 27 "Okay." that tiny.en wrote over the silenc
 With that context, Whisper writes "Okay." over every sentence, and each chunk handed the loop on: the last five
 chunks of the meeting were nothing but "Okay." (chunked WER 46.5 % vs 8.1 % whole). Real faster-whisper.
 
-Since rules.LoopGuard (a window that loops after a prompt is decoded again without it), this case no longer loops
-at all; the chunk-level safety net below is tested with the guard off (``loop_retry=False``)."""
+Since the loop guard (engine's WhisperAdapter: a window that loops after a prompt is decoded again without it), this case no longer loops
+at all; the chunk-level safety net below is tested with the guard off (``Decoding(loop_retry=False)``)."""
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from talkthrough_assets.store.models import resolve_whisper
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import chunks
 from talkthrough_assets.stages.segments import transcribe
-from talkthrough_assets.stages.segments import engine as segments_engine
+from talkthrough_assets.stages.segments.engine import Engine, Whisper
+from talkthrough_assets.stages.segments.options import Decoding, Options
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -27,53 +28,44 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 def case(tmp_path_factory):
     wav = tmp_path_factory.mktemp("loop") / "loop.wav"
     audio.extract_wav(DATA / "loop_context.m4a", wav)
-    ref, label = resolve_whisper(None)
-    kw = dict(model_ref=ref, model_label=label, threads=2, whisper=segments_engine.Whisper(), loop_retry=False)
-    return audio.load_wav(wav), json.loads((DATA / "loop_context.json").read_text())["prompt"], kw
+    opts = Options(decoding=Decoding(loop_retry=False))
+    engine = replace(Engine.of(opts, Whisper()), threads=2)
+    return audio.load_wav(wav), json.loads((DATA / "loop_context.json").read_text())["prompt"], opts, engine
 
 
-def _words(segments) -> str:
-    return re.sub(r"[^a-z0-9 ]+", "", " ".join(s["text"] for s in segments).lower())
+def _words(texts) -> str:
+    return re.sub(r"[^a-z0-9 ]+", "", " ".join(texts).lower())
 
 
 def test_the_case_is_a_loop_with_that_context(case):
-    samples, prompt, kw = case
-    out = transcribe.decode(samples, prompt=prompt, **kw)
-    assert chunks.loop_run(out) >= chunks.LOOP_RUN, [s["text"] for s in out["segments"]]
+    samples, prompt, opts, engine = case
+    out = transcribe.decode(samples, opts, engine, prompt=prompt)
+    assert chunks.loop_run(out) >= chunks.LOOP_RUN, [s.text for s in out.segments]
 
 
 def test_a_chunk_in_a_loop_is_decoded_again_without_its_context(case):
-    samples, prompt, kw = case
-    out = chunks._decode_chunk(samples, dict(kw, prompt=prompt))
-    assert out.get("recontext") is True
+    samples, prompt, opts, engine = case
+    out = chunks._decode_chunk(samples, opts, engine, prompt=prompt)
+    assert out.recontext is True
     assert chunks.loop_run(out) < chunks.LOOP_RUN
-    said = _words(out["segments"])
+    said = _words(s.text for s in out.segments)
     for phrase in ("incident on monday", "checkout service", "version 41", "release plan for version 42"):
         assert phrase in said, said
-    tokenizer = kw["whisper"].model(kw["model_ref"], 2).hf_tokenizer
-    tail = tokenizer.decode([t for t in out["tail"] if t < 50257])
+    tokenizer = engine.model().hf_tokenizer
+    tail = tokenizer.decode([t for t in out.tail if t < 50257])
     assert "okay" not in tail.lower() and "version 42" in tail, tail  # the next chunk's context is the new text
 
 
 def test_the_context_handed_on_holds_only_the_segments_kept(case):
-    samples, prompt, kw = case
-    out = transcribe.decode(samples, prompt=prompt, **kw)
-    assert out["dropped"], "the case has segments the VAD gate drops"
-    tokenizer = kw["whisper"].model(kw["model_ref"], 2).hf_tokenizer
-    handed = tokenizer.decode([t for t in out["tokens"] if t < 50257])
-    assert _words([{"text": handed}]).split() == _words(out["segments"]).split()
+    samples, prompt, opts, engine = case
+    out = transcribe.decode(samples, opts, engine, prompt=prompt)
+    assert out.dropped, "the case has segments the VAD gate drops"
+    handed = engine.model().hf_tokenizer.decode([t for t in out.tokens if t < 50257])
+    assert _words([handed]).split() == _words(s.text for s in out.segments).split()
 
 
 def test_the_window_guard_alone_keeps_the_case_out_of_its_loop(case):
-    samples, prompt, kw = case
-    out = chunks._decode_chunk(samples, dict(kw, prompt=prompt, loop_retry=True))
-    assert not out.get("recontext") and chunks.loop_run(out) < chunks.LOOP_RUN
-    said = _words(out["segments"])
-    for phrase in ("incident on monday", "checkout service", "version 41", "release plan for version 42"):
-        assert phrase in said, said
-
-
-def test_a_chunk_without_a_loop_keeps_its_context(case):
-    samples, _, kw = case
-    good = chunks._decode_chunk(samples, dict(kw, prompt=[50257 - 1]))  # a harmless one-token context
-    assert not good.get("recontext") and chunks.loop_run(good) < chunks.LOOP_RUN
+    samples, prompt, opts, engine = case
+    guarded = replace(opts, decoding=Decoding(loop_retry=True))
+    out = chunks._decode_chunk(samples, guarded, engine, prompt=prompt)
+    assert not out.recontext and chunks.loop_run(out) < chunks.LOOP_RUN

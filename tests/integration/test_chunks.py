@@ -28,6 +28,7 @@ from talkthrough_assets.stages.segments import stage as segments_stage
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.runner import hms
+from talkthrough_assets.model.transcript import spans
 
 CHUNK_S = "6"
 
@@ -73,11 +74,15 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     cuts = [r["t0_ms"] for r in rows[1:]]
     assert not [(w["word"], c) for w in words for c in cuts if w["t0_ms"] < c < w["t1_ms"]]
     # the tables are exactly the chunks' stored results assembled
-    results = [C.decode_blob(_path(r["key"]).read_bytes()) for r in rows]
-    again = C.assemble(results, rows, model_label=results[0]["meta"]["model"], audio_ms=audio_ms)
+    results = [C.unpack(_path(r["key"]).read_bytes()) for r in rows]
+    again = C.assemble(results, rows, model_label=results[0].model, audio_ms=audio_ms)
     segs, words_t = _transcript(rid)
-    assert [(s["seq"], s["t0_ms"], s["t1_ms"], s["text"]) for s in again["segments"]] == segs
-    assert [(w["seq"], w["idx"], w["t0_ms"], w["t1_ms"], w["word"]) for w in again["words"]] == words_t
+    assert [(s.seq, s.t0_ms, s.t1_ms, s.text) for s in again.segments] == segs
+    assert [(w.seq, w.idx, w.t0_ms, w.t1_ms, w.word) for w in again.words] == words_t
+    row = store.read_one("transcripts", rid)  # and so is its row, the spans stored as structs
+    assert (row["segment_count"], row["word_count"], row["dropped_count"]) == \
+        (again.meta.segment_count, again.meta.word_count, again.meta.dropped_count)
+    assert spans(row["dropped"]) == again.meta.dropped and spans(row["uncovered"]) == again.meta.uncovered
     assert [s[0] for s in segs] == list(range(len(segs)))
     # coverage is derived from the keys: summary, `recordings`, the stage's metadata
     cov = segments_stage.coverage(rid)
@@ -109,8 +114,8 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
         C.decode_blob(p.read_bytes())
     md = _segments_md(rid)
     assert (md["chunks_decoded"], md["chunks_corrupt_recomputed"]) == (2, 2)
-    fresh = C.decode_blob(p.read_bytes())
-    assert [fresh[k] for k in ("segments", "words", "dropped")] == [results[0][k] for k in ("segments", "words", "dropped")]
+    fresh = C.unpack(p.read_bytes())
+    assert (fresh.segments, fresh.words, fresh.dropped) == (results[0].segments, results[0].words, results[0].dropped)
     assert _transcript(rid) == (segs, words_t)
 
     # the same audio in another file (a new recording id) decodes nothing: every chunk's result is reused
@@ -142,10 +147,10 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
 
     bad_samples = audio_stage.load_wav(store.audio_path(rid))[bad["t0_ms"] * 16:bad["t1_ms"] * 16]
 
-    def decode_or_fail(samples, decode_kw):  # the real decoder, except on one chunk (fault injection)
+    def decode_or_fail(samples, opts, engine, **kw):  # the real decoder, except on one chunk (fault injection)
         if len(samples) == len(bad_samples) and (samples == bad_samples).all():
             raise RuntimeError("decoder crashed on this chunk")
-        return real(samples, decode_kw)
+        return real(samples, opts, engine, **kw)
 
     monkeypatch.setattr(C, "_decode_chunk", decode_or_fail)
     res = stagerun.run_stage("segments", rid)

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from fixture_facts import TWO_VOICES_PATH, copy_audio_packets
 
-from talkthrough_assets.store import models
 from talkthrough_assets.app import service
 from talkthrough_assets import store
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import chunks as C
+from talkthrough_assets.stages.segments.engine import Engine
+from talkthrough_assets.stages.segments.options import Options
 
 CHUNK_S = 5.0
 CUT_S = 16.0
@@ -84,13 +85,12 @@ def test_a_longer_take_reuses_every_chunk_of_the_shorter_but_its_last(tmp_path, 
     assert short_plan[-1]["key"] not in {r["key"] for r in plan}
     assert {r["key"] for r in plan} <= _stored()
     # the transcript is what a decode of the whole take from nothing gives (an empty in-memory store)
-    ref, label = models.resolve_whisper()
     mem: dict[str, bytes] = {}
-    fresh = C.transcribe_chunked(a, fp="fresh", load=mem.get, save=mem.__setitem__, chunk_s=CHUNK_S,
-                                 model_ref=ref, model_label=label)
+    opts = Options(chunk_s=CHUNK_S)
+    fresh = C.transcribe_chunked(a, opts, Engine.of(opts), fp="fresh", load=mem.get, save=mem.__setitem__)
     assert len(mem) == len(plan)
     got = [(s["t0_ms"], s["t1_ms"], s["text"]) for s in sorted(store.read_rows("segments", rid), key=lambda s: s["seq"])]
-    assert got and got == [(s["t0_ms"], s["t1_ms"], s["text"]) for s in fresh["segments"]]
+    assert got and got == [(s.t0_ms, s.t1_ms, s.text) for s in fresh.transcript.segments]
 
 
 @pytest.mark.parametrize("after_window", [1, C.WIN, C.SR // 2, C.SR, C.SR + C.WIN])

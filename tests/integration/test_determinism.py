@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from talkthrough_assets.store import models
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import chunks
 
@@ -23,13 +22,11 @@ MEDIA = ROOT.parent / "shared" / "eval" / "media" / "asr" / "faster_whisper_mult
 
 CHILD = """
 import json, sys
-from talkthrough_assets.store import models
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import chunks
 samples = audio.load_wav(sys.argv[1])
-ref, label = models.resolve_whisper()
-out = chunks.transcribe(samples, model_ref=ref, model_label=label)
-print(json.dumps([[w["t0_ms"], w["word"]] for w in out["words"]]))
+out = chunks.transcribe(samples).transcript
+print(json.dumps([[w.t0_ms, w.word] for w in out.words]))
 """
 
 
@@ -47,9 +44,8 @@ def wav(tmp_path_factory):
 
 
 def test_words_are_the_same_quiet_and_with_every_core_busy(wav):
-    ref, label = models.resolve_whisper()
-    quiet = chunks.transcribe(audio.load_wav(wav), model_ref=ref, model_label=label)
-    quiet_words = [[w["t0_ms"], w["word"]] for w in quiet["words"]]
+    quiet = chunks.transcribe(audio.load_wav(wav)).transcript
+    quiet_words = [[w.t0_ms, w.word] for w in quiet.words]
     assert len(quiet_words) > 60  # the English half
 
     stop = mp.Event()

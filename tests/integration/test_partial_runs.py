@@ -40,4 +40,4 @@ def test_a_failed_run_leaves_a_partial_generation_that_says_it_stopped(tmp_path,
     assert again["status"] == "processed", again
     final = snapshot.read(rid)
     assert final.partial is None and [s.text for s in final.segments] == [s.text for s in snap.segments]
-    assert snapshot.partial_fields(final) is None  # a finished generation is not marked
+    assert snapshot.partial_fields(final) is None  # a finished generation carries no partial marking

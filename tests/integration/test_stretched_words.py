@@ -12,10 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from talkthrough_assets.store import models
+from talkthrough_assets.model.transcript import Segment, Span, Word
 from talkthrough_assets.stages.segments import coverage
 from talkthrough_assets.stages.segments import transcribe as T
 from talkthrough_assets.stages.segments import rules as segments_rules
+from talkthrough_assets.stages.segments.engine import Engine
+from talkthrough_assets.stages.segments.options import Decoding, Options
 
 ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media"
@@ -27,25 +29,22 @@ READER = ("If the reader will excuse me, I will say nothing of my antecedents, n
           "led me to leave my native country; the narrative would be tedious to him and painful to myself.")
 
 
-def _stretched_entry(t0_ms: int, t1_ms: int) -> dict:
+def _stretched_entry(t0_ms: int, t1_ms: int) -> coverage.Entry:
     """What the main pass kept over the screencast's lost introduction: other text, one word over 6.9 s."""
     words = "now we look at the last review".split()
     times = [(t0_ms, t0_ms + 300), (t0_ms + 300, t0_ms + 600), (t0_ms + 600, t0_ms + 7500)]
     times += [(t0_ms + 7500 + 250 * k, t0_ms + 7750 + 250 * k) for k in range(len(words) - 3)]
-    return {"seg": {"t0_ms": t0_ms, "t1_ms": t1_ms, "text": " ".join(words), "avg_logprob": -0.4,
-                    "no_speech_prob": 0.1},
-            "words": [{"idx": k, "t0_ms": a, "t1_ms": b, "word": " " + w, "prob": 0.5}
-                      for k, (w, (a, b)) in enumerate(zip(words, times))], "tokens": []}
+    return coverage.Entry(Segment(t0_ms, t1_ms, " ".join(words), -0.4, 0.1),
+                          tuple(Word(k, a, b, " " + w, 0.5) for k, (w, (a, b)) in enumerate(zip(words, times))), ())
 
 
-def _recover(samples: np.ndarray, entries: list[dict]) -> tuple[list[dict], list[dict]]:
-    ref, label = models.resolve_whisper()
+def _recover(samples: np.ndarray, entries: list[coverage.Entry]) -> tuple[list[coverage.Entry], list[Span]]:
     core = segments_rules.core_speech(segments_rules.speech_regions(samples))
-    dropped: list[dict] = []
+    dropped: list[Span] = []
+    opts = Options(decoding=Decoding(refine_words=False, coverage=False))
 
     def redecode(part, **kw):  # the coverage pass's decode of a span, as transcribe.decode passes it
-        return T.decode(part, model_ref=ref, model_label=label, refine_words=False, coverage=False,
-                        recovering=True, **kw)
+        return T.decode(part, opts, Engine.of(opts), recovering=True, **kw)
 
     coverage.recover(samples, core, entries, dropped, [], again=True, vocabulary=None, redecode=redecode)
     return entries, dropped
@@ -57,13 +56,13 @@ def test_a_segment_with_a_stretched_word_gives_way_to_its_speech_decoded_again()
     gap = np.zeros(16000, np.float32)
     samples = np.concatenate([jfk, gap, reader]).astype(np.float32)
     start = (len(jfk) + len(gap)) * 1000 // 16000
-    ref, label = models.resolve_whisper()
-    first = T.decode(jfk, model_ref=ref, model_label=label, refine_words=False, coverage=False)
+    opts = Options(decoding=Decoding(refine_words=False, coverage=False))
+    first = T.decode(jfk, opts, Engine.of(opts))
     entries = coverage._entries_of(first) + [_stretched_entry(start, len(samples) * 1000 // 16000)]
     entries, dropped = _recover(samples, entries)
-    assert any(d["reason"].startswith("a word aligned over 6.9 s") and d["text"].startswith("now we look")
+    assert any(d.reason.startswith("a word aligned over 6.9 s") and d.text.startswith("now we look")
                for d in dropped), dropped
-    heard = bench_asr.norm(" ".join(e["seg"]["text"] for e in entries if e["seg"]["t0_ms"] >= start - 500))
+    heard = bench_asr.norm(" ".join(e.seg.text for e in entries if e.seg.t0_ms >= start - 500))
     target = bench_asr.norm(READER)
     assert bench_asr.edits(target, heard) / len(target) < 0.2, heard
     assert "review" not in heard  # the stretched segment's text is gone, not kept beside the new one
@@ -74,5 +73,5 @@ def test_a_stretched_segment_over_german_speech_stays_and_nothing_is_added():
     german = multi[int(bench_asr.MULTI_EN_END_S * 16000):int((bench_asr.MULTI_EN_END_S + 14) * 16000)]
     entry = _stretched_entry(500, len(german) * 1000 // 16000)
     entries, dropped = _recover(german, [entry])
-    assert [e["seg"]["text"] for e in entries] == [entry["seg"]["text"]], entries  # as before this rule
-    assert not [d for d in dropped if d["reason"].startswith("a word aligned over")], dropped
+    assert [e.seg.text for e in entries] == [entry.seg.text], entries  # as before this rule
+    assert not [d for d in dropped if d.reason.startswith("a word aligned over")], dropped

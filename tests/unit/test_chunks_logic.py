@@ -3,9 +3,12 @@ and the coverage text."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from talkthrough_assets.model.transcript import Decoded, Evidence, Segment, Span, Word
 from talkthrough_assets.stages.segments import chunks as C
 
 
@@ -52,25 +55,48 @@ def test_keys_chain_so_a_chunk_names_the_audio_before_it():
     assert C.chain_keys(longer, bounds[:2] + [(32000, 64000)], "fp")[:2] == keys[:2]
 
 
-def test_assembly_shifts_times_renumbers_and_skips_a_failed_chunk():
-    def res(text, t0, t1, words):
-        return {"meta": {"language": "en", "language_probability": 1.0, "reason": None},
-                "segments": [{"seq": 0, "t0_ms": t0, "t1_ms": t1, "text": text, "avg_logprob": -0.1,
-                              "no_speech_prob": 0.0}],
-                "words": [{"seq": 0, "idx": i, "t0_ms": t0 + 100 * i, "t1_ms": t0 + 100 * i + 90, "word": w,
-                           "prob": 0.9} for i, w in enumerate(words)],
-                "dropped": [{"t0_ms": 10, "t1_ms": 20, "reason": "repetition", "text": "x x x", "lang": None}]}
+def _res(text, t0, t1, words):
+    return Decoded(model="tiny.en", audio_ms=5000, language="en", language_probability=1.0,
+                   segments=(Segment(t0, t1, text, -0.1, 0.0, seq=0),),
+                   words=tuple(Word(i, t0 + 100 * i, t0 + 100 * i + 90, w, 0.9, seq=0) for i, w in enumerate(words)),
+                   dropped=(Span(10, 20, "repetition", "x x x", words=3),))
 
+
+def test_assembly_shifts_times_renumbers_and_skips_a_failed_chunk():
     rows = [{"idx": 0, "t0_ms": 0, "t1_ms": 5000}, {"idx": 1, "t0_ms": 5000, "t1_ms": 9000},
             {"idx": 2, "t0_ms": 9000, "t1_ms": 12000}]
-    out = C.assemble([res("one two", 100, 900, ["one", "two"]), None, res("three", 50, 500, ["three"])], rows,
+    out = C.assemble([_res("one two", 100, 900, ["one", "two"]), None, _res("three", 50, 500, ["three"])], rows,
                      model_label="tiny.en", audio_ms=12000)
-    assert [(s["seq"], s["t0_ms"], s["text"]) for s in out["segments"]] == [(0, 100, "one two"), (1, 9050, "three")]
-    assert [(w["seq"], w["t0_ms"], w["word"]) for w in out["words"]] == [(0, 100, "one"), (0, 200, "two"),
-                                                                         (1, 9050, "three")]
-    m = out["meta"]
-    assert (m["segment_count"], m["word_count"], m["dropped_count"], m["language"]) == (2, 3, 2, "en")
-    assert '"t0_ms": 9010' in m["dropped"] and "lang" not in m["dropped"]
+    assert [(s.seq, s.t0_ms, s.text) for s in out.segments] == [(0, 100, "one two"), (1, 9050, "three")]
+    assert [(w.seq, w.t0_ms, w.word) for w in out.words] == [(0, 100, "one"), (0, 200, "two"), (1, 9050, "three")]
+    m = out.meta
+    assert (m.segment_count, m.word_count, m.dropped_count, m.language, m.audio_ms) == (2, 3, 2, "en", 12000)
+    assert [d.t0_ms for d in m.dropped] == [10, 9010] and m.dropped_words == 6
+
+
+def test_a_chunk_result_round_trips_through_its_stored_form_and_an_older_one_reads():
+    res = replace(_res("héllo there", 0, 900, ["héllo", "there"]), tail=(1, 2, 3), recontext=True,
+                  doubtful=(Span(0, 900, "kept: spoken language is de", "héllo there", "de",
+                                 evidence=Evidence(p=0.9, p_en=0.01, speech_s=1.2, word_p=0.85)),),
+                  uncovered=(Span(1000, 2500, "decoded again: no words"),), core_ms=((0, 2500),), speech_ms=2500,
+                  english_only=True)
+    assert C.unpack(C.pack(res)) == res
+    # the layout stored before the records (CHUNK_FORMAT 4): the same keys, "lang": None on a dropped one
+    older = {"meta": {"available": True, "reason": None, "language": "en", "language_probability": 1.0,
+                      "model": "tiny.en", "segment_count": 1, "word_count": 1, "audio_ms": 5000, "elapsed_s": 0.5,
+                      "dropped_count": 1, "dropped": "[]"},
+             "segments": [{"seq": 0, "t0_ms": 0, "t1_ms": 900, "text": "hi", "avg_logprob": -0.1,
+                           "no_speech_prob": 0.0}],
+             "words": [{"seq": 0, "idx": 0, "t0_ms": 0, "t1_ms": 900, "word": " hi", "prob": 0.9}],
+             "dropped": [{"t0_ms": 10, "t1_ms": 20, "reason": "repetition", "text": "x x x", "lang": None, "words": 3}],
+             "doubtful": [], "uncovered": [], "speech_ms": 900, "core_ms": [[0, 900]], "english_only": True,
+             "tail": [7, 8]}
+    got = C.unpack(C.encode(older))
+    assert got.segments == (Segment(0, 900, "hi", -0.1, 0.0),) and got.words[0].word == " hi"
+    assert got.dropped == (Span(10, 20, "repetition", "x x x", words=3),) and got.tail == (7, 8)
+    assert got.core_ms == ((0, 900),) and got.elapsed_s == 0.5 and not got.recontext
+    with pytest.raises(C.CorruptChunk):
+        C.unpack(C.encode({"meta": {}, "segments": [{"text": "no times"}], "words": []}))
 
 
 def test_coverage_text_merges_adjacent_covered_chunks():
@@ -82,12 +108,15 @@ def test_coverage_text_merges_adjacent_covered_chunks():
 
 
 def _seg(t0, text):
-    return {"t0_ms": t0, "t1_ms": t0 + 500, "text": text}
+    return Segment(t0, t0 + 500, text, -0.1, 0.0)
+
+
+def _out(segments):
+    return Decoded(model=None, audio_ms=0, segments=tuple(segments), dropped=(Span(5, 6, "x", "Okay."),) * 10)
 
 
 def test_loop_run_is_the_longest_run_of_one_kept_text():
-    out = {"segments": [_seg(0, "Okay."), _seg(1, "okay"), _seg(2, "OKAY!"), _seg(3, "Right."), _seg(4, "Okay.")],
-           "dropped": [_seg(5, "Okay.")] * 10}
+    out = _out([_seg(0, "Okay."), _seg(1, "okay"), _seg(2, "OKAY!"), _seg(3, "Right."), _seg(4, "Okay.")])
     assert C.loop_run(out) == 3  # case and punctuation aside; dropped segments do not count
-    assert C.loop_run({"segments": [], "dropped": []}) == 0
-    assert C.loop_run({"segments": [_seg(0, "No."), _seg(1, "No, no."), _seg(2, "No.")], "dropped": []}) == 1
+    assert C.loop_run(_out([])) == 0
+    assert C.loop_run(_out([_seg(0, "No."), _seg(1, "No, no."), _seg(2, "No.")])) == 1

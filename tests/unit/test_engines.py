@@ -33,8 +33,6 @@ def test_every_job_has_the_resources_bound():
 
 
 def test_whisper_loads_each_model_once_and_a_warmup_load_is_waited_for_not_repeated(monkeypatch):
-    import faster_whisper
-
     loads = []
     gate = threading.Event()
 
@@ -43,10 +41,9 @@ def test_whisper_loads_each_model_once_and_a_warmup_load_is_waited_for_not_repea
             loads.append((ref, device, compute_type, cpu_threads))
             gate.wait(5)
 
-    monkeypatch.setattr(faster_whisper, "WhisperModel", FakeModel)
     monkeypatch.delenv("TALKTHROUGH_DEVICE", raising=False)
     monkeypatch.delenv("TALKTHROUGH_COMPUTE_TYPE", raising=False)
-    w = segments_engine.Whisper(max_models=2)
+    w = segments_engine.Whisper(max_models=2, load=FakeModel)
     warm = threading.Thread(target=w.warm, args=("tiny", 2))  # the CLI's prewarm, in the background
     warm.start()
     while not loads:

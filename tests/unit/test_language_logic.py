@@ -4,6 +4,7 @@ multilingual base model (padded windows) and tiny.en's output."""
 import numpy as np
 import pytest
 
+from talkthrough_assets.model.transcript import Decoded, Segment, Span, Word
 from talkthrough_assets.stages.segments import language as L
 
 pytestmark = pytest.mark.unit
@@ -36,10 +37,10 @@ def test_an_unsure_language_needs_the_english_model_to_be_unsure_too():
 
 
 def test_rejected_share_counts_drops_over_speech_and_repeated_segments():
-    out = {"words": [{"prob": 0.9}] * 10,
-           "segments": [{"text": "One day I told you"}, {"text": "one day, I told you."}],
-           "dropped": [{"reason": "no speech in its time span (voice activity detection)", "text": "a b c", "words": 3},
-                       {"reason": "impossible timing (5 words in 0.1 s)", "text": "a b c d e", "words": 5}]}
+    out = Decoded(model="tiny.en", audio_ms=10000, words=(Word(0, 0, 10, "w", 0.9),) * 10,
+                  segments=(Segment(0, 10, "One day I told you", -0.2, 0.1), Segment(20, 30, "one day, I told you.", -0.2, 0.1)),
+                  dropped=(Span(0, 1, "no speech in its time span (voice activity detection)", "a b c", words=3),
+                           Span(2, 3, "impossible timing (5 words in 0.1 s)", "a b c d e", words=5)))
     assert L.rejected_share(out) == pytest.approx((5 + 5) / (5 + 10))
 
 

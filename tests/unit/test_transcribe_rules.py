@@ -1,6 +1,7 @@
 """Pure helpers of the segments stage's drop rules (stages/segments/rules.py, transcribe.py)."""
 
-from talkthrough_assets.stages.segments import transcribe as T
+from talkthrough_assets.model.transcript import Segment, Word
+from talkthrough_assets.stages.segments.options import Decoding
 from talkthrough_assets.stages.segments import coverage as segments_coverage
 from talkthrough_assets.stages.segments import rules as segments_rules
 
@@ -35,7 +36,7 @@ def test_segment_has_speech_when_any_vad_region_overlaps_it():
 
 def test_compression_ratio_is_the_segments_own_text():
     assert segments_rules.compression_ratio("Okay.") < 1.0
-    assert segments_rules.compression_ratio("the rest of " * 20) > T.MAX_COMPRESSION_RATIO
+    assert segments_rules.compression_ratio("the rest of " * 20) > Decoding().max_compression_ratio
     assert segments_rules.compression_ratio("") == 0.0
 
 
@@ -142,9 +143,9 @@ def test_sentences_squeezed_into_no_time_and_a_sentence_said_twice_over_the_same
     assert dropped[1].startswith("impossible timing (11 words in 0.0 s)")
 
 
-def _entry(text: str, no_speech_p: float, probs: list[float]) -> dict:
-    return {"seg": {"t0_ms": 0, "t1_ms": 1000, "text": text, "no_speech_prob": no_speech_p},
-            "words": [{"prob": p} for p in probs], "tokens": []}
+def _entry(text: str, no_speech_p: float, probs: list[float]) -> segments_coverage.Entry:
+    return segments_coverage.Entry(Segment(0, 1000, text, -0.3, no_speech_p),
+                                   tuple(Word(i, 0, 10, "w", p) for i, p in enumerate(probs)), ())
 
 
 def test_a_recovered_word_whisper_itself_thinks_was_no_speech_is_not_kept():

@@ -32,23 +32,27 @@ import json
 import re
 import time
 import zlib
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 
 from talkthrough_assets.core import stop
 from talkthrough_assets.core.errors import TalkthroughError
+from talkthrough_assets.model.transcript import Decoded, Transcript
 from talkthrough_assets.stages.segments import language
+from talkthrough_assets.stages.segments import payload
 from talkthrough_assets.stages.segments import transcribe as T
 from talkthrough_assets.stages.segments import engine as segments_engine
 from talkthrough_assets.stages.segments import rules as segments_rules
 from talkthrough_assets.stages.segments import word_timing
+from talkthrough_assets.stages.segments.engine import Engine
+from talkthrough_assets.stages.segments.options import CHUNK_S, Options
 from talkthrough_assets.stages.runner import hms
 
 CHUNK_FORMAT = "4"  # the stored result's layout and the planning rule: part of every key
 SR = 16000
 WIN = 512  # Silero VAD window (samples): cuts fall on multiples of it
-CHUNK_S = 180.0  # target chunk length (TALKTHROUGH_CHUNK_S), see bench/bench_chunks.py
 FIRST_CHUNK_S = 60.0  # the first chunk's target (at most CHUNK_S): the first partial transcript is readable once it
 # is decoded (stages/partial.py); at 180 s that took 16 % of the 30-min meeting's run (bench/bench_partial.py)
 SEARCH_SHARE = 0.1  # a cut is searched within +-10 % of the target length
@@ -131,12 +135,12 @@ def chain_keys(samples: np.ndarray, bounds: list[tuple[int, int]], fp: str) -> l
     return keys
 
 
-def context(result: dict | None) -> list[int] | None:
+def context(result: Decoded | None) -> list[int] | None:
     """The prompt for the chunk after ``result``: its last PROMPT_TOKENS text tokens (with the context it
     was given in front), as Whisper conditions on the text before while it decodes a whole recording."""
     if not result:
         return None
-    return result.get("tail") or None
+    return list(result.tail) or None
 
 
 # --------------------------------------------------------------------------- stored results
@@ -164,33 +168,80 @@ def decode_blob(blob: bytes) -> dict:
     return json.loads(payload)
 
 
+def pack(result: Decoded) -> bytes:
+    """A chunk's result as stored: :func:`encode` of its JSON payload (``payload.to_payload``)."""
+    return encode(payload.to_payload(result))
+
+
+def unpack(blob: bytes) -> Decoded:
+    """The chunk result in ``blob`` (:func:`pack`); CorruptChunk when it is not exactly what was stored."""
+    stored = decode_blob(blob)
+    try:
+        return payload.from_payload(stored)
+    except (KeyError, TypeError, ValueError) as e:
+        raise CorruptChunk(f"not a chunk result ({type(e).__name__}: {e})") from None
+
+
 # --------------------------------------------------------------------------- decoding and assembly
 
-def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], bytes | None],
-                       save: Callable[[str, bytes], None], bounds: list[tuple[int, int]] | None = None,
-                       chunk_s: float | None = None,
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A chunk whose decoding raised: its place, its range and why."""
+
+    idx: int
+    t0_ms: int
+    t1_ms: int
+    reason: str
+
+
+@dataclass(slots=True)
+class Report:
+    """What a run did with its chunks (counts, filled in as it goes)."""
+
+    total: int
+    reused: int = 0
+    decoded: int = 0
+    corrupt: int = 0
+    unstored: int = 0
+    recontext: int = 0
+    failed: list[Failed] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunked:
+    """The stage's tables from a recording's chunks, what happened to each chunk, the chunk plan's rows, and the
+    stage's reason when some chunks failed (``stage.transcribe``)."""
+
+    transcript: Transcript
+    report: Report
+    rows: tuple[dict, ...]
+    reason: str | None = None
+
+
+def transcribe_chunked(samples: np.ndarray, opts: Options, engine: Engine, *, fp: str,
+                       load: Callable[[str], bytes | None], save: Callable[[str, bytes], None],
+                       bounds: list[tuple[int, int]] | None = None,
                        on_plan: Callable[[list[dict]], None] | None = None,
-                       on_chunk: Callable[[int, int, str], None] | None = None, **decode_kw) -> dict:
-    """The stage's output ({"meta", "segments", "words"}, times in ms; :func:`transcribe.finish`) and ``"chunks"``
-    (what happened to each: reused, decoded, failed). ``decode_kw``: :func:`transcribe.decode`'s keywords.
-    ``on_plan(rows)`` is called with the chunk rows (idx, t0_ms, t1_ms, key) before anything is decoded;
-    ``on_chunk(done, total, state, done_ms, total_ms)`` after each chunk."""
+                       on_chunk: Callable[[int, int, str], None] | None = None) -> Chunked:
+    """The stage's output for ``samples`` (times in ms; :func:`transcribe.finish`) from its chunks, decoded with
+    ``engine`` as ``opts`` say, and what happened to each (reused, decoded, failed). ``on_plan(rows)`` is called
+    with the chunk rows (idx, t0_ms, t1_ms, key) before anything is decoded; ``on_chunk(done, total, state,
+    done_ms, total_ms)`` after each chunk."""
     t_start = time.perf_counter()
-    bounds = bounds if bounds is not None else plan(samples, chunk_s)
+    bounds = bounds if bounds is not None else plan(samples, opts.chunk_s)
     keys = chain_keys(samples, bounds, fp)
     rows = [{"idx": i, "t0_ms": a * 1000 // SR, "t1_ms": b * 1000 // SR, "key": k}
             for i, ((a, b), k) in enumerate(zip(bounds, keys))]
     if on_plan:
         on_plan(rows)
-    results: list[dict | None] = []
-    report = {"total": len(rows), "reused": 0, "decoded": 0, "corrupt": 0, "unstored": 0, "recontext": 0,
-              "failed": []}
+    results: list[Decoded | None] = []
+    report = Report(total=len(rows))
     chain_ok = True  # False after a failed chunk: what follows lacks its context, so it is not stored
-    vad = Prefetch(samples, bounds) if decode_kw.get("vad", True) else None
+    vad = segments_rules.Prefetch(samples, bounds) if opts.decoding.vad else None
     try:
         for i, (row, (a, b)) in enumerate(zip(rows, bounds)):
             stop.checkpoint()  # a stopped run ends here: the chunks before this one are stored
-            res, state = _one_chunk(i, row, samples[a:b], results, report, chain_ok, load, save, vad, decode_kw)
+            res, state = _one_chunk(i, row, samples[a:b], results, report, chain_ok, load, save, vad, opts, engine)
             results.append(res)
             chain_ok = chain_ok and state != "failed"
             if on_chunk:
@@ -198,170 +249,131 @@ def transcribe_chunked(samples: np.ndarray, *, fp: str, load: Callable[[str], by
     finally:
         if vad:
             vad.close()
-    out = assemble(results, rows, model_label=decode_kw.get("model_label"), audio_ms=len(samples) * 1000 // SR,
-                   judge=_recording_judge(samples, results, decode_kw))
-    out["meta"]["elapsed_s"] = round(time.perf_counter() - t_start, 3)
-    out["chunks"] = report
-    out["chunk_rows"] = rows
-    return out
+    out = assemble(results, rows, model_label=engine.model_label, audio_ms=len(samples) * 1000 // SR,
+                   judge=_recording_judge(samples, results, opts, engine))
+    out = replace(out, meta=replace(out.meta, elapsed_s=round(time.perf_counter() - t_start, 3)))
+    return Chunked(out, report, tuple(rows))
 
 
-class Prefetch:
-    """The VAD gate's regions of the chunk after the one being decoded, computed in a thread of their own (Silero
-    VAD in ONNX Runtime leaves the interpreter free): its ~0.1 s of CPU per minute of audio is off the decoder's
-    critical path wherever a core is idle (an audio-only recording: Whisper decodes on one thread)."""
-
-    def __init__(self, samples: np.ndarray, bounds: list[tuple[int, int]]):
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.samples, self.bounds = samples, bounds
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="vad-ahead")
-        self.ahead: dict = {}
-
-    def regions(self, i: int):
-        """Chunk ``i``'s regions (computed here when not prefetched); prefetches chunk ``i + 1``'s."""
-        if i + 1 < len(self.bounds) and i + 1 not in self.ahead:
-            a, b = self.bounds[i + 1]
-            self.ahead[i + 1] = self.pool.submit(segments_rules.speech_regions, self.samples[a:b])
-        fut = self.ahead.pop(i, None)
-        if fut is not None:
-            return fut.result()
-        a, b = self.bounds[i]
-        return segments_rules.speech_regions(self.samples[a:b])
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _one_chunk(i: int, row: dict, part: np.ndarray, results: list, report: dict, chain_ok: bool, load, save,
-               vad: Prefetch | None, decode_kw: dict) -> tuple[dict | None, str]:
+def _one_chunk(i: int, row: dict, part: np.ndarray, results: list, report: Report, chain_ok: bool, load, save,
+               vad: segments_rules.Prefetch | None, opts: Options, engine: Engine) -> tuple[Decoded | None, str]:
     """(chunk ``i``'s result, "reused" | "decoded" | "failed"): stored and reused, or decoded (and stored while the
     chain of contexts is whole); None when its decoding failed (recorded in ``report``)."""
     res, state = None, "decoded"
     blob = load(row["key"])
     if blob is not None:
         try:
-            res, state = decode_blob(blob), "reused"
+            res, state = unpack(blob), "reused"
         except CorruptChunk:
-            report["corrupt"] += 1  # recomputed below, and the good result replaces it
+            report.corrupt += 1  # recomputed below, and the good result replaces it
     if res is None:
         try:
-            kw = dict(decode_kw, prompt=context(results[-1] if results else None))
-            if vad is not None:
-                kw["vad_regions"] = vad.regions(i)
-            res = _decode_chunk(part, kw)
-            report["recontext"] += bool(res.get("recontext"))
+            res = _decode_chunk(part, opts, engine, prompt=context(results[-1] if results else None),
+                                vad_regions=vad.regions(i) if vad is not None else None)
+            report.recontext += res.recontext
             if chain_ok:
-                save(row["key"], encode(res))
+                save(row["key"], pack(res))
             else:
-                report["unstored"] += 1
+                report.unstored += 1
         except stop.Interrupted:
             raise
         except Exception as e:  # noqa: BLE001 - one chunk's failure is recorded; the others go on
             res, state = None, "failed"
             reason = f"{type(e).__name__}: {e}".splitlines()[0][:300]
-            report["failed"].append({"idx": row["idx"], "t0_ms": row["t0_ms"], "t1_ms": row["t1_ms"],
-                                     "reason": reason})
+            report.failed.append(Failed(row["idx"], row["t0_ms"], row["t1_ms"], reason))
     if state != "failed":
-        report[state] += 1
+        setattr(report, state, getattr(report, state) + 1)
     return res, state
 
 
-def transcribe(samples: np.ndarray, **decode_kw) -> dict:
+def transcribe(samples: np.ndarray, opts: Options | None = None, engine: Engine | None = None,
+               **kw) -> Chunked:
     """The segments stage's output for ``samples`` as the stage makes it (:func:`transcribe_chunked`: the same
     chunks, contexts and drop rules), with nothing stored or reused: for the benchmarks and the accuracy tests.
-    ``decode_kw``: :func:`transcribe.decode`'s keywords."""
-    return transcribe_chunked(samples, fp="unstored", load=lambda key: None, save=lambda key, blob: None, **decode_kw)
+    ``opts``: the stage's options (defaults: its defaults); ``engine``: ``Engine.of(opts)`` unless given."""
+    opts = opts or Options()
+    return transcribe_chunked(samples, opts, engine or Engine.of(opts), fp="unstored", load=lambda key: None,
+                              save=lambda key, blob: None, **kw)
 
 
-def loop_run(out: dict) -> int:
+def loop_run(out: Decoded | Transcript) -> int:
     """The longest run of kept segments one after another with the same text (case and punctuation aside):
     Whisper caught in a loop writes "Okay." 100 times over real speech. Dropped segments do not count: a loop
     over the silence at a chunk's end is dropped by the VAD gate and is not the next chunk's context."""
     best = run = 0
     prev = None
-    for text in (x["text"] for x in out["segments"]):
+    for text in (x.text for x in out.segments):
         key = re.sub(r"\W+", " ", text.lower()).strip()
         run = run + 1 if key and key == prev else 1
         prev, best = key, max(best, run)
     return best
 
 
-def _decode_chunk(samples: np.ndarray, decode_kw: dict) -> dict:
+def _decode_chunk(samples: np.ndarray, opts: Options, engine: Engine, *, prompt=None, vad_regions=None) -> Decoded:
     """One chunk through the drop rules, as stored (times from the chunk's first sample; "tail": the context
     for the next chunk). A chunk decoded with the previous chunk's context that comes out in a loop
-    (:data:`LOOP_RUN`) is decoded again without it, and the result with the shorter loop is kept ("recontext":
-    true): on the 30-min bench meeting a loop of "Okay." in one chunk's context made the next five chunks
-    nothing but "Okay.". Both decodes are deterministic, so the choice is too."""
-    out = T.decode(samples, **decode_kw)
-    prompt = decode_kw.get("prompt") or []
+    (:data:`LOOP_RUN`) is decoded again without it, and the result with the shorter loop is kept ("recontext"):
+    on the 30-min bench meeting a loop of "Okay." in one chunk's context made the next five chunks nothing but
+    "Okay.". Both decodes are deterministic, so the choice is too."""
+    out = T.decode(samples, opts, engine, prompt=prompt, vad_regions=vad_regions)
+    prompt = prompt or []
+    recontext = False
     if prompt and loop_run(out) >= LOOP_RUN:
-        again = T.decode(samples, **dict(decode_kw, prompt=None))
+        again = T.decode(samples, opts, engine, vad_regions=vad_regions)
         if loop_run(again) < loop_run(out):
-            out, prompt = again, []
-            out["recontext"] = True
-    out.pop("seg_tokens", None)
-    out["tail"] = (list(prompt) + out.pop("tokens"))[-PROMPT_TOKENS:]
-    return out
+            out, prompt, recontext = again, [], True
+    return replace(out, tail=tuple((list(prompt) + list(out.tokens))[-PROMPT_TOKENS:]), tokens=(), seg_tokens=(),
+                   recontext=recontext)
 
 
-def _recording_judge(samples: np.ndarray, results: list[dict | None], decode_kw: dict):
-    """For an English-only model's transcript: a function (parts, core_ms) that decides the whole recording's
-    language and drops what the model wrote over a recording with no English (``language.judge``); None when
-    there is no language check."""
-    if not decode_kw.get("language_check", True) or not any(r and r.get("english_only") for r in results):
+def _recording_judge(samples: np.ndarray, results: list[Decoded | None], opts: Options, engine: Engine):
+    """For an English-only model's transcript: a function (parts, core_ms) -> parts that decides the whole
+    recording's language and drops what the model wrote over a recording with no English (``language.judge``);
+    None when there is no language check."""
+    if not opts.decoding.language_check or not any(r and r.english_only for r in results):
         return None
-    whisper = decode_kw.get("whisper") or segments_engine.default_whisper()
-    check = segments_engine.language_checker(whisper, decode_kw.get("threads"), decode_kw.get("device", segments_engine.DEVICE),
-                               decode_kw.get("compute"))
+    check = engine.language_checker()
     if check is None:
         return None
     return lambda parts, core_ms: language.judge(parts, samples, [(a * 16, b * 16) for a, b in core_ms], check,
-                                                 decode_kw.get("model_label"))
+                                                 engine.model_label)
 
 
-def assemble(results: list[dict | None], rows: list[dict], *, model_label: str | None, audio_ms: int,
-             judge=None) -> dict:
+def assemble(results: list[Decoded | None], rows: list[dict], *, model_label: str | None, audio_ms: int,
+             judge=None) -> Transcript:
     """Chunk results (None: failed) -> the stage's output, times shifted by each chunk's start, segments
     numbered in order. ``judge(parts, core_ms)``: the whole recording's language check, before the output is
     finished (:func:`_recording_judge`)."""
     segments, words, dropped, doubtful, gaps, core_ms = [], [], [], [], [], []
     speech_ms = 0
-    language = language_p = None
     reasons = set()
     for res, row in zip(results, rows):
         if res is None:
             continue
         off = row["t0_ms"]
-        m = res["meta"]
-        if language is None and m.get("language") and res["segments"]:
-            language, language_p = m["language"], m["language_probability"]
-        reasons.add(m.get("reason"))
+        reasons.add(res.reason)
         seq_of = {}
-        for s in res["segments"]:
-            seq_of[s["seq"]] = len(segments)
-            segments.append(dict(s, seq=len(segments), t0_ms=s["t0_ms"] + off, t1_ms=s["t1_ms"] + off))
-        for w in res["words"]:
-            words.append(dict(w, seq=seq_of[w["seq"]], t0_ms=w["t0_ms"] + off, t1_ms=w["t1_ms"] + off))
-        for kind, into in (("dropped", dropped), ("doubtful", doubtful), ("uncovered", gaps)):
-            into += [dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off) for d in res.get(kind, [])]
-        speech_ms += res.get("speech_ms", 0)
-        core_ms += [[a + off, b + off] for a, b in res.get("core_ms", [])]
-    if language is None:  # no chunk with segments: the first chunk that detected one
-        for res in results:
-            if res is not None and res["meta"].get("language"):
-                language, language_p = res["meta"]["language"], res["meta"]["language_probability"]
-                break
+        for s in res.segments:
+            seq_of[s.seq] = len(segments)
+            segments.append(s.shifted(off, seq=len(segments)))
+        words += [w.shifted(off, seq=seq_of[w.seq]) for w in res.words]
+        dropped += [d.shifted(off) for d in res.dropped]
+        doubtful += [d.shifted(off) for d in res.doubtful]
+        gaps += [d.shifted(off) for d in res.uncovered]
+        speech_ms += res.speech_ms
+        core_ms += [[a + off, b + off] for a, b in res.core_ms]
+    done = [r for r in results if r is not None]
+    # the language of the first chunk with segments, else of the first that detected one
+    first = next((r for r in done if r.language and r.segments), None) or next((r for r in done if r.language), None)
     reason = None
     if not segments and not dropped and len(reasons) == 1:  # e.g. every chunk: no voice activity
         reason = next(iter(reasons))
-    meta = {"available": True, "reason": reason, "language": language, "language_probability": language_p,
-            "model": model_label, "segment_count": len(segments), "word_count": len(words), "audio_ms": audio_ms,
-            "elapsed_s": 0.0, "dropped_count": len(dropped), "dropped": "[]"}
-    parts = {"meta": meta, "segments": segments, "words": words, "dropped": dropped, "doubtful": doubtful,
-             "uncovered": gaps, "speech_ms": speech_ms}
+    parts = Decoded(model=model_label, audio_ms=audio_ms, reason=reason, language=first and first.language,
+                    language_probability=first and first.language_probability, segments=tuple(segments),
+                    words=tuple(words), dropped=tuple(dropped), doubtful=tuple(doubtful), uncovered=tuple(gaps),
+                    speech_ms=speech_ms)
     if judge is not None:
-        judge(parts, core_ms)
+        parts = judge(parts, core_ms)
     return T.finish(parts)
 
 

@@ -4,12 +4,14 @@ segment with a stretched word covers nothing until that decode has settled it (:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from talkthrough_assets.model.transcript import Decoded, Segment, Span, Word
 from talkthrough_assets.stages.segments.engine import PROMPT_TOKENS
-from talkthrough_assets.stages.segments.rules import _key
+from talkthrough_assets.stages.segments.rules import _key, dropped_text
 
 # Coverage: voice activity that no kept segment covers for at least this long is decoded again on its own (its
 # own window, the text before it as prompt): Whisper's long-form decoding jumps over speech now and then (27 s of
@@ -20,7 +22,7 @@ COVERAGE_MARGIN_S = 0.5  # audio heard on either side of an uncovered span when 
 RECOVER_MAX_NO_SPEECH_P = 0.6  # a segment the coverage pass finds is not kept when Whisper's no-speech
 RECOVER_MIN_WORD_P = 0.5  # probability is at least this and its words' mean probability under this, when it
 RECOVER_UNSURE_MAX_WORDS = 2  # has at most this many words
-COVER_SLACK_MS = 250
+COVER_SLACK_MS = 250  # a kept segment covers its aligned span widened by this much
 # A word aligned over more than this is not a word's sound: Whisper skipped speech there and the alignment
 # stretched a neighbouring word over it (on the 10-min bench screencast "look" ran 6.9 s over a whole scene
 # introduction the segment's text left out). Such a segment does not count as covering its span: its speech is
@@ -33,79 +35,91 @@ STRETCH_MIN_SHARE = 0.5  # the decode must find at least this share of the stret
 # screencast the coverage pass took 48 % of the stage's CPU, mostly such loops, later cut as repetitions)
 COVER_TOKENS_PER_S = 12
 COVER_TOKENS_MIN = 16
-COVER_TOKENS_MAX = 200  # + a prompt of <= 228 tokens (no vocabulary) stays under Whisper's 448  # a kept segment covers its aligned span widened by this much
+COVER_TOKENS_MAX = 200  # + a prompt of <= 228 tokens (no vocabulary) stays under Whisper's 448
 
 
-def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[dict], dropped: list[dict],
-            doubtful: list[dict], *, again: bool, vocabulary: str | None, redecode: Callable[..., dict]) -> list[dict]:
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A kept segment while a decode is assembled: the segment, its words and its text tokens (the context of the
+    audio after it)."""
+
+    seg: Segment
+    words: tuple[Word, ...]
+    tokens: tuple[int, ...]
+
+    def shifted(self, off: int) -> Entry:
+        return Entry(self.seg.shifted(off), tuple(w.shifted(off) for w in self.words), self.tokens)
+
+
+def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[Entry], dropped: list[Span],
+            doubtful: list[Span], *, again: bool, vocabulary: str | None,
+            redecode: Callable[..., Decoded]) -> list[Span]:
     """Decode again (``again``) the ``core`` speech that no kept entry covers for at least :data:`COVERAGE_MIN_S`:
     ``redecode(samples, prompt=, max_new_tokens=, check_context=)`` is the decode of such a span
     (``transcribe.decode`` without a coverage pass of its own). What it finds is added to ``entries``, ``dropped``
     and ``doubtful`` (in place).
-    Returns the speech still uncovered: [{"t0_ms", "t1_ms", "reason"}]."""
+    Returns the speech still uncovered, each span with why."""
     stretched = [e for e in entries if _stretched(e)] if again else []
-    found: list[dict] = []  # entries this pass adds
+    found: list[Entry] = []  # entries this pass adds
 
-    def covered(skip: list[dict] = ()) -> list[tuple[int, int]]:
+    def covered(skip: list[Entry] = ()) -> list[tuple[int, int]]:
         slack = COVER_SLACK_MS * 16
-        spans = [(e["seg"]["t0_ms"] * 16 - slack, e["seg"]["t1_ms"] * 16 + slack) for e in entries
+        spans = [(e.seg.t0_ms * 16 - slack, e.seg.t1_ms * 16 + slack) for e in entries
                  if not any(e is x for x in skip)]
-        return spans + [(d["t0_ms"] * 16, d["t1_ms"] * 16) for d in dropped if d.get("lang")]
+        return spans + [(d.t0_ms * 16, d.t1_ms * 16) for d in dropped if d.lang]
 
     for a, b in (uncovered(core, covered(stretched), int(COVERAGE_MIN_S * 16000)) if again else []):
         m = int(COVERAGE_MARGIN_S * 16000)
         w0, w1 = max(0, a - m), min(len(samples), b + m)
         # the text kept before it is its context (not the prompt this audio came with: a prompt that sent
         # Whisper into a loop would do it again)
-        before = [t for e in entries if e["seg"]["t1_ms"] * 16 <= a for t in e["tokens"]]
+        before = [t for e in entries if e.seg.t1_ms * 16 <= a for t in e.tokens]
         # its language is checked on the chunk's audio around it (rules._context: 8-10 s, mostly enough speech
         # for the cheap check), not on the span alone padded to Whisper's 30 s (~0.5 s CPU a span)
         sub = redecode(samples[w0:w1], prompt=before[-PROMPT_TOKENS:] or None,
                        max_new_tokens=_cover_tokens(w1 - w0, vocabulary), check_context=(samples, core, w0))
         off = w0 * 1000 // 16000
         for e in _entries_of(sub):
-            t0, t1 = e["seg"]["t0_ms"] + off, e["seg"]["t1_ms"] + off
+            t0, t1 = e.seg.t0_ms + off, e.seg.t1_ms + off
             inside = min(t1, b // 16) - max(t0, a // 16)
-            if inside * 2 < max(1, t1 - t0) or any(_key(x["seg"]["text"]) == _key(e["seg"]["text"])
-                                                   for x in entries if abs(x["seg"]["t0_ms"] - t0) < 5000):
+            if inside * 2 < max(1, t1 - t0) or any(_key(x.seg.text) == _key(e.seg.text)
+                                                   for x in entries if abs(x.seg.t0_ms - t0) < 5000):
                 continue
             if (unsure := _unsure_recovery(e)) is not None:  # Whisper itself thinks nothing was said
-                dropped.append({"t0_ms": t0, "t1_ms": t1, "reason": unsure, "text": e["seg"]["text"],
-                                "lang": None, "words": len(e["seg"]["text"].split())})
+                dropped.append(dropped_text(t0, t1, unsure, e.seg.text))
                 continue
-            found.append(_shift(e, off))
+            found.append(e.shifted(off))
             entries.append(found[-1])
-        dropped.extend(dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off,
-                            reason=d["reason"] + " (speech decoded again)") for d in sub["dropped"])
-        doubtful.extend(dict(d, t0_ms=d["t0_ms"] + off, t1_ms=d["t1_ms"] + off) for d in sub["doubtful"])
+        dropped.extend(d.shifted(off, reason=d.reason + " (speech decoded again)") for d in sub.dropped)
+        doubtful.extend(d.shifted(off) for d in sub.doubtful)
     _settle_stretched(entries, dropped, stretched, found)
     still = uncovered(core, covered(), int(COVERAGE_MIN_S * 16000))
-    return [{"t0_ms": a // 16, "t1_ms": b // 16, "reason": _gap_reason(a, b, dropped, again)} for a, b in still]
+    return [Span(a // 16, b // 16, _gap_reason(a, b, dropped, again)) for a, b in still]
 
 
-def _stretched(e: dict) -> bool:
+def _stretched(e: Entry) -> bool:
     """A kept segment with a word aligned over more than :data:`STRETCHED_WORD_S`."""
-    return any(w["t1_ms"] - w["t0_ms"] > STRETCHED_WORD_S * 1000 for w in e["words"])
+    return any(w.t1_ms - w.t0_ms > STRETCHED_WORD_S * 1000 for w in e.words)
 
 
-def _settle_stretched(entries: list[dict], dropped: list[dict], stretched: list[dict], found: list[dict]) -> None:
+def _settle_stretched(entries: list[Entry], dropped: list[Span], stretched: list[Entry],
+                      found: list[Entry]) -> None:
     """Each segment with a stretched word (:func:`_stretched`) against what decoding its speech again found
     (``found``, already in ``entries``): where that decode has at least :data:`STRETCH_MIN_SHARE` of its word
     count within its span, the segment is dropped as text (its speech is transcribed by the new segments);
     else the new segments within its span are dropped and it stays as it was. Either way no speech is left with
     two transcripts, and none loses its only one. In place."""
     for s in stretched:
-        t0, t1 = s["seg"]["t0_ms"], s["seg"]["t1_ms"]
-        inside = [e for e in found if e["seg"]["t0_ms"] < t1 and e["seg"]["t1_ms"] > t0]
-        longest = max(w["t1_ms"] - w["t0_ms"] for w in s["words"]) / 1000
+        t0, t1 = s.seg.t0_ms, s.seg.t1_ms
+        inside = [e for e in found if e.seg.t0_ms < t1 and e.seg.t1_ms > t0]
+        longest = max(w.t1_ms - w.t0_ms for w in s.words) / 1000
         loser, why = ([s], f"a word aligned over {longest:.1f} s: its speech decoded again, replaced")
-        if sum(len(e["words"]) for e in inside) < STRETCH_MIN_SHARE * max(1, len(s["words"])):
+        if sum(len(e.words) for e in inside) < STRETCH_MIN_SHARE * max(1, len(s.words)):
             loser, why = inside, f"decoded again inside a segment with a word aligned over {longest:.1f} s, " \
                                  "which is kept"
         for e in loser:
             entries[:] = [x for x in entries if x is not e]
-            dropped.append({"t0_ms": e["seg"]["t0_ms"], "t1_ms": e["seg"]["t1_ms"], "reason": why,
-                            "text": e["seg"]["text"], "lang": None, "words": len(e["seg"]["text"].split())})
+            dropped.append(dropped_text(e.seg.t0_ms, e.seg.t1_ms, why, e.seg.text))
 
 
 def uncovered(core: list[tuple[int, int]], covered: list[tuple[int, int]], min_len: int) -> list[tuple[int, int]]:
@@ -140,39 +154,32 @@ def unsure(n_words: int, no_speech_prob: float, mean_p: float) -> bool:
             and mean_p < RECOVER_MIN_WORD_P)
 
 
-def _unsure_recovery(e: dict) -> str | None:
+def _unsure_recovery(e: Entry) -> str | None:
     """Why a segment the coverage pass found is not kept, or None: at most :data:`RECOVER_UNSURE_MAX_WORDS` words,
     Whisper's own no-speech probability at least :data:`RECOVER_MAX_NO_SPEECH_P` and its words' mean probability
     under :data:`RECOVER_MIN_WORD_P` (a "Yeah." written over a filler or a breath). A sentence is kept however
     unsure: on generated narrations the recovered scene introductions had no-speech probabilities of 0.78-0.88."""
-    probs = [w["prob"] for w in e["words"]]
+    probs = [w.prob for w in e.words]
     mean_p = sum(probs) / len(probs) if probs else 0.0
-    nsp = e["seg"].get("no_speech_prob", 0.0)
-    if unsure(len(e["words"]), nsp, mean_p):
+    nsp = e.seg.no_speech_prob
+    if unsure(len(e.words), nsp, mean_p):
         return (f"decoded again, not kept: no-speech probability {nsp:.2f}, word probability {mean_p:.2f} "
                 "(speech decoded again)")
     return None
 
 
-def _gap_reason(a: int, b: int, dropped: list[dict], decoded_again: bool) -> str:
+def _gap_reason(a: int, b: int, dropped: list[Span], decoded_again: bool) -> str:
     """Why speech [a, b) (samples) has no transcript: what was dropped over it, else Whisper wrote nothing."""
-    over = [d for d in dropped if d["t0_ms"] * 16 < b and d["t1_ms"] * 16 > a]
+    over = [d for d in dropped if d.t0_ms * 16 < b and d.t1_ms * 16 > a]
     if over:
-        return "dropped: " + over[0]["reason"]
+        return "dropped: " + over[0].reason
     return "decoded again: no words" if decoded_again else "no words"
 
 
-def _entries_of(out: dict) -> list[dict]:
+def _entries_of(out: Decoded) -> list[Entry]:
     """A decode's kept segments as entries (segment, its words, its tokens), for merging."""
-    by_seq: dict[int, list] = {}
-    for w in out["words"]:
-        by_seq.setdefault(w["seq"], []).append(w)
-    toks = out.get("seg_tokens") or [[] for _ in out["segments"]]
-    return [{"seg": s, "words": by_seq.get(s["seq"], []), "tokens": t} for s, t in zip(out["segments"], toks)]
-
-
-def _shift(e: dict, off: int) -> dict:
-    return {"seg": dict(e["seg"], t0_ms=e["seg"]["t0_ms"] + off, t1_ms=e["seg"]["t1_ms"] + off),
-            "words": [dict(w, t0_ms=w["t0_ms"] + off, t1_ms=w["t1_ms"] + off) for w in e["words"]],
-            "tokens": e["tokens"]}
-
+    by_seq: dict[int, list[Word]] = {}
+    for w in out.words:
+        by_seq.setdefault(w.seq, []).append(w)
+    toks = out.seg_tokens or tuple(() for _ in out.segments)
+    return [Entry(s, tuple(by_seq.get(s.seq, [])), t) for s, t in zip(out.segments, toks)]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -43,10 +45,12 @@ class Whisper:
     safe to share across concurrent transcribe calls, and a warm-up thread loading a model makes the
     stage that needs it wait for that load instead of starting a second one."""
 
-    def __init__(self, max_models: int = 2):
+    def __init__(self, max_models: int = 2, load: Callable | None = None):
         self.max_models = max_models
         self.lock = threading.RLock()
         self._models: OrderedDict[tuple, object] = OrderedDict()
+        # (model_ref, device=, compute_type=, cpu_threads=, files=) -> a model; the adapter unless given
+        self._load = load or _adapter
 
     def model(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
               compute: str | None = None, files=None):
@@ -57,19 +61,57 @@ class Whisper:
             if key in self._models:
                 self._models.move_to_end(key)
             else:
-                from faster_whisper import WhisperModel
-
                 while len(self._models) >= self.max_models:
                     self._models.popitem(last=False)
                 # better alignment heads where measured (word_timing.ALIGNMENT_HEADS; decoding is unchanged)
-                self._models[key] = WhisperModel(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
-                                                 files=files() if files else word_timing.model_files(model_ref))
+                self._models[key] = self._load(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
+                                          files=files() if files else word_timing.model_files(model_ref))
             return self._models[key]
 
     def warm(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
              compute: str | None = None, files=None) -> None:
         """Load the model now (a background thread may call this while other work runs)."""
         self.model(model_ref, threads, device, compute, files)
+
+
+def _adapter(model_ref: str, **kw):
+    """faster-whisper's model with the decode's hooks (``adapter.WhisperAdapter``; faster-whisper is imported here,
+    when a model is first loaded)."""
+    from talkthrough_assets.stages.segments.adapter import WhisperAdapter
+
+    return WhisperAdapter(model_ref, **kw)
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """The model a decode runs on: the caller's :class:`Whisper` (the loaded models), the model's path and the
+    label its outputs record, the CPU threads, the device and compute type."""
+
+    whisper: Whisper
+    model_ref: str
+    model_label: str
+    threads: int | None = None
+    device: str = DEVICE
+    compute: str | None = None
+
+    @classmethod
+    def of(cls, opts, whisper: Whisper | None = None, *, shared: bool = False) -> Engine:
+        """The engine the segments stage's ``opts`` (``options.Options``) name: its model resolved
+        (``store.models.resolve_whisper``), its threads (:func:`cpu_threads`; ``shared``: the visual branch runs
+        beside it), its device and compute type."""
+        from talkthrough_assets.store.models import resolve_whisper
+
+        ref, label = resolve_whisper(opts.whisper_model)
+        return cls(whisper or default_whisper(), ref, label, cpu_threads(shared, opts.threads), opts.device,
+                   opts.compute_type)
+
+    def model(self):
+        """The loaded model (an ``adapter.WhisperAdapter``)."""
+        return self.whisper.model(self.model_ref, self.threads, self.device, self.compute)
+
+    def language_checker(self):
+        """:func:`language_checker` on this engine's threads, device and compute type."""
+        return language_checker(self.whisper, self.threads, self.device, self.compute)
 
 
 _default = Whisper()  # loads nothing until a model is asked for
@@ -117,5 +159,6 @@ def warm_language_checker(whisper: "Whisper", threads: int | None = None, device
         whisper.warm(BASE_IN_MEMORY, threads, device, compute, base_model_files)
 
 
-__all__ = ["PROMPT_TOKENS", "DEVICE", "cpu_threads", "compute_type", "Whisper", "default_whisper", "language_checker",
+__all__ = ["PROMPT_TOKENS", "DEVICE", "cpu_threads", "compute_type", "Whisper", "Engine", "default_whisper",
+           "language_checker",
            "warm_language_checker"]

@@ -26,9 +26,13 @@ multilingual base model over one padded window).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from talkthrough_assets.model.transcript import Decoded, Evidence
 from talkthrough_assets.stages.segments import rules
+from talkthrough_assets.stages.segments.rules import dropped_text
 
 SR = 16000
 WINDOW_S = 30.0  # Whisper's window: the language is detected on it as the model was trained
@@ -74,20 +78,18 @@ def hear(samples: np.ndarray, core: list[tuple[int, int]], check) -> list[dict]:
     return out
 
 
-def rejected_share(out: dict) -> float:
+def rejected_share(out: Decoded) -> float:
     """The share of the words the English model wrote over speech that were rejected: dropped by the drop rules
     (over silence aside), or kept as a segment that only says again what a kept segment before it said (a loop
     spread over segments: "One day I told you" six times over a Portuguese voice)."""
-    rejected = sum(d.get("words", len(d["text"].split())) for d in out["dropped"]
-                   if not d["reason"].startswith(NO_SPEECH_DROP))
+    rejected = sum(d.word_count for d in out.dropped if not d.reason.startswith(NO_SPEECH_DROP))
     said: set[str] = set()
-    for s in out["segments"]:
-        key = rules._norm_text(s["text"])
+    total = rejected + len(out.words)
+    for s in out.segments:
+        key = rules._norm_text(s.text)
         if key in said:
-            rejected += len(s["text"].split())
+            rejected += len(s.text.split())
         said.add(key)
-    total = sum(d.get("words", len(d["text"].split())) for d in out["dropped"]
-                if not d["reason"].startswith(NO_SPEECH_DROP)) + len(out["words"])
     return min(1.0, rejected / total) if total else 0.0
 
 
@@ -108,34 +110,32 @@ def decide(heard: list[dict], rejected: float, word_p: float = 1.0) -> dict | No
             "how": "confident" if confident else "unsure", "rejected": round(rejected, 3)}
 
 
-def drop_all(out: dict, verdict: dict, model_label: str | None) -> None:
-    """Drop every kept segment of ``out`` (``chunks.assemble``'s parts, before ``transcribe.finish``) with the
+def drop_all(out: Decoded, verdict: dict, model_label: str | None) -> Decoded:
+    """``out`` (``chunks.assemble``'s parts, before ``transcribe.finish``) with every kept segment dropped, the
     recording's language as the reason; the transcript's language becomes the one heard, and its reason says
     so in one line."""
     lang = verdict["language"]
     why = (f"the recording's spoken language is {lang} (p={verdict['p']:.2f}, P(en)={verdict['p_en']:.3f}); "
            f"the English-only model {model_label} cannot transcribe it")
-    for s in out["segments"]:
-        out["dropped"].append({"t0_ms": s["t0_ms"], "t1_ms": s["t1_ms"], "reason": why, "text": s["text"],
-                               "lang": lang, "words": sum(1 for w in out["words"] if w["seq"] == s["seq"]),
-                               "evidence": dict(verdict)})
-    out["dropped"].sort(key=lambda d: d["t0_ms"])
-    out["segments"], out["words"], out["doubtful"] = [], [], []
-    meta = out["meta"]
-    meta.update(language=lang, language_probability=verdict["p"], segment_count=0, word_count=0,
-                reason=f"no English speech: spoken language {lang} (p={verdict['p']:.2f}) in the whole recording; "
-                       "use --model base" if verdict["p"] >= 0.5 else
-                       f"no English speech: spoken language not English in the whole recording (perhaps {lang}, "
-                       f"p={verdict['p']:.2f}); use --model base")
+    evidence = Evidence(**{k: verdict[k] for k in ("language", "p", "p_en", "how", "rejected")})
+    dropped = list(out.dropped) + [
+        dropped_text(s.t0_ms, s.t1_ms, why, s.text, lang=lang, words=sum(1 for w in out.words if w.seq == s.seq),
+                     evidence=evidence) for s in out.segments]
+    dropped.sort(key=lambda d: d.t0_ms)
+    reason = (f"no English speech: spoken language {lang} (p={verdict['p']:.2f}) in the whole recording; "
+              "use --model base" if verdict["p"] >= 0.5 else
+              f"no English speech: spoken language not English in the whole recording (perhaps {lang}, "
+              f"p={verdict['p']:.2f}); use --model base")
+    return replace(out, segments=(), words=(), doubtful=(), dropped=tuple(dropped), language=lang,
+                   language_probability=verdict["p"], reason=reason)
 
 
-def judge(out: dict, samples: np.ndarray, core: list[tuple[int, int]], check, model_label: str | None) -> dict | None:
+def judge(out: Decoded, samples: np.ndarray, core: list[tuple[int, int]], check,
+          model_label: str | None) -> Decoded:
     """Decide the recording's language (:func:`hear`, :func:`decide`) and, when it is not English, drop what
-    the English-only model wrote (:func:`drop_all`). Returns the verdict, or None."""
+    the English-only model wrote (:func:`drop_all`). Returns ``out``, or what is left of it."""
     rejected = rejected_share(out)
-    probs = [w["prob"] for w in out["words"] if "prob" in w]
+    probs = [w.prob for w in out.words]
     word_p = float(np.mean(probs)) if probs else 0.0
-    verdict = decide(hear(samples, core, check), rejected, word_p) if out["words"] or rejected else None
-    if verdict is not None:
-        drop_all(out, verdict, model_label)
-    return verdict
+    verdict = decide(hear(samples, core, check), rejected, word_p) if out.words or rejected else None
+    return drop_all(out, verdict, model_label) if verdict is not None else out

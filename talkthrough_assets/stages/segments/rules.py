@@ -10,6 +10,8 @@ import zlib
 
 import numpy as np
 
+from talkthrough_assets.model.transcript import Evidence, Span
+
 LANGUAGE_CHECK_WORD_PROB = 0.7  # a segment whose mean word probability is under this is checked ...
 LANGUAGE_CHECK_LOGPROB = -0.5  # ... and one whose window avg_logprob is under this. On the eval set the 95
 # segments tiny.en wrote over non-English speech had avg_logprob <= -0.60, or (two, at -0.20 and -0.47) a mean
@@ -43,6 +45,18 @@ LANGUAGE_KEEP_WORD_P = 0.8
 MAX_WORDS_PER_S = 8.0  # faster than anyone speaks: the aligned timing of such a segment is not its audio's
 LOOP_MIN_REPEATS = 3  # a phrase said this many times in a row ends a segment's text (2 for phrases of
 LOOP_LONG_PHRASE = 4  # at least this many words)
+
+
+def ms(t: float) -> int:
+    """Seconds (Whisper's times) as whole ms."""
+    return int(round(t * 1000))
+
+
+def dropped_text(t0_ms: int, t1_ms: int, reason: str, text: str, *, lang: str | None = None,
+                 words: int | None = None, evidence: Evidence | None = None) -> Span:
+    """What a drop rule removed: the text (``words``: how many words it was, its own count unless given), why,
+    and the language it was heard as."""
+    return Span(t0_ms, t1_ms, reason, text.strip(), lang, len(text.split()) if words is None else words, evidence)
 
 
 def _context(t0: float, t1: float, n: int) -> tuple[int, int]:
@@ -150,40 +164,6 @@ def _trimmed(model, s, n_words: int):
     return None
 
 
-class LoopGuard:
-    """While a ``model.transcribe`` runs: a 30-s window whose text loops (compression ratio over ``threshold``,
-    faster-whisper's own measure of it) after a prompt of text said before is decoded again without that text
-    (the vocabulary, as hotwords, stays), and the result that loops less is kept. Bare faster-whisper escapes a
-    loop by sampling at a higher temperature and dropping the prompt after it (random per call); without that,
-    one looped window ("bye, bye, bye, ...") was the next window's prompt and the loop ran to the end of its
-    chunk: the last 3 min of the 10-min bench screencast, decoded again span by span by the coverage pass.
-    Beam search both times: the same words every run."""
-
-    def __init__(self, model, threshold: float | None):
-        self.model, self.threshold = model, threshold
-
-    def __enter__(self):
-        model, original = self.model, self.model.generate_with_fallback
-
-        def generate_with_fallback(encoder_output, prompt, tokenizer, options):
-            out = original(encoder_output, prompt, tokenizer, options)
-            if self.threshold is None or out[3] <= self.threshold or tokenizer.sot_prev not in prompt:
-                return out
-            bare = model.get_prompt(tokenizer, [], without_timestamps=options.without_timestamps,
-                                    hotwords=options.hotwords)
-            if bare == prompt:
-                return out
-            again = original(encoder_output, bare, tokenizer, options)
-            return again if again[3] < out[3] else out
-
-        model.generate_with_fallback = generate_with_fallback  # an instance attribute shadows the method
-        return self
-
-    def __exit__(self, *exc):
-        self.model.__dict__.pop("generate_with_fallback", None)
-        return False
-
-
 def _impossible(candidates: list, aligned: list[dict], drop) -> set[int]:
     """Segments whose aligned timing cannot be right, dropped as text (``drop``): more than
     :data:`MAX_WORDS_PER_S` words a second (Whisper wrote sentences past what a window holds, all at its end: the
@@ -212,3 +192,30 @@ def _impossible(candidates: list, aligned: list[dict], drop) -> set[int]:
 
 def _norm_text(text: str) -> str:
     return " ".join(k for k in (_key(w) for w in text.split()) if k)
+
+
+class Prefetch:
+    """The VAD gate's regions of the chunk after the one being decoded, computed in a thread of their own (Silero
+    VAD in ONNX Runtime leaves the interpreter free): its ~0.1 s of CPU per minute of audio is off the decoder's
+    critical path wherever a core is idle (an audio-only recording: Whisper decodes on one thread)."""
+
+    def __init__(self, samples: np.ndarray, bounds: list[tuple[int, int]]):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.samples, self.bounds = samples, bounds
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="vad-ahead")
+        self.ahead: dict = {}
+
+    def regions(self, i: int):
+        """Chunk ``i``'s regions (computed here when not prefetched); prefetches chunk ``i + 1``'s."""
+        if i + 1 < len(self.bounds) and i + 1 not in self.ahead:
+            a, b = self.bounds[i + 1]
+            self.ahead[i + 1] = self.pool.submit(speech_regions, self.samples[a:b])
+        fut = self.ahead.pop(i, None)
+        if fut is not None:
+            return fut.result()
+        a, b = self.bounds[i]
+        return speech_regions(self.samples[a:b])
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)

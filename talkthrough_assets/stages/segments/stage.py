@@ -12,8 +12,9 @@ the drop rules ``transcribe.py``; paths and writes are ``store``'s: ``chunks/whi
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
@@ -21,27 +22,17 @@ from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.segments import engine as E
 from talkthrough_assets.stages.segments import transcribe as T
+from talkthrough_assets.stages.segments.options import Options
 from talkthrough_assets.stages.probe import has_video
 from talkthrough_assets.stages.runner import RunContext, StageResult, digest, hms, probe_row, stage_reason, wav_path
 
-# the segments stage's code version (stage_runs, Dagster's code version, and part of every chunk's key):
-# bump it when the stage's output changes
-CODE_VERSION = "16"
+# the segments stage's code version (stage_runs, Dagster's code version): bump it when the stage's tables change
+CODE_VERSION = "17"
+# the version of a chunk's decoding, part of every chunk's key: bump it (and CODE_VERSION) when what a chunk decodes
+# to changes; CODE_VERSION alone re-makes the tables from the stored chunk results (17: the transcripts row's spans
+# became structs, the chunks' words did not change)
+DECODE_VERSION = "16"
 FAILED_PREFIX = "Whisper failed on "  # the segments stage's reason when some chunks failed (re-run retries them)
-
-
-@dataclass(frozen=True)
-class Options:
-    """What the segments stage runs with (built by ``pipeline.options`` from its settings and the environment)."""
-
-    whisper_model: str | None  # the settings its config hash covers (transcribe.SETTINGS)
-    language: str | None
-    vocabulary: str | None
-    beam_size: int
-    device: str = field(metadata={"env": "TALKTHROUGH_DEVICE"})  # the engine: in the config hash too
-    compute_type: str | None = field(metadata={"env": "TALKTHROUGH_COMPUTE_TYPE"})
-    threads: int | None = field(metadata={"env": "TALKTHROUGH_WHISPER_THREADS"})  # None: engine.cpu_threads
-    chunk_s: float = field(metadata={"env": "TALKTHROUGH_CHUNK_S"})
 
 
 def engine_fingerprint(opts: Options) -> dict:
@@ -56,7 +47,7 @@ def fingerprint(opts: Options) -> str:
     stage_cfg = {k: getattr(opts, k) for k in T.SETTINGS}
     if (engine := engine_fingerprint(opts)):
         stage_cfg["_engine"] = engine
-    return C.fingerprint(stage_cfg, BASE_IN_MEMORY if base_model_installed() else None, CODE_VERSION)
+    return C.fingerprint(stage_cfg, BASE_IN_MEMORY if base_model_installed() else None, DECODE_VERSION)
 
 
 def load(key: str) -> bytes | None:
@@ -67,19 +58,18 @@ def save(key: str, blob: bytes) -> None:
     store.put_bytes(store.chunk_result_key(key), blob)
 
 
-def transcribe(rid: str, samples, opts: Options, *, on_chunk=None, **decode_kw) -> dict:
+def transcribe(rid: str, samples, opts: Options, engine: E.Engine, *, on_chunk=None) -> C.Chunked:
     """The segments stage's output for ``rid`` from its chunks (stored ones reused, the rest decoded and
-    stored one by one); the chunk plan is written first, so coverage can be read while it runs. Adds
-    ``"reason"`` when some chunks failed."""
-    out = C.transcribe_chunked(samples, fp=fingerprint(opts), load=load, save=save, on_chunk=on_chunk,
-                               chunk_s=opts.chunk_s,
-                               on_plan=lambda rows: store.write_table("chunks", rid, rows), **decode_kw)
-    failed = out["chunks"]["failed"]
-    if failed:
-        ranges = "; ".join(f"{hms(f['t0_ms'] / 1000)}-{hms(f['t1_ms'] / 1000)}: {f['reason']}" for f in failed)
-        out["reason"] = (f"{FAILED_PREFIX}{len(failed)} of {out['chunks']['total']} chunks ({ranges}); "
-                         "the next run decodes them again")
-    return out
+    stored one by one); the chunk plan is written first, so coverage can be read while it runs. Its ``reason``
+    says which chunks failed, if any."""
+    out = C.transcribe_chunked(samples, opts, engine, fp=fingerprint(opts), load=load, save=save, on_chunk=on_chunk,
+                               on_plan=lambda rows: store.write_table("chunks", rid, rows))
+    failed = out.report.failed
+    if not failed:
+        return out
+    ranges = "; ".join(f"{hms(f.t0_ms / 1000)}-{hms(f.t1_ms / 1000)}: {f.reason}" for f in failed)
+    return replace(out, reason=f"{FAILED_PREFIX}{len(failed)} of {out.report.total} chunks ({ranges}); "
+                               "the next run decodes them again")
 
 
 def clear_plan(rid: str) -> None:
@@ -110,16 +100,16 @@ def coverage(rid: str) -> dict | None:
             "text": C.covered_text(rows, have)}
 
 
-def metadata(rid: str, report: dict | None) -> dict:
+def metadata(rid: str, report: C.Report | None) -> dict:
     """The segments stage's Dagster metadata about chunks: coverage and what this run did."""
     cov = coverage(rid)
     if cov is None:
         return {}
     md = {"coverage": cov["text"], "chunks": cov["chunks"], "chunks_covered": cov["covered"]}
     if report:
-        md.update(chunks_reused=report["reused"], chunks_decoded=report["decoded"],
-                  chunks_corrupt_recomputed=report["corrupt"], chunks_failed=len(report["failed"]),
-                  chunks_unstored=report["unstored"], chunks_redecoded_without_context=report.get("recontext", 0))
+        md.update(chunks_reused=report.reused, chunks_decoded=report.decoded,
+                  chunks_corrupt_recomputed=report.corrupt, chunks_failed=len(report.failed),
+                  chunks_unstored=report.unstored, chunks_redecoded_without_context=report.recontext)
     return md
 
 
@@ -152,52 +142,47 @@ def prewarm(rid: str, opts: Options, engines, ctx: RunContext) -> None:
     a thread while Dagster was imported decoded its first chunk at ~5x the CPU (the 30-min bench meeting's first
     3-min chunk: 74 s of CPU vs 13 s when loaded first, same output; bench/bench_partial.py, whose first partial
     transcript waited for it)."""
-    from talkthrough_assets.store.models import resolve_whisper
-
-    threads = E.cpu_threads(shared=bool(ctx.beside) and has_video(rid), override=opts.threads)
     try:
-        model = engines.whisper.model(resolve_whisper(opts.whisper_model)[0], threads, opts.device, opts.compute_type)
-        if not model.model.is_multilingual:
+        engine = E.Engine.of(opts, engines.whisper, shared=bool(ctx.beside) and has_video(rid))
+        if not engine.model().model.is_multilingual:
             # the language check's multilingual model too (read from its wheels into memory, ~0.3 s, and loaded,
             # ~0.6 s; nothing written to disk): while Dagster opens in its thread here rather than at the first
             # doubtful segment
-            E.warm_language_checker(engines.whisper, threads, opts.device, opts.compute_type)
+            E.warm_language_checker(engine.whisper, engine.threads, engine.device, engine.compute)
     except Exception:  # the stage itself reports a missing or broken model, with a reason
         pass
 
 
 def run(rid: str, opts: Options, engines, *, ctx: RunContext | None = None) -> StageResult:
-    from talkthrough_assets.store.models import resolve_whisper
-
     ctx = ctx or RunContext.alone(rid, "segments")
     p = probe_row(rid)
-    ref, label = resolve_whisper(opts.whisper_model)
-    peak = 0
+    peak, report, reason = 0, None, None
     audio_reason = stage_reason(rid, "audio")
     if not p["has_audio"] or audio_reason:
-        out = T.unavailable(audio_reason or "no audio stream (video-only file)", label)
+        from talkthrough_assets.store.models import resolve_whisper
+
+        out = T.unavailable(audio_reason or "no audio stream (video-only file)", resolve_whisper(opts.whisper_model)[1])
         clear_plan(rid)
     else:
         samples = audio_stage.load_wav(wav_path(rid))  # read once: transcript + loudness check
         peak = audio_stage.peak(samples)
         shared = bool(ctx.beside) and bool(p["has_video"])  # the visual branch runs beside it
-        # in chunks, each stored as soon as it is decoded under a content key (stages/chunks.py)
-        out = transcribe(rid, samples, opts, on_chunk=_progress_to(ctx), model_ref=ref, model_label=label,
-                         language=opts.language, threads=E.cpu_threads(shared=shared, override=opts.threads),
-                         vocabulary=opts.vocabulary, beam_size=int(opts.beam_size), whisper=engines.whisper,
-                         device=opts.device, compute=opts.compute_type)
-        if not out["chunks"]["total"] - len(out["chunks"]["failed"]):
-            raise StageError(out["reason"])
-    store.write_table("segments", rid, out["segments"])
-    store.write_table("words", rid, out["words"])
-    store.write_table("transcripts", rid, [out["meta"]])
-    m = out["meta"]
-    head = " ".join(s["text"] for s in out["segments"][:5])[:400]
-    md = {"available": m["available"], "reason": m["reason"] or "", "language": m["language"] or "",
-          "segments": m["segment_count"], "words": m["word_count"], "transcript_head": head,
-          "elapsed_s": m["elapsed_s"], "dropped_segments": m.get("dropped_count") or 0,
+        # in chunks, each stored as soon as it is decoded under a content key (chunks.py)
+        done = transcribe(rid, samples, opts, E.Engine.of(opts, engines.whisper, shared=shared),
+                          on_chunk=_progress_to(ctx))
+        out, report, reason = done.transcript, done.report, done.reason
+        if not report.total - len(report.failed):
+            raise StageError(reason)
+    store.write_table("segments", rid, out.segments)
+    store.write_table("words", rid, out.words)
+    store.write_table("transcripts", rid, [out.meta])
+    m = out.meta
+    head = " ".join(s.text for s in out.segments[:5])[:400]
+    md = {"available": m.available, "reason": m.reason or "", "language": m.language or "",
+          "segments": m.segment_count, "words": m.word_count, "transcript_head": head,
+          "elapsed_s": m.elapsed_s, "dropped_segments": m.dropped_count,
           **{k: v for k, v in T.quality(m).items() if k in ("dropped_words", "doubtful_segments", "speech_s",
                                                             "uncovered_speech_s")},
-          **metadata(rid, out.get("chunks"))}
-    checks = [T.transcript_check(p["has_audio"] and peak > 1000, m["segment_count"])]
-    return StageResult(md, digest(out["segments"]), checks, reason=out.get("reason"))
+          **metadata(rid, report)}
+    checks = [T.transcript_check(p["has_audio"] and peak > 1000, m.segment_count)]
+    return StageResult(md, digest([dataclasses.asdict(s) for s in out.segments]), checks, reason=reason)

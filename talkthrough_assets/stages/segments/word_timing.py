@@ -235,12 +235,13 @@ class WindowAligner:
     it ("... at the | train station") were never decoded (3 clips of the eval set lost their last words).
     Decoding without word timestamps keeps bare faster-whisper's windows; each window's segments are then
     aligned with faster-whisper's own DTW (``add_word_timestamps``), as it does, on the window's encoder
-    output, which :meth:`watch` captures while the decoder runs (encoding a window again cost ~50 % of the
+    output, which :meth:`capture` is handed while the decoder runs (encoding a window again cost ~50 % of the
     decoding time on a screencast).
 
     Use::
 
-        with WindowAligner(model, n_samples) as al:
+        al = WindowAligner(model, n_samples)
+        with model.hooks(on_encode=al.capture):
             segments_iter, info = model.transcribe(samples, word_timestamps=False, ...)
             al.language = info.language
             for s in segments_iter:           # lazily: a window's segments come before the next encode
@@ -263,19 +264,9 @@ class WindowAligner:
         self._last_speech = 0.0
         self.results: list[dict] = []
 
-    def __enter__(self):
-        original = self.model.encode
-
-        def encode(features):
-            self._last = original(features)
-            return self._last
-
-        self.model.encode = encode  # an instance attribute shadows the method while decoding
-        return self
-
-    def __exit__(self, *exc):
-        self.model.__dict__.pop("encode", None)
-        return False
+    def capture(self, encoder_output) -> None:
+        """The model's ``on_encode`` hook (``adapter.WhisperAdapter.hooks``): the window now decoding was encoded so."""
+        self._last = encoder_output
 
     def seen(self, segment) -> None:
         seek = int(segment.seek)

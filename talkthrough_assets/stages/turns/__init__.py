@@ -258,8 +258,4 @@ def stale(rid: str, cfg: dict, stage_run: dict | None, opts: "Options | None" = 
     return True
 
 
-__all__ = [
-    "CODE_VERSION", "ENGINE", "run_turns", "parse_num_speakers", "AUTO",
-    # re-exported for callers of the stage: its failure mode
-    "ModelUnavailable", "resolve_models",
-]
+__all__ = ["CODE_VERSION", "ENGINE", "run_turns"]
