@@ -88,7 +88,7 @@ def render(snap: snapshot.Snapshot, thumb, large=None) -> str:
         f"<script>{SCRIPT}</script></body></html>"])
 
 
-def _header(snap: snapshot.Snapshot, unique: int, labels: list[str], names: dict) -> str:
+def _header(snap: snapshot.Snapshot, unique: int, labels: list[str], names: dict[str, str]) -> str:
     """The file name and the facts of the recording: its id, duration, wall clock, models, counts, speakers."""
     rec, wc = snap.rec, snap.wall_clock
     tr = snap.manifest.transcript
@@ -109,8 +109,8 @@ def _header(snap: snapshot.Snapshot, unique: int, labels: list[str], names: dict
             + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts) + "</dl></header>")
 
 
-def _timeline(snap: snapshot.Snapshot, unique: list[FrameItem], labels: list[str], colour: dict, names: dict,
-              thumb, large) -> str:
+def _timeline(snap: snapshot.Snapshot, unique: list[FrameItem], labels: list[str], colour: dict[str, str],
+              names: dict[str, str], thumb, large) -> str:
     """Every scene once (thumbnails, each with its times), turns as bands, cuts as ticks; each part only when it
     has something to show (an audio-only recording without speakers has no timeline at all)."""
     if not unique and not snap.turns:
@@ -152,7 +152,7 @@ def _thumb_button(f: FrameItem, wc: WallClock | None, thumb, large) -> str:
             + (f"<span class=wall>{_e(formats.time_of_day(wall))}</span>" if wall else "") + "</small></button>")
 
 
-def _transcript(snap: snapshot.Snapshot, colour: dict, names: dict) -> str:
+def _transcript(snap: snapshot.Snapshot, colour: dict[str, str], names: dict[str, str]) -> str:
     """A line per segment: its times, speaker and text, and what was on screen then (folded)."""
     if not snap.segments:
         return f"<li class=none>{_e(snap.transcript_reason or 'no transcript')}</li>"
