@@ -114,9 +114,11 @@ def read(rid: str, sig: tuple | None = None) -> Snapshot | None:
             return None
         sig = (st.st_ino, st.st_size, st.st_mtime_ns)
     try:
-        m = json.loads(data)
-    except ValueError:
+        m = Manifest.from_json_bytes(data)
+    except json.JSONDecodeError:
         raise DamagedManifest(f"manifest of {rid} is not valid JSON") from None
+    except (TypeError, ValueError) as e:
+        raise DamagedManifest(f"manifest of {rid} is not a valid talkthrough-manifest/v1 ({type(e).__name__})") from None
     return build(rid, m, sig)
 
 

@@ -129,3 +129,15 @@ def test_the_typed_load_reads_manifests_of_earlier_writers():
     bad = dict(_build().to_json(), frames={"count": 1})
     with pytest.raises(ValueError, match="frames"):
         model.Manifest.from_json(bad)
+
+
+def test_the_typed_load_from_bytes_is_the_same_and_says_when_it_is_not_json():
+    m = _hour_manifest()
+    assert model.Manifest.from_json_bytes(json.dumps(m.to_json()).encode()) == m
+    old = dict(_build().to_json(), wall_clock={"start_utc": None, "tz_offset_min": None, "source": None,
+                                               "confidence": None})
+    assert model.Manifest.from_json_bytes(json.dumps(old)).wall_clock is None  # read as from_json reads it
+    with pytest.raises(json.JSONDecodeError):
+        model.Manifest.from_json_bytes(b'{"schema": "talkthrough-manifest/v1", "job_id": ')
+    with pytest.raises(ValueError, match="frames"):
+        model.Manifest.from_json_bytes(json.dumps(dict(_build().to_json(), frames={"count": 1})))
