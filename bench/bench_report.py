@@ -53,7 +53,6 @@ def paint_ms(browser, html: str) -> tuple[float, float]:
 
 
 def synthetic(hours: float, frame_files: list[str]):
-
     total = int(hours * 3_600_000)
     words = ("so the deploy pipeline failed again on staging because the config map was not "
              "synced and we need to roll back before the release window closes").split()
@@ -95,6 +94,7 @@ def main() -> None:
     from talkthrough_assets.app import service
     from talkthrough_assets.read import formats
     from talkthrough_assets.read import report
+    from talkthrough_assets.read import snapshot
 
     pages = {}
     inputs = [(SCREENCAST_PATH, {}), (TWO_VOICES_PATH, {"diarize": True})]
