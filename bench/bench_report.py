@@ -53,8 +53,6 @@ def paint_ms(browser, html: str) -> tuple[float, float]:
 
 
 def synthetic(hours: float, frame_files: list[str]):
-    from talkthrough_assets.read import snapshot
-
     total = int(hours * 3_600_000)
     words = ("so the deploy pipeline failed again on staging because the config map was not "
              "synced and we need to roll back before the release window closes").split()
@@ -71,11 +69,12 @@ def synthetic(hours: float, frame_files: list[str]):
     frames = [{"ms": k * step, "file": frame_files[k % len(frame_files)], "duplicate_of": None,
                "ocr_text": ("Quarterly review - Revenue by region - EMEA 41% APAC 22% Americas 37% " * 5)[:300]}
               for k in range(120)]
-    return snapshot.Snapshot(rid="0123456789abcdef", sig=(0,), rec={
-        "filename": f"synthetic {hours:g} h meeting.mp4", "kind": "video", "duration_ms": total, "language": "en",
-        "transcript_available": True}, wall_clock={"start_utc": "2026-03-14T09:00:00+00:00", "tz_offset_min": 60,
-                                                   "source": "cli", "confidence": "high"},
-        segments=segs, words=[], frames=frames, diarized=True, names={"S1": "Alice", "S2": "Bob"}, turns=turns)
+    import manifests  # tests/manifests.py: a typed manifest, read back through its published JSON
+
+    return manifests.snap(segs, frames, filename=f"synthetic {hours:g} h meeting.mp4", duration_ms=total,
+                          wall_clock={"start_utc": "2026-03-14T09:00:00+00:00", "tz_offset_min": 60, "source": "cli",
+                                      "confidence": "high"},
+                          names={"S1": "Alice", "S2": "Bob"}, turns=turns, model_name="tiny.en", has_video=True)
 
 
 def main() -> None:
@@ -106,10 +105,10 @@ def main() -> None:
         assert s["status"] in ("processed", "cached"), s
         rid = s["recording_id"]
         pages[path.name] = (report.build(rid), formats.export(rid, "json"))
-    frame_files = [f["file"] for f in snapshot.read(service.recording_id_for(SCREENCAST_PATH)).frames]
+    frame_files = [f.file for f in snapshot.read(service.recording_id_for(SCREENCAST_PATH)).frames]
     snap = synthetic(args.hours, frame_files)
     names = snap.names
-    pages[snap.rec["filename"]] = (report.render(snap, {"transcript": {"model": "tiny.en"}}, report._thumb),
+    pages[snap.rec.filename] = (report.render(snap, report._thumb),
                                    formats.render("json", snap.segments, names, snap.wall_clock))
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])

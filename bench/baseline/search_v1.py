@@ -21,6 +21,7 @@ from talkthrough_assets import store
 from talkthrough_assets.model import terms as terms_stage
 
 from talkthrough_assets.read import snapshot
+from talkthrough_assets.read.index import snapshot_parts
 
 BATCH = 200  # recordings per insert batch
 WARM_WAIT_S = 5.0  # a reader's wait for the server's first index build (then: a partial answer, said so)
@@ -74,7 +75,9 @@ def rows_for(snap: snapshot.Snapshot, out: dict[str, dict[str, list]] | None = N
     """Append one recording's index rows to ``out`` (table -> column -> values, :data:`SCHEMAS` order)."""
     if out is None:
         out = {t: {c: [] for c in s.names} for t, s in SCHEMAS.items()}
-    rid, r = snap.rid, snap.rec
+    # the typed snapshot in the dict shapes this baseline was written against
+    rid = snap.rid
+    r, segments, words, frame_rows, names = snapshot_parts(snap)
     for c in SCHEMAS["recordings"].names:
         out["recordings"][c].append(rid if c == "recording" else snap.generation if c == "generation" else r[c])
     docs, terms, frames = out["docs"], out["terms"], out["frames"]
@@ -91,11 +94,11 @@ def rows_for(snap: snapshot.Snapshot, out: dict[str, dict[str, list]] | None = N
             for col, v in zip(t_cols, (rid, source, ref, first.get(term, t0), term, tf, n)):
                 col.append(v)
 
-    firsts = {s["seq"]: f for s, f in zip(snap.segments, _first_word_times(snap.segments, snap.words))}
-    for s in snap.segments:
+    firsts = {s["seq"]: f for s, f in zip(segments, _first_word_times(segments, words))}
+    for s in segments:
         who = s.get("speaker")
-        doc("transcript", s["seq"], s["t0_ms"], s["t1_ms"], who, snap.names.get(who) if who else None, s["text"])
-    for f in snap.frames:
+        doc("transcript", s["seq"], s["t0_ms"], s["t1_ms"], who, names.get(who) if who else None, s["text"])
+    for f in frame_rows:
         frames["recording"].append(rid)
         frames["ms"].append(f["ms"])
         frames["unique_ms"].append(f["ms"] if f["duplicate_of"] is None else f["duplicate_of"])

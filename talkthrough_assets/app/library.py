@@ -6,8 +6,12 @@ Plain functions returning data; the CLI prints it. Our own failures raise :class
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from talkthrough_assets.core.errors import TalkthroughError, UsageError
+
+if TYPE_CHECKING:
+    from talkthrough_assets.read.report import Written
 
 
 class QueryFailed(TalkthroughError):
@@ -108,9 +112,9 @@ def output_file(output: Path, default_name: str) -> Path:
     return output
 
 
-def write_report(ref: str, output: Path | None = None) -> dict:
+def write_report(ref: str, output: Path | None = None) -> Written:
     """The offline HTML page of a recording (id or file), at ``output`` or talkthrough-report-ID.html here:
-    its path and size."""
+    where it went and its size."""
     from talkthrough_assets.app import service
     from talkthrough_assets.read import report
 

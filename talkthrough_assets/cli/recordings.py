@@ -191,4 +191,4 @@ def report(
     except OURS as e:
         console().print(f"[red]{esc(e)}[/red]", highlight=False)
         raise typer.Exit(2)
-    console(stderr=False).print(f"wrote {esc(done['path'])} ({done['size_bytes'] / 1024:.0f} KiB)", highlight=False)
+    console(stderr=False).print(f"wrote {esc(done.path)} ({done.size_bytes / 1024:.0f} KiB)", highlight=False)

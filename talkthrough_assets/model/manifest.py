@@ -20,7 +20,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Literal
 
-from talkthrough_assets.model.wallclock import view as wallclock_view
 
 SCHEMA = "talkthrough-manifest/v1"
 SCHEMA_FILE = "manifest.schema.json"
@@ -205,6 +204,28 @@ class Manifest:
         """The manifest as published (plain JSON values, ``omit`` fields left out when None)."""
         return _plain(self)
 
+    @classmethod
+    def from_json(cls, obj) -> Manifest:
+        """The typed manifest of a parsed manifest (what :meth:`to_json` wrote, or any v1 manifest published
+        before: keys added since have defaults). Lax where JSON is (an int for a float, a list for a pair) and
+        blind to keys it does not know, so a reader serves what an older or newer writer published; the schema
+        check stays the writer's (:func:`validate`). pydantic's ValidationError (a ValueError) names what
+        does not fit."""
+        wc = obj.get("wall_clock") if isinstance(obj, dict) else None
+        if wc is not None and not (isinstance(wc, dict) and wc.get("start_utc")):
+            obj = {**obj, "wall_clock": None}  # an anchor without a start time is no anchor (wallclock.view)
+        return _adapter().validate_python(obj, strict=False, extra="ignore")
+
+    @classmethod
+    def from_json_bytes(cls, data: bytes | str) -> Manifest:
+        """:meth:`from_json` of a manifest's text, parsed and typed in one pass by pydantic-core (faster than
+        ``json.loads`` and then the records); one that needs the lenient reading goes through :meth:`from_json`.
+        json.JSONDecodeError when it is not JSON."""
+        try:
+            return _adapter().validate_json(data, strict=False, extra="ignore")
+        except ValueError:
+            return cls.from_json(json.loads(data))
+
 
 def _plain(value):
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -215,6 +236,13 @@ def _plain(value):
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+@lru_cache(maxsize=1)
+def _adapter():
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Manifest)
 
 
 # --------------------------------------------------------------------------- the JSON Schema and the check
@@ -278,40 +306,64 @@ def dumps(manifest: dict) -> str:
     return json.dumps(manifest, indent=2, ensure_ascii=False)
 
 
-def loads(text: str) -> dict:
-    """A manifest's parsed JSON, once it validates (ValueError naming the problems otherwise)."""
+def loads(text: str) -> Manifest:
+    """The typed manifest of a manifest's text, once it validates (ValueError naming the problems otherwise)."""
     m = json.loads(text)
     problems = validate(m)
     if problems:
         raise ValueError("invalid manifest: " + "; ".join(problems))
-    return m
+    return Manifest.from_json(m)
 
 
 # --------------------------------------------------------------------------- a recording's listing row
 
-def recording_row(m: Manifest | dict, manifest_path: str | None = None) -> dict:
-    """The one shape of a recording's listing row, from its manifest (typed, or its parsed JSON): the
-    ``recordings`` table's row (the manifest stage) and the MCP server's library row
-    (``talkthrough_assets.read.snapshot``) are both this. Raises KeyError/TypeError/ValueError on a manifest that
-    is not talkthrough-manifest/v1."""
-    if isinstance(m, Manifest):
-        m = m.to_json()
-    media, tr, fr = m["media"], m["transcript"], m["frames"]
-    wc = wallclock_view(m.get("wall_clock")) or {}
-    di = tr.get("diarization") or {}
-    diarized = bool(di.get("available"))
-    return {
-        "filename": media["filename"], "path": media.get("path"), "kind": media.get("kind"),
-        "duration_ms": int(round(float(media.get("duration_s") or 0) * 1000)), "size_bytes": media.get("size_bytes"),
-        "recorded_at": wc.get("start_utc"), "tz_offset_min": wc.get("tz_offset_min"),
-        "wall_clock_source": wc.get("source"), "wall_clock_confidence": wc.get("confidence"),
-        "language": tr.get("language"), "segment_count": len(tr.get("segments") or []),
-        "frame_count": int(fr.get("count") or 0), "unique_frame_count": int(fr.get("unique_count") or 0),
-        "diarized": diarized, "speaker_count": len(di.get("speakers") or []) if diarized else 0,
-        "has_audio": bool(media.get("has_audio")), "has_video": bool(media.get("has_video")),
-        "transcript_available": bool(tr.get("available")), "manifest_path": manifest_path,
-        "processed_at": m.get("created_at"),
-    }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordingRow:
+    """A recording's listing row: the ``recordings`` table's row (the manifest stage) and, less its paths, the
+    MCP server's library row (``talkthrough_assets.read.snapshot``)."""
+
+    filename: str
+    path: str | None
+    kind: str | None
+    duration_ms: int
+    size_bytes: int | None
+    recorded_at: str | None
+    tz_offset_min: int | None
+    wall_clock_source: str | None
+    wall_clock_confidence: str | None
+    language: str | None
+    segment_count: int
+    frame_count: int
+    unique_frame_count: int
+    diarized: bool
+    speaker_count: int
+    has_audio: bool
+    has_video: bool
+    transcript_available: bool
+    manifest_path: str | None
+    processed_at: str | None
+
+    def to_json(self) -> dict:
+        """The row as the ``recordings`` table stores it (its columns in this order)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def recording_row(m: Manifest, manifest_path: str | None = None) -> RecordingRow:
+    """The one shape of a recording's listing row, from its typed manifest."""
+    media, tr, fr, wc = m.media, m.transcript, m.frames, m.wall_clock
+    if wc is not None and not wc.start_utc:  # an anchor without a time is no anchor
+        wc = None
+    diarized = bool(tr.diarization is not None and tr.diarization.available)
+    return RecordingRow(
+        filename=media.filename, path=media.path, kind=media.kind,
+        duration_ms=int(round(float(media.duration_s or 0) * 1000)), size_bytes=media.size_bytes,
+        recorded_at=wc.start_utc if wc else None, tz_offset_min=wc.tz_offset_min if wc else None,
+        wall_clock_source=wc.source if wc else None, wall_clock_confidence=wc.confidence if wc else None,
+        language=tr.language, segment_count=len(tr.segments), frame_count=int(fr.count or 0),
+        unique_frame_count=int(fr.unique_count or 0), diarized=diarized,
+        speaker_count=len(tr.diarization.speakers) if diarized else 0, has_audio=bool(media.has_audio),
+        has_video=bool(media.has_video), transcript_available=bool(tr.available), manifest_path=manifest_path,
+        processed_at=m.created_at)
 
 
 if __name__ == "__main__":  # python -m talkthrough_assets.model.manifest PATH: write the generated schema

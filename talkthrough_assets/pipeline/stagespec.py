@@ -139,7 +139,7 @@ def _publish_report(rid: str, _result, _names: list[str]) -> dict:
     from talkthrough_assets.read import contact_sheet, report
 
     try:
-        out = {"report": report.publish(rid)["path"]}
+        out = {"report": report.publish(rid).path}
     except Exception as e:  # a view of what is already published: say so and go on
         raise RuntimeError(f"report not written: {type(e).__name__}: {e}") from e
     try:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from talkthrough_assets.model import manifest as model
 from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read.args import dumps
@@ -53,9 +54,10 @@ class WallClock(Answer):
     confidence: str | None
 
     @classmethod
-    def of(cls, wc: dict | None) -> WallClock | None:
-        """From the snapshot's wall-clock view (None: no anchor)."""
-        return None if wc is None else cls(**{k: wc.get(k) for k in cls.model_fields})
+    def of(cls, wc: model.WallClock | None) -> WallClock | None:
+        """From the manifest's wall clock (None: no anchor)."""
+        return None if wc is None else cls(start_utc=wc.start_utc, tz_offset_min=wc.tz_offset_min, source=wc.source,
+                                           confidence=wc.confidence)
 
 
 class Segment(Answer):
@@ -71,17 +73,18 @@ class Segment(Answer):
     text: str
 
     @classmethod
-    def of(cls, seg: dict, names: dict[str, str], wc: dict | None, with_t_wall: bool = True) -> Segment:
+    def of(cls, seg: model.Segment, names: dict[str, str], wc: model.WallClock | None,
+           with_t_wall: bool = True) -> Segment:
         """A stored segment; ``t_wall`` only with ``with_t_wall`` (it is ``wall_clock.start_utc`` + ``t_ms``)."""
-        given = {"t_wall": t_wall(wc, seg["t0_ms"])} if with_t_wall else {}
-        who = seg.get("speaker")
+        given = {"t_wall": t_wall(wc, seg.t0_ms)} if with_t_wall else {}
+        who = seg.speaker
         if who:
             given["speaker"] = who
             if who in names:
                 given["speaker_name"] = names[who]
-            if seg.get("overlap"):
-                given["overlap"] = list(seg["overlap"])
-        return cls(seq=seg["seq"], t_ms=seg["t0_ms"], t1_ms=seg["t1_ms"], text=seg["text"], **given)
+            if seg.overlap:
+                given["overlap"] = list(seg.overlap)
+        return cls(seq=seg.seq, t_ms=seg.t0_ms, t1_ms=seg.t1_ms, text=seg.text, **given)
 
 
 class PartialMark(Answer):

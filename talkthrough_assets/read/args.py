@@ -43,10 +43,10 @@ def ms_arg(name: str, value, *, required: bool = False) -> int | None:
     return value
 
 
-def range_arg(rec: dict, start_ms, end_ms) -> tuple[int, int]:
+def range_arg(duration_ms: int | None, start_ms, end_ms) -> tuple[int, int]:
     s = ms_arg("start_ms", start_ms)
     e = ms_arg("end_ms", end_ms)
-    duration = int(rec["duration_ms"] or 0)
+    duration = int(duration_ms or 0)
     if s is not None and e is not None and s > e:
         raise InvalidArgument(f"start_ms ({s}) is after end_ms ({e})", hint="pass start_ms <= end_ms")
     if s is not None and duration and s > duration:

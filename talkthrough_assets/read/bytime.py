@@ -19,7 +19,7 @@ from talkthrough_assets.read.answers import Answer, ErrorBody
 from talkthrough_assets.read.errors import InvalidArgument, ReadError
 from talkthrough_assets.read.images import Image, ImageResult
 from talkthrough_assets.read.moment import Moment
-from talkthrough_assets.read.timeline import LOW, Timeline, epoch_ms, from_ms
+from talkthrough_assets.read.timeline import Timeline, epoch_ms, from_ms
 
 AT_MAX_RECORDINGS = 3          # moments per get_moment_at answer (overlapping recordings, ranked: see _ranked)
 AT_TRANSCRIPT_CHARS = 24_000   # shared by its moments' transcript slices
@@ -134,25 +134,21 @@ def filter_rows(rows: list[Row], win: Window) -> list[Row]:
     return out
 
 
-def low(rec: dict) -> bool:
-    return rec.get("wall_clock_confidence") == LOW
-
-
 def listed_ids(timeline: Timeline, win: Window) -> list[str]:
     """Recordings whose anchored span meets the window."""
-    return [timeline.recs[j]["recording"] for j in timeline.overlapping(*win.ms())]
+    return [timeline.recs[j].recording for j in timeline.overlapping(*win.ms())]
 
 
 def _brief(timeline: Timeline, j: int, tz: tzinfo) -> Brief:
     rec = timeline.recs[j]
-    return Brief(recording=rec["recording"], filename=rec["filename"],
+    return Brief(recording=rec.recording, filename=rec.filename,
                  start=timeq.iso(from_ms(int(timeline.start[j])), tz), end=timeq.iso(from_ms(int(timeline.end[j])), tz))
 
 
 def _ranked(timeline: Timeline, found: list[int]) -> list[int]:
     """What an agent asking about an instant needs first: a recording with a screen (the only frame of the moment
     must not be the one left to `more`), then one whose wall clock is trusted, then the earliest started."""
-    return sorted(found, key=lambda j: (timeline.recs[j].get("kind") != "video", bool(low(timeline.recs[j])),
+    return sorted(found, key=lambda j: (timeline.recs[j].kind != "video", timeline.recs[j].low,
                                         int(timeline.start[j])))
 
 
@@ -177,17 +173,17 @@ def moment_at(timeline: Timeline, get_moment: Callable[..., ImageResult[Moment]]
         rec = timeline.recs[j]
         offset = int(t - timeline.start[j])
         try:
-            res = get_moment(rec["recording"], offset, window_ms, max_frames=1, transcript_chars=budget)
+            res = get_moment(rec.recording, offset, window_ms, max_frames=1, transcript_chars=budget)
         except ReadError as e:  # one recording unreadable: the others still answer
-            out.moments.append(MomentError(recording=rec["recording"], filename=rec["filename"], t_ms=offset,
+            out.moments.append(MomentError(recording=rec.recording, filename=rec.filename, t_ms=offset,
                                            **e.to_dict()))
             continue
-        if low(rec):
+        if rec.low:
             res.meta.low_confidence = True
         out.moments.append(res.meta)
-        images += [Image(f"{rec['filename']}: {img.caption}", img.data, img.mime_type) for img in res.images]
+        images += [Image(f"{rec.filename}: {img.caption}", img.data, img.mime_type) for img in res.images]
     if len(found) > AT_MAX_RECORDINGS:
-        rest = [timeline.recs[j]["recording"] for j in found[AT_MAX_RECORDINGS:]]
+        rest = [timeline.recs[j].recording for j in found[AT_MAX_RECORDINGS:]]
         out.more = (f"{len(rest)} more recording(s) cover this instant: get_moment(id, t_ms) for "
                     f"{', '.join(rest[:10])}")
     if any(isinstance(m, Moment) and m.low_confidence for m in out.moments):

@@ -32,12 +32,12 @@ QUALITY = 80
 def scenes(snap: snapshot.Snapshot) -> list[tuple[str, str]]:
     """(frame file key, caption) of every unique keyframe, in time order."""
     out = []
-    for f in sorted((f for f in snap.frames if f.get("duplicate_of") is None), key=lambda f: f["ms"]):
-        wall = t_wall(snap.wall_clock, f["ms"])
-        caption = formats.clock(f["ms"])
+    for f in sorted((f for f in snap.frames if f.duplicate_of is None), key=lambda f: f.ms):
+        wall = t_wall(snap.wall_clock, f.ms)
+        caption = formats.clock(f.ms)
         if wall:
             caption += f"  ·  {formats.time_of_day(wall)} {formats.zone(wall)}"
-        out.append((f["file"], caption))
+        out.append((f.file, caption))
     return out
 
 
@@ -74,7 +74,7 @@ def title(snap: snapshot.Snapshot, n: int) -> str:
     """What the sheet is: the file, its scene count and what its times are."""
     wall = t_wall(snap.wall_clock, 0)
     times = f"time from the start  ·  time of day ({formats.zone(wall)})" if wall else "time from the start"
-    return f"{snap.rec['filename']}  ·  {n} scene{'s' if n != 1 else ''}, each once: {times}"
+    return f"{snap.rec.filename}  ·  {n} scene{'s' if n != 1 else ''}, each once: {times}"
 
 
 def render(items: list[tuple[str, str]], heading: str = "", tile=_tile) -> bytes | None:

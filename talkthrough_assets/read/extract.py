@@ -89,7 +89,7 @@ def extract_frame(snap: snapshot.Snapshot, t_ms, crop=None, full_resolution: boo
     rec = snap.rec
     images.require_video(snap)
     t = ms_arg("t_ms", t_ms, required=True)
-    duration = int(rec["duration_ms"] or 0)
+    duration = int(rec.duration_ms or 0)
     if duration and t > duration:
         raise InvalidArgument(f"t_ms {t} is past the end of the recording (duration {duration} ms)",
                               hint=f"use 0 <= t_ms <= {duration}")
@@ -99,7 +99,7 @@ def extract_frame(snap: snapshot.Snapshot, t_ms, crop=None, full_resolution: boo
                               hint="pass a JSON boolean, or omit it")
     res = _decode(snap, t, box, full_resolution)
     wc = snap.wall_clock
-    out = ExtractedFrame(recording=snap.rid, filename=rec["filename"], requested_ms=t, frame_ms=res.frame_ms,
+    out = ExtractedFrame(recording=snap.rid, filename=rec.filename, requested_ms=t, frame_ms=res.frame_ms,
                          t_wall=t_wall(wc, res.frame_ms), width=res.width, height=res.height,
                          source_size=[res.source_width, res.source_height], exact=res.exact,
                          crop=Crop(x=box[0], y=box[1], width=box[2], height=box[3]) if box else None,
@@ -109,6 +109,6 @@ def extract_frame(snap: snapshot.Snapshot, t_ms, crop=None, full_resolution: boo
     if res.scaled and full_resolution:
         out.scale_note = f"longest side capped at {media.FULL_MAX_SIDE} px"
     cap = f"exact frame {res.frame_ms} ms" + (f" ({out.t_wall})" if wc else "") + \
-        f" from {rec['filename']}, {res.width}x{res.height}" + \
+        f" from {rec.filename}, {res.width}x{res.height}" + \
         (f", crop x={box[0]} y={box[1]} {box[2]}x{box[3]} of {res.source_width}x{res.source_height}" if box else "")
     return ImageResult(out, [Image(cap, res.jpeg)])

@@ -2,18 +2,20 @@
 ``get_transcript(format='srt')`` and ``talkthrough export --format srt`` both call :func:`srt_cue`),
 WebVTT, Markdown, plain text and JSON segments (the MCP server's JSON items, :class:`.answers.Segment`).
 
-Input is a published snapshot's segments (``seq``, ``t0_ms``, ``t1_ms``, ``text``, ``speaker`` when
-diarized), the speaker names in force and the wall clock (``None`` when unknown). User text (transcript,
+Input is a published snapshot's typed segments (``model.manifest.Segment``: ``seq``, ``t0_ms``, ``t1_ms``,
+``text``, ``speaker`` when diarized), the speaker names in force and the wall clock (``None`` when unknown). User text (transcript,
 speaker names, file names) is escaped for each format: VTT's ``&``, ``<`` and ``>``, Markdown's
 punctuation; a line break inside a segment never ends a cue.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
 from talkthrough_assets.core.errors import UsageError
+from talkthrough_assets.model import manifest as model
 from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read.answers import Segment
@@ -70,38 +72,38 @@ def speaker_tag(who: str | None, names: dict[str, str], overlap: list[str] | Non
     return tag
 
 
-def cue_end(seg: dict, following: dict | None) -> int:
+def cue_end(seg: model.Segment, following: model.Segment | None) -> int:
     """Where a cue ends: its segment's end, or the next cue's start when the segments overlap (ASR segments
     may), so no two cues are on screen at once; never before its own start."""
-    t0, t1 = int(seg["t0_ms"]), int(seg["t1_ms"])
+    t0, t1 = int(seg.t0_ms), int(seg.t1_ms)
     if following is not None:
-        t1 = min(t1, int(following["t0_ms"]))
+        t1 = min(t1, int(following.t0_ms))
     return max(t1, t0)
 
 
-def srt_cue(n: int, seg: dict, names: dict[str, str], wall: str | None = None, end_ms: int | None = None) -> str:
+def srt_cue(n: int, seg: model.Segment, names: dict[str, str], wall: str | None = None, end_ms: int | None = None) -> str:
     """One SubRip cue (number, ``start --> end`` with commas, ``[S1 Alice] `` before the text); ``end_ms``:
     :func:`cue_end` (default: the segment's end)."""
-    tag = speaker_tag(seg.get("speaker"), names, seg.get("overlap"))
+    tag = speaker_tag(seg.speaker, names, seg.overlap)
     label = f"[{tag}] " if tag else ""
     when = f"({wall}) " if wall else ""
-    end = seg["t1_ms"] if end_ms is None else end_ms
-    return f"{n}\n{srt_time(seg['t0_ms'])} --> {srt_time(end)}\n{when}{label}{_one_line(seg['text'])}\n\n"
+    end = seg.t1_ms if end_ms is None else end_ms
+    return f"{n}\n{srt_time(seg.t0_ms)} --> {srt_time(end)}\n{when}{label}{_one_line(seg.text)}\n\n"
 
 
 def vtt_escape(text: str) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def vtt_cue(seg: dict, names: dict[str, str], wall: str | None = None, end_ms: int | None = None) -> str:
+def vtt_cue(seg: model.Segment, names: dict[str, str], wall: str | None = None, end_ms: int | None = None) -> str:
     """One WebVTT cue: dotted times, the speaker as a voice span (``<v Alice>``), text escaped."""
-    t0, t1 = int(seg["t0_ms"]), int(seg["t1_ms"] if end_ms is None else end_ms)
-    who = seg.get("speaker")
+    t0, t1 = int(seg.t0_ms), int(seg.t1_ms if end_ms is None else end_ms)
+    who = seg.speaker
     voice = f"<v {vtt_escape(_one_line(names.get(who) or who))}>" if who else ""
     when = f"({vtt_escape(wall)}) " if wall else ""
-    text = _one_line(seg["text"]).replace("-->", "->")
-    if who and seg.get("overlap"):  # the voice span holds one speaker: the others heard at once go before the text
-        text = "(with " + " and ".join(names.get(o) or o for o in seg["overlap"]) + " at once) " + text
+    text = _one_line(seg.text).replace("-->", "->")
+    if who and seg.overlap:  # the voice span holds one speaker: the others heard at once go before the text
+        text = "(with " + " and ".join(names.get(o) or o for o in seg.overlap) + " at once) " + text
     return f"{vtt_time(t0)} --> {vtt_time(max(t1, t0 + 1))}\n{voice}{when}{vtt_escape(text)}\n\n"
 
 
@@ -117,7 +119,7 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", _one_line(text))
 
 
-def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | None, *,
+def render(fmt: str, segments: list[model.Segment], names: dict[str, str], wc: model.WallClock | None, *,
            wall_clock: bool = False, title: str = "", recording_id: str = "") -> str:
     """A whole transcript in ``fmt`` (one of :data:`FORMATS`). ``wall_clock``: each segment also carries
     its wall time (where the wall clock is known); SRT/VTT cue times stay recording time (players sync on
@@ -126,7 +128,7 @@ def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | Non
         raise UsageError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
 
     def wall(seg) -> str | None:
-        return t_wall(wc, seg["t0_ms"]) if wall_clock and wc else None
+        return t_wall(wc, seg.t0_ms) if wall_clock and wc else None
 
     if fmt == "srt":
         return "".join(srt_cue(i + 1, s, names, wall(s), cue_end(s, segments[i + 1] if i + 1 < len(segments) else None))
@@ -138,7 +140,8 @@ def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | Non
         return head + "\n\n" + "".join(vtt_cue(s, names, wall(s), cue_end(s, segments[i + 1] if i + 1 < len(segments) else None))
                                        for i, s in enumerate(segments))
     if fmt == "json":
-        out = {"recording": recording_id, "filename": title, "wall_clock": wc, "speaker_names": names,
+        out = {"recording": recording_id, "filename": title,
+               "wall_clock": dataclasses.asdict(wc) if wc is not None else None, "speaker_names": names,
                "segments": [Segment.of(s, names, wc).dump() for s in segments]}
         return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
     lines = []
@@ -146,16 +149,16 @@ def render(fmt: str, segments: list[dict], names: dict[str, str], wc: dict | Non
         lines += [f"# {md_escape(title)}", ""] if title else []
         for s in segments:
             w = wall(s)
-            when = f"{clock(s['t0_ms'])}" + (f" · {w}" if w else "")
-            tag = speaker_tag(s.get("speaker"), names, s.get("overlap"))
+            when = f"{clock(s.t0_ms)}" + (f" · {w}" if w else "")
+            tag = speaker_tag(s.speaker, names, s.overlap)
             lines.append(f"- **\\[{md_escape(when)}\\]**" + (f" **{md_escape(tag)}:**" if tag else "")
-                         + f" {md_escape(s['text'])}")
+                         + f" {md_escape(s.text)}")
         return "\n".join(lines) + "\n"
     for s in segments:  # txt
         w = wall(s)
-        tag = speaker_tag(s.get("speaker"), names, s.get("overlap"))
-        lines.append(f"[{clock(s['t0_ms'])}{' ' + w if w else ''}] " + (f"{tag}: " if tag else "")
-                     + _one_line(s["text"]))
+        tag = speaker_tag(s.speaker, names, s.overlap)
+        lines.append(f"[{clock(s.t0_ms)}{' ' + w if w else ''}] " + (f"{tag}: " if tag else "")
+                     + _one_line(s.text))
     return "\n".join(lines) + "\n"
 
 
@@ -168,6 +171,6 @@ def export(rid: str, fmt: str, *, wall_clock: bool = False) -> str:
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
     snap = snapshot.finished(rid)
-    names = snap.names if any(s.get("speaker") for s in snap.segments) else {}
+    names = snap.names if any(s.speaker for s in snap.segments) else {}
     return render(fmt, snap.segments, names, snap.wall_clock, wall_clock=wall_clock,
-                  title=snap.rec["filename"], recording_id=rid)
+                  title=snap.rec.filename, recording_id=rid)

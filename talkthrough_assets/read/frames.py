@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from talkthrough_assets.model.manifest import FrameItem
 from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read import images
@@ -44,7 +45,7 @@ def frames(snap: snapshot.Snapshot, start_ms=None, end_ms=None, include_duplicat
     if not isinstance(include_duplicates, bool):
         raise InvalidArgument(f"include_duplicates must be true or false, got {type(include_duplicates).__name__}",
                               hint="pass a JSON boolean, or omit it")
-    pool = [f for f in snap.frames if include_duplicates or f["duplicate_of"] is None]
+    pool = [f for f in snap.frames if include_duplicates or f.duplicate_of is None]
     if at_ms is not None:
         if start_ms is not None or end_ms is not None:
             raise InvalidArgument("pass either at_ms or start_ms/end_ms, not both",
@@ -53,31 +54,31 @@ def frames(snap: snapshot.Snapshot, start_ms=None, end_ms=None, include_duplicat
     return _span(snap, pool, start_ms, end_ms, include_duplicates, limit)
 
 
-def _answer(snap: snapshot.Snapshot, page: list[dict], include_duplicates: bool, **fields) -> Frames:
+def _answer(snap: snapshot.Snapshot, page: list[FrameItem], include_duplicates: bool, **fields) -> Frames:
     wc = snap.wall_clock
-    spans = images.screen_spans(snap.frames, int(snap.rec["duration_ms"] or 0))
-    out = Frames(recording=snap.rid, filename=snap.rec["filename"], generation=snap.generation,
+    spans = images.screen_spans(snap.frames, int(snap.rec.duration_ms or 0))
+    out = Frames(recording=snap.rid, filename=snap.rec.filename, generation=snap.generation,
                  include_duplicates=include_duplicates, wall_clock=WallClock.of(wc),
                  frames=[images.frame_meta(f, wc, spans) for f in page], returned=len(page), **fields)
     # a run in progress: frames come with the finished generation (next_start_ms stays the frames' paging)
     return out.mark(snapshot.partial_fields(snap))
 
 
-def _at(snap: snapshot.Snapshot, pool: list[dict], at_ms, include_duplicates: bool,
+def _at(snap: snapshot.Snapshot, pool: list[FrameItem], at_ms, include_duplicates: bool,
         limit: int | None) -> ImageResult[Frames]:
     """The frame on screen at ``at_ms`` first, then the nearest ones."""
-    duration = int(snap.rec["duration_ms"] or 0)
+    duration = int(snap.rec.duration_ms or 0)
     at = ms_arg("at_ms", at_ms)
     if duration and at > duration:
         raise InvalidArgument(f"at_ms {at} is past the end of the recording (duration {duration} ms)",
                               hint=f"use 0 <= at_ms <= {duration}")
     limit = limit_arg("limit", 1 if limit is None else limit, 1, FRAMES_MAX)
     if include_duplicates:
-        on = next((f["ms"] for f in reversed(snap.frames) if f["ms"] <= at), None)
+        on = next((f.ms for f in reversed(snap.frames) if f.ms <= at), None)
     else:
         on = images.on_screen(snap.frames, at)
-    ranked = sorted(pool, key=lambda f: (f["ms"] != on, abs(f["ms"] - at), f["ms"]))
-    page = sorted(ranked[:limit], key=lambda f: f["ms"])
+    ranked = sorted(pool, key=lambda f: (f.ms != on, abs(f.ms - at), f.ms))
+    page = sorted(ranked[:limit], key=lambda f: f.ms)
     out = _answer(snap, page, include_duplicates, at_ms=at, t_wall=t_wall(snap.wall_clock, at),
                   on_screen_frame_ms=on, matching=len(pool), truncated=False, next_start_ms=None)
     if not pool:
@@ -85,15 +86,15 @@ def _at(snap: snapshot.Snapshot, pool: list[dict], at_ms, include_duplicates: bo
     return images.image_result(snap.rid, page, snap.wall_clock, out)
 
 
-def _span(snap: snapshot.Snapshot, pool: list[dict], start_ms, end_ms, include_duplicates: bool,
+def _span(snap: snapshot.Snapshot, pool: list[FrameItem], start_ms, end_ms, include_duplicates: bool,
           limit: int | None) -> ImageResult[Frames]:
     """The frames starting in [start_ms, end_ms], a page at a time."""
-    start, end = range_arg(snap.rec, start_ms, end_ms)
+    start, end = range_arg(snap.rec.duration_ms, start_ms, end_ms)
     limit = limit_arg("limit", FRAMES_MAX if limit is None else limit, 1, FRAMES_MAX)
-    found = [f for f in pool if start <= f["ms"] <= end]
+    found = [f for f in pool if start <= f.ms <= end]
     page, rest = found[:limit], found[limit:]
     out = _answer(snap, page, include_duplicates, start_ms=start, end_ms=end, matching=len(found),
-                  truncated=bool(rest), next_start_ms=rest[0]["ms"] if rest else None)
+                  truncated=bool(rest), next_start_ms=rest[0].ms if rest else None)
     if not found:
         on = images.on_screen(snap.frames, start)
         out.note = "no stored keyframes start in this range" + (

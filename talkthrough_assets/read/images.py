@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from talkthrough_assets import store
+from talkthrough_assets.model.manifest import FrameItem, WallClock
 from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read import media
@@ -61,45 +62,45 @@ class WithImages(Partial):
     integrity_note: str | None = None
 
 
-def screen_spans(frames: list[dict], duration_ms: int) -> dict[int, tuple[int, int]]:
+def screen_spans(frames: list[FrameItem], duration_ms: int) -> dict[int, tuple[int, int]]:
     """keyframe ms -> (valid_from_ms, valid_to_ms): from the frame until the screen next changes
     (the next keyframe that is not a duplicate of the same original), else the recording's end."""
     out: dict[int, tuple[int, int]] = {}
-    uniq = [f["ms"] if f["duplicate_of"] is None else f["duplicate_of"] for f in frames]
+    uniq = [f.ms if f.duplicate_of is None else f.duplicate_of for f in frames]
     nxt = None  # ms of the next keyframe showing a different screen, scanning backwards
     for i in range(len(frames) - 1, -1, -1):
         if i + 1 < len(frames) and uniq[i + 1] != uniq[i]:
-            nxt = frames[i + 1]["ms"]
-        end = nxt if nxt is not None else max(duration_ms, frames[i]["ms"])
-        out[frames[i]["ms"]] = (frames[i]["ms"], end)
+            nxt = frames[i + 1].ms
+        end = nxt if nxt is not None else max(duration_ms, frames[i].ms)
+        out[frames[i].ms] = (frames[i].ms, end)
     return out
 
 
-def on_screen(frames: list[dict], t: int) -> int | None:
+def on_screen(frames: list[FrameItem], t: int) -> int | None:
     """ms of the unique frame on screen at ``t`` (the keyframe at/before t; a duplicate stands
     for its original)."""
     on = None
     for f in frames:
-        if f["ms"] > t:
+        if f.ms > t:
             break
-        on = f["duplicate_of"] if f["duplicate_of"] is not None else f["ms"]
+        on = f.duplicate_of if f.duplicate_of is not None else f.ms
     return on
 
 
 def require_video(snap: snapshot.Snapshot) -> None:
-    if not snap.rec["has_video"]:
-        raise AudioOnly(f"recording {snap.rid} ({snap.rec['filename']}) is audio-only: it has no frames",
+    if not snap.rec.has_video:
+        raise AudioOnly(f"recording {snap.rid} ({snap.rec.filename}) is audio-only: it has no frames",
                         hint="use get_transcript or search for audio-only recordings")
 
 
-def frame_meta(f: dict, wc: dict | None, spans: dict[int, tuple[int, int]]) -> FrameInfo:
-    text, cut = clip(f["ocr_text"], OCR_MAX_CHARS)
-    lo, hi = spans.get(f["ms"], (f["ms"], f["ms"]))
-    m = FrameInfo(ms=f["ms"], t_wall=t_wall(wc, f["ms"]), valid_from_ms=lo, valid_to_ms=hi, ocr_text=text)
+def frame_meta(f: FrameItem, wc: WallClock | None, spans: dict[int, tuple[int, int]]) -> FrameInfo:
+    text, cut = clip(f.ocr_text or None, OCR_MAX_CHARS)
+    lo, hi = spans.get(f.ms, (f.ms, f.ms))
+    m = FrameInfo(ms=f.ms, t_wall=t_wall(wc, f.ms), valid_from_ms=lo, valid_to_ms=hi, ocr_text=text)
     if cut:
         m.ocr_truncated = True
-    if f["duplicate_of"] is not None:
-        m.duplicate_of = f["duplicate_of"]
+    if f.duplicate_of is not None:
+        m.duplicate_of = f.duplicate_of
     return m
 
 
@@ -138,21 +139,21 @@ def agent_jpeg(data: bytes, max_side: int = AGENT_MAX_SIDE, quality: int = AGENT
     return out, sent, stored
 
 
-def image_result(rid: str, frames: list[dict], wc: dict | None, meta: A) -> ImageResult[A]:
+def image_result(rid: str, frames: list[FrameItem], wc: WallClock | None, meta: A) -> ImageResult[A]:
     """``meta`` plus the stored JPEGs of ``frames``, captioned (time, duplicate of)."""
     images, missing = [], []
     for f in frames:
-        data = frame_bytes(rid, f["file"])
+        data = frame_bytes(rid, f.file)
         if data is None:
-            missing.append(f["ms"])
+            missing.append(f.ms)
             continue
         # the OCR text is in the frame's entry of the JSON block: not repeated here
         data, sent, stored = agent_jpeg(data)
-        cap = f"frame {f['ms']} ms" + (f" ({t_wall(wc, f['ms'])})" if wc else "")
+        cap = f"frame {f.ms} ms" + (f" ({t_wall(wc, f.ms)})" if wc else "")
         if sent != stored:
             cap += f", {sent[0]}x{sent[1]} of {stored[0]}x{stored[1]} (extract_frame for detail)"
-        if f["duplicate_of"] is not None:
-            cap += f", duplicate of {f['duplicate_of']} ms"
+        if f.duplicate_of is not None:
+            cap += f", duplicate of {f.duplicate_of} ms"
         images.append(Image(cap, data))
     if missing:
         meta.missing_frame_ms = missing

@@ -24,6 +24,7 @@ Read-only: nothing is written under the data root (or anywhere else).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -279,8 +280,9 @@ class LibraryIndex:
             return
         self.damaged.pop(rid, None)
         self._bad.pop(rid, None)
-        docs = documents(snap.segments, snap.words, snap.frames, snap.names)
-        t = part_table(rid, snap.rec, docs, snap.frames, snap.sig[1] if len(snap.sig) > 1 else 0, "")
+        row, segments, words, frames, names = snapshot_parts(snap)
+        docs = documents(segments, words, frames, names)
+        t = part_table(rid, row, docs, frames, snap.sig[1] if len(snap.sig) > 1 else 0, "")
         self._delta[rid] = (w, t, snap.generation)
         self.loads += 1
         self.manifest_loads += 1
@@ -347,3 +349,16 @@ class LibraryIndex:
 
     def close(self) -> None:
         self.con.close()
+
+
+def snapshot_parts(snap: snapshot.Snapshot) -> tuple[dict, list[dict], list[list], list[dict], dict[str, str]]:
+    """What a recording's index part is built from, in the index's own format, from its typed snapshot: (listing
+    row, segments, words, frames, speaker names)."""
+    row = {"recording": snap.rid, **{k: v for k, v in snap.rec.to_json().items()
+                                     if k not in ("path", "size_bytes", "manifest_path")}}
+    if snap.partial is not None:
+        row.update(partial_to_ms=snap.partial.covered_ms[1], partial_next_ms=snap.partial.next_start_ms)
+    frames = [{"ms": f.ms, "file": f.file, "duplicate_of": f.duplicate_of, "ocr_text": f.ocr_text or None}
+              for f in snap.frames]
+    segments = [{k: v for k, v in dataclasses.asdict(s).items() if v is not None} for s in snap.segments]
+    return row, segments, [list(w) for w in snap.words], frames, dict(snap.names)

@@ -82,7 +82,7 @@ def item(r: dict) -> RecordingItem:
         id=r["recording"], filename=r["filename"], kind=r["kind"], duration_ms=r["duration_ms"],
         recorded_at=t_wall(wc, 0) if wc else None,
         # the same four fields as every other tool's wall_clock
-        wall_clock=WallClock.of({**wc, "source": r["wall_clock_source"], "confidence": r["wall_clock_confidence"]})
+        wall_clock=WallClock(**wc, source=r["wall_clock_source"], confidence=r["wall_clock_confidence"])
         if wc else None,
         language=r["language"],
         counts=Counts(segments=r["segment_count"], frames=r["frame_count"], unique_frames=r["unique_frame_count"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from talkthrough_assets.model.manifest import FrameItem
 from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read import images
@@ -102,7 +103,7 @@ def moment(snap: snapshot.Snapshot, t_ms, window_ms: int = MOMENT_WINDOW_MS, max
            transcript_chars: int = MOMENT_TRANSCRIPT_CHARS) -> ImageResult[Moment]:
     rec = snap.rec
     t = ms_arg("t_ms", t_ms, required=True)
-    duration = int(rec["duration_ms"] or 0)
+    duration = int(rec.duration_ms or 0)
     if duration and t > duration:
         raise InvalidArgument(f"t_ms {t} is past the end of the recording (duration {duration} ms)",
                               hint=f"use 0 <= t_ms <= {duration}")
@@ -110,18 +111,18 @@ def moment(snap: snapshot.Snapshot, t_ms, window_ms: int = MOMENT_WINDOW_MS, max
     wc = snap.wall_clock
     lo, hi = max(0, t - window_ms), t + window_ms
     hi = max(lo, min(hi, duration) if duration else hi)
-    frames: list[dict] = []
+    frames: list[FrameItem] = []
     speakers, speaker_at = speakers_in_range(snap, lo, hi, t) if snap.diarized else (None, None)
-    out = Moment(recording=snap.rid, filename=rec["filename"], generation=snap.generation, t_ms=t,
+    out = Moment(recording=snap.rid, filename=rec.filename, generation=snap.generation, t_ms=t,
                  t_wall=t_wall(wc, t), wall_clock=WallClock.of(wc), frames=[],
                  transcript=_window(snap, t, lo, hi, transcript_chars), speakers_in_range=speakers,
                  speaker_at_t=speaker_at)
-    if rec["has_video"]:
+    if rec.has_video:
         spans = images.screen_spans(snap.frames, duration)
-        unique = [f for f in snap.frames if f["duplicate_of"] is None]
+        unique = [f for f in snap.frames if f.duplicate_of is None]
         out.on_screen_frame_ms = images.on_screen(snap.frames, t)
-        ranked = sorted(unique, key=lambda f: (f["ms"] != out.on_screen_frame_ms, abs(f["ms"] - t), f["ms"]))
-        frames = sorted(ranked[:max_frames], key=lambda f: f["ms"])
+        ranked = sorted(unique, key=lambda f: (f.ms != out.on_screen_frame_ms, abs(f.ms - t), f.ms))
+        frames = sorted(ranked[:max_frames], key=lambda f: f.ms)
         out.frames = [images.frame_meta(f, wc, spans) for f in frames]
     else:
         out.note = "audio-only recording: no frames; transcript only"

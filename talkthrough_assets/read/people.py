@@ -18,7 +18,7 @@ def who(snap, person: str) -> list[PersonLabel]:
            for lab, name in sorted(snap.names.items()) if name_matches(name, want)]
     hints = voice_hints(snap)
     out += [PersonLabel(speaker=lab, by=hints[lab]) for lab, m in sorted(snap.voice_hints.items())
-            if lab not in snap.names and name_matches(m.get("person"), want)]
+            if lab not in snap.names and name_matches(m.person, want)]
     return out
 
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 import base64
 import bisect
 import io
+from dataclasses import dataclass
 from html import escape
 
 from talkthrough_assets import store
+from talkthrough_assets.model.manifest import FrameItem, WallClock
 from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read import formats
@@ -58,25 +60,23 @@ def _pct(ms: int, total: int) -> str:
 
 def build(rid: str) -> str:
     """The report's HTML. ValueError: an unknown recording, or one with no finished manifest."""
-    snap = snapshot.finished(rid)
-    return render(snap, store.get_json(store.manifest_key(rid)) or {}, _thumb,
-                  large=lambda key: _thumb(key, LARGE_WIDTH))
+    return render(snapshot.finished(rid), _thumb, large=lambda key: _thumb(key, LARGE_WIDTH))
 
 
-def render(snap: snapshot.Snapshot, manifest: dict, thumb, large=None) -> str:
+def render(snap: snapshot.Snapshot, thumb, large=None) -> str:
     """The HTML of one snapshot; ``thumb(file key)`` gives a frame's image URL (or None), ``large(file key)``
     the one a click on the thumbnail opens (default: the thumbnail's)."""
-    unique = [f for f in snap.frames if f.get("duplicate_of") is None]
-    labels = sorted({t[2] for t in snap.turns} | {s["speaker"] for s in snap.segments if s.get("speaker")})
+    unique = [f for f in snap.frames if f.duplicate_of is None]
+    labels = sorted({t[2] for t in snap.turns} | {s.speaker for s in snap.segments if s.speaker})
     colour = {lab: COLOURS[i % len(COLOURS)] for i, lab in enumerate(labels)}
-    names = snap.names if any(s.get("speaker") for s in snap.segments) else {}
-    title = f"{snap.rec['filename']} · Talkthrough report"
+    names = snap.names if any(s.speaker for s in snap.segments) else {}
+    title = f"{snap.rec.filename} · Talkthrough report"
     return "".join([
         f"<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<meta http-equiv=Content-Security-Policy content=\"{_e(CSP)}\">"
         f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{_e(title)}</title>"
         f"<style>{STYLE}</style></head><body>",
-        _header(snap, manifest, len(unique), labels, names),
+        _header(snap, len(unique), labels, names),
         _timeline(snap, unique, labels, colour, names, thumb, large or thumb),
         "<dialog id=large aria-label='frame, large'><p id=large-cap></p></dialog>",  # the script adds the image
         "<section id=transcript><input id=q type=search placeholder='search transcript and screen text' "
@@ -88,35 +88,34 @@ def render(snap: snapshot.Snapshot, manifest: dict, thumb, large=None) -> str:
         f"<script>{SCRIPT}</script></body></html>"])
 
 
-def _header(snap: snapshot.Snapshot, manifest: dict, unique: int, labels: list[str], names: dict) -> str:
+def _header(snap: snapshot.Snapshot, unique: int, labels: list[str], names: dict[str, str]) -> str:
     """The file name and the facts of the recording: its id, duration, wall clock, models, counts, speakers."""
     rec, wc = snap.rec, snap.wall_clock
-    tr = manifest.get("transcript") or {}
-    di = tr.get("diarization") or {}
-    models = [m for m in (tr.get("model"), di.get("segmentation_model") if di.get("available") else None,
-                          di.get("embedding_model") if di.get("available") else None) if m]
+    tr = snap.manifest.transcript
+    di = tr.diarization if tr.diarization is not None and tr.diarization.available else None
+    models = [m for m in (tr.model, di.segmentation_model if di else None, di.embedding_model if di else None) if m]
     facts = [("recording id", snap.rid),
-             ("duration", formats.clock(rec["duration_ms"]) + f" ({rec['duration_ms'] / 1000:.1f} s)"),
-             ("kind", rec.get("kind")),
-             ("wall-clock start", f"{_day_and_time(t_wall(wc, 0))} (source: {wc['source']}, confidence: {wc['confidence']})"
+             ("duration", formats.clock(rec.duration_ms) + f" ({rec.duration_ms / 1000:.1f} s)"),
+             ("kind", rec.kind),
+             ("wall-clock start", f"{_day_and_time(t_wall(wc, 0))} (source: {wc.source}, confidence: {wc.confidence})"
               if wc else "unknown"),
-             ("language", rec.get("language") or "-"), ("models", ", ".join(models) or "-"),
+             ("language", rec.language or "-"), ("models", ", ".join(models) or "-"),
              ("segments", len(snap.segments)), ("frames", f"{len(snap.frames)} ({unique} unique)"),
              ("speakers", ", ".join(formats.speaker_tag(lab, names) + (" (by voice)" if snap.name_sources.get(lab) == "voice"
                                                                       else "") for lab in labels) or "not diarized")]
     # unconfirmed voice matches with enrolled people
-    facts += [(f"{lab} voice", m.get("hint") or "voice match") for lab, m in sorted(snap.voice_hints.items())]
-    return (f"<header><h1 id=title>{_e(rec['filename'])}</h1><dl>"
+    facts += [(f"{lab} voice", m.hint or "voice match") for lab, m in sorted(snap.voice_hints.items())]
+    return (f"<header><h1 id=title>{_e(rec.filename)}</h1><dl>"
             + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts) + "</dl></header>")
 
 
-def _timeline(snap: snapshot.Snapshot, unique: list[dict], labels: list[str], colour: dict, names: dict,
-              thumb, large) -> str:
+def _timeline(snap: snapshot.Snapshot, unique: list[FrameItem], labels: list[str], colour: dict[str, str],
+              names: dict[str, str], thumb, large) -> str:
     """Every scene once (thumbnails, each with its times), turns as bands, cuts as ticks; each part only when it
     has something to show (an audio-only recording without speakers has no timeline at all)."""
     if not unique and not snap.turns:
         return ""
-    total = max(1, snap.rec["duration_ms"], *(s["t1_ms"] for s in snap.segments))
+    total = max(1, snap.rec.duration_ms, *(s.t1_ms for s in snap.segments))
     out = ["<section id=timeline aria-label=timeline>"]
     w = out.append
     if unique:
@@ -131,7 +130,7 @@ def _timeline(snap: snapshot.Snapshot, unique: list[dict], labels: list[str], co
         w("</div>")
     if unique:
         w("<div class=track id=cuts>" + "".join(
-            f"<span class=cut style='left:{_pct(f['ms'], total)}%' title='scene cut {_e(formats.clock(f['ms']))}'></span>"
+            f"<span class=cut style='left:{_pct(f.ms, total)}%' title='scene cut {_e(formats.clock(f.ms))}'></span>"
             for f in unique) + "</div>")
     if labels:
         w("<p class=legend>" + " ".join(
@@ -140,56 +139,56 @@ def _timeline(snap: snapshot.Snapshot, unique: list[dict], labels: list[str], co
     return "".join(out) + "</section>"
 
 
-def _thumb_button(f: dict, wc: dict | None, thumb, large) -> str:
+def _thumb_button(f: FrameItem, wc: WallClock | None, thumb, large) -> str:
     """One scene: its thumbnail (a click marks its narration and opens it large) with its times as the
     transcript lines have them (from the start, and the time of day when the wall clock is known)."""
-    src = thumb(f["file"])
-    big = large(f["file"]) if src else None
-    at, wall = formats.clock(f["ms"]), t_wall(wc, f["ms"])
+    src = thumb(f.file)
+    big = large(f.file) if src else None
+    at, wall = formats.clock(f.ms), t_wall(wc, f.ms)
     img = f"<img alt='frame at {_e(at)}' src='{_e(src)}'>" if src else "<span>missing</span>"
     when = f"{at} ({formats.time_of_day(wall)} {formats.zone(wall)})" if wall else at
-    return (f"<button class=thumb data-t='{int(f['ms'])}' title='{_e(when)}: click to enlarge'"
+    return (f"<button class=thumb data-t='{int(f.ms)}' title='{_e(when)}: click to enlarge'"
             + (f" data-full='{_e(big)}'" if big else "") + f">{img}<small><span class=time>{_e(at)}</span>"
             + (f"<span class=wall>{_e(formats.time_of_day(wall))}</span>" if wall else "") + "</small></button>")
 
 
-def _transcript(snap: snapshot.Snapshot, colour: dict, names: dict) -> str:
+def _transcript(snap: snapshot.Snapshot, colour: dict[str, str], names: dict[str, str]) -> str:
     """A line per segment: its times, speaker and text, and what was on screen then (folded)."""
     if not snap.segments:
         return f"<li class=none>{_e(snap.transcript_reason or 'no transcript')}</li>"
-    by_ms = {f["ms"]: f for f in snap.frames}
-    frame_ms = [f["ms"] for f in snap.frames]
+    by_ms = {f.ms: f for f in snap.frames}
+    frame_ms = [f.ms for f in snap.frames]
 
     def ocr_at(ms: int) -> tuple[int | None, str]:
         i = bisect.bisect_right(frame_ms, ms) - 1
         if i < 0:
             return None, ""
         f = snap.frames[i]
-        src = by_ms.get(f.get("duplicate_of")) if f.get("duplicate_of") is not None else f
-        return f["ms"], (f.get("ocr_text") or (src or {}).get("ocr_text") or "")
+        src = by_ms.get(f.duplicate_of) if f.duplicate_of is not None else f
+        return f.ms, (f.ocr_text or (src.ocr_text if src is not None else None) or "")
 
     out = []
     for s in snap.segments:
-        t0 = int(s["t0_ms"])
+        t0 = int(s.t0_ms)
         wall = t_wall(snap.wall_clock, t0)
         fms, ocr = ocr_at(t0)
-        who = s.get("speaker")
+        who = s.speaker
         # a person reads the time of day; the full stamp and the agent's call for this moment are a hover away
         call = f'get_moment {{"id": "{snap.rid}", "t_ms": {t0}}}'
         out.append(
-            f"<li class=seg data-t='{t0}' data-t1='{int(s['t1_ms'])}' title='{_e(call)}'>"
+            f"<li class=seg data-t='{t0}' data-t1='{int(s.t1_ms)}' title='{_e(call)}'>"
             f"<span class=time>{_e(formats.clock(t0))}</span>"
             + (f"<span class=wall title='{_e(wall)}'>{_e(formats.time_of_day(wall))}</span>" if wall else "")
-            + (f"<b class=who style='color:{colour.get(who, '#333')}'>{_e(formats.speaker_tag(who, names, s.get('overlap')))}</b>" if who else "")
-            + f"<span class=text>{_e(s['text'])}</span>"
+            + (f"<b class=who style='color:{colour.get(who, '#333')}'>{_e(formats.speaker_tag(who, names, s.overlap))}</b>" if who else "")
+            + f"<span class=text>{_e(s.text)}</span>"
             + (f"<details><summary>on screen (frame at {_e(formats.clock(fms))})</summary><pre class=ocr>{_e(ocr)}</pre></details>"
                if ocr else "") + "</li>")
     return "".join(out)
 
 
-def _screens(unique: list[dict], wc: dict | None) -> str:
+def _screens(unique: list[FrameItem], wc: WallClock | None) -> str:
     """Every on-screen text, not only the frames a segment points at: the search box covers them all."""
-    screens = [(f["ms"], f.get("ocr_text") or "") for f in unique if (f.get("ocr_text") or "").strip()]
+    screens = [(f.ms, f.ocr_text or "") for f in unique if (f.ocr_text or "").strip()]
     if not screens:
         return ""
     return ("<h2>On screen</h2><ol id=screens>" + "".join(
@@ -315,18 +314,27 @@ SCRIPT = """
 """
 
 
-def write(rid: str, path) -> dict:
-    """Write the report of ``rid`` to ``path`` (temp file + rename); returns its path and size."""
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A report written: whose, where and how big."""
+
+    recording_id: str
+    path: str
+    size_bytes: int
+
+
+def write(rid: str, path) -> Written:
+    """Write the report of ``rid`` to ``path`` (temp file + rename)."""
     from pathlib import Path
 
     html = build(rid).encode()
     target = Path(path)
     store.atomic_write_bytes(target, html)
-    return {"recording_id": rid, "path": str(target), "size_bytes": len(html)}
+    return Written(rid, str(target), len(html))
 
 
-def publish(rid: str) -> dict:
+def publish(rid: str) -> Written:
     """Write the report of ``rid`` into the data root (``reports/<id>.html``, beside its manifest; on an
-    ``s3://`` root one PUT), as each run does after publishing the manifest; returns where and its size."""
+    ``s3://`` root one PUT), as each run does after publishing the manifest."""
     html = build(rid).encode()
-    return {"recording_id": rid, "path": store.put_bytes(store.report_key(rid), html), "size_bytes": len(html)}
+    return Written(rid, store.put_bytes(store.report_key(rid), html), len(html))

@@ -85,7 +85,7 @@ def in_time(out: SearchAnswer, win: bytime.Window, timeline: Timeline) -> Search
     out.time = win.stated()
     for rid, rec in out.recordings.items():
         j = timeline.index.get(rid)
-        if j is not None and bytime.low(timeline.recs[j]):
+        if j is not None and timeline.recs[j].low:
             rec.low_confidence = True
     if any(r.low_confidence for r in out.recordings.values()):
         out.low_confidence_note = bytime.LOW_NOTE

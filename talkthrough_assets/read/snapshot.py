@@ -10,8 +10,10 @@ consistent generation across all tables, while a re-run rewrites the Parquet tab
 
 A manifest with a ``partial`` block is the provisional generation of a run still in progress (the
 transcript of the chunks finished so far, ``pipeline/partial.py``); :func:`partial_fields` is how every tool
-marks an answer from it. A recording with no manifest has no run that got that far yet. Parsed manifests are cached by the file's
-identity (inode, size, mtime): every publish is a new inode, so a cache entry never outlives it.
+marks an answer from it. A recording with no manifest has no run that got that far yet. Each published manifest is
+parsed once into the typed records of ``model/manifest.py`` (:meth:`Manifest.from_json`), which every reader uses;
+snapshots are cached by the file's identity (inode, size, mtime): every publish is a new inode, so a cache entry
+never outlives it.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from dataclasses import dataclass, field
 from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import TalkthroughError
-from talkthrough_assets.model import wallclock
-from talkthrough_assets.model.manifest import recording_row
+from talkthrough_assets.model.manifest import (FrameItem, Manifest, Partial, RecordingRow, Segment, Speaker,
+                                               VoiceMatch, WallClock, recording_row)
 
 from talkthrough_assets.read.answers import PartialMark
 
@@ -40,22 +42,26 @@ class DamagedManifest(TalkthroughError, ValueError):
 
 @dataclass
 class Snapshot:
+    """One published generation as the readers see it: the typed manifest, and the views of it every tool
+    reads (time order, names in force, the listing row)."""
+
     rid: str
     sig: tuple
-    rec: dict                     # recordings-row fields (what list_recordings shows)
-    wall_clock: dict | None       # {start_utc, tz_offset_min, source, confidence} or None
-    segments: list[dict]          # seq, t0_ms, t1_ms, text (+ speaker, source_seq when diarized)
-    words: list[list]             # [t0_ms, t1_ms, word], time order
-    frames: list[dict]            # ms, file, duplicate_of, ocr_text; time order
+    manifest: Manifest
+    rec: RecordingRow             # the listing row (what list_recordings shows)
+    wall_clock: WallClock | None  # None: no anchor
+    segments: list[Segment]       # time order
+    words: list[tuple[int, int, str]]  # (t0_ms, t1_ms, word), time order
+    frames: list[FrameItem]       # time order
     diarized: bool
     names: dict[str, str]         # speaker label -> name
-    speakers: list[dict] = field(default_factory=list)
-    turns: list[list] = field(default_factory=list)   # [t0_ms, t1_ms, label]
+    speakers: list[Speaker] = field(default_factory=list)
+    turns: list[tuple[int, int, str]] = field(default_factory=list)   # (t0_ms, t1_ms, label)
     transcript_reason: str | None = None
     source_path: str | None = None
-    partial: dict | None = None   # a provisional generation of a run in progress (its manifest's `partial`)
+    partial: Partial | None = None  # a provisional generation of a run in progress
     name_sources: dict[str, str] = field(default_factory=dict)  # label -> "confirmed" | "voice" (applied by voice)
-    voice_hints: dict[str, dict] = field(default_factory=dict)   # label -> voice match not applied
+    voice_hints: dict[str, VoiceMatch] = field(default_factory=dict)   # label -> voice match not applied
 
     @property
     def generation(self) -> str:
@@ -67,38 +73,26 @@ def generation_of(sig: tuple) -> str:
     return hashlib.sha256(repr(tuple(sig)).encode()).hexdigest()[:12]
 
 
-def build(rid: str, m: dict, sig: tuple = ()) -> Snapshot:
-    """A snapshot from a parsed manifest (talkthrough-manifest/v1)."""
+def build(rid: str, m: dict | Manifest, sig: tuple = ()) -> Snapshot:
+    """A snapshot from a manifest (typed, or its parsed JSON: talkthrough-manifest/v1)."""
     try:
-        media, tr, fr = m["media"], m["transcript"], m["frames"]
-        di = tr.get("diarization") or {}
-        diarized = bool(di.get("available"))
-        segments = sorted(tr.get("segments") or [], key=lambda s: (s["t0_ms"], s["seq"]))
-        frames = []
-        for it in sorted(fr.get("items") or [], key=lambda i: i["ms"]):
-            frames.append({"ms": int(it["ms"]), "file": it["file"], "duplicate_of": it.get("duplicate_of"),
-                           "ocr_text": it.get("ocr_text") or None})
-        wc = wallclock.view(m.get("wall_clock"))
-        names = {str(k): str(v) for k, v in (di.get("speaker_names") or {}).items() if v} if diarized else {}
-        # the recordings row the manifest stage writes, less what readers are not shown (paths, size)
-        rec = {"recording": rid, **{k: v for k, v in recording_row(m).items()
-                                    if k not in ("path", "size_bytes", "manifest_path")}}
-        sources = {str(k): str(v) for k, v in (di.get("speaker_name_sources") or {}).items()} if diarized else {}
-        sources = {lab: sources.get(lab, "confirmed") for lab in names}
-        voice_hints = {str(sp["label"]): sp["voice_match"] for sp in (di.get("speakers") or []) if diarized
-                       and sp.get("voice_match") and not sp["voice_match"].get("applied")}
-        partial = m.get("partial") or None
-        if partial is not None:
-            partial = {**partial, "covered_ms": [int(x) for x in partial["covered_ms"]]}
-        if partial:  # the listing's partial columns (a finished generation's row is the recordings row)
-            rec.update(partial_to_ms=partial["covered_ms"][1], partial_next_ms=partial.get("next_start_ms"))
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        if not isinstance(m, Manifest):
+            m = Manifest.from_json(m)
+    except (TypeError, ValueError) as e:
         raise DamagedManifest(f"manifest of {rid} is not a valid talkthrough-manifest/v1 ({type(e).__name__})") from None
-    return Snapshot(rid=rid, sig=sig, rec=rec, wall_clock=wc, segments=segments,
-                    words=sorted(tr.get("words") or [], key=lambda w: w[0]), frames=frames, diarized=diarized,
-                    names=names, speakers=list(di.get("speakers") or []) if diarized else [],
-                    turns=list(di.get("turns") or []) if diarized else [], transcript_reason=tr.get("reason"),
-                    source_path=media.get("path"), partial=partial, name_sources=sources, voice_hints=voice_hints)
+    tr = m.transcript
+    di = tr.diarization if tr.diarization is not None and tr.diarization.available else None
+    names = {str(k): str(v) for k, v in (di.speaker_names or {}).items() if v} if di else {}
+    sources = {str(k): str(v) for k, v in (di.speaker_name_sources or {}).items()} if di else {}
+    return Snapshot(
+        rid=rid, sig=sig, manifest=m, rec=recording_row(m), wall_clock=m.wall_clock,
+        segments=sorted(tr.segments, key=lambda s: (s.t0_ms, s.seq)),
+        words=sorted(tr.words, key=lambda w: w[0]), frames=sorted(m.frames.items, key=lambda i: i.ms),
+        diarized=di is not None, names=names, speakers=list(di.speakers) if di else [],
+        turns=list(di.turns) if di else [], transcript_reason=tr.reason, source_path=m.media.path,
+        partial=m.partial, name_sources={lab: sources.get(lab, "confirmed") for lab in names},
+        voice_hints={str(sp.label): sp.voice_match for sp in (di.speakers if di else [])
+                     if sp.voice_match is not None and not sp.voice_match.applied})
 
 
 def read(rid: str, sig: tuple | None = None) -> Snapshot | None:
@@ -120,9 +114,11 @@ def read(rid: str, sig: tuple | None = None) -> Snapshot | None:
             return None
         sig = (st.st_ino, st.st_size, st.st_mtime_ns)
     try:
-        m = json.loads(data)
-    except ValueError:
+        m = Manifest.from_json_bytes(data)
+    except json.JSONDecodeError:
         raise DamagedManifest(f"manifest of {rid} is not valid JSON") from None
+    except (TypeError, ValueError) as e:
+        raise DamagedManifest(f"manifest of {rid} is not a valid talkthrough-manifest/v1 ({type(e).__name__})") from None
     return build(rid, m, sig)
 
 
@@ -164,13 +160,14 @@ def partial_fields(snap: Snapshot) -> PartialMark | None:
     """What marks an answer from a partial generation: ``partial: true``, the transcript's ``covered_ms``
     ([0, end]) and ``next_start_ms`` where it ends (null once the whole audio is transcribed and only frames
     or speakers are left), and a note to come back; None for a finished generation."""
-    if not snap.partial:
+    p = snap.partial
+    if p is None:
         return None
-    out = marking(snap.partial["covered_ms"][1], snap.partial.get("next_start_ms"))
-    if snap.partial.get("stopped"):  # the run publishing it ended without its final generation
-        out.partial_stopped = snap.partial["stopped"]
-        out.partial_note = (f"the run processing this recording stopped ({snap.partial['stopped']}): the "
-                            f"transcript covers only 0-{snap.partial['covered_ms'][1]} ms until it is processed "
+    out = marking(p.covered_ms[1], p.next_start_ms)
+    if p.stopped:  # the run publishing it ended without its final generation
+        out.partial_stopped = p.stopped
+        out.partial_note = (f"the run processing this recording stopped ({p.stopped}): the "
+                            f"transcript covers only 0-{p.covered_ms[1]} ms until it is processed "
                             "again (talkthrough process)")
     return out
 
@@ -186,9 +183,9 @@ def marking(covered_to_ms: int, next_start_ms: int | None) -> PartialMark:
 def require_finished(snap: Snapshot) -> Snapshot:
     """``snap`` when it is a finished generation; ValueError saying what is there when it is partial (a file
     written from it, an export or a report, would look finished)."""
-    if snap.partial:
+    if snap.partial is not None:
         raise UsageError(f"recording {snap.rid} is still being processed: only a partial transcript "
-                         f"(0-{snap.partial['covered_ms'][1]} ms) is published; wait for the run to finish "
+                         f"(0-{snap.partial.covered_ms[1]} ms) is published; wait for the run to finish "
                          "(MCP tools read the partial one, marked partial)")
     return snap
 

@@ -9,11 +9,31 @@ duration before t, then a vectorized end check: O(log n + k), about 0.1 ms at 10
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
 LOW = "low"  # the wall_clock confidence that answers mark (file mtime - duration)
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """An anchored recording as the timeline places it (its listing row's wall-clock columns)."""
+
+    recording: str
+    recorded_at: str
+    duration_ms: int | None
+    tz_offset_min: int | None
+    wall_clock_source: str | None
+    wall_clock_confidence: str | None
+    filename: str
+    kind: str | None
+
+    @property
+    def low(self) -> bool:
+        """Placed by a low-confidence anchor (file mtime - duration): answers mark it."""
+        return self.wall_clock_confidence == LOW
 
 
 def epoch_ms(dt: datetime) -> int:
@@ -49,10 +69,9 @@ class Timeline:
         self.start = np.array(starts, dtype=np.int64)[order]
         self.end = np.array(ends, dtype=np.int64)[order]
         self.longest = int((self.end - self.start).max()) if len(order) else 0
-        cols = ("recording", "recorded_at", "duration_ms", "tz_offset_min", "wall_clock_source",
-                "wall_clock_confidence", "filename", "kind")
-        self.recs = [{c: (rows.get(c) or [None] * len(rids))[keep[j]] for c in cols} for j in order]
-        self.index = {r["recording"]: j for j, r in enumerate(self.recs)}
+        cols = {c: rows.get(c) or [None] * len(rids) for c in Placed.__slots__}
+        self.recs = [Placed(**{c: v[keep[j]] for c, v in cols.items()}) for j in order]
+        self.index = {r.recording: j for j, r in enumerate(self.recs)}
 
     def __len__(self) -> int:
         return len(self.recs)
@@ -84,6 +103,6 @@ class Timeline:
         out = {}
         for j in self.overlapping(lo, hi):
             s, e = int(self.start[j]), int(self.end[j])
-            out[self.recs[j]["recording"]] = (max(0, (lo if lo is not None else s) - s),
+            out[self.recs[j].recording] = (max(0, (lo if lo is not None else s) - s),
                                               min(e, hi if hi is not None else e) - s)
         return out

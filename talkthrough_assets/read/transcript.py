@@ -6,10 +6,12 @@ transcript ends: the same call later continues there."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal
 
 from pydantic import Field
 
+from talkthrough_assets.model import manifest as model
 from talkthrough_assets.model import speakers
 
 from talkthrough_assets.read import formats
@@ -29,8 +31,7 @@ NAME_HINTS_NOTE = ("unconfirmed: names read on screen while each label was talki
 
 def name_hints(snap) -> dict[str, list[str]]:
     """On-screen name candidates (the manifest's) of the speakers that have no confirmed name."""
-    cands = {str(sp["label"]): [str(c) for c in sp.get("name_candidates") or []]
-             for sp in snap.speakers if sp.get("label")}
+    cands = {str(sp.label): [str(c) for c in sp.name_candidates or []] for sp in snap.speakers if sp.label}
     return speakers.hints(cands, snap.names)
 
 
@@ -44,17 +45,17 @@ def voice_hints(snap) -> dict[str, str]:
     """Voice matches with enrolled people not applied as names: label -> "voice match 0.86 to Alice Chen, 3
     recordings"."""
 
-    return {lab: m.get("hint") or speakers.describe_match(m) for lab, m in snap.voice_hints.items()}
+    return {lab: m.hint or speakers.describe_match(dataclasses.asdict(m)) for lab, m in snap.voice_hints.items()}
 
 
 def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:
     """Labels whose label, name, or voice-suggested person is ``speaker``."""
     want = " ".join(speaker.casefold().split())
-    labels = sorted({s["speaker"] for s in snap.segments if s.get("speaker")})
+    labels = sorted({s.speaker for s in snap.segments if s.speaker})
     match = {lab for lab in labels if lab.casefold() == want or name_matches(snap.names.get(lab), want)}
     if not match:
         match = {lab for lab in labels if lab in snap.voice_hints
-                 and name_matches(snap.voice_hints[lab].get("person"), want)}
+                 and name_matches(snap.voice_hints[lab].person, want)}
     if not match:
         known = ", ".join(f"{lab} ({snap.names[lab]})" if lab in snap.names else lab for lab in labels) or "none"
         shown, _ = clip(speaker, 60)
@@ -107,7 +108,7 @@ class TranscriptPage(Partial):
 def _arguments(snap: snapshot.Snapshot, start_ms, end_ms, speaker, format, max_chars, with_t_wall
                ) -> tuple[int, int, str | None, int]:
     """The page's arguments checked: (start, end, speaker, max_chars)."""
-    start, end = range_arg(snap.rec, start_ms, end_ms)
+    start, end = range_arg(snap.rec.duration_ms, start_ms, end_ms)
     if format not in ("json", "srt"):
         shown = format[:20] if isinstance(format, str) else type(format).__name__
         raise InvalidArgument(f"format must be 'json' or 'srt', got {shown!r}",
@@ -134,7 +135,8 @@ def _speakers(out: TranscriptPage, snap: snapshot.Snapshot, names: dict[str, str
         out.name_hints_note = NAME_HINTS_NOTE
 
 
-def _fill(out: TranscriptPage, segs: list[dict], window: list[dict], names: dict[str, str], wc: dict | None,
+def _fill(out: TranscriptPage, segs: list[model.Segment], window: list[model.Segment], names: dict[str, str],
+          wc: model.WallClock | None,
           with_t_wall: bool, max_chars: int, speaker: str | None) -> int | None:
     """Segments (or SRT cues) of ``window`` until the page's budget is spent; where the next page starts."""
     # SRT cue numbers count the cues of this (possibly speaker-filtered) transcript: 1, 2, 3 …
@@ -153,7 +155,7 @@ def _fill(out: TranscriptPage, segs: list[dict], window: list[dict], names: dict
             item = Segment.of(s, names, wc, with_t_wall)
             size = item.size() + 1
         if items and used + size > max_chars:
-            out.next_start_ms = s["t0_ms"]
+            out.next_start_ms = s.t0_ms
             break
         items.append(item)
         used += size
@@ -189,19 +191,19 @@ def page(snap: snapshot.Snapshot, start_ms=None, end_ms=None, speaker: str | Non
     start, end, speaker, max_chars = _arguments(snap, start_ms, end_ms, speaker, format, max_chars, with_t_wall)
     wc = snap.wall_clock
     segs = snap.segments
-    attributed = any(s.get("speaker") for s in segs)
+    attributed = any(s.speaker for s in segs)
     if speaker is not None:
         if not attributed:
             raise InvalidArgument(f"recording {rid} is not diarized, so it has no speaker labels",
                                   hint="drop `speaker`, or reprocess with `talkthrough process --diarize`")
         match = speaker_match(snap, speaker)
-        segs = [s for s in segs if s.get("speaker") in match]
-    window = [s for s in segs if s["t1_ms"] > start and s["t0_ms"] <= end] if (start_ms or end_ms is not None) \
+        segs = [s for s in segs if s.speaker in match]
+    window = [s for s in segs if s.t1_ms > start and s.t0_ms <= end] if (start_ms or end_ms is not None) \
         else segs
-    out = TranscriptPage(recording=rid, filename=rec["filename"], generation=snap.generation, format=format,
+    out = TranscriptPage(recording=rid, filename=rec.filename, generation=snap.generation, format=format,
                          diarized=attributed, wall_clock=WallClock.of(wc), start_ms=start, end_ms=end,
                          returned=0, truncated=False, next_start_ms=None)
-    if not rec["transcript_available"]:
+    if not rec.transcript_available:
         out.transcript_available = False
         out.reason = snap.transcript_reason or "no transcript"
     if wc is None:

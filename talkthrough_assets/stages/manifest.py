@@ -216,7 +216,8 @@ def checked(m: Manifest) -> dict:
 
 
 def run(rid: str, opts: Options) -> StageResult:
-    m = checked(build_stored(rid, opts))
+    typed = build_stored(rid, opts)
+    m = checked(typed)
     # never the size of the generation published now (a reader pairs a manifest with its index part by size)
     data = search_index.distinct_size(rid, store.json_bytes(m))
     # the search index of this generation: the SQL terms table and the MCP server's part,
@@ -230,7 +231,7 @@ def run(rid: str, opts: Options) -> StageResult:
         search_index.maybe_compact(rid)  # merged lazily: a failure here costs only speed
     except Exception:
         pass
-    row = recording_row(m, str(path))
+    row = recording_row(typed, str(path)).to_json()
     store.write_table("recordings", rid, [row])
     store.ensure_catalog()
     md = {"manifest": str(path), "duration_s": m["media"]["duration_s"], "segments": row["segment_count"],

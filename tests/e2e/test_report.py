@@ -10,6 +10,7 @@ import os
 import re
 from pathlib import Path
 
+import manifests
 from fixture_facts import PROCESS_OPTIONS, SCREENCAST_PATH, TWO_VOICES_NAME, TWO_VOICES_PATH, unique_copy
 from typer.testing import CliRunner
 
@@ -73,7 +74,7 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
     html_sc = _write(str(sc), tmp_path / "sc.html")
     html_call = _write(s2["recording_id"], tmp_path / "call.html")
     snap = snapshot.read(s1["recording_id"])
-    unique = [f for f in snap.frames if f.get("duplicate_of") is None]
+    unique = [f for f in snap.frames if f.duplicate_of is None]
     assert len(unique) >= 4  # the fixture's four scenes
 
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: apt-get install -y chromium"
@@ -85,7 +86,7 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             assert page.inner_text("#title") == "demo 'screen'.mp4"
             thumbs = page.locator(".thumb")
             assert thumbs.count() == len(unique)
-            assert [int(t) for t in thumbs.evaluate_all("els => els.map(e => e.dataset.t)")] == [f["ms"] for f in unique]
+            assert [int(t) for t in thumbs.evaluate_all("els => els.map(e => e.dataset.t)")] == [f.ms for f in unique]
             assert page.evaluate("() => Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
             segs = page.locator("#segs .seg")
             n = segs.count()
@@ -93,7 +94,7 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             page.screenshot(path=str(art / "report_screencast.png"), full_page=True)
             # a click on each thumbnail marks what was said for that screen: the narration that starts after
             # the cut, not the previous slide's sentence still running into it; scrolled into view
-            cuts = [f["ms"] for f in unique] + [10 ** 9]
+            cuts = [f.ms for f in unique] + [10 ** 9]
             for i in range(len(unique)):
                 thumbs.nth(i).click()
                 page.keyboard.press("Escape")
@@ -106,7 +107,7 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             for i in range(n):
                 segs.nth(i).locator(".text").click()
                 on = int(page.locator(".thumb.hit").get_attribute("data-t"))
-                t0 = snap.segments[i]["t0_ms"]
+                t0 = snap.segments[i].t0_ms
                 assert on == max(c for c in cuts if c <= t0 + 250), (i, on, t0)
             # thumbnails a person can read, no developer line under each segment, times of day without a date
             assert page.evaluate("() => document.querySelector('.thumb img').getBoundingClientRect().height") >= 100
@@ -116,12 +117,12 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             # lines have them: from the start, and the time of day; the header says the day and the zone once
             wc = snap.wall_clock
             assert wc, "the fixture carries a creation time"
-            walls = [t_wall(wc, f["ms"]) for f in unique]
+            walls = [t_wall(wc, f.ms) for f in unique]
             assert thumbs.evaluate_all("els => els.map(e => [e.querySelector('.time').innerText, "
                                        "e.querySelector('.wall').innerText])") == [
-                [formats.clock(f["ms"]), formats.time_of_day(w)] for f, w in zip(unique, walls)]
+                [formats.clock(f.ms), formats.time_of_day(w)] for f, w in zip(unique, walls)]
             assert page.locator("#screens .screen .wall").all_inner_texts() == [
-                formats.time_of_day(w) for f, w in zip(unique, walls) if (f.get("ocr_text") or "").strip()]
+                formats.time_of_day(w) for f, w in zip(unique, walls) if (f.ocr_text or "").strip()]
             start = t_wall(wc, 0)
             assert f"{start[:10]} {formats.time_of_day(start)} {formats.zone(start)}" in page.inner_text("header")
             assert not re.search(r"\d\dT\d\d:|:\d\d\.\d{3}", page.inner_text("body")), "an ISO stamp shown"
@@ -131,7 +132,7 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             size = page.evaluate("() => { const i = document.getElementById('large-img'); "
                                  "return [i.naturalWidth, i.getBoundingClientRect().height]; }")
             assert size[0] == report.LARGE_WIDTH and size[1] > 400, size
-            assert page.inner_text("#large-cap") == f"{formats.clock(unique[-1]['ms'])} " \
+            assert page.inner_text("#large-cap") == f"{formats.clock(unique[-1].ms)} " \
                 f"({formats.time_of_day(walls[-1])} {formats.zone(walls[-1])})"
             page.screenshot(path=str(art / "report_large.png"))
             page.keyboard.press("Escape")
@@ -139,7 +140,7 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             # on-screen text of each segment's frame, collapsible
             assert page.locator("#segs details").count() >= 1
             # search filters segments and screen text
-            word = snap.segments[0]["text"].split()[0].strip(".,!?").lower()
+            word = snap.segments[0].text.split()[0].strip(".,!?").lower()
             page.fill("#q", word)
             shown = page.evaluate("() => Array.from(document.querySelectorAll('#segs .seg'))"
                                   ".filter(s => s.style.display !== 'none').length")
@@ -147,7 +148,7 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             # every on-screen text is searched, also a frame no segment points at (#38 item 7): a word that was
             # only on screen is found in the screens list
             screens = page.locator("#screens .screen")
-            assert screens.count() == sum(1 for f in unique if (f.get("ocr_text") or "").strip()) >= 4
+            assert screens.count() == sum(1 for f in unique if (f.ocr_text or "").strip()) >= 4
             page.fill("#q", "responding")  # "checkout service not responding": on screen, never said
             shown = page.evaluate("() => Array.from(document.querySelectorAll('#screens .screen'))"
                                   ".filter(s => s.style.display !== 'none').map(s => +s.dataset.t)")
@@ -196,17 +197,14 @@ def test_report_of_processed_recordings_in_chromium(tt_home, processed, tmp_path
             assert pg.requests == [f"{SITE}/"] and pg.errors == [], (pg.requests, pg.errors)
 
             # hostile transcript and OCR text (what a malicious screen or speech could put there)
-            fake = snapshot.Snapshot(
-                rid="0123456789abcdef", sig=(1,), rec={"filename": HOSTILE, "kind": "video", "duration_ms": 9000,
-                                                        "language": "en", "transcript_available": True},
-                wall_clock=None, diarized=True, names={"S1": HOSTILE},
-                segments=[{"seq": 0, "t0_ms": 0, "t1_ms": 4000, "text": HOSTILE, "speaker": "S1"},
-                          {"seq": 1, "t0_ms": 4000, "t1_ms": 8000, "text": "<a href='javascript:window.__pwned=1'>x</a>",
-                           "speaker": "S2"}],
-                words=[], turns=[[0, 4000, "S1"], [4000, 8000, "S2"]],
-                frames=[{"ms": 0, "file": "frames/x/t0.jpg", "duplicate_of": None,
-                         "ocr_text": "javascript:alert(1) " + HOSTILE}])
-            html = report.render(fake, {"transcript": {"model": HOSTILE}}, lambda key: "javascript:window.__pwned=1")
+            fake = manifests.snap(
+                [{"seq": 0, "t0_ms": 0, "t1_ms": 4000, "text": HOSTILE, "speaker": "S1"},
+                 {"seq": 1, "t0_ms": 4000, "t1_ms": 8000, "text": "<a href='javascript:window.__pwned=1'>x</a>",
+                  "speaker": "S2"}],
+                [{"ms": 0, "file": "frames/x/t0.jpg", "ocr_text": "javascript:alert(1) " + HOSTILE}],
+                filename=HOSTILE, duration_ms=9000, names={"S1": HOSTILE}, turns=[[0, 4000, "S1"], [4000, 8000, "S2"]],
+                model_name=HOSTILE)
+            html = report.render(fake, lambda key: "javascript:window.__pwned=1")
             pg = Page(b, html)
             page = pg.page
             page.locator(".thumb").click()

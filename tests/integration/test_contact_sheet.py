@@ -27,7 +27,7 @@ def test_the_contact_sheet_shows_every_scene_once_with_its_times(processed):
     path = s["frames"]["contact_sheet"]
     assert path == store.data_location(store.contact_sheet_key(rid)), s["frames"]
     snap = snapshot.read(rid)
-    unique = [f for f in snap.frames if f.get("duplicate_of") is None]
+    unique = [f for f in snap.frames if f.duplicate_of is None]
     assert len(snap.frames) > len(unique) == len(SCREENCAST_SCENES)  # a slide gives several keyframes
     engine, status = ocr_engine.engine_status(True)
     assert status == "rapidocr"
@@ -38,7 +38,7 @@ def test_the_contact_sheet_shows_every_scene_once_with_its_times(processed):
     # each scene's times, in time order (left to right), as the report's thumbnails and transcript lines say them
     at = []
     for f in unique:
-        clock, wall = formats.clock(f["ms"]), t_wall(snap.wall_clock, f["ms"])
+        clock, wall = formats.clock(f.ms), t_wall(snap.wall_clock, f.ms)
         assert wall, snap.wall_clock  # the fixture carries a creation time
         caption = re.sub(r"\s+", "", f"{clock} · {formats.time_of_day(wall)} {formats.zone(wall)}").upper()
         assert flat.count(caption) == 1, (caption, text)

@@ -29,9 +29,9 @@ def test_a_failed_run_leaves_a_partial_generation_that_says_it_stopped(tmp_path,
     assert out["status"] == "failed", out
     rid = out["recording_id"]
     snap = snapshot.read(rid)
-    assert snap is not None and snap.partial["stopped"] == "manifest: no space left on device", snap.partial
+    assert snap is not None and snap.partial.stopped == "manifest: no space left on device", snap.partial
     audio_ms = store.read_one("transcripts", rid)["audio_ms"]
-    assert snap.partial["covered_ms"] == [0, audio_ms]  # every chunk was transcribed before the failure
+    assert snap.partial.covered_ms == (0, audio_ms)  # every chunk was transcribed before the failure
     assert snap.segments and len(snap.segments) == len(store.read_rows("segments", rid))
     assert store.read_one("recordings", rid) is None  # nothing of it looks final
 
@@ -39,5 +39,5 @@ def test_a_failed_run_leaves_a_partial_generation_that_says_it_stopped(tmp_path,
     again = service.process(src)
     assert again["status"] == "processed", again
     final = snapshot.read(rid)
-    assert final.partial is None and [s["text"] for s in final.segments] == [s["text"] for s in snap.segments]
+    assert final.partial is None and [s.text for s in final.segments] == [s.text for s in snap.segments]
     assert snapshot.partial_fields(final) is None  # a finished generation carries no partial marking

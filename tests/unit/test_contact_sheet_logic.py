@@ -9,6 +9,7 @@ import io
 
 from PIL import Image
 
+from manifests import snap as snap_of
 from talkthrough_assets.read import contact_sheet
 from talkthrough_assets.read import snapshot
 
@@ -16,8 +17,7 @@ WC = {"start_utc": "2026-03-14T09:26:53+00:00", "tz_offset_min": 540, "source": 
 
 
 def _snap(frames: list[dict], wc: dict | None) -> snapshot.Snapshot:
-    return snapshot.Snapshot(rid="0123456789abcdef", sig=(1,), rec={"filename": "demo.mp4", "duration_ms": 30_000},
-                             wall_clock=wc, segments=[], words=[], frames=frames, diarized=False, names={})
+    return snap_of(frames=frames, wall_clock=wc, filename="demo.mp4", duration_ms=30_000)
 
 
 # a slide shown for 18 s gives a keyframe each I-frame: seven keyframes, three scenes

@@ -7,18 +7,22 @@ from __future__ import annotations
 import json
 import re
 
+from manifests import snap as snap_of
+from talkthrough_assets.model.manifest import Segment, WallClock
 from talkthrough_assets.read import formats
 from talkthrough_assets.read import snapshot
 from talkthrough_assets.read import transcript
 
-WC = {"start_utc": "2026-03-14T10:00:00+00:00", "tz_offset_min": 60, "source": "cli", "confidence": "high"}
-SEGS = [
+WC_JSON = {"start_utc": "2026-03-14T10:00:00+00:00", "tz_offset_min": 60, "source": "cli", "confidence": "high"}
+WC = WallClock(**WC_JSON)
+SEG_JSON = [
     {"seq": 0, "t0_ms": 0, "t1_ms": 1500, "text": "Hello & welcome", "speaker": "S1"},
     {"seq": 1, "t0_ms": 61_250, "t1_ms": 3_723_004, "text": "a <script>alert(1)</script>\n\nsecond line --> x",
      "speaker": "S2"},
     {"seq": 2, "t0_ms": 3_723_004, "t1_ms": 3_723_004, "text": "[link](javascript:alert(1)) *bold* # not a heading",
      "speaker": "S1"},
 ]
+SEGS = [Segment(**s) for s in SEG_JSON]
 NAMES = {"S1": "Ann <b>O'Neil</b>"}
 
 
@@ -69,9 +73,7 @@ def test_txt_and_json_carry_names_and_optional_wall_clock():
 
 
 def _snap() -> snapshot.Snapshot:
-    return snapshot.Snapshot(rid="0123456789abcdef", sig=(1, 2, 3), rec={
-        "filename": "f.mka", "duration_ms": 4_000_000, "transcript_available": True}, wall_clock=WC,
-        segments=SEGS, words=[], frames=[], diarized=True, names=NAMES)
+    return snap_of(SEG_JSON, wall_clock=WC_JSON, duration_ms=4_000_000, names=NAMES)
 
 
 def test_mcp_get_transcript_srt_and_json_are_the_export_formats():
@@ -97,9 +99,10 @@ def test_srt_time_matches_faster_whispers_formatter():
 def test_overlapping_segments_never_give_overlapping_cues():
     """ASR segments may overlap (one pair by 440 ms in the 10-min screencast): each SRT/VTT cue ends where
     the next begins (issue #38, item 8), in `export` and in get_transcript(format='srt') alike."""
-    segs = [{"seq": 0, "t0_ms": 1000, "t1_ms": 5440, "text": "one."},
-            {"seq": 1, "t0_ms": 5000, "t1_ms": 7000, "text": "two."},
-            {"seq": 2, "t0_ms": 7000, "t1_ms": 9000, "text": "three."}]
+    seg_json = [{"seq": 0, "t0_ms": 1000, "t1_ms": 5440, "text": "one."},
+                {"seq": 1, "t0_ms": 5000, "t1_ms": 7000, "text": "two."},
+                {"seq": 2, "t0_ms": 7000, "t1_ms": 9000, "text": "three."}]
+    segs = [Segment(**s) for s in seg_json]
 
     def spans(text: str, sep: str) -> list[tuple[str, str]]:
         return re.findall(rf"(\d\d:\d\d:\d\d{sep}\d{{3}}) --> (\d\d:\d\d:\d\d{sep}\d{{3}})", text)
@@ -109,17 +112,15 @@ def test_overlapping_segments_never_give_overlapping_cues():
                                ("00:00:07,000", "00:00:09,000")]
     vtt = formats.render("vtt", segs, {}, None)
     assert [b for _, b in spans(vtt, r"\.")] == ["00:00:05.000", "00:00:07.000", "00:00:09.000"]
-    snap = snapshot.Snapshot(rid="0123456789abcdef", sig=(1,), rec={"filename": "f.mka", "duration_ms": 9000,
-                             "transcript_available": True}, wall_clock=None, segments=segs, words=[], frames=[],
-                             diarized=False, names={})
+    snap = snap_of(seg_json, duration_ms=9000)
     assert transcript.page(snap, format="srt").srt == srt
     assert transcript.page(snap, format="srt", start_ms=4000, end_ms=6000).srt.count("-->") == 2
     assert "00:00:01,000 --> 00:00:05,000" in transcript.page(snap, format="srt", start_ms=0, end_ms=2000).srt
 
 
 def test_two_people_at_once_is_said_in_every_format():
-    segs = [{"seq": 0, "t0_ms": 0, "t1_ms": 4000, "text": "so the budget", "speaker": "S1", "overlap": ["S2"]},
-            {"seq": 1, "t0_ms": 4000, "t1_ms": 6000, "text": "agreed", "speaker": "S2"}]
+    segs = [Segment(seq=0, t0_ms=0, t1_ms=4000, text="so the budget", speaker="S1", overlap=["S2"]),
+            Segment(seq=1, t0_ms=4000, t1_ms=6000, text="agreed", speaker="S2")]
     names = {"S2": "Bob"}
     assert "[S1, with S2 Bob at once] so the budget" in formats.render("srt", segs, names, None)
     assert "S1, with S2 Bob at once: so the budget" in formats.render("txt", segs, names, None)

@@ -84,4 +84,60 @@ def test_the_stage_refuses_a_manifest_off_the_schema_and_publishes_nothing(tmp_p
 
 def test_the_listing_row_is_the_same_from_the_typed_manifest_and_its_json():
     m = _build()
-    assert model.recording_row(m, "/m.json") == model.recording_row(json.loads(json.dumps(m.to_json())), "/m.json")
+    again = model.Manifest.from_json(json.loads(json.dumps(m.to_json())))
+    assert again == m and model.recording_row(m, "/m.json") == model.recording_row(again, "/m.json")
+
+
+def _hour_manifest() -> model.Manifest:
+    """A one-hour recording's manifest: 2 000 segments of three speakers, 10 000 words, 600 keyframes."""
+    segs = [{"seq": i, "t0_ms": i * 1800, "t1_ms": i * 1800 + 1700, "text": "so the budget " * 3,
+             "speaker": f"S{i % 3 + 1}"} for i in range(2000)]
+    kf = [{"ms": i * 6000, "file": f"frames/x/g/t{i}.jpg"} for i in range(600)]
+    dedup = [{"ms": i * 6000, "duplicate_of": None if i % 3 == 0 else (i - i % 3) * 6000} for i in range(600)]
+    m = _build(probe=dict(PROBE, duration_ms=3_600_000), segments=segs, keyframes=kf, dedup=dedup,
+               ocr=[{"ms": i * 6000, "text": "SLIDE"} for i in range(0, 600, 3)],
+               transcript={"available": True, "reason": None, "language": "en", "model": "t"})
+    words = [(i * 360, i * 360 + 300, " word") for i in range(10_000)]
+    return dataclasses.replace(m, transcript=dataclasses.replace(m.transcript, words=words))
+
+
+def test_the_typed_load_gives_back_what_was_written():
+    m = _hour_manifest()
+    data = json.dumps(m.to_json())
+    back = model.Manifest.from_json(json.loads(data))
+    assert back == m and back.to_json() == json.loads(data)
+    assert isinstance(back.transcript.segments[5], model.Segment) and back.transcript.segments[5].speaker == "S3"
+    assert back.transcript.words[1] == (360, 660, " word") and back.frames.items[1].duplicate_of == 0
+    assert model.loads(json.dumps(_build().to_json())) == _build()  # checked, then typed
+
+
+def test_the_typed_load_reads_manifests_of_earlier_writers():
+    old = _build().to_json()
+    # before words, quality, the speaker count, frames' reason and header durations were written
+    for key in ("words", "quality"):
+        old["transcript"].pop(key, None)
+    old["frames"].pop("reason")
+    old["media"]["duration_s"] = 2  # JSON's int for a float
+    old["media"]["retired_key"] = "x"  # a key a later version no longer writes is not read
+    old["wall_clock"] = {"start_utc": None, "tz_offset_min": None, "source": None, "confidence": None}
+    old["partial"] = {"covered_ms": [0, 15000]}  # a provisional generation with only its covered span
+    m = model.Manifest.from_json(old)
+    assert m.transcript.words == [] and m.transcript.quality is None and m.frames.reason is None
+    assert m.media.duration_s == 2.0 and m.wall_clock is None  # an anchor without a time is no anchor
+    assert m.partial == model.Partial(covered_ms=(0, 15000))
+    assert model.recording_row(m).duration_ms == 2000
+    bad = dict(_build().to_json(), frames={"count": 1})
+    with pytest.raises(ValueError, match="frames"):
+        model.Manifest.from_json(bad)
+
+
+def test_the_typed_load_from_bytes_is_the_same_and_says_when_it_is_not_json():
+    m = _hour_manifest()
+    assert model.Manifest.from_json_bytes(json.dumps(m.to_json()).encode()) == m
+    old = dict(_build().to_json(), wall_clock={"start_utc": None, "tz_offset_min": None, "source": None,
+                                               "confidence": None})
+    assert model.Manifest.from_json_bytes(json.dumps(old)).wall_clock is None  # read as from_json reads it
+    with pytest.raises(json.JSONDecodeError):
+        model.Manifest.from_json_bytes(b'{"schema": "talkthrough-manifest/v1", "job_id": ')
+    with pytest.raises(ValueError, match="frames"):
+        model.Manifest.from_json_bytes(json.dumps(dict(_build().to_json(), frames={"count": 1})))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 
+from talkthrough_assets.model import manifest as model
 from talkthrough_assets.read.answers import Segment
 from talkthrough_assets.read.listing import Counts, RecordingItem, RecordingList
 from talkthrough_assets.read.search_answer import SearchAnswer
@@ -64,7 +65,7 @@ def test_an_answer_sends_the_fields_it_set_and_null_only_where_set_to_null():
     assert "partial" not in data and "next_start_ms" not in data and "kind" not in data  # never set: absent
     item.next_start_ms = None
     assert item.dump()["next_start_ms"] is None
-    seg = Segment.of({"seq": 3, "t0_ms": 10, "t1_ms": 20, "text": "hi"}, {}, None, with_t_wall=False)
+    seg = Segment.of(model.Segment(seq=3, t0_ms=10, t1_ms=20, text="hi"), {}, None, with_t_wall=False)
     assert seg.dump() == {"seq": 3, "t_ms": 10, "t1_ms": 20, "text": "hi"}
     assert seg.size() == len(json.dumps(seg.dump(), separators=(",", ":")))
 

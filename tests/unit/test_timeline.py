@@ -32,7 +32,7 @@ TL = Timeline(_rows([
 
 
 def _ids(pos: list[int]) -> list[str]:
-    return [TL.recs[j]["recording"] for j in pos]
+    return [TL.recs[j].recording for j in pos]
 
 
 def test_covering_an_instant_returns_every_overlapping_recording():
@@ -49,7 +49,7 @@ def test_overlapping_a_window_nearest_and_slices():
     assert _ids(TL.overlapping(None, ms("2026-03-14T08:30:00+00:00"))) == ["long"]
     assert _ids(TL.overlapping(ms("2026-03-14T11:00:01+00:00"), None)) == ["later"]
     prev, nxt = TL.nearest(ms("2026-03-14T11:30:00+00:00"))
-    assert (TL.recs[prev]["recording"], TL.recs[nxt]["recording"]) == ("long", "later")
+    assert (TL.recs[prev].recording, TL.recs[nxt].recording) == ("long", "later")
     w = TL.offset_window(ms("2026-03-14T09:08:00+00:00"), ms("2026-03-14T09:12:00+00:00"))
     assert w == {"long": (68 * 60_000, 72 * 60_000), "screen": (8 * 60_000, 10 * 60_000),
                  "call": (3 * 60_000, 7 * 60_000)}

@@ -67,18 +67,20 @@ def _manifest_with_a_wall_clock_and_speakers() -> dict:
 
 
 def test_the_mcp_library_row_is_the_recordings_row_less_paths():
-    from talkthrough_assets.read import snapshot
+    from talkthrough_assets.read import index, snapshot
 
     m = _manifest_with_a_wall_clock_and_speakers()
-    row = recording_row(m, "/data/manifests/x.json")
-    assert row["recorded_at"] == "2026-03-02T09:15:00.000+00:00" and row["tz_offset_min"] == 60
-    assert row["duration_ms"] == 61_500 and row["diarized"] and row["speaker_count"] == 1
+    row = recording_row(model.Manifest.from_json(m), "/data/manifests/x.json")
+    assert row.recorded_at == "2026-03-02T09:15:00.000+00:00" and row.tz_offset_min == 60
+    assert row.duration_ms == 61_500 and row.diarized and row.speaker_count == 1
     snap = snapshot.build(RID, json.loads(json.dumps(m)))
-    assert snap.rec == {"recording": RID, **{k: v for k, v in row.items()
-                                             if k not in ("path", "size_bytes", "manifest_path")}}
-    assert snap.wall_clock == m["wall_clock"] == {"start_utc": "2026-03-02T09:15:00.000+00:00",
-                                                  "tz_offset_min": 60, "source": "creation_time",
-                                                  "confidence": "medium"}
+    assert snap.rec == dataclasses.replace(row, manifest_path=None)
+    # the search index's listing row (what list_recordings shows): the same row less its paths
+    assert index.snapshot_parts(snap)[0] == {"recording": RID, **{k: v for k, v in row.to_json().items()
+                                                          if k not in ("path", "size_bytes", "manifest_path")}}
+    assert dataclasses.asdict(snap.wall_clock) == m["wall_clock"] == {
+        "start_utc": "2026-03-02T09:15:00.000+00:00", "tz_offset_min": 60, "source": "creation_time",
+        "confidence": "medium"}
 
 
 def test_a_recording_without_a_wall_clock_has_none_everywhere():
@@ -88,7 +90,7 @@ def test_a_recording_without_a_wall_clock_has_none_everywhere():
 
     assert view(dataclasses.asdict(wallclock.NULL_WALL_CLOCK)) is None and view(None) is None
     m = _valid_manifest()
-    assert m["wall_clock"] is None and recording_row(m)["recorded_at"] is None
+    assert m["wall_clock"] is None and recording_row(model.Manifest.from_json(m)).recorded_at is None
 
 
 def _manifest_inputs():
@@ -113,7 +115,7 @@ def test_manifest_round_trip_and_validation():
     m = manifest_stage.build(**_manifest_inputs()).to_json()
     assert model.validate(m) == []
     again = model.loads(model.dumps(m))
-    assert again == m
+    assert isinstance(again, model.Manifest) and again.to_json() == m
     assert m["frames"]["count"] == 2 and m["frames"]["unique_count"] == 1
     assert m["frames"]["items"][1]["duplicate_of"] == 0 and m["frames"]["items"][0]["ocr_text"] == "DEPLOY"
     assert "diarization" not in m["transcript"]  # not requested -> block absent

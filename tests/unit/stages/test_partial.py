@@ -139,7 +139,7 @@ def test_read_tools_mark_a_partial_answer(home, monkeypatch):
     _store(rows[1], 1)
     partial.publish(RID, partial.build(RID, {}, wall_clock=None, model_label="tiny.en"))
     snap = snapshot.read(RID)
-    assert snap.partial["covered_ms"] == [0, 15_000]
+    assert snap.partial.covered_ms == (0, 15_000)
     page = transcript.page(snap).dump()
     assert page["partial"] is True and page["covered_ms"] == [0, 15_000]
     assert page["truncated"] is False and page["next_start_ms"] == 15_000
