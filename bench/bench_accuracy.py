@@ -126,7 +126,7 @@ def main() -> int:
     if a.skip_long:
         files = [f for f in files if "10min" not in f]
     workdir = Path(tempfile.mkdtemp(prefix="tt-bench-acc-"))
-    print(f"== scene cuts: new keyframe pass vs v1 (every frame through FFmpeg select), within 1.0 s ==")
+    print("== scene cuts: new keyframe pass vs v1 (every frame through FFmpeg select), within 1.0 s ==")
     print(f"{'file':<40}{'v1 s':>7}{'new s':>7}{'speed':>7}{'v1 dec':>8}{'new dec':>8}"
           f"{'cuts kept':>11}{'v1 uniq':>9}{'new uniq':>9}  missed")
     all_ok = True
