@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from talkthrough_assets import store
 from talkthrough_assets.read.answers import Answer
 from talkthrough_assets.read.errors import InvalidArgument, ReadError
-from talkthrough_assets.read.reader import ImageResult, dumps
+from talkthrough_assets.read.args import dumps
+from talkthrough_assets.read.images import ImageResult
 
 log = logging.getLogger("talkthrough_mcp")
 

@@ -35,19 +35,18 @@ from talkthrough_assets.read import search
 from talkthrough_assets.read import search_answer
 from talkthrough_assets.read import snapshot
 from talkthrough_assets.read import transcript
-from talkthrough_assets.read.args import check_id, dumps, limit_arg
+from talkthrough_assets.read.args import check_id, limit_arg
 from talkthrough_assets.read.bytime import MomentsAt
-from talkthrough_assets.read.errors import NotProcessed, ReadError, UnknownRecording
+from talkthrough_assets.read.errors import NotProcessed, UnknownRecording
 from talkthrough_assets.read.extract import ExtractedFrame
-from talkthrough_assets.read.frames import FRAMES_MAX, Frames
-from talkthrough_assets.read.images import OCR_MAX_CHARS, Image, ImageResult, screen_spans
+from talkthrough_assets.read.frames import Frames
+from talkthrough_assets.read.images import ImageResult
 from talkthrough_assets.read.index import LibraryIndex
-from talkthrough_assets.read.listing import LIST_MAX, LIST_MAX_CHARS, RecordingList
+from talkthrough_assets.read.listing import RecordingList
 from talkthrough_assets.read.moment import (MOMENT_FRAMES, MOMENT_MAX_WINDOW_MS, MOMENT_TRANSCRIPT_CHARS,
                                             MOMENT_WINDOW_MS, Moment)
-from talkthrough_assets.read.search import SEARCH_MAX_CHARS, SEARCH_MAX_HITS, SEARCH_MAX_QUERY_CHARS, snippet
 from talkthrough_assets.read.search_answer import SearchAnswer
-from talkthrough_assets.read.transcript import TRANSCRIPT_MAX_CHARS, TRANSCRIPT_MIN_CHARS, TranscriptPage
+from talkthrough_assets.read.transcript import TRANSCRIPT_MAX_CHARS, TranscriptPage
 
 
 # --------------------------------------------------------------------------- reader
@@ -144,8 +143,4 @@ def default_reader() -> Reader:
         return _default
 
 
-__all__ = ["Reader", "ReadError", "Image", "ImageResult", "default_reader", "dumps", "snippet", "screen_spans",
-           # the limits the tools advertise, from the modules that enforce them
-           "TRANSCRIPT_MAX_CHARS", "TRANSCRIPT_MIN_CHARS", "OCR_MAX_CHARS", "SEARCH_MAX_HITS", "SEARCH_MAX_CHARS",
-           "SEARCH_MAX_QUERY_CHARS", "LIST_MAX", "LIST_MAX_CHARS", "FRAMES_MAX", "MOMENT_FRAMES", "MOMENT_WINDOW_MS",
-           "MOMENT_MAX_WINDOW_MS"]
+__all__ = ["Reader", "default_reader"]

@@ -662,7 +662,7 @@ def test_transcript_pages_respect_the_cap(library):
 
     _write_recording(A, [(i * 1000, f"sentence number {i} " + "x" * 60) for i in range(60)])
     seen, start = [], None
-    from talkthrough_assets.read.reader import dumps
+    from talkthrough_assets.read.args import dumps
 
     for _ in range(100):
         page = library.get_transcript(A, start_ms=start, max_chars=1000)
@@ -675,7 +675,7 @@ def test_transcript_pages_respect_the_cap(library):
 
 
 def test_snippet_is_bounded_and_centered_on_the_match():
-    from talkthrough_assets.read.reader import snippet
+    from talkthrough_assets.read.search import snippet
 
     text = ("lorem ipsum " * 30) + "the Café incident was resolved " + ("dolor sit amet " * 30)
     s = snippet(text, {"cafe"})

@@ -281,7 +281,8 @@ def test_same_size_bytes_with_a_reset_mtime_are_not_served_as_the_recording(proc
 # --------------------------------------------------------------------------- item 5: capped responses
 
 def test_query_length_and_every_response_are_capped(processed, pristine_home, ids, tmp_path):
-    from talkthrough_assets.read.reader import LIST_MAX_CHARS, SEARCH_MAX_CHARS, SEARCH_MAX_QUERY_CHARS
+    from talkthrough_assets.read.listing import LIST_MAX_CHARS
+    from talkthrough_assets.read.search import SEARCH_MAX_CHARS, SEARCH_MAX_QUERY_CHARS
     from talkthrough_mcp.results import RESPONSE_MAX_CHARS
 
     home = _copy_home(pristine_home, tmp_path / "big")
