@@ -112,7 +112,7 @@ def active_runs_here(inst, rid: str | None = None) -> list[tuple[object, int, bo
     for run in runs:
         runner = _runner(inst, run)
         if runner and runner[0] == socket.gethostname():
-            out.append((run, runner[1], _alive(runner[1])))
+            out.append((run, runner[1], proctree.alive(runner[1])))
     return out
 
 
@@ -156,17 +156,6 @@ def launched(run) -> bool:
 
 def runs_finished(inst, run_ids: Iterable[str]) -> bool:
     return all((r := inst.get_run_by_id(i)) is None or r.is_finished for i in run_ids)
-
-
-def _alive(pid: int) -> bool:
-    """Running (a killed process not reaped yet is dead too); another user's process counts as alive."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return proctree.alive(pid)
 
 
 def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None, settings: dict | None = None,

@@ -42,9 +42,12 @@ def become_subreaper() -> bool:
 
 
 def alive(pid: int) -> bool:
-    """Running (a zombie, killed but not reaped yet, is dead)."""
+    """Running (a zombie, killed but not reaped yet, is dead); another user's process whose state cannot be read
+    counts as running."""
     try:
         return psutil.Process(pid).status() not in _DEAD
+    except psutil.AccessDenied:
+        return True
     except _GONE:
         return False
 
