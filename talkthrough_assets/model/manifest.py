@@ -249,10 +249,8 @@ def _adapter():
 
 def generate_schema() -> dict:
     """The JSON Schema (draft 2020-12) of :class:`Manifest`, generated from the records (needs pydantic)."""
-    from pydantic import TypeAdapter
-
     out = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA}
-    out.update(TypeAdapter(Manifest).json_schema())
+    out.update(_adapter().json_schema())
     out["title"] = SCHEMA
     return out
 
