@@ -300,19 +300,29 @@ def incremental(home: Path, facts: dict) -> dict:
             "bucket_postings": forced["postings"]}
 
 
-def main(argv: list[str] | None = None) -> int:
-    started = time.perf_counter()
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def library_arguments(ap: argparse.ArgumentParser) -> None:
+    """The arguments that choose the generated library and where it lives (bench_search_engines.py takes them too)."""
     ap.add_argument("--recordings", type=int, default=10_000)
     ap.add_argument("--segments", type=int, default=200, help="segments per recording")
     ap.add_argument("--frames", type=int, default=60, help="keyframes per recording (1/3 unique, with OCR)")
     ap.add_argument("--pending", type=float, default=0.05, help="share of recordings left as unmerged parts")
-    ap.add_argument("--runs", type=int, default=40, help="timed calls per measurement (new reader)")
-    ap.add_argument("--old-runs", type=int, default=5, help="timed calls per measurement (old reader; 0: skip it)")
     ap.add_argument("--workers", type=int, default=3, help="processes generating the library")
     ap.add_argument("--home", type=Path, help="data root to use (default: a new temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated data root")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def library(a: argparse.Namespace, home: Path) -> dict:
+    """The library :func:`library_arguments` chose, generated under ``home`` (or the one generated there before)."""
+    return cached_library(home, a.recordings, a.segments, a.frames, int(a.recordings * a.pending), workers=a.workers)
+
+
+def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    library_arguments(ap)
+    ap.add_argument("--runs", type=int, default=40, help="timed calls per measurement (new reader)")
+    ap.add_argument("--old-runs", type=int, default=5, help="timed calls per measurement (old reader; 0: skip it)")
     ap.add_argument("--measure", choices=("new", "old"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.measure:
@@ -321,8 +331,7 @@ def main(argv: list[str] | None = None) -> int:
 
     home = (a.home or Path(tempfile.mkdtemp(prefix="ttbench-"))).resolve()
     try:
-        facts = cached_library(home, a.recordings, a.segments, a.frames, int(a.recordings * a.pending),
-                               workers=a.workers)
+        facts = library(a, home)
         res = {"recordings": len(facts["recordings"]), "pending_parts": facts["pending_parts"],
                "generate_s": facts["generate_s"], "merge_all_buckets_s": facts["merge_all_buckets_s"]}
         res["new"] = _child("new", home, a.runs)

@@ -358,17 +358,10 @@ def _print(res: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--recordings", type=int, default=10_000)
-    ap.add_argument("--segments", type=int, default=200, help="segments per recording")
-    ap.add_argument("--frames", type=int, default=60, help="keyframes per recording (1/3 unique, with OCR)")
-    ap.add_argument("--pending", type=float, default=0.05, help="share of recordings left as unmerged parts")
+    bench_reads.library_arguments(ap)
     ap.add_argument("--runs", type=int, default=40, help="timed calls per measurement")
     ap.add_argument("--replaces", type=int, default=20, help="recordings replaced in the FTS5 database")
-    ap.add_argument("--workers", type=int, default=3, help="processes generating the library")
     ap.add_argument("--rebuild", action="store_true", help="build the FTS5 database again when there is one")
-    ap.add_argument("--home", type=Path, help="data root to use (default: a new temp dir)")
-    ap.add_argument("--keep", action="store_true", help="keep the generated data root")
-    ap.add_argument("--json", action="store_true", help="print the result as JSON")
     ap.add_argument("--measure", choices=("index", "fts5"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.measure:
@@ -377,8 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     home = (a.home or Path(tempfile.mkdtemp(prefix="ttbench-"))).resolve()
     try:
-        facts = bench_reads.cached_library(home, a.recordings, a.segments, a.frames, int(a.recordings * a.pending),
-                                           workers=a.workers)
+        facts = bench_reads.library(a, home)
         loads = [os.getloadavg()[0]]
         res: dict = {"recordings": len(facts["recordings"]), "cores": os.cpu_count()}
         built = home / "fts5_build.json"
