@@ -4,13 +4,15 @@ matches a text."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from talkthrough_assets import store
 from talkthrough_assets.pipeline import events, sources
 from talkthrough_assets.stages import runner
 from talkthrough_assets.stages import probe as probe_stage
 from talkthrough_assets.stages import turns as turns_stage
 from talkthrough_assets.model import wallclock
-from talkthrough_assets.model.media import ProbeRow
+from talkthrough_assets.model.media import ProbeRow, WallClockRow
 from talkthrough_assets.model.transcript import Segment, TranscriptMeta
 from talkthrough_assets.model.turns import DiarizationRow, SpeakerSegment
 from talkthrough_assets.stages.segments import stage as segments_stage
@@ -26,7 +28,7 @@ def summary(rid: str) -> dict:
     out: dict = {"recording_id": rid, "manifest": store.data_location(store.manifest_key(rid)) if rec else None}
     if not rec:
         return out
-    wc = store.read_one("wall_clock", rid)
+    wc = store.read_one("wall_clock", rid, record=WallClockRow)
     # the file ends before (or after) its header says
     note = probe_stage.readable_note(store.read_one("probe", rid, record=ProbeRow))
     if note:
@@ -39,13 +41,13 @@ def summary(rid: str) -> dict:
         "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
         # the other names the same bytes were registered under
         "aliases": [n for n in sources.recording_names(rid) if n != rec["filename"]],
-        "wall_clock": wallclock.view(wc if wc and wc.get("available") else None),
+        "wall_clock": asdict(anchor) if (anchor := wallclock.view(wc)) else None,
         "transcript": {"available": rec["transcript_available"], "reason": tr.reason if tr else None,
                        "language": rec["language"], "segments": rec["segment_count"],
                        # chunks with a stored Whisper result (derived from the chunk keys), and failed ones
                        "coverage": (segments_stage.coverage(rid) or {}).get("text"),
                        "chunks_reason": runner.stage_reason(rid, "segments"),
-                       **{k: v for k, v in transcribe.quality(tr).items() if k != "uncovered"}},
+                       **{k: v for k, v in asdict(transcribe.quality(tr)).items() if k != "uncovered"}},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
                    "dir": store.data_location(store.frames_key(rid)),
                    "reason": runner.stage_reason(rid, "keyframes"), "contact_sheet": _contact_sheet(rid)},

@@ -182,8 +182,8 @@ def run(rid: str, opts: Options, engines, *, ctx: RunContext | None = None) -> S
     md = {"available": m.available, "reason": m.reason or "", "language": m.language or "",
           "segments": m.segment_count, "words": m.word_count, "transcript_head": head,
           "elapsed_s": m.elapsed_s, "dropped_segments": m.dropped_count,
-          **{k: v for k, v in T.quality(m).items() if k in ("dropped_words", "doubtful_segments", "speech_s",
-                                                            "uncovered_speech_s")},
+          **{k: v for k, v in dataclasses.asdict(T.quality(m)).items()
+             if k in ("dropped_words", "doubtful_segments", "speech_s", "uncovered_speech_s")},
           **metadata(rid, report)}
     checks = [T.transcript_check(p.has_audio and peak > 1000, m.segment_count)]
     return StageResult(md, digest([dataclasses.asdict(s) for s in out.segments]), checks, reason=reason)
