@@ -45,7 +45,7 @@ def summary(rid: str) -> dict:
         "transcript": {"available": rec["transcript_available"], "reason": tr.reason if tr else None,
                        "language": rec["language"], "segments": rec["segment_count"],
                        # chunks with a stored Whisper result (derived from the chunk keys), and failed ones
-                       "coverage": (segments_stage.coverage(rid) or {}).get("text"),
+                       "coverage": _coverage_text(rid),
                        "chunks_reason": runner.stage_reason(rid, "segments"),
                        **{k: v for k, v in asdict(transcribe.quality(tr)).items() if k != "uncovered"}},
         "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
@@ -81,6 +81,12 @@ def summary(rid: str) -> dict:
     return out
 
 
+def _coverage_text(rid: str) -> str | None:
+    """The recording's chunks with a stored Whisper result, in words (None: no chunk plan)."""
+    cov = segments_stage.coverage(rid)
+    return cov.text if cov else None
+
+
 def _contact_sheet(rid: str) -> str | None:
     """The recording's contact sheet (every scene once, with its time), written beside its report."""
     key = store.contact_sheet_key(rid)
@@ -97,9 +103,9 @@ def list_recordings() -> list[dict]:
     finally:
         con.close()
     for r in rows:  # derived from the stored chunk keys, not recorded
-        cov = segments_stage.coverage(r["recording"]) or {}
-        r["coverage"] = cov.get("text")
-        r["chunks"] = f"{cov['covered']}/{cov['chunks']}" if cov else None
+        cov = segments_stage.coverage(r["recording"])
+        r["coverage"] = cov.text if cov else None
+        r["chunks"] = f"{cov.covered}/{cov.chunks}" if cov else None
     return rows
 
 
@@ -120,5 +126,5 @@ def find_recordings(text: str) -> list[dict]:
         reason = events.failure_reason(rid)
         out.append({"recording": rid, "filename": names[0] if names else None, "aliases": names[1:],
                     "state": "failed" if reason else "processed" if processed else "registered",
-                    "reason": reason, "coverage": (segments_stage.coverage(rid) or {}).get("text")})
+                    "reason": reason, "coverage": _coverage_text(rid)})
     return out
