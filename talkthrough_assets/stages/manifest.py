@@ -255,12 +255,12 @@ def run(rid: str, opts: Options) -> StageResult:
         search_index.maybe_compact(rid)  # merged lazily: a failure here costs only speed
     except Exception:
         pass
-    row = recording_row(typed, str(path)).to_json()
+    row = recording_row(typed, str(path))
     store.write_table("recordings", rid, [row])
     store.ensure_catalog()
-    md = {"manifest": str(path), "duration_s": m["media"]["duration_s"], "segments": row["segment_count"],
-          "frames": row["frame_count"], "unique_frames": row["unique_frame_count"],
-          "recorded_at": row["recorded_at"] or "null",
+    md = {"manifest": str(path), "duration_s": m["media"]["duration_s"], "segments": row.segment_count,
+          "frames": row.frame_count, "unique_frames": row.unique_frame_count,
+          "recorded_at": row.recorded_at or "null",
           "transcript_head": " ".join(s["text"] for s in m["transcript"]["segments"][:5])[:400]}
     stable = {k: v for k, v in m.items() if k != "created_at"}
     # what readers will get: the published bytes, read back from the data root (not the dict above)
