@@ -9,6 +9,7 @@ different branches. The manifest stage is the one stage downstream of both, so a
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import pytest
@@ -18,7 +19,9 @@ from talkthrough_assets.pipeline.stagespec import downstream
 from talkthrough_assets.stages import turns as diarize
 from talkthrough_assets.model.manifest import validate
 from talkthrough_assets.stages import manifest
-from talkthrough_assets.stages.turns.labels import roster
+from talkthrough_assets.model.frames import OcrFrame
+from talkthrough_assets.model.turns import Turn
+from talkthrough_assets.stages.turns import labels
 from talkthrough_assets.stages.turns.speaker_names import name_candidates
 
 pytestmark = pytest.mark.unit
@@ -40,12 +43,24 @@ OCR = [  # rows of the ocr table: one per unique keyframe (dedup drops the uncha
 ]
 
 
+def roster(turns):
+    """The ``speakers`` rows of ``turns`` as the manifest stage reads them (mappings)."""
+    return [dataclasses.asdict(s) for s in labels.roster([Turn(**t) for t in turns])]
+
+
 def test_each_speaker_gets_the_name_shown_while_they_talk():
     c = name_candidates(TURNS, OCR)
     assert c["S1"][0] == "Alice Chen" and c["S2"][0] == "Bob Stone"  # "(Host)" dropped
     shown = {n for names in c.values() for n in names}
     assert "Carol Diaz" not in shown  # the self-view tile is on screen through everyone's speech
     assert not shown & {"Zoom Meeting", "Speaker View", "Mute", "Start Video", "Chat", "Share Screen", "Leave"}
+
+
+def test_stored_rows_and_records_give_the_same_candidates():
+    """The manifest stage hands its stored turns and ocr rows as mappings or as records: the same candidates."""
+    turns = [Turn(**t) for t in TURNS]
+    frames = [OcrFrame(ms=o["ms"], text=o["text"], boxes=(), mean_score=None, engine=None) for o in OCR]
+    assert name_candidates(turns, frames) == name_candidates(TURNS, OCR) == name_candidates(turns, OCR)
 
 
 def test_the_manifest_carries_them_as_hints_next_to_the_roster():
