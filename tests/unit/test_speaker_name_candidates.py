@@ -9,18 +9,17 @@ different branches. The manifest stage is the one stage downstream of both, so a
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 
 import pytest
 
+from manifests import stage_build
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.stagespec import downstream
 from talkthrough_assets.stages import turns as diarize
 from talkthrough_assets.model.manifest import validate
-from talkthrough_assets.stages import manifest
 from talkthrough_assets.model.frames import OcrFrame
-from talkthrough_assets.model.turns import Turn
+from talkthrough_assets.model.turns import SpeakerStats, Turn
 from talkthrough_assets.stages.turns import labels
 from talkthrough_assets.stages.turns.speaker_names import name_candidates
 
@@ -43,9 +42,9 @@ OCR = [  # rows of the ocr table: one per unique keyframe (dedup drops the uncha
 ]
 
 
-def roster(turns):
-    """The ``speakers`` rows of ``turns`` as the manifest stage reads them (mappings)."""
-    return [dataclasses.asdict(s) for s in labels.roster([Turn(**t) for t in turns])]
+def roster(turns) -> list[SpeakerStats]:
+    """The ``speakers`` rows of ``turns`` (given as stored rows)."""
+    return labels.roster([Turn(**t) for t in turns])
 
 
 def test_each_speaker_gets_the_name_shown_while_they_talk():
@@ -65,7 +64,7 @@ def test_stored_rows_and_records_give_the_same_candidates():
 
 def test_the_manifest_carries_them_as_hints_next_to_the_roster():
     speakers = roster(TURNS)
-    m = manifest.build(
+    m = stage_build(
         recording_id="0123456789abcdef",
         probe={"path": "/x/call.mp4", "filename": "call.mp4", "kind": "video", "duration_ms": 42_000,
                "size_bytes": 10, "has_audio": True, "has_video": True},
@@ -84,7 +83,7 @@ def test_the_manifest_carries_them_as_hints_next_to_the_roster():
 
 
 def test_without_ocr_a_speaker_has_no_candidates_key():
-    m = manifest.build(
+    m = stage_build(
         recording_id="0123456789abcdef",
         probe={"path": "/x/call.m4a", "filename": "call.m4a", "kind": "audio", "duration_ms": 42_000,
                "size_bytes": 10, "has_audio": True, "has_video": False},
@@ -100,7 +99,7 @@ def test_candidates_are_made_where_turns_and_ocr_meet_not_in_turns():
     assert S.ordered(downstream({"turns"})) == ["turns", "manifest"]  # a diarize amend never re-OCRs
     assert {"turns", "ocr"} <= set(S.DEPS["manifest"])
     assert "ocr_texts" not in inspect.signature(diarize.run_turns).parameters
-    assert all("name_candidates_json" not in r for r in roster(TURNS))
+    assert all(isinstance(r, SpeakerStats) for r in roster(TURNS))  # no name_candidates_json column
 
 
 def test_agents_get_unconfirmed_hints_only_for_unnamed_speakers(tmp_path, monkeypatch):
@@ -116,7 +115,7 @@ def test_agents_get_unconfirmed_hints_only_for_unnamed_speakers(tmp_path, monkey
     segs = [{"seq": 0, "t0_ms": 500, "t1_ms": 7_000, "text": "Morning, let's start."},
             {"seq": 1, "t0_ms": 9_000, "t1_ms": 19_000, "text": "The build is green."}]
     spk = [dict(s, source_seq=s["seq"], speaker=w) for s, w in zip(segs, ("S1", "S2"))]
-    m = manifest.build(
+    m = stage_build(
         recording_id=rid,
         probe={"path": "/x/call.mp4", "filename": "call.mp4", "kind": "video", "duration_ms": 42_000,
                "size_bytes": 10, "has_audio": True, "has_video": True},
