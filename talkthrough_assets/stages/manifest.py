@@ -114,9 +114,8 @@ def _transcript(meta: TranscriptMeta | None, rows: list[Segment], words: Sequenc
 def _diarization(row: DiarizationRow, turns: Sequence[Turn], speakers: Sequence[SpeakerStats],
                  ocr: Sequence[OcrFrame], settings: Mapping[str, Any], speaker_names: dict | None,
                  voice_matches: dict | None) -> Diarization:
-    # OCR name candidates: hints only, never applied as names without `talkthrough name` (it reads turns as
-    # mappings and OCR as (ms, text) pairs)
-    cands = name_candidates([asdict(t) for t in turns], [(o.ms, o.text) for o in ocr])
+    # OCR name candidates: hints only, never applied as names without `talkthrough name`
+    cands = name_candidates(turns, ocr)
     # names a person confirmed (`talkthrough name`), then voice matches with enrolled people: hints, applied
     # as names only with the apply_voice_names setting and a score >= voices.APPLY_SIMILARITY, marked "voice"
     names = dict(speaker_names or {})

@@ -12,6 +12,7 @@ import tarfile
 import pytest
 
 from talkthrough_assets import store
+from talkthrough_assets.model.frames import OcrFrame
 from talkthrough_assets.model.transcript import Segment, Word
 from talkthrough_assets.model.turns import SpeakerSegment, SpeakerStats, Turn
 from talkthrough_assets.store.models import sha256_file
@@ -23,6 +24,10 @@ from talkthrough_assets.stages.turns import speaker_names as N
 
 def T(t0, t1, s):
     return Turn(t0, t1, s)
+
+
+def F(ms, text):
+    return OcrFrame(ms=ms, text=text, boxes=(), mean_score=None, engine=None)
 
 
 def W(seq, idx, t0, t1, word):
@@ -177,17 +182,17 @@ class TestNameCandidates:
         turns = [T(0, 10000, "S1"), T(10000, 20000, "S2"), T(20000, 30000, "S1")]
         ocr = [(0, "Alice Chen\nMute\nops-console - Talkthrough demo"), (10000, "Bob Stone\nShare Screen"),
                (20000, "Alice Chen"), (25000, "Carol White\nhttps://example.com")]
-        c = N.name_candidates(turns, ocr)
+        c = N.name_candidates(turns, [F(ms, text) for ms, text in ocr])
         assert c["S1"][0] == "Alice Chen" and "Carol White" in c["S1"] and c["S2"] == ["Bob Stone"]
         assert all(len(v) <= 3 and all(len(n) <= 80 for n in v) for v in c.values())
 
     def test_at_most_three_and_ambient_names_are_no_evidence(self):
         turns = [T(0, 10000, "S1"), T(10000, 20000, "S2")]
         many = "\n".join(["Ann Lee", "Ben Ode", "Cat Poe", "Dan Roe", "Eve Sun"])
-        c = N.name_candidates(turns, [{"ms": 0, "text": many}, {"ms": 10000, "text": "Zed Quinn\n" + many}])
+        c = N.name_candidates(turns, [F(0, many), F(10000, "Zed Quinn\n" + many)])
         assert c["S2"][0] == "Zed Quinn" and len(c["S2"]) == 1  # the five are on screen throughout
         assert "S1" not in c
-        assert N.name_candidates(turns, []) == {} and N.name_candidates([], [(0, "Ann Lee")]) == {}
+        assert N.name_candidates(turns, []) == {} and N.name_candidates([], [F(0, "Ann Lee")]) == {}
 
 
 class TestNameAssignments:

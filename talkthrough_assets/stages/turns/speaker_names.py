@@ -9,10 +9,11 @@ what it must, and neither re-runs the other.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets.model.speakers import MAX_CANDIDATES
+from talkthrough_assets.model.frames import OcrFrame
 from talkthrough_assets.model.turns import Turn
 from talkthrough_assets.stages.turns.labels import label_num, labels_in_order, overlap_ms, talk_ms
 
@@ -65,26 +66,7 @@ def clean_name_candidate(line: str) -> str | None:
     return s
 
 
-def _frames(ocr: Iterable) -> list[tuple[int, str]]:
-    """(ms, text) of each OCR'd frame: ``ocr`` rows as mappings, records (``ms``, ``text``) or pairs."""
-    out = []
-    for r in ocr or []:
-        if isinstance(r, Mapping):
-            ms, text = r["ms"], r.get("text")
-        elif hasattr(r, "ms"):
-            ms, text = r.ms, r.text
-        else:
-            ms, text = r[0], r[1]
-        out.append((int(ms), text or ""))
-    return sorted(out)
-
-
-def _turn(t: Turn | Mapping[str, Any]) -> Turn:
-    """A ``turns`` row as its record: the manifest stage may hand its stored rows as mappings."""
-    return t if isinstance(t, Turn) else Turn(int(t["t0_ms"]), int(t["t1_ms"]), t["speaker"])
-
-
-def name_candidates(turns: Sequence[Turn | Mapping[str, Any]], ocr: Iterable, *,
+def name_candidates(turns: Sequence[Turn], ocr: Iterable[OcrFrame], *,
                     limit: int = MAX_CANDIDATES) -> dict[str, list[str]]:
     """Up to ``limit`` OCR name candidates per label, never applied automatically.
 
@@ -93,8 +75,7 @@ def name_candidates(turns: Sequence[Turn | Mapping[str, Any]], ocr: Iterable, *,
     ranked by how specific it is to the label (share of its on-screen-during-speech time), then by
     that time. A line shown during more than half of every label's speech is ambient (a logo,
     a window title) unless there is only one speaker."""
-    frames = _frames(ocr)
-    turns = [_turn(t) for t in turns]
+    frames = sorted((o.ms, o.text or "") for o in ocr)
     if not frames or not turns:
         return {}
     end = max(t.t1_ms for t in turns)
