@@ -87,3 +87,21 @@ def test_two_copies_of_a_model_decode_at_once_and_one_copy_one_call_at_a_time():
         assert not blocked.wait(0.2)  # the same copy waits
     u.join(5)
     assert blocked.is_set()
+
+
+def test_the_next_chunk_starts_on_a_sure_guess_and_waits_for_an_unsure_one():
+    from concurrent.futures import Future
+
+    from talkthrough_assets.model.transcript import Decoded
+    from talkthrough_assets.stages.segments import chunks
+
+    pending: Future = Future()
+    assert chunks._context(None, wait=False) is None
+    assert chunks._context((pending, (1, 2), True), wait=False) == [1, 2]  # sure: no waiting
+    finished = chunk_decode.done(Decoded(model=None, audio_ms=0, tail=(3, 4)))
+    assert chunks._context((finished, (1, 2), True), wait=False) == [3, 4]  # there already: the result's own
+    assert chunks._context((finished, (1, 2), False), wait=False) == [3, 4]
+    failed = chunk_decode.done(error=RuntimeError("decoder crashed"))
+    assert chunks._context((failed, (1, 2), True), wait=True) is None  # after a failed chunk: no context
+    threading.Timer(0.2, lambda: pending.set_result(Decoded(model=None, audio_ms=0, tail=(5,)))).start()
+    assert chunks._context((pending, (1, 2), False), wait=False) == [5]  # unsure: waits for the result

@@ -3,14 +3,15 @@ the next chunk (:func:`settled`; a chunk that loops after its context is decoded
 
 The coverage pass runs beside the next chunk's main pass, and the transcript stays what it is when they run one
 after the other. A chunk's context is the last tokens of its final text, the coverage pass's included, but the
-coverage pass seldom changes them: the next chunk's main pass starts at once on the context its main pass alone
-gives (:func:`guess`) while :class:`Beside` runs the coverage pass on a thread of its own, on a second copy of the
-model (``Engine.beside``). Once both are done, a context that came out otherwise has the main pass decoded again
-on the right one (``chunks``): every chunk is decoded with the context it would have had, at the cost of that
-main pass. On one core, or for a single chunk, each coverage pass runs at once in the caller's thread instead.
+coverage pass leaves them as they are when the speech it decodes again lies before them: the next chunk's main
+pass then starts at once on the context the main pass alone gives (:func:`guess`) while :class:`Beside` runs the
+coverage pass on a thread of its own, on a second copy of the model (``Engine.beside``); else it waits for the
+coverage pass. A context that came out otherwise all the same (a loop the coverage pass completed) has the main
+pass decoded again on the right one (``chunks``): every chunk is decoded with the context it would have had. On
+one core, or for a single chunk, each coverage pass runs at once in the caller's thread instead.
 
-On the 10-min bench screencast the coverage pass was about a quarter of the stage's CPU; beside the main pass it
-uses the core the visual branch leaves idle once its OCR is done."""
+On the 10-min bench screencast the coverage pass was about a quarter of the stage's CPU, and two of its three
+chunks' coverage passes changed the context they hand on (speech found in their last minute): those still wait."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from talkthrough_assets.model.transcript import Decoded, Transcript
+from talkthrough_assets.stages.segments import coverage
 from talkthrough_assets.stages.segments import transcribe as T
 from talkthrough_assets.stages.segments.engine import PROMPT_TOKENS, Engine
 from talkthrough_assets.stages.segments.options import Options
@@ -55,10 +57,23 @@ def draft(samples: np.ndarray, opts: Options, engine: Engine, *, prompt=None, va
     return T.draft(samples, opts, engine, prompt=prompt, vad_regions=vad_regions)
 
 
-def guess(d: T.Draft, prompt) -> tuple[int, ...]:
-    """The context the chunk of main pass ``d`` hands on unless its coverage pass changes it (read before
-    :func:`settled`, which adds to the pass)."""
-    return _tail(prompt, d.tokens)
+def guess(d: T.Draft, prompt, opts: Options) -> tuple[tuple[int, ...], bool]:
+    """(the context the chunk of main pass ``d`` (with ``prompt``) hands on unless its coverage pass changes it,
+    whether that is all but sure: the speech the coverage pass decodes again lies before the segments that
+    context comes from, and what it finds there is placed before them; only a loop it completes could change it
+    then). Read before :func:`settled`, which adds to the pass."""
+    tail = _tail(prompt, d.tokens)
+    if d.res is None or d.regions is None:
+        return tail, True
+    spans = coverage.planned(d.core, d.res.entries, d.res.dropped, again=opts.decoding.coverage)
+    if not spans:
+        return tail, True
+    n = 0
+    for e in sorted(d.res.entries, key=lambda e: (e.seg.t0_ms, e.seg.t1_ms), reverse=True):
+        n += len(e.tokens)
+        if n >= PROMPT_TOKENS:  # the context begins in ``e``: what is found before it stays out of it
+            return tail, all(b <= e.seg.t0_ms * 16 for _, b in spans)
+    return tail, False  # all its text is the context
 
 
 def settled(d: T.Draft, prompt, samples: np.ndarray, vad_regions, opts: Options, *, engine: Engine) -> Decoded:

@@ -212,14 +212,14 @@ def transcribe_chunked(samples: np.ndarray, opts: Options, engine: Engine, *, fp
     done_ = Collector(rows, report, lambda key, res: save(key, pack(res)), on_chunk)
     if concurrent is None:
         concurrent = (os.cpu_count() or 1) > 1
-    prev = None  # the previous chunk: (its result to come, the context it hands on unless its coverage pass changes it)
+    prev = None  # the previous chunk: its result to come, its context as guessed, whether that guess is all but sure
     try:
         with Beside(engine, concurrent=concurrent and opts.decoding.coverage and len(rows) > 1) as beside:
             for i, (row, (a, b)) in enumerate(zip(rows, bounds)):
                 stop.checkpoint()  # a stopped run ends here: the chunks finished before this one are stored
-                res, tail, state = _one_chunk(i, row, samples[a:b], prev, report, load, vad, opts, engine, beside)
+                res, guessed, state = _one_chunk(i, row, samples[a:b], prev, report, load, vad, opts, engine, beside)
                 done_.add(i, res, state)
-                prev = (res, tail)
+                prev = (res, *guessed)
             done_.collect(wait=True)
     finally:
         if vad:
@@ -232,12 +232,13 @@ def transcribe_chunked(samples: np.ndarray, opts: Options, engine: Engine, *, fp
 
 
 def _context(prev, *, wait: bool) -> list[int] | None:
-    """The prompt the previous chunk (``prev``: its result to come and its context as guessed) hands on: its
-    result's "tail" once it is there (``wait``: waiting for it), else the guess; None after a failed chunk."""
+    """The prompt the previous chunk (``prev``: its result to come, its context as guessed and whether that is all
+    but sure) hands on: its result's "tail" once it is there (waiting for it when ``wait`` or the guess is not
+    sure), else the guess; None after a failed chunk."""
     if prev is None:
         return None
-    res, guessed = prev
-    if not (wait or res.done()):
+    res, guessed, sure = prev
+    if sure and not (wait or res.done()):
         return list(guessed or ()) or None
     try:
         return list(res.result().tail) or None
@@ -247,16 +248,17 @@ def _context(prev, *, wait: bool) -> list[int] | None:
 
 def _one_chunk(i: int, row: Chunk, part: np.ndarray, prev, report: Report, load,
                vad: segments_rules.Prefetch | None, opts: Options, engine: Engine,
-               beside: Beside) -> tuple[Future, tuple[int, ...] | None, str]:
-    """(chunk ``i``'s result to come, the context it hands on as far as known now, "reused" | "decoded"): stored
-    and reused, or decoded: its main pass now, on the previous chunk's context (:func:`_context`; decoded again
-    when the previous chunk's coverage pass, running beside meanwhile, changed that context), its coverage pass
-    ``beside`` the next chunk's main pass. A failure is raised by the result."""
+               beside: Beside) -> tuple[Future, tuple, str]:
+    """(chunk ``i``'s result to come, (the context it hands on as far as known now, whether that is all but
+    sure), "reused" | "decoded"): stored and reused, or decoded: its main pass now, on the previous chunk's
+    context (:func:`_context`; decoded again when the previous chunk's coverage pass, running beside meanwhile,
+    changed that context after all), its coverage pass ``beside`` the next chunk's main pass. A failure is
+    raised by the result."""
     blob = load(row.key)
     if blob is not None:
         try:
             res = unpack(blob)
-            return done(res), res.tail, "reused"
+            return done(res), (res.tail, True), "reused"
         except CorruptChunk:
             report.corrupt += 1  # recomputed below, and the good result replaces it
     regions = vad.regions(i) if vad is not None else None
@@ -269,8 +271,9 @@ def _one_chunk(i: int, row: Chunk, part: np.ndarray, prev, report: Report, load,
     except stop.Interrupted:
         raise
     except Exception as e:  # noqa: BLE001 - recorded as the chunk's failure when its result is read
-        return done(error=e), None, "decoded"
-    return beside.start(CD.settled, d, prompt, part, regions, opts), CD.guess(d, prompt), "decoded"
+        return done(error=e), (None, True), "decoded"
+    guessed = CD.guess(d, prompt, opts)  # before the coverage pass adds to ``d``
+    return beside.start(CD.settled, d, prompt, part, regions, opts), guessed, "decoded"
 
 
 def transcribe(samples: np.ndarray, opts: Options | None = None, engine: Engine | None = None,
