@@ -31,7 +31,8 @@ class Report:
     corrupt: int = 0
     unstored: int = 0
     recontext: int = 0
-    redrafted: int = 0  # main passes decoded again: the previous chunk's coverage pass changed their context
+    ahead: int = 0  # main passes started while the previous chunk's coverage pass ran beside them
+    redrafted: int = 0  # of those, decoded again: that coverage pass changed their context after all
     failed: list[Failed] = field(default_factory=list)
 
 

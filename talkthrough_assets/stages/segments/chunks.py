@@ -263,6 +263,7 @@ def _one_chunk(i: int, row: Chunk, part: np.ndarray, prev, report: Report, load,
             report.corrupt += 1  # recomputed below, and the good result replaces it
     regions = vad.regions(i) if vad is not None else None
     try:
+        report.ahead += bool(prev is not None and prev[2] and not prev[0].done())
         prompt = _context(prev, wait=False)
         d = CD.draft(part, opts, engine, prompt=prompt, vad_regions=regions)
         if (sure := _context(prev, wait=True)) != prompt:

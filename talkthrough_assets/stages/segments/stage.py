@@ -112,7 +112,7 @@ def metadata(rid: str, report: chunk_results.Report | None) -> dict:
         md.update(chunks_reused=report.reused, chunks_decoded=report.decoded,
                   chunks_corrupt_recomputed=report.corrupt, chunks_failed=len(report.failed),
                   chunks_unstored=report.unstored, chunks_redecoded_without_context=report.recontext,
-                  chunks_main_pass_redone=report.redrafted)
+                  chunks_main_pass_ahead=report.ahead, chunks_main_pass_redone=report.redrafted)
     return md
 
 
