@@ -17,7 +17,7 @@ import time
 from dataclasses import replace
 
 from talkthrough_assets.model.runs import StageRun
-from talkthrough_assets.model.transcript import Chunk
+from talkthrough_assets.model.transcript import Chunk, Coverage
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.stages import audio as audio_stage
@@ -90,16 +90,15 @@ def stale(rid: str, cfg: dict, stage_run: StageRun | None, opts=None) -> bool:
     return needs_retry(stage_run)
 
 
-def coverage(rid: str) -> dict | None:
-    """{"chunks", "covered", "missing_ms": [[t0, t1]], "text": "41 of 52 chunks, 0:00-81:00"} from the
-    recording's chunk plan and the stored keys; None before its segments stage has planned chunks."""
+def coverage(rid: str) -> Coverage | None:
+    """The recording's chunk plan against the stored keys; None before its segments stage has planned chunks."""
     rows = sorted(store.read_rows("chunks", rid, record=Chunk), key=lambda r: r.idx)
     if not rows:
         return None
     have = [store.exists(store.chunk_result_key(r.key)) for r in rows]
-    return {"chunks": len(rows), "covered": sum(have),
-            "missing_ms": [[r.t0_ms, r.t1_ms] for r, ok in zip(rows, have) if not ok],
-            "text": C.covered_text(rows, have)}
+    return Coverage(chunks=len(rows), covered=sum(have),
+                    missing_ms=tuple((r.t0_ms, r.t1_ms) for r, ok in zip(rows, have) if not ok),
+                    text=C.covered_text(rows, have))
 
 
 def metadata(rid: str, report: chunk_results.Report | None) -> dict:
@@ -107,7 +106,7 @@ def metadata(rid: str, report: chunk_results.Report | None) -> dict:
     cov = coverage(rid)
     if cov is None:
         return {}
-    md = {"coverage": cov["text"], "chunks": cov["chunks"], "chunks_covered": cov["covered"]}
+    md = {"coverage": cov.text, "chunks": cov.chunks, "chunks_covered": cov.covered}
     if report:
         md.update(chunks_reused=report.reused, chunks_decoded=report.decoded,
                   chunks_corrupt_recomputed=report.corrupt, chunks_failed=len(report.failed),
@@ -184,8 +183,8 @@ def run(rid: str, opts: Options, engines, *, ctx: RunContext | None = None) -> S
     md = {"available": m.available, "reason": m.reason or "", "language": m.language or "",
           "segments": m.segment_count, "words": m.word_count, "transcript_head": head,
           "elapsed_s": m.elapsed_s, "dropped_segments": m.dropped_count,
-          **{k: v for k, v in T.quality(m).items() if k in ("dropped_words", "doubtful_segments", "speech_s",
-                                                            "uncovered_speech_s")},
+          **{k: v for k, v in dataclasses.asdict(T.quality(m)).items()
+             if k in ("dropped_words", "doubtful_segments", "speech_s", "uncovered_speech_s")},
           **metadata(rid, report)}
     checks = [T.transcript_check(p.has_audio and peak > 1000, m.segment_count)]
     return StageResult(md, digest([dataclasses.asdict(s) for s in out.segments]), checks, reason=reason)
