@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from talkthrough_assets.stages import audio
-from talkthrough_assets.stages.segments import chunk_decode
+from talkthrough_assets.stages.segments import chunks
 from talkthrough_assets.stages.segments import transcribe
 from talkthrough_assets.stages.segments.engine import Engine, Whisper
 from talkthrough_assets.stages.segments.options import Decoding, Options
@@ -40,14 +40,14 @@ def _words(texts) -> str:
 def test_the_case_is_a_loop_with_that_context(case):
     samples, prompt, opts, engine = case
     out = transcribe.decode(samples, opts, engine, prompt=prompt)
-    assert chunk_decode.loop_run(out) >= chunk_decode.LOOP_RUN, [s.text for s in out.segments]
+    assert chunks.loop_run(out) >= chunks.LOOP_RUN, [s.text for s in out.segments]
 
 
 def test_a_chunk_in_a_loop_is_decoded_again_without_its_context(case):
     samples, prompt, opts, engine = case
-    out = chunk_decode.decode(samples, opts, engine, prompt=prompt)
+    out = chunks._decode_chunk(samples, opts, engine, prompt=prompt)
     assert out.recontext is True
-    assert chunk_decode.loop_run(out) < chunk_decode.LOOP_RUN
+    assert chunks.loop_run(out) < chunks.LOOP_RUN
     said = _words(s.text for s in out.segments)
     for phrase in ("incident on monday", "checkout service", "version 41", "release plan for version 42"):
         assert phrase in said, said
@@ -67,5 +67,5 @@ def test_the_context_handed_on_holds_only_the_segments_kept(case):
 def test_the_window_guard_alone_keeps_the_case_out_of_its_loop(case):
     samples, prompt, opts, engine = case
     guarded = replace(opts, decoding=Decoding(loop_retry=True))
-    out = chunk_decode.decode(samples, guarded, engine, prompt=prompt)
-    assert not out.recontext and chunk_decode.loop_run(out) < chunk_decode.LOOP_RUN
+    out = chunks._decode_chunk(samples, guarded, engine, prompt=prompt)
+    assert not out.recontext and chunks.loop_run(out) < chunks.LOOP_RUN

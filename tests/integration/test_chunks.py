@@ -26,7 +26,6 @@ from talkthrough_assets import store
 from talkthrough_assets.store import cache_gc
 from talkthrough_assets.stages.segments import stage as segments_stage
 from talkthrough_assets.stages import audio as audio_stage
-from talkthrough_assets.stages.segments import chunk_decode as CD
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.runner import hms
 from talkthrough_assets.model.transcript import Chunk, spans
@@ -144,7 +143,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     for r in rows:
         _path(r.key).unlink()
     bad = rows[1]
-    real = CD.draft
+    real = C._decode_chunk
 
     bad_samples = audio_stage.load_wav(store.audio_path(rid))[bad.t0_ms * 16:bad.t1_ms * 16]
 
@@ -153,7 +152,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
             raise RuntimeError("decoder crashed on this chunk")
         return real(samples, opts, engine, **kw)
 
-    monkeypatch.setattr(CD, "draft", decode_or_fail)
+    monkeypatch.setattr(C, "_decode_chunk", decode_or_fail)
     res = stagerun.run_stage("segments", rid)
     assert res.metadata["chunks_failed"] == 1 and res.metadata["chunks_decoded"] == len(rows) - 1
     after = rows[2:]  # decoded without the failed chunk's context: in the transcript, not stored
@@ -171,7 +170,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     assert any(s["t0_ms"] >= after[0].t0_ms for s in segs)
     assert "segments" in freshness.plan(rid)  # the next run comes back for it
 
-    monkeypatch.setattr(CD, "draft", real)
+    monkeypatch.setattr(C, "_decode_chunk", real)
     again = service.process(tmp_path / "fails.m4a")
     assert again["status"] == "processed", again
     assert runner.stage_reason(rid, "segments") is None

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from talkthrough_assets.model.transcript import Chunk, Decoded, Evidence, Segment, Span, Word
-from talkthrough_assets.stages.segments import chunk_decode
 from talkthrough_assets.stages.segments import chunks as C
 
 
@@ -117,6 +116,6 @@ def _out(segments):
 
 def test_loop_run_is_the_longest_run_of_one_kept_text():
     out = _out([_seg(0, "Okay."), _seg(1, "okay"), _seg(2, "OKAY!"), _seg(3, "Right."), _seg(4, "Okay.")])
-    assert chunk_decode.loop_run(out) == 3  # case and punctuation aside; dropped segments do not count
-    assert chunk_decode.loop_run(_out([])) == 0
-    assert chunk_decode.loop_run(_out([_seg(0, "No."), _seg(1, "No, no."), _seg(2, "No.")])) == 1
+    assert C.loop_run(out) == 3  # case and punctuation aside; dropped segments do not count
+    assert C.loop_run(_out([])) == 0
+    assert C.loop_run(_out([_seg(0, "No."), _seg(1, "No, no."), _seg(2, "No.")])) == 1

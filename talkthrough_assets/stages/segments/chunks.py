@@ -29,11 +29,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import re
 import time
 import zlib
-from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -44,11 +43,9 @@ from talkthrough_assets.model.transcript import Chunk, Decoded, Transcript
 from talkthrough_assets.stages.segments import language
 from talkthrough_assets.stages.segments import payload
 from talkthrough_assets.stages.segments import transcribe as T
+from talkthrough_assets.stages.segments import engine as segments_engine
 from talkthrough_assets.stages.segments import rules as segments_rules
 from talkthrough_assets.stages.segments import word_timing
-from talkthrough_assets.stages.segments import chunk_decode as CD
-from talkthrough_assets.stages.segments.chunk_decode import Beside, done
-from talkthrough_assets.stages.segments.chunk_results import Collector, Report
 from talkthrough_assets.stages.segments.engine import Engine
 from talkthrough_assets.stages.segments.options import CHUNK_S, Options
 from talkthrough_assets.stages.runner import hms
@@ -63,6 +60,8 @@ SILENCE_P = 0.1  # speech probability under which a window is silence (the VAD g
 TAIL_GUARD = SR  # 1 s: a file's last samples are not heard when a cut is placed (they may differ in a longer take)
 SMOOTH_WINDOWS = 16  # ~0.5 s: without a silent window, the cut goes where the smoothed probability is lowest
 MAGIC = b"TTCHUNK1\n"
+LOOP_RUN = 4  # this many segments in a row with the same text: a loop (see _decode_chunk)
+PROMPT_TOKENS = segments_engine.PROMPT_TOKENS
 
 
 # --------------------------------------------------------------------------- planning
@@ -136,6 +135,14 @@ def chain_keys(samples: np.ndarray, bounds: list[tuple[int, int]], fp: str) -> l
     return keys
 
 
+def context(result: Decoded | None) -> list[int] | None:
+    """The prompt for the chunk after ``result``: its last PROMPT_TOKENS text tokens (with the context it
+    was given in front), as Whisper conditions on the text before while it decodes a whole recording."""
+    if not result:
+        return None
+    return list(result.tail) or None
+
+
 # --------------------------------------------------------------------------- stored results
 
 class CorruptChunk(TalkthroughError, ValueError):
@@ -178,6 +185,29 @@ def unpack(blob: bytes) -> Decoded:
 # --------------------------------------------------------------------------- decoding and assembly
 
 @dataclass(frozen=True, slots=True)
+class Failed:
+    """A chunk whose decoding raised: its place, its range and why."""
+
+    idx: int
+    t0_ms: int
+    t1_ms: int
+    reason: str
+
+
+@dataclass(slots=True)
+class Report:
+    """What a run did with its chunks (counts, filled in as it goes)."""
+
+    total: int
+    reused: int = 0
+    decoded: int = 0
+    corrupt: int = 0
+    unstored: int = 0
+    recontext: int = 0
+    failed: list[Failed] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
 class Chunked:
     """The stage's tables from a recording's chunks, what happened to each chunk, the chunk plan's rows, and the
     stage's reason when some chunks failed (``stage.transcribe``)."""
@@ -192,14 +222,11 @@ def transcribe_chunked(samples: np.ndarray, opts: Options, engine: Engine, *, fp
                        load: Callable[[str], bytes | None], save: Callable[[str, bytes], None],
                        bounds: list[tuple[int, int]] | None = None,
                        on_plan: Callable[[list[Chunk]], None] | None = None,
-                       on_chunk: Callable[[int, int, str], None] | None = None,
-                       concurrent: bool | None = None) -> Chunked:
+                       on_chunk: Callable[[int, int, str], None] | None = None) -> Chunked:
     """The stage's output for ``samples`` (times in ms; :func:`transcribe.finish`) from its chunks, decoded with
     ``engine`` as ``opts`` say, and what happened to each (reused, decoded, failed). ``on_plan(rows)`` is called
     with the chunk rows (idx, t0_ms, t1_ms, key) before anything is decoded; ``on_chunk(done, total, state,
-    done_ms, total_ms)`` after each chunk, in chunk order. ``concurrent``: whether each chunk's coverage pass runs
-    beside the next chunk's main pass (:class:`chunk_decode.Beside`; default: on more than one core), the same
-    transcript either way."""
+    done_ms, total_ms)`` after each chunk."""
     t_start = time.perf_counter()
     bounds = bounds if bounds is not None else plan(samples, opts.chunk_s)
     keys = chain_keys(samples, bounds, fp)
@@ -207,74 +234,56 @@ def transcribe_chunked(samples: np.ndarray, opts: Options, engine: Engine, *, fp
             for i, ((a, b), k) in enumerate(zip(bounds, keys))]
     if on_plan:
         on_plan(rows)
+    results: list[Decoded | None] = []
     report = Report(total=len(rows))
+    chain_ok = True  # False after a failed chunk: what follows lacks its context, so it is not stored
     vad = segments_rules.Prefetch(samples, bounds) if opts.decoding.vad else None
-    done_ = Collector(rows, report, lambda key, res: save(key, pack(res)), on_chunk)
-    if concurrent is None:
-        concurrent = (os.cpu_count() or 1) > 1
-    prev = None  # the previous chunk: its result to come, its context as guessed, whether that guess is all but sure
     try:
-        with Beside(engine, concurrent=concurrent and opts.decoding.coverage and len(rows) > 1) as beside:
-            for i, (row, (a, b)) in enumerate(zip(rows, bounds)):
-                stop.checkpoint()  # a stopped run ends here: the chunks finished before this one are stored
-                res, guessed, state = _one_chunk(i, row, samples[a:b], prev, report, load, vad, opts, engine, beside)
-                done_.add(i, res, state)
-                prev = (res, *guessed)
-            done_.collect(wait=True)
+        for i, (row, (a, b)) in enumerate(zip(rows, bounds)):
+            stop.checkpoint()  # a stopped run ends here: the chunks before this one are stored
+            res, state = _one_chunk(i, row, samples[a:b], results, report, chain_ok, load, save, vad, opts, engine)
+            results.append(res)
+            chain_ok = chain_ok and state != "failed"
+            if on_chunk:
+                on_chunk(row.idx + 1, len(rows), state, row.t1_ms, rows[-1].t1_ms)
     finally:
         if vad:
             vad.close()
-    results = done_.results
     out = assemble(results, rows, model_label=engine.model_label, audio_ms=len(samples) * 1000 // SR,
                    judge=_recording_judge(samples, results, opts, engine))
     out = replace(out, meta=replace(out.meta, elapsed_s=round(time.perf_counter() - t_start, 3)))
     return Chunked(out, report, tuple(rows))
 
 
-def _context(prev, *, wait: bool) -> list[int] | None:
-    """The prompt the previous chunk (``prev``: its result to come, its context as guessed and whether that is all
-    but sure) hands on: its result's "tail" once it is there (waiting for it when ``wait`` or the guess is not
-    sure), else the guess; None after a failed chunk."""
-    if prev is None:
-        return None
-    res, guessed, sure = prev
-    if sure and not (wait or res.done()):
-        return list(guessed or ()) or None
-    try:
-        return list(res.result().tail) or None
-    except Exception:  # noqa: BLE001 - its failure is recorded where its result is read (Collector)
-        return None
-
-
-def _one_chunk(i: int, row: Chunk, part: np.ndarray, prev, report: Report, load,
-               vad: segments_rules.Prefetch | None, opts: Options, engine: Engine,
-               beside: Beside) -> tuple[Future, tuple, str]:
-    """(chunk ``i``'s result to come, (the context it hands on as far as known now, whether that is all but
-    sure), "reused" | "decoded"): stored and reused, or decoded: its main pass now, on the previous chunk's
-    context (:func:`_context`; decoded again when the previous chunk's coverage pass, running beside meanwhile,
-    changed that context after all), its coverage pass ``beside`` the next chunk's main pass. A failure is
-    raised by the result."""
+def _one_chunk(i: int, row: Chunk, part: np.ndarray, results: list, report: Report, chain_ok: bool, load, save,
+               vad: segments_rules.Prefetch | None, opts: Options, engine: Engine) -> tuple[Decoded | None, str]:
+    """(chunk ``i``'s result, "reused" | "decoded" | "failed"): stored and reused, or decoded (and stored while the
+    chain of contexts is whole); None when its decoding failed (recorded in ``report``)."""
+    res, state = None, "decoded"
     blob = load(row.key)
     if blob is not None:
         try:
-            res = unpack(blob)
-            return done(res), (res.tail, True), "reused"
+            res, state = unpack(blob), "reused"
         except CorruptChunk:
             report.corrupt += 1  # recomputed below, and the good result replaces it
-    regions = vad.regions(i) if vad is not None else None
-    try:
-        report.ahead += bool(prev is not None and prev[2] and not prev[0].done())
-        prompt = _context(prev, wait=False)
-        d = CD.draft(part, opts, engine, prompt=prompt, vad_regions=regions)
-        if (sure := _context(prev, wait=True)) != prompt:
-            report.redrafted += 1
-            prompt, d = sure, CD.draft(part, opts, engine, prompt=sure, vad_regions=regions)
-    except stop.Interrupted:
-        raise
-    except Exception as e:  # noqa: BLE001 - recorded as the chunk's failure when its result is read
-        return done(error=e), (None, True), "decoded"
-    guessed = CD.guess(d, prompt, opts)  # before the coverage pass adds to ``d``
-    return beside.start(CD.settled, d, prompt, part, regions, opts), guessed, "decoded"
+    if res is None:
+        try:
+            res = _decode_chunk(part, opts, engine, prompt=context(results[-1] if results else None),
+                                vad_regions=vad.regions(i) if vad is not None else None)
+            report.recontext += res.recontext
+            if chain_ok:
+                save(row.key, pack(res))
+            else:
+                report.unstored += 1
+        except stop.Interrupted:
+            raise
+        except Exception as e:  # noqa: BLE001 - one chunk's failure is recorded; the others go on
+            res, state = None, "failed"
+            reason = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+            report.failed.append(Failed(row.idx, row.t0_ms, row.t1_ms, reason))
+    if state != "failed":
+        setattr(report, state, getattr(report, state) + 1)
+    return res, state
 
 
 def transcribe(samples: np.ndarray, opts: Options | None = None, engine: Engine | None = None,
@@ -285,6 +294,36 @@ def transcribe(samples: np.ndarray, opts: Options | None = None, engine: Engine 
     opts = opts or Options()
     return transcribe_chunked(samples, opts, engine or Engine.of(opts), fp="unstored", load=lambda key: None,
                               save=lambda key, blob: None, **kw)
+
+
+def loop_run(out: Decoded | Transcript) -> int:
+    """The longest run of kept segments one after another with the same text (case and punctuation aside):
+    Whisper caught in a loop writes "Okay." 100 times over real speech. Dropped segments do not count: a loop
+    over the silence at a chunk's end is dropped by the VAD gate and is not the next chunk's context."""
+    best = run = 0
+    prev = None
+    for text in (x.text for x in out.segments):
+        key = re.sub(r"\W+", " ", text.lower()).strip()
+        run = run + 1 if key and key == prev else 1
+        prev, best = key, max(best, run)
+    return best
+
+
+def _decode_chunk(samples: np.ndarray, opts: Options, engine: Engine, *, prompt=None, vad_regions=None) -> Decoded:
+    """One chunk through the drop rules, as stored (times from the chunk's first sample; "tail": the context
+    for the next chunk). A chunk decoded with the previous chunk's context that comes out in a loop
+    (:data:`LOOP_RUN`) is decoded again without it, and the result with the shorter loop is kept ("recontext"):
+    on the 30-min bench meeting a loop of "Okay." in one chunk's context made the next five chunks nothing but
+    "Okay.". Both decodes are deterministic, so the choice is too."""
+    out = T.decode(samples, opts, engine, prompt=prompt, vad_regions=vad_regions)
+    prompt = prompt or []
+    recontext = False
+    if prompt and loop_run(out) >= LOOP_RUN:
+        again = T.decode(samples, opts, engine, vad_regions=vad_regions)
+        if loop_run(again) < loop_run(out):
+            out, prompt, recontext = again, [], True
+    return replace(out, tail=tuple((list(prompt) + list(out.tokens))[-PROMPT_TOKENS:]), tokens=(), seg_tokens=(),
+                   recontext=recontext)
 
 
 def _recording_judge(samples: np.ndarray, results: list[Decoded | None], opts: Options, engine: Engine):

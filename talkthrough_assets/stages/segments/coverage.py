@@ -61,7 +61,14 @@ def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[Entr
     Returns the speech still uncovered, each span with why."""
     stretched = [e for e in entries if _stretched(e)] if again else []
     found: list[Entry] = []  # entries this pass adds
-    for a, b in planned(core, entries, dropped, again=again):
+
+    def covered(skip: list[Entry] = ()) -> list[tuple[int, int]]:
+        slack = COVER_SLACK_MS * 16
+        spans = [(e.seg.t0_ms * 16 - slack, e.seg.t1_ms * 16 + slack) for e in entries
+                 if not any(e is x for x in skip)]
+        return spans + [(d.t0_ms * 16, d.t1_ms * 16) for d in dropped if d.lang]
+
+    for a, b in (uncovered(core, covered(stretched), int(COVERAGE_MIN_S * 16000)) if again else []):
         m = int(COVERAGE_MARGIN_S * 16000)
         w0, w1 = max(0, a - m), min(len(samples), b + m)
         # the text kept before it is its context (not the prompt this audio came with: a prompt that sent
@@ -86,24 +93,8 @@ def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[Entr
         dropped.extend(d.shifted(off, reason=d.reason + " (speech decoded again)") for d in sub.dropped)
         doubtful.extend(d.shifted(off) for d in sub.doubtful)
     _settle_stretched(entries, dropped, stretched, found)
-    still = uncovered(core, _covered(entries, dropped), int(COVERAGE_MIN_S * 16000))
+    still = uncovered(core, covered(), int(COVERAGE_MIN_S * 16000))
     return [Span(a // 16, b // 16, _gap_reason(a, b, dropped, again)) for a, b in still]
-
-
-def planned(core: list[tuple[int, int]], entries: list[Entry], dropped: list[Span], *,
-            again: bool) -> list[tuple[int, int]]:
-    """The spans (samples, in time order) that :func:`recover` decodes again, from what the main pass kept."""
-    if not again:
-        return []
-    stretched = [e for e in entries if _stretched(e)]
-    return uncovered(core, _covered(entries, dropped, stretched), int(COVERAGE_MIN_S * 16000))
-
-
-def _covered(entries: list[Entry], dropped: list[Span], skip: list[Entry] = ()) -> list[tuple[int, int]]:
-    """What kept entries (but those in ``skip``) and segments dropped as another language cover (samples)."""
-    slack = COVER_SLACK_MS * 16
-    spans = [(e.seg.t0_ms * 16 - slack, e.seg.t1_ms * 16 + slack) for e in entries if not any(e is x for x in skip)]
-    return spans + [(d.t0_ms * 16, d.t1_ms * 16) for d in dropped if d.lang]
 
 
 def _stretched(e: Entry) -> bool:

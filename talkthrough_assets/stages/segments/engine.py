@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import threading
-import weakref
 from collections import OrderedDict
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -42,27 +40,23 @@ def compute_type(device: str, given: str | None = None) -> str:
 
 
 class Whisper:
-    """faster-whisper models, each loaded once per (model, device, compute type, CPU threads, copy) and kept
-    (the newest ``max_models``: a decode's model, its second copy the coverage pass decodes on beside it, and
-    the language check's). ``lock`` serializes loading: a warm-up thread loading a model makes the stage that
-    needs it wait for that load instead of starting a second one. Each model has its own lock for decoding
-    (:meth:`decoding`): one model instance is not safe to share across concurrent transcribe calls, two copies
-    decode at the same time."""
+    """faster-whisper models, each loaded once per (model, device, compute type, CPU threads) and kept
+    (the newest ``max_models``). ``lock`` serializes loading and decoding: one model instance is not
+    safe to share across concurrent transcribe calls, and a warm-up thread loading a model makes the
+    stage that needs it wait for that load instead of starting a second one."""
 
-    def __init__(self, max_models: int = 3, load: Callable | None = None):
+    def __init__(self, max_models: int = 2, load: Callable | None = None):
         self.max_models = max_models
         self.lock = threading.RLock()
         self._models: OrderedDict[tuple, object] = OrderedDict()
-        self._decode_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         # (model_ref, device=, compute_type=, cpu_threads=, files=) -> a model; the adapter unless given
         self._load = load or _adapter
 
     def model(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
-              compute: str | None = None, files=None, copy: int = 0):
+              compute: str | None = None, files=None):
         """The loaded model (``compute``: see :func:`compute_type`). ``files``: a function returning the model's
-        files in memory (``WhisperModel(files=...)``; ``model_ref`` then names it), called only to load it.
-        ``copy``: another instance of the same model (one that decodes beside the first)."""
-        key = (model_ref, device, compute_type(device, compute), threads or cpu_threads(), copy)
+        files in memory (``WhisperModel(files=...)``; ``model_ref`` then names it), called only to load it."""
+        key = (model_ref, device, compute_type(device, compute), threads or cpu_threads())
         with self.lock:
             if key in self._models:
                 self._models.move_to_end(key)
@@ -73,14 +67,6 @@ class Whisper:
                 self._models[key] = self._load(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
                                           files=files() if files else word_timing.model_files(model_ref))
             return self._models[key]
-
-    @contextmanager
-    def decoding(self, model):
-        """Hold ``model`` (one of this object's) for one decode."""
-        with self.lock:
-            lock = self._decode_locks.setdefault(model, threading.Lock())
-        with lock:
-            yield model
 
     def warm(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
              compute: str | None = None, files=None) -> None:
@@ -107,7 +93,6 @@ class Engine:
     threads: int | None = None
     device: str = DEVICE
     compute: str | None = None
-    copy: int = 0  # which instance of the model (:meth:`beside`)
 
     @classmethod
     def of(cls, opts, whisper: Whisper | None = None, *, shared: bool = False) -> Engine:
@@ -122,11 +107,7 @@ class Engine:
 
     def model(self):
         """The loaded model (an ``adapter.WhisperAdapter``)."""
-        return self.whisper.model(self.model_ref, self.threads, self.device, self.compute, copy=self.copy)
-
-    def beside(self) -> Engine:
-        """The same model, another instance of it (loaded on first use): decodes while this one does."""
-        return replace(self, copy=self.copy + 1)
+        return self.whisper.model(self.model_ref, self.threads, self.device, self.compute)
 
     def language_checker(self):
         """:func:`language_checker` on this engine's threads, device and compute type."""

@@ -21,7 +21,6 @@ from talkthrough_assets.model.transcript import Chunk, Coverage
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.stages import audio as audio_stage
-from talkthrough_assets.stages.segments import chunk_results
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.segments import engine as E
 from talkthrough_assets.stages.segments import transcribe as T
@@ -101,7 +100,7 @@ def coverage(rid: str) -> Coverage | None:
                     text=C.covered_text(rows, have))
 
 
-def metadata(rid: str, report: chunk_results.Report | None) -> dict:
+def metadata(rid: str, report: C.Report | None) -> dict:
     """The segments stage's Dagster metadata about chunks: coverage and what this run did."""
     cov = coverage(rid)
     if cov is None:
@@ -110,8 +109,7 @@ def metadata(rid: str, report: chunk_results.Report | None) -> dict:
     if report:
         md.update(chunks_reused=report.reused, chunks_decoded=report.decoded,
                   chunks_corrupt_recomputed=report.corrupt, chunks_failed=len(report.failed),
-                  chunks_unstored=report.unstored, chunks_redecoded_without_context=report.recontext,
-                  chunks_main_pass_ahead=report.ahead, chunks_main_pass_redone=report.redrafted)
+                  chunks_unstored=report.unstored, chunks_redecoded_without_context=report.recontext)
     return md
 
 

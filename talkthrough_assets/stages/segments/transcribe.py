@@ -58,8 +58,7 @@ LOOP_RETRY_RATIO = 2.4  # a window whose text loops is decoded again without the
 def decode(samples: np.ndarray, opts: Options, engine: Engine, *, prompt=None, recovering: bool = False,
            max_new_tokens: int | None = None, check_context=None, vad_regions=None) -> Decoded:
     """Transcribe ``samples`` (16 kHz mono float32) with ``engine``'s model as ``opts`` say (its settings and its
-    :class:`~.options.Decoding`), through the drop rules. Times are ms from the first sample: :func:`draft` (the
-    main pass), then :func:`settle` (the coverage pass).
+    :class:`~.options.Decoding`), through the drop rules. Times are ms from the first sample.
 
     ``prompt``: the tokens of the text said before (a chunk's context). ``recovering``: this is the coverage
     pass's decode of a span (its unsure segments are dropped without a language check); ``max_new_tokens`` caps
@@ -70,63 +69,22 @@ def decode(samples: np.ndarray, opts: Options, engine: Engine, *, prompt=None, r
     segment whose span holds no voice activity is dropped only as text: its speech, wherever it is, is left
     uncovered and decoded again (``coverage``). "doubtful": segments kept although the language check doubted
     them."""
-    return settle(draft(samples, opts, engine, prompt=prompt, recovering=recovering, max_new_tokens=max_new_tokens,
-                        check_context=check_context, vad_regions=vad_regions), opts, engine)
-
-
-@dataclass(slots=True)
-class Draft:
-    """A decode's main pass (:func:`draft`), before its coverage pass: the pass, the audio and its voice activity
-    (``regions`` None: no gate; ``core``: the speech in samples), or ``done``: the decode already (nothing to
-    transcribe)."""
-
-    empty: Decoded
-    t_start: float
-    samples: np.ndarray | None = None
-    regions: list | None = None
-    core: list[tuple[int, int]] | None = None
-    res: _Pass | None = None
-    done: Decoded | None = None
-
-    @property
-    def tokens(self) -> tuple[int, ...]:
-        """The text tokens of the kept segments in time order (the coverage pass adds to them)."""
-        return tuple(t for e in _in_order(self.res.entries) for t in e.tokens) if self.res is not None else ()
-
-
-def draft(samples: np.ndarray, opts: Options, engine: Engine, *, prompt=None, recovering: bool = False,
-          max_new_tokens: int | None = None, check_context=None, vad_regions=None) -> Draft:
-    """:func:`decode`'s main pass: Whisper over ``samples`` through the drop rules."""
     t_start = time.perf_counter()
     empty = Decoded(model=engine.model_label, audio_ms=int(len(samples) * 1000 / 16000))
     if len(samples) < 1600:  # < 0.1 s: nothing to transcribe
-        return Draft(empty, t_start, done=replace(empty, reason="no speech detected (audio shorter than 0.1 s)",
-                                                  elapsed_s=_since(t_start)))
+        return replace(empty, reason="no speech detected (audio shorter than 0.1 s)", elapsed_s=_since(t_start))
     regions = (vad_regions if vad_regions is not None else speech_regions(samples)) if opts.decoding.vad else None
     if regions == []:  # the gate would drop every segment: Whisper is not run at all (a silent screencast)
-        return Draft(empty, t_start, done=replace(empty, reason="no speech detected (no voice activity)",
-                                                  elapsed_s=_since(t_start)))
+        return replace(empty, reason="no speech detected (no voice activity)", elapsed_s=_since(t_start))
     core = core_speech(regions) if regions is not None else [(0, len(samples))]
     res = _pass(samples, regions, core, opts, engine, prompt=prompt, recovering=recovering,
                 max_new_tokens=max_new_tokens, check_context=check_context)
-    return Draft(empty, t_start, samples, regions, core, res)
-
-
-def settle(d: Draft, opts: Options, engine: Engine) -> Decoded:
-    """:func:`decode` from its main pass ``d``: the coverage pass decodes on ``engine`` (the main pass's, or
-    another copy of its model, :meth:`Engine.beside`), and the kept segments are numbered in time order."""
-    if d.done is not None:
-        return d.done
-    gaps = (recover(d.samples, d.core, d.res.entries, d.res.dropped, d.res.doubtful, again=opts.decoding.coverage,
-                    vocabulary=opts.vocabulary, redecode=_redecode(opts, engine)) if d.regions is not None else [])
-    out = _numbered(d.empty, d.res, d.samples, opts, engine)
-    return replace(out, uncovered=tuple(gaps), elapsed_s=_since(d.t_start),
-                   speech_ms=int(sum(b - a for a, b in d.core) / 16),
-                   core_ms=tuple((a // 16, b // 16) for a, b in d.core) if d.regions is not None else ())
-
-
-def _in_order(entries: list[Entry]) -> list[Entry]:
-    return sorted(entries, key=lambda e: (e.seg.t0_ms, e.seg.t1_ms))
+    gaps = (recover(samples, core, res.entries, res.dropped, res.doubtful, again=opts.decoding.coverage,
+                    vocabulary=opts.vocabulary, redecode=_redecode(opts, engine)) if regions is not None else [])
+    out = _numbered(empty, res, samples, opts, engine)
+    return replace(out, uncovered=tuple(gaps), elapsed_s=_since(t_start),
+                   speech_ms=int(sum(b - a for a, b in core) / 16),
+                   core_ms=tuple((a // 16, b // 16) for a, b in core) if regions is not None else ())
 
 
 def _since(t_start: float) -> float:
@@ -154,7 +112,7 @@ class _Pass:
 
 def _numbered(empty: Decoded, res: _Pass, samples: np.ndarray, opts: Options, engine: Engine) -> Decoded:
     """The pass's entries in time order as numbered segments and words (word starts refined on ``samples``)."""
-    entries = _in_order(res.entries)
+    entries = sorted(res.entries, key=lambda e: (e.seg.t0_ms, e.seg.t1_ms))
     segments = [replace(e.seg, seq=seq) for seq, e in enumerate(entries)]
     words = [replace(w, seq=seq) for seq, e in enumerate(entries) for w in e.words]
     if opts.decoding.refine_words:
@@ -179,7 +137,8 @@ def _pass(samples: np.ndarray, regions, core, opts: Options, engine: Engine, *, 
     def drop(s, start: float, end: float, reason: str, lang: str | None = None, evidence=None) -> None:
         dropped.append(dropped_text(ms(start), ms(end), reason, s.text, lang=lang, evidence=evidence))
 
-    with engine.whisper.decoding(engine.model()) as model:  # one instance, one transcribe call at a time
+    with engine.whisper.lock:  # one model instance is not safe to share across concurrent transcribe calls
+        model = engine.model()
         # words are aligned after decoding, window by window, on the decoder's own encoder output (see
         # word_timing.WindowAligner: decoding with word_timestamps=True lost the last words of a recording)
         aligner = word_timing.WindowAligner(model, len(samples))

@@ -24,7 +24,7 @@ WORDS = ["deploy the gateway", "roll back the release", "page the on call", "wri
 
 
 def _result(i: int) -> dict:
-    """A chunk's stored result as chunk_decode.decode makes it (times from the chunk's start)."""
+    """A chunk's stored result as chunks._decode_chunk writes it (times from the chunk's start)."""
     text = WORDS[i]
     meta = {"available": True, "reason": None, "language": "en", "language_probability": 0.99, "model": "tiny.en",
             "segment_count": 1, "word_count": len(text.split()), "audio_ms": 7500, "elapsed_s": 0.1,
