@@ -141,14 +141,11 @@ def prewarm(rid: str, opts: Options, engines, ctx: RunContext) -> None:
     thread importing Dagster meanwhile runs beside it). Not in a thread of its own: a CTranslate2 model loaded in
     a thread while Dagster was imported decoded its first chunk at ~5x the CPU (the 30-min bench meeting's first
     3-min chunk: 74 s of CPU vs 13 s when loaded first, same output; bench/bench_partial.py, whose first partial
-    transcript waited for it)."""
+    transcript waited for it). The language check's multilingual model is not loaded here: ``language_checker``
+    loads it, once, when a check first needs it (a recording without speech, or a multilingual model's, never
+    does; it took ~0.9 s of CPU at every run's start)."""
     try:
-        engine = E.Engine.of(opts, engines.whisper, shared=bool(ctx.beside) and has_video(rid))
-        if not engine.model().model.is_multilingual:
-            # the language check's multilingual model too (read from its wheels into memory, ~0.3 s, and loaded,
-            # ~0.6 s; nothing written to disk): while Dagster opens in its thread here rather than at the first
-            # doubtful segment
-            E.warm_language_checker(engine.whisper, engine.threads, engine.device, engine.compute)
+        E.Engine.of(opts, engines.whisper, shared=bool(ctx.beside) and has_video(rid)).model()
     except Exception:  # the stage itself reports a missing or broken model, with a reason
         pass
 
