@@ -38,6 +38,7 @@ def bench_file(path: str, rounds: int) -> dict:
     from talkthrough_assets.stages import runner
     from talkthrough_assets.app import service
     from talkthrough_assets import store
+    from talkthrough_assets.model.transcript import Segment, Word
     from talkthrough_assets.stages import audio as audio_stage
     from talkthrough_assets.stages import turns as diarize_stage
 
@@ -47,15 +48,15 @@ def bench_file(path: str, rounds: int) -> dict:
     cold = time.perf_counter() - t
     rid = first["recording_id"]
     wav = store.audio_path(rid)
-    segs, words = store.read_rows("segments", rid), store.read_rows("words", rid)
+    segs, words = store.read_rows("segments", rid, record=Segment), store.read_rows("words", rid, record=Word)
     media_s = len(audio_stage.load_wav(wav)) / audio_stage.SAMPLE_RATE
 
     def diarize_alone():
         out = diarize_stage.run_turns(wav, segments=segs, words=words, num_speakers=2, threshold=0.5)
-        d = out["diarization"]
-        if not d.get("available"):
-            raise SystemExit(f"diarization unavailable: {d.get('reason')} (set TALKTHROUGH_DIARIZATION_MODELS)")
-        return len(out["speakers"])
+        d = out.diarization
+        if not d.available:
+            raise SystemExit(f"diarization unavailable: {d.reason} (set TALKTHROUGH_DIARIZATION_MODELS)")
+        return len(out.speakers)
 
     t = time.perf_counter()
     speakers = diarize_alone()  # warm-up: engine load

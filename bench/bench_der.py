@@ -35,8 +35,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from talkthrough_assets.model.turns import DiarizationRow
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -179,19 +183,21 @@ def transcript(wav: Path, cache: dict) -> dict:
 
 
 def talkthrough(wav: Path, num_speakers, threshold: float | None = None,
-                text: dict | None = None) -> tuple[list[tuple], float, dict]:
+                text: dict | None = None) -> tuple[list[tuple], float, DiarizationRow]:
     from talkthrough_assets.core import config
+    from talkthrough_assets.model.transcript import Segment, Word
     from talkthrough_assets.pipeline import settings as S
     from talkthrough_assets.stages import turns as D
 
     thr = S.DEFAULTS["diarize_threshold"] if threshold is None else threshold
     t = time.perf_counter()
     text = text or {}
-    out = D.run_turns(wav, segments=text.get("segments", []), words=text.get("words", []),
+    out = D.run_turns(wav, segments=[Segment(**s) for s in text.get("segments", [])],
+                      words=[Word(**w) for w in text.get("words", [])],
                       num_speakers=num_speakers, threshold=thr,
                       models_dir=config.get(D.models.ENV_MODELS_DIR))
     el = time.perf_counter() - t
-    return [(x["t0_ms"] / 1000, x["t1_ms"] / 1000, x["speaker"]) for x in out["turns"]], el, out["diarization"]
+    return [(x.t0_ms / 1000, x.t1_ms / 1000, x.speaker) for x in out.turns], el, out.diarization
 
 
 # --------------------------------------------------------------------------- report
@@ -265,7 +271,7 @@ def main() -> int:
             res = runs[s]()
             row["hyp"][s], row["secs"][s] = res[0], round(res[1], 2)
             if len(res) > 2:
-                row["notes"][s] = res[2].get("speaker_count")
+                row["notes"][s] = res[2].speaker_count
             row[s] = cell(c, res[0], dur, args.collar)
         rows.append(row)
         print(f"{c['name']:30s} " + " ".join(fmt(row[s], n) for s in systems), flush=True)

@@ -220,16 +220,16 @@ def diarize_all(recs: list[dict]) -> tuple[list[dict], dict]:
                 kind = spent["multi" if r["n"] > 1 else "single"]
                 kind[0] += took
                 kind[1] += last[0]
-                for vp in out["voiceprints"]:
-                    mine = [tt for tt in out["turns"] if tt["speaker"] == vp["label"]]
+                for vp in out.voiceprints:
+                    mine = [tt for tt in out.turns if tt.speaker == vp.label]
                     best = {}
                     for a, b, who in r["ref"]:
-                        ov = sum(max(0, min(b * 1000, tt["t1_ms"]) - max(a * 1000, tt["t0_ms"])) for tt in mine)
+                        ov = sum(max(0, min(b * 1000, tt.t1_ms) - max(a * 1000, tt.t0_ms)) for tt in mine)
                         best[who] = best.get(who, 0) + ov
-                    who = max(best, key=best.get) if best and max(best.values()) > 0 else f"{r['id']}:{vp['label']}"
-                    labels.append({"recording": r["id"], "label": vp["label"], "person": who,
-                                   "speech_ms": vp["speech_ms"], "embedding": vp["embedding"]})
-                print(f"  {r['id']}: {len(out['voiceprints'])} voiceprint(s) in {time.perf_counter() - t:.1f} s",
+                    who = max(best, key=best.get) if best and max(best.values()) > 0 else f"{r['id']}:{vp.label}"
+                    labels.append({"recording": r["id"], "label": vp.label, "person": who,
+                                   "speech_ms": vp.speech_ms, "embedding": list(vp.embedding)})
+                print(f"  {r['id']}: {len(out.voiceprints)} voiceprint(s) in {time.perf_counter() - t:.1f} s",
                       file=sys.stderr)
     finally:
         V.compute = real_compute

@@ -86,13 +86,6 @@ class TurnsOutput:
     voiceprints: tuple[Voiceprint, ...]
 
     @classmethod
-    def of(cls, out: dict) -> "TurnsOutput":
-        """The records of a diarization's output lists (``stages.turns.run_turns``)."""
-        return cls(
-            diarization=DiarizationRow(**out["diarization"]),
-            turns=tuple(Turn(**t) for t in out["turns"]),
-            speakers=tuple(SpeakerStats(**s) for s in out["speakers"]),
-            speaker_segments=tuple(SpeakerSegment(**{**s, "overlap": None if s.get("overlap") is None
-                                                     else tuple(s["overlap"])}) for s in out["speaker_segments"]),
-            voiceprints=tuple(Voiceprint(**{**v, "embedding": tuple(v["embedding"])})
-                              for v in out.get("voiceprints") or ()))
+    def empty(cls, diarization: DiarizationRow) -> "TurnsOutput":
+        """A diarization that found no speaker (or did not run): its row, and no rows in the other tables."""
+        return cls(diarization=diarization, turns=(), speakers=(), speaker_segments=(), voiceprints=())

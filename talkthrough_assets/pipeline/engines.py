@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 
 from talkthrough_assets.core import config
+from talkthrough_assets.model.turns import TurnsOutput
 from talkthrough_assets.stages import turns as diarize_stage
 from talkthrough_assets.stages.turns import engine as diarize_engine
 from talkthrough_assets.stages.turns import models as diarize_models
@@ -33,7 +34,7 @@ class Diarizer:
     def __init__(self, cache: diarize_engine.EngineCache | None = None):
         self.cache = cache or diarize_engine.default_cache()
 
-    def run_turns(self, wav_path: str | os.PathLike | None, **kw) -> dict:
+    def run_turns(self, wav_path: str | os.PathLike | None, **kw) -> TurnsOutput:
         return diarize_stage.run_turns(wav_path, cache=self.cache,
                                        models_dir=config.get(diarize_models.ENV_MODELS_DIR), **kw)
 

@@ -41,9 +41,9 @@ def test_auto_diarization_finds_every_speaker(clip, tt_home, tmp_path):
     audio.extract_wav(MEDIA / "diarization" / f"{clip}.wav", wav)
     out = D.run_turns(wav, segments=[], words=[], num_speakers=None, threshold=S.DEFAULTS["diarize_threshold"],
                       models_dir=config.get(D.models.ENV_MODELS_DIR))
-    row = out["diarization"]
-    assert row["available"], row
-    hyp = [(t["t0_ms"] / 1000, t["t1_ms"] / 1000, t["speaker"]) for t in out["turns"]]
+    row = out.diarization
+    assert row.available, row
+    hyp = [(t.t0_ms / 1000, t.t1_ms / 1000, t.speaker) for t in out.turns]
     score = bench_der.der(ref_fn(), hyp, len(audio.load_wav(wav)) / 16000, collar=0.25)
     # before (window shift 0.25): pyannote_sample -> 1 speaker, DER 46 %
-    assert row["detected_num_speakers"] == speakers and score["der"] <= max_der, (row, score)
+    assert row.detected_num_speakers == speakers and score["der"] <= max_der, (row, score)

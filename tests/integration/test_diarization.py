@@ -23,6 +23,8 @@ from talkthrough_assets.app import runs
 from talkthrough_assets.pipeline import settings
 from talkthrough_assets import store
 from talkthrough_assets.cli.main import app
+from talkthrough_assets.model.transcript import Segment, Word
+from talkthrough_assets.model.turns import Turn
 from talkthrough_assets.store.models import sha256_file
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages import turns as D
@@ -72,44 +74,44 @@ def _run(wav, **kw):
 class TestBadCases:
     def test_video_only(self, tt_home):
         out = _run(None, num_speakers=2)
-        d = out["diarization"]
-        assert d["requested"] and not d["available"] and "no audio stream" in d["reason"]
-        assert out["turns"] == out["speakers"] == out["speaker_segments"] == []
+        d = out.diarization
+        assert d.requested and not d.available and "no audio stream" in d.reason
+        assert out.turns == out.speakers == out.speaker_segments == ()
 
     def test_shorter_than_one_second(self, tt_home, tmp_path, two_voices_wav):
         wav = write_wav(tmp_path / "short.wav", audio.load_wav(two_voices_wav)[SR: SR + SR // 2])
-        d = _run(wav, num_speakers=2)["diarization"]
-        assert not d["available"] and "too short" in d["reason"]
+        d = _run(wav, num_speakers=2).diarization
+        assert not d.available and "too short" in d.reason
 
     def test_silence(self, tt_home, tmp_path):
-        d = _run(write_wav(tmp_path / "zero.wav", np.zeros(5 * SR)), num_speakers=2)["diarization"]
-        assert not d["available"] and "no speech" in d["reason"]
+        d = _run(write_wav(tmp_path / "zero.wav", np.zeros(5 * SR)), num_speakers=2).diarization
+        assert not d.available and "no speech" in d.reason
         # faint noise passes the silence gate: the engine itself finds no speech
         noise = np.random.default_rng(0).normal(0, 0.003, 5 * SR)
         out = _run(write_wav(tmp_path / "noise.wav", noise), num_speakers=2)
-        assert not out["diarization"]["available"] and out["diarization"]["reason"] == "no speech detected"
-        assert out["turns"] == []
+        assert not out.diarization.available and out.diarization.reason == "no speech detected"
+        assert out.turns == ()
 
     def test_missing_models(self, tt_home, two_voices_wav, tmp_path, monkeypatch):
         monkeypatch.setenv(M.ENV_MODELS_DIR, str(tmp_path))
-        segs = [{"seq": 0, "t0_ms": 500, "t1_ms": 7400, "text": "Welcome."}]
+        segs = [Segment(t0_ms=500, t1_ms=7400, text="Welcome.", avg_logprob=-0.2, no_speech_prob=0.01, seq=0)]
         out = _run(two_voices_wav, num_speakers=2, segments=segs)
-        d = out["diarization"]
-        assert not d["available"] and M.ENV_MODELS_DIR in d["reason"] and d["requested_num_speakers"] == 2
-        assert out["speaker_segments"] == []  # the manifest then falls back to whisper's segments
+        d = out.diarization
+        assert not d.available and M.ENV_MODELS_DIR in d.reason and d.requested_num_speakers == 2
+        assert out.speaker_segments == ()  # the manifest then falls back to whisper's segments
 
     def test_one_speaker_and_more_speakers_requested_than_present(self, tt_home, two_voices_wav, tmp_path):
         first = audio.load_wav(two_voices_wav)[: int(7.9 * SR)]  # only the first (rms) turn
         wav = write_wav(tmp_path / "one.wav", first)
         one = _run(wav)
-        assert one["diarization"]["available"] and one["diarization"]["detected_num_speakers"] == 1
-        assert "one speaker" in one["diarization"]["reason"]
-        assert [s["label"] for s in one["speakers"]] == ["S1"]
+        assert one.diarization.available and one.diarization.detected_num_speakers == 1
+        assert "one speaker" in one.diarization.reason
+        assert [s.label for s in one.speakers] == ["S1"]
         more = _run(wav, num_speakers=3)
-        d = more["diarization"]
-        assert d["available"] and d["requested_num_speakers"] == 3 and d["detected_num_speakers"] == 1
-        assert "requested 3 speakers, 1 distinct voice found" in d["reason"]
-        assert {t["speaker"] for t in more["turns"]} == {"S1"}
+        d = more.diarization
+        assert d.available and d.requested_num_speakers == 3 and d.detected_num_speakers == 1
+        assert "requested 3 speakers, 1 distinct voice found" in d.reason
+        assert {t.speaker for t in more.turns} == {"S1"}
 
 
 # =========================================================================== through the Dagster job
@@ -148,10 +150,10 @@ def test_two_voices_turns_labels_and_attribution(processed):
     # words/segments attributed to the right speaker for >= 90 % of speech time
     ss = store.read_rows("speaker_segments", rid)
     assert ss and _correct_share(ss) >= 0.9
-    words = store.read_rows("words", rid)
-    labels = A.attribute_words(words, turns)
+    words = store.read_rows("words", rid, record=Word)
+    labels = A.attribute_words(words, store.read_rows("turns", rid, record=Turn))
     for voice, vocab in VOICE_WORDS.items():
-        said = [lab for w, lab in zip(words, labels) if w["word"].strip(" .,").lower() in vocab]
+        said = [lab for w, lab in zip(words, labels) if w.word.strip(" .,").lower() in vocab]
         assert said and sum(lab == VOICE_LABELS[voice] for lab in said) / len(said) >= 0.9, (voice, said)
     # whisper's own tables are untouched; split pieces point back at their segment
     segs = store.read_rows("segments", rid)

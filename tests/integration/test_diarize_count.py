@@ -40,16 +40,16 @@ def _run(wav, n):
 @pytest.mark.parametrize("name", ["seq6_b", "conv4_a"])
 def test_a_given_count_is_honoured(name, clips, tt_home):
     wav, speakers = clips[name]
-    row = _run(wav, speakers)["diarization"]
-    assert row["available"] and row["requested_num_speakers"] == speakers, row
-    assert row["detected_num_speakers"] == speakers, row
-    assert row["speaker_count"] == f"as given (--num-speakers {speakers})"
+    row = _run(wav, speakers).diarization
+    assert row.available and row.requested_num_speakers == speakers, row
+    assert row.detected_num_speakers == speakers, row
+    assert row.speaker_count == f"as given (--num-speakers {speakers})"
 
 
 def test_auto_count_is_within_one_and_says_so(clips, tt_home):
     wav, speakers = clips["seq6_b"]
     for value in ("auto", None, 0):
-        row = _run(wav, value)["diarization"]
-        assert row["available"] and row["requested_num_speakers"] is None, row
-        assert abs(row["detected_num_speakers"] - speakers) <= 1, row
-        assert row["speaker_count"] == "found from the audio (--num-speakers auto)"
+        row = _run(wav, value).diarization
+        assert row.available and row.requested_num_speakers is None, row
+        assert abs(row.detected_num_speakers - speakers) <= 1, row
+        assert row.speaker_count == "found from the audio (--num-speakers auto)"

@@ -36,8 +36,8 @@ def _run(wav, n):
                        models_dir=config.get(D.models.ENV_MODELS_DIR))
 
 
-def _der(out, ref, wav):
-    hyp = [(t["t0_ms"] / 1000, t["t1_ms"] / 1000, t["speaker"]) for t in out["turns"]]
+def _der(turns, ref, wav):
+    hyp = [(t.t0_ms / 1000, t.t1_ms / 1000, t.speaker) for t in turns]
     return bench_der.der(ref, hyp, len(audio.load_wav(wav)) / 16000, collar=0.25)
 
 
@@ -46,10 +46,10 @@ def test_two_voices_in_one_segmentation_label_are_two_speakers(n, dev00, tt_home
     wav, ref = dev00
     assert len({r[2] for r in ref}) == 2
     out = _run(wav, n)
-    row = out["diarization"]
-    assert row["available"] and row["detected_num_speakers"] == 2, row
-    assert "S2 split from S1 (two voices in one label" in (row["reason"] or ""), row
-    score = _der(out, ref, wav)
+    row = out.diarization
+    assert row.available and row.detected_num_speakers == 2, row
+    assert "S2 split from S1 (two voices in one label" in (row.reason or ""), row
+    score = _der(out.turns, ref, wav)
     # sherpa-onnx's defaults (and num_clusters=2): one speaker, DER 33 %; measured here 14 %
     assert score["der"] <= 0.20, score
     assert score["conf"] <= 0.10, score
@@ -58,9 +58,9 @@ def test_two_voices_in_one_segmentation_label_are_two_speakers(n, dev00, tt_home
 def test_one_real_voice_is_not_split(tt_home, tmp_path):
     wav = tmp_path / "narrator.wav"  # 42 s of one speaker (Microsoft's Custom Speech sample)
     audio.extract_wav(MEDIA / "asr" / "ms_customspeech_en-US_general_testing_audio.wav", wav)
-    row = _run(wav, "auto")["diarization"]
-    assert row["available"] and row["detected_num_speakers"] == 1, row
-    assert "split" not in (row["reason"] or ""), row
+    row = _run(wav, "auto").diarization
+    assert row.available and row.detected_num_speakers == 1, row
+    assert "split" not in (row.reason or ""), row
 
 
 def test_window_reassignment_gives_short_turns_back_to_their_voice(tt_home, tmp_path):
@@ -81,6 +81,6 @@ def test_window_reassignment_gives_short_turns_back_to_their_voice(tt_home, tmp_
     scores = {}
     for reassign in (False, True):
         out, _ = R.refine_turns(samples, turns, models, reassign=reassign)
-        scores[reassign] = _der({"turns": out}, ref, wav)
+        scores[reassign] = _der(out, ref, wav)
     assert scores[True]["conf"] < scores[False]["conf"] - 0.02, scores
     assert scores[True]["der"] < scores[False]["der"], scores

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from talkthrough_assets.core import config
+from talkthrough_assets.model.transcript import Word
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.stages import audio
 from talkthrough_assets.stages import turns as D
@@ -21,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 MEDIA = ROOT.parent / "shared" / "eval" / "media" / "diarization"
 
 
-def _words(t0: int, t1: int, seq: int = 0) -> list[dict]:
-    return [{"t0_ms": a, "t1_ms": min(t1, a + 250), "seq": seq, "word": " w"} for a in range(t0, t1, 250)]
+def _words(t0: int, t1: int, seq: int = 0) -> list[Word]:
+    return [Word(idx=i, t0_ms=a, t1_ms=min(t1, a + 250), word=" w", prob=0.9, seq=seq)
+            for i, a in enumerate(range(t0, t1, 250))]
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +41,17 @@ def call(tmp_path_factory):
 
 def test_no_words_nothing_counted(call, tt_home):
     _, _, out, _ = call
-    row = out["diarization"]
-    assert row["available"] and row["detected_num_speakers"] == 2, row
-    assert (row["words_by_voice"], row["words_unassigned"]) == (0, 0)
+    row = out.diarization
+    assert row.available and row.detected_num_speakers == 2, row
+    assert (row.words_by_voice, row.words_unassigned) == (0, 0)
 
 
 def test_speech_taken_out_of_the_turns_comes_back_to_its_speaker(call, tt_home):
     x, _, out, models = call
-    longest = max(out["turns"], key=lambda t: t["t1_ms"] - t["t0_ms"])
-    assert longest["t1_ms"] - longest["t0_ms"] >= 3000, longest
-    a, b = longest["t0_ms"] + 500, longest["t1_ms"] - 500
-    rest = [t for t in out["turns"] if t is not longest]
+    longest = max(out.turns, key=lambda t: t.t1_ms - t.t0_ms)
+    assert longest.t1_ms - longest.t0_ms >= 3000, longest
+    a, b = longest.t0_ms + 500, longest.t1_ms - 500
+    rest = [t for t in out.turns if t is not longest]
     words = _words(a, b)
     runs = WV.uncovered_runs(words, rest)  # the other speaker's overlapping turns still cover a few words
     uncovered = sum(n for _, _, n in runs)
@@ -57,8 +59,8 @@ def test_speech_taken_out_of_the_turns_comes_back_to_its_speaker(call, tt_home):
     turns, given, left = WV.fill_from_words(x, rest, words, models)
     assert (given, left) == (uncovered, 0)
     for r0, r1, _ in runs:
-        back = [t for t in turns if t["t0_ms"] <= r0 and t["t1_ms"] >= r1]
-        assert back and {t["speaker"] for t in back} == {longest["speaker"]}, (longest, runs, back)
+        back = [t for t in turns if t.t0_ms <= r0 and t.t1_ms >= r1]
+        assert back and {t.speaker for t in back} == {longest.speaker}, (longest, runs, back)
 
 
 def test_a_voice_not_in_the_recording_stays_unassigned(call, tt_home):
@@ -66,6 +68,6 @@ def test_a_voice_not_in_the_recording_stays_unassigned(call, tt_home):
     joined = np.concatenate([x, other[: 6 * 16000]]).astype(np.float32)
     start = len(x) * 1000 // 16000
     words = _words(start + 500, start + 5500, seq=99)
-    turns, given, left = WV.fill_from_words(joined, out["turns"], words, models)
+    turns, given, left = WV.fill_from_words(joined, out.turns, words, models)
     assert (given, left) == (0, len(words))
-    assert turns == out["turns"]
+    assert turns == out.turns

@@ -12,6 +12,8 @@ import tarfile
 import pytest
 
 from talkthrough_assets import store
+from talkthrough_assets.model.transcript import Segment, Word
+from talkthrough_assets.model.turns import SpeakerSegment, SpeakerStats, Turn
 from talkthrough_assets.store.models import sha256_file
 from talkthrough_assets.stages.turns import attribution as A
 from talkthrough_assets.stages.turns import labels as L
@@ -20,11 +22,20 @@ from talkthrough_assets.stages.turns import speaker_names as N
 
 
 def T(t0, t1, s):
-    return {"t0_ms": t0, "t1_ms": t1, "speaker": s}
+    return Turn(t0, t1, s)
 
 
 def W(seq, idx, t0, t1, word):
-    return {"seq": seq, "idx": idx, "t0_ms": t0, "t1_ms": t1, "word": word, "prob": 0.9}
+    return Word(idx=idx, t0_ms=t0, t1_ms=t1, word=word, prob=0.9, seq=seq)
+
+
+def S(seq, t0, t1, text):
+    return Segment(t0_ms=t0, t1_ms=t1, text=text, avg_logprob=-0.2, no_speech_prob=0.01, seq=seq)
+
+
+def R(seq, source_seq, t0, t1, speaker, text, overlap=()):
+    return SpeakerSegment(seq=seq, source_seq=source_seq, t0_ms=t0, t1_ms=t1, speaker=speaker, text=text,
+                          overlap=overlap)
 
 
 # =========================================================================== pure math
@@ -32,8 +43,8 @@ def W(seq, idx, t0, t1, word):
 class TestLabels:
     def test_labels_follow_first_appearance_not_engine_ids(self):
         turns = L.relabel([(5000, 6000, 0), (0, 1000, 3), (2000, 3000, 1), (7000, 8000, 3)])
-        assert [t["speaker"] for t in turns] == ["S1", "S2", "S3", "S1"]
-        assert [t["t0_ms"] for t in turns] == [0, 2000, 5000, 7000]
+        assert [t.speaker for t in turns] == ["S1", "S2", "S3", "S1"]
+        assert [t.t0_ms for t in turns] == [0, 2000, 5000, 7000]
 
     def test_empty_and_zero_length_engine_segments_are_dropped(self):
         assert L.relabel([]) == []
@@ -64,12 +75,10 @@ class TestLabels:
 class TestRoster:
     def test_roster_counts_union_talk_time_turns_and_extent(self):
         turns = [T(1000, 3000, "S1"), T(2500, 4000, "S2"), T(5000, 6000, "S1"), T(5500, 5800, "S1")]
-        r = {x["label"]: x for x in L.roster(turns)}
+        r = {x.label: x for x in L.roster(turns)}
         assert list(r) == ["S1", "S2"]
-        assert (r["S1"]["talk_time_ms"], r["S1"]["turn_count"], r["S1"]["first_ms"], r["S1"]["last_ms"]) == (
-            3000, 3, 1000, 6000)
-        assert (r["S2"]["talk_time_ms"], r["S2"]["turn_count"]) == (1500, 1)
-        assert "name_candidates_json" not in r["S1"]  # candidates need OCR: the manifest stage makes them
+        assert r["S1"] == SpeakerStats(label="S1", talk_time_ms=3000, turn_count=3, first_ms=1000, last_ms=6000)
+        assert (r["S2"].talk_time_ms, r["S2"].turn_count) == (1500, 1)
 
     def test_roster_rows_fit_the_store_schema(self, tmp_path, monkeypatch):
         monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
@@ -97,62 +106,53 @@ class TestAttribution:
         assert A.TurnIndex(turns).speaker(400, 1800) == "S1"  # S1 1400 vs S2 1000 + 300
 
     def test_segment_split_where_words_change_speaker(self):
-        seg = {"seq": 7, "t0_ms": 3000, "t1_ms": 6000, "text": "Right. Thanks for that update."}
+        seg = S(7, 3000, 6000, "Right. Thanks for that update.")
         words = [W(7, 0, 3000, 3600, " Right."), W(7, 1, 4100, 4500, " Thanks"), W(7, 2, 4500, 4700, " for"),
                  W(7, 3, 4700, 5000, " that"), W(7, 4, 5000, 6000, " update.")]
         rows = A.attribute_segments([seg], words, self.TURNS)
-        assert rows == [
-            {"seq": 0, "source_seq": 7, "t0_ms": 3000, "t1_ms": 3600, "speaker": "S1", "text": "Right.",
-             "overlap": []},
-            {"seq": 1, "source_seq": 7, "t0_ms": 4100, "t1_ms": 6000, "speaker": "S2",
-             "text": "Thanks for that update.", "overlap": []},
-        ]
+        assert rows == [R(0, 7, 3000, 3600, "S1", "Right."), R(1, 7, 4100, 6000, "S2", "Thanks for that update.")]
 
     def test_unsplit_segment_keeps_whisper_text_and_times_exactly(self):
-        seg = {"seq": 0, "t0_ms": 100, "t1_ms": 3000, "text": "Hello there."}
+        seg = S(0, 100, 3000, "Hello there.")
         rows = A.attribute_segments([seg], [W(0, 0, 100, 900, " Hello"), W(0, 1, 900, 3000, " there.")],
                                     self.TURNS)
-        assert rows == [{"seq": 0, "source_seq": 0, "t0_ms": 100, "t1_ms": 3000, "speaker": "S1",
-                         "text": "Hello there.", "overlap": []}]
+        assert rows == [R(0, 0, 100, 3000, "S1", "Hello there.")]
 
     def test_segment_without_words_falls_back_to_segment_overlap_then_nearest(self):
-        segs = [{"seq": 0, "t0_ms": 3500, "t1_ms": 8000, "text": "mostly S2"},
-                {"seq": 1, "t0_ms": 9350, "t1_ms": 9450, "text": "in the gap"},
-                {"seq": 2, "t0_ms": 30000, "t1_ms": 31000, "text": "far away"}]
+        segs = [S(0, 3500, 8000, "mostly S2"), S(1, 9350, 9450, "in the gap"), S(2, 30000, 31000, "far away")]
         rows = A.attribute_segments(segs, [], self.TURNS)
-        assert [r["speaker"] for r in rows] == ["S2", "S1", None]
-        assert [r["source_seq"] for r in rows] == [0, 1, 2] and [r["seq"] for r in rows] == [0, 1, 2]
+        assert [r.speaker for r in rows] == ["S2", "S1", None]
+        assert [r.source_seq for r in rows] == [0, 1, 2] and [r.seq for r in rows] == [0, 1, 2]
 
     def test_gap_words_inherit_and_a_lone_jittery_word_is_smoothed(self):
-        seg = {"seq": 3, "t0_ms": 4200, "t1_ms": 9000, "text": "one two three four"}
+        seg = S(3, 4200, 9000, "one two three four")
         turns = [T(4000, 6000, "S2"), T(6000, 6200, "S1"), T(6200, 9000, "S2")]
         words = [W(3, 0, 4200, 5000, " one"), W(3, 1, 6000, 6200, " two"),  # lone 200 ms S1 word
                  W(3, 2, 6300, 7000, " three"), W(3, 3, 7000, 9000, " four")]
         rows = A.attribute_segments([seg], words, turns)
-        assert len(rows) == 1 and rows[0]["speaker"] == "S2" and rows[0]["text"] == "one two three four"
+        assert len(rows) == 1 and rows[0].speaker == "S2" and rows[0].text == "one two three four"
         # a word overlapping no turn takes the previous word's speaker
         turns2 = [T(0, 1000, "S1"), T(2000, 3000, "S2")]
-        seg2 = {"seq": 0, "t0_ms": 0, "t1_ms": 3000, "text": "a b c"}
+        seg2 = S(0, 0, 3000, "a b c")
         rows2 = A.attribute_segments([seg2], [W(0, 0, 0, 900, " a"), W(0, 1, 1200, 1700, " b"),
                                               W(0, 2, 2000, 3000, " c")], turns2)
-        assert [(r["speaker"], r["text"]) for r in rows2] == [("S1", "a b"), ("S2", "c")]
+        assert [(r.speaker, r.text) for r in rows2] == [("S1", "a b"), ("S2", "c")]
 
     def test_a_row_names_who_else_talks_at_the_same_time_and_not_a_turns_blurred_edge(self):
         # S2 talks over S1 for 2 s inside S1's sentence; S3 only touches its end (300 ms)
         turns = [T(0, 6000, "S1"), T(2000, 4000, "S2"), T(5700, 9000, "S3")]
-        seg = {"seq": 0, "t0_ms": 0, "t1_ms": 6000, "text": "one two three"}
+        seg = S(0, 0, 6000, "one two three")
         words = [W(0, 0, 0, 1500, " one"), W(0, 1, 1500, 4500, " two"), W(0, 2, 4500, 6000, " three")]
         (row,) = A.attribute_segments([seg], words, turns)
-        assert row["speaker"] == "S1" and row["overlap"] == ["S2"]
+        assert row.speaker == "S1" and row.overlap == ("S2",)
         assert A.TurnIndex(turns).others(0, 6000, "S1", min_ms=300) == ["S2", "S3"]
         assert A.TurnIndex(turns).others(6000, 9000, "S3") == []  # S1 ended where S3 goes on alone
 
     def test_seq_is_renumbered_across_segments(self):
-        segs = [{"seq": 0, "t0_ms": 3000, "t1_ms": 6000, "text": "x y"},
-                {"seq": 1, "t0_ms": 9600, "t1_ms": 11000, "text": "z"}]
+        segs = [S(0, 3000, 6000, "x y"), S(1, 9600, 11000, "z")]
         words = [W(0, 0, 3000, 3900, " x"), W(0, 1, 4100, 6000, " y"), W(1, 0, 9600, 11000, " z")]
         rows = A.attribute_segments(segs, words, self.TURNS)
-        assert [(r["seq"], r["source_seq"], r["speaker"]) for r in rows] == [(0, 0, "S1"), (1, 0, "S2"),
+        assert [(r.seq, r.source_seq, r.speaker) for r in rows] == [(0, 0, "S1"), (1, 0, "S2"),
                                                                              (2, 1, "S1")]
 
 
@@ -269,7 +269,7 @@ def test_num_speakers_values():
 def test_merge_to_count_joins_the_most_alike_voices_first():
     import numpy as np
 
-    turns = [{"t0_ms": i * 2000, "t1_ms": i * 2000 + 1500, "speaker": f"S{i + 1}"} for i in range(5)]
+    turns = [T(i * 2000, i * 2000 + 1500, f"S{i + 1}") for i in range(5)]
     a, b, c = np.eye(3)
     near_a = (a * 0.95 + b * 0.05) / np.linalg.norm(a * 0.95 + b * 0.05)
     near_c = (c * 0.9 + b * 0.1) / np.linalg.norm(c * 0.9 + b * 0.1)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from talkthrough_assets.model.turns import Turn
 from talkthrough_assets.stages.turns import refine as R
 
 
 def T(t0, t1, s):
-    return {"t0_ms": t0, "t1_ms": t1, "speaker": s}
+    return Turn(t0, t1, s)
 
 
 def _voice(seed: int, n: int, spread: float = 0.3) -> np.ndarray:
@@ -30,10 +31,10 @@ class TestSplit:
         second = starts >= 10000
         vec = np.where(second[:, None], _voice(2, len(wins)), _voice(1, len(wins)))
         out, notes = R.split_labels(turns, wins, vec, 20000)
-        assert {t["speaker"] for t in out} == {"S1", "S2"}
-        s2 = [t for t in out if t["speaker"] == "S2"]
-        assert min(t["t0_ms"] for t in s2) >= 9000 and max(t["t1_ms"] for t in s2) == 20000
-        assert sum(t["t1_ms"] - t["t0_ms"] for t in s2) >= 9000
+        assert {t.speaker for t in out} == {"S1", "S2"}
+        s2 = [t for t in out if t.speaker == "S2"]
+        assert min(t.t0_ms for t in s2) >= 9000 and max(t.t1_ms for t in s2) == 20000
+        assert sum(t.t1_ms - t.t0_ms for t in s2) >= 9000
         assert notes and notes[0].startswith("S2 split from S1 (two voices in one label, similarity ")
 
     def test_one_voice_is_not_split(self):
@@ -48,7 +49,7 @@ class TestSplit:
         vec = np.concatenate([_voice(1, len(wins) // 2), _voice(2, len(wins) - len(wins) // 2)])
         assert R.split_labels(turns, wins, vec, 20000, limit=0) == (turns, [])
         out, _ = R.split_labels(turns, wins, vec, 20000, limit=1)
-        assert {t["speaker"] for t in out} == {"S1", "S2"}
+        assert {t.speaker for t in out} == {"S1", "S2"}
 
     def test_too_few_windows_of_the_other_voice_is_no_split(self):
         turns = [T(0, 20000, "S1")]

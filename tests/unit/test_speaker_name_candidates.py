@@ -18,7 +18,9 @@ from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.stagespec import downstream
 from talkthrough_assets.stages import turns as diarize
 from talkthrough_assets.model.manifest import validate
-from talkthrough_assets.stages.turns.labels import roster
+from talkthrough_assets.model.frames import OcrFrame
+from talkthrough_assets.model.turns import SpeakerStats, Turn
+from talkthrough_assets.stages.turns import labels
 from talkthrough_assets.stages.turns.speaker_names import name_candidates
 
 pytestmark = pytest.mark.unit
@@ -40,12 +42,24 @@ OCR = [  # rows of the ocr table: one per unique keyframe (dedup drops the uncha
 ]
 
 
+def roster(turns) -> list[SpeakerStats]:
+    """The ``speakers`` rows of ``turns`` (given as stored rows)."""
+    return labels.roster([Turn(**t) for t in turns])
+
+
 def test_each_speaker_gets_the_name_shown_while_they_talk():
     c = name_candidates(TURNS, OCR)
     assert c["S1"][0] == "Alice Chen" and c["S2"][0] == "Bob Stone"  # "(Host)" dropped
     shown = {n for names in c.values() for n in names}
     assert "Carol Diaz" not in shown  # the self-view tile is on screen through everyone's speech
     assert not shown & {"Zoom Meeting", "Speaker View", "Mute", "Start Video", "Chat", "Share Screen", "Leave"}
+
+
+def test_stored_rows_and_records_give_the_same_candidates():
+    """The manifest stage hands its stored turns and ocr rows as mappings or as records: the same candidates."""
+    turns = [Turn(**t) for t in TURNS]
+    frames = [OcrFrame(ms=o["ms"], text=o["text"], boxes=(), mean_score=None, engine=None) for o in OCR]
+    assert name_candidates(turns, frames) == name_candidates(TURNS, OCR) == name_candidates(turns, OCR)
 
 
 def test_the_manifest_carries_them_as_hints_next_to_the_roster():
@@ -85,7 +99,7 @@ def test_candidates_are_made_where_turns_and_ocr_meet_not_in_turns():
     assert S.ordered(downstream({"turns"})) == ["turns", "manifest"]  # a diarize amend never re-OCRs
     assert {"turns", "ocr"} <= set(S.DEPS["manifest"])
     assert "ocr_texts" not in inspect.signature(diarize.run_turns).parameters
-    assert all("name_candidates_json" not in r for r in roster(TURNS))
+    assert all(isinstance(r, SpeakerStats) for r in roster(TURNS))  # no name_candidates_json column
 
 
 def test_agents_get_unconfirmed_hints_only_for_unnamed_speakers(tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from talkthrough_assets.model.speakers import describe_match
-from talkthrough_assets.model.turns import Enrolment, Voiceprint
+from talkthrough_assets.model.turns import Enrolment, Turn, Voiceprint
 from talkthrough_assets.stages.turns import voiceprints
 from talkthrough_assets.stages.turns import voices
 
@@ -17,13 +17,15 @@ def _unit(v):
 
 
 def test_voiceprint_is_the_unit_centroid_of_the_labels_clean_windows_with_its_clean_speech():
-    turns = [{"t0_ms": 0, "t1_ms": 4000, "speaker": "S1"}, {"t0_ms": 3000, "t1_ms": 9000, "speaker": "S2"}]
+    turns = [Turn(0, 4000, "S1"), Turn(3000, 9000, "S2")]
     windows = [(0, "S1"), (750, "S1"), (4500, "S2")]
     vecs = [_unit([1, 0, 0]), _unit([0, 1, 0]), _unit([0, 0, 1])]
-    rows = {r["label"]: r for r in voiceprints.voiceprint_rows(turns, windows, vecs, "campplus")}
-    assert np.allclose(rows["S1"]["embedding"], _unit([1, 1, 0]), atol=1e-6)
-    assert rows["S1"]["windows"] == 2 and rows["S1"]["speech_ms"] == 3000  # 3-4 s overlapped: not clean
-    assert rows["S2"]["speech_ms"] == 5000 and rows["S2"]["model"] == "campplus"
+    rows = {r.label: r for r in voiceprints.voiceprint_rows(turns, windows, vecs, "campplus")}
+    assert np.allclose(rows["S1"].embedding, _unit([1, 1, 0]), atol=1e-6)
+    assert rows["S1"].windows == 2 and rows["S1"].speech_ms == 3000  # 3-4 s overlapped: not clean
+    assert rows["S2"].speech_ms == 5000 and rows["S2"].model == "campplus"
+    # stored as float32: each value is a float32's, as a plain float
+    assert all(type(x) is float and float(np.float32(x)) == x for x in rows["S1"].embedding)
     assert voiceprints.voiceprint_rows(turns, [], np.zeros((0, 3)), None) == []
 
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from talkthrough_assets.model.transcript import Word
+from talkthrough_assets.model.turns import Turn
 from talkthrough_assets.stages.turns import word_voices as WV
 
 
 def T(t0, t1, s):
-    return {"t0_ms": t0, "t1_ms": t1, "speaker": s}
+    return Turn(t0, t1, s)
 
 
 def W(t0, t1, seq=0, word=" w"):
-    return {"t0_ms": t0, "t1_ms": t1, "seq": seq, "word": word}
+    return Word(idx=0, t0_ms=t0, t1_ms=t1, word=word, prob=0.9, seq=seq)
 
 
 def _unit(v):

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets import store
-from talkthrough_assets.model.turns import DiarizationRow, TurnsOutput
+from talkthrough_assets.model.transcript import Segment, Word
+from talkthrough_assets.model.turns import DiarizationRow, Turn, TurnsOutput
 from talkthrough_assets.stages.runner import StageResult, digest, probe_row, wav_path
 from talkthrough_assets.stages.turns.attribution import attribute_segments
 from talkthrough_assets.stages.turns.engine import (ENV_THREADS, SAMPLE_RATE, WINDOW_SHIFT_RATIO, EngineCache, default_cache, with_threads, centroids, engine_version, run_engine)
@@ -47,18 +48,15 @@ MIN_AUDIO_S = 1.0            # shorter audio: recorded as "too short", the engin
 SILENCE_PEAK = 1e-3          # peak below this (about -60 dBFS): silent audio, nothing to diarize
 
 
-def _row(**kw) -> dict:
-    row = {"available": False, "requested": True, "reason": None, "engine": ENGINE,
-           "engine_version": engine_version(), "segmentation_model": None, "embedding_model": None,
-           "requested_num_speakers": None, "detected_num_speakers": 0, "threshold": None, "elapsed_s": 0.0,
-           "speaker_count": None, "words_by_voice": None, "words_unassigned": None}
-    row.update(kw)
-    return row
+def _row(**kw) -> DiarizationRow:
+    return DiarizationRow(**{"available": False, "requested": True, "reason": None, "engine": ENGINE,
+                             "engine_version": engine_version(), "detected_num_speakers": 0, "elapsed_s": 0.0, **kw})
 
 
-def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], words: Sequence[dict],
+def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[Segment], words: Sequence[Word],
               num_speakers: int | str | None, threshold: float | None, window_shift: float = WINDOW_SHIFT_RATIO,
-              cache: EngineCache | None = None, models_dir: str | None = None, threads: int | None = None) -> dict:
+              cache: EngineCache | None = None, models_dir: str | None = None,
+              threads: int | None = None) -> TurnsOutput:
     """Diarize ``wav_path`` (16 kHz mono WAV; None = no audio stream) and attribute the transcript.
     ``models_dir``: ``$TALKTHROUGH_DIARIZATION_MODELS`` (see :func:`resolve_models`). ``threads``: ONNX threads
     per model (the stage's option; None: ``cache``'s own).
@@ -74,8 +72,8 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     The row's ``speaker_count`` says which count was used and why ("as given (--num-speakers 4)", "found
     from the audio (--num-speakers auto)", "2 of the 3 given (--num-speakers 3): S3 merged into S1 ...").
 
-    Returns {"diarization": row, "turns", "speakers", "speaker_segments", "voiceprints"}; every bad case
-    (no audio, too short, silence, no models, no speech) is ``available=False`` with a reason.
+    Returns the stage's records (its diarization row, turns, roster, speaker segments and voiceprints); every bad
+    case (no audio, too short, silence, no models, no speech) is ``available=False`` with a reason.
     Name candidates are not made here: they need the OCR, which is not upstream of ``turns``
     (see ``speaker_names``)."""
     if threads is not None:
@@ -85,42 +83,40 @@ def run_turns(wav_path: str | os.PathLike | None, *, segments: Sequence[dict], w
     n_req = None if parsed == AUTO else int(parsed)
     thr = float(threshold) if threshold is not None else 0.5
     row = _row(requested_num_speakers=n_req, threshold=None if n_req else thr)
-    empty = {"turns": [], "speakers": [], "speaker_segments": [], "voiceprints": []}
 
-    def done(out: dict, **kw) -> dict:
-        row.update(kw, elapsed_s=round(time.perf_counter() - t_start, 3))
-        return {"diarization": row, **out}
+    def done(out: TurnsOutput | None = None, **kw) -> TurnsOutput:
+        out = out or TurnsOutput.empty(row)
+        return replace(out, diarization=replace(out.diarization, **kw,
+                                                elapsed_s=round(time.perf_counter() - t_start, 3)))
 
     if wav_path is None:
-        return done(empty, reason="no audio stream (video-only file)")
+        return done(reason="no audio stream (video-only file)")
     from talkthrough_assets.stages.audio import load_wav
 
     samples = load_wav(wav_path)
     dur_s = len(samples) / SAMPLE_RATE
     if dur_s < MIN_AUDIO_S:
-        return done(empty, reason=f"audio too short to diarize ({dur_s:.2f} s; needs at least {MIN_AUDIO_S:g} s)")
+        return done(reason=f"audio too short to diarize ({dur_s:.2f} s; needs at least {MIN_AUDIO_S:g} s)")
     if float(abs(samples).max()) < SILENCE_PEAK:
-        return done(empty, reason="no speech detected (silent audio)")
+        return done(reason="no speech detected (silent audio)")
     try:
         models = resolve_models(models_dir=models_dir)
-        row.update(segmentation_model=models.label("segmentation"), embedding_model=models.label("embedding"))
+        row = replace(row, segmentation_model=models.label("segmentation"), embedding_model=models.label("embedding"))
         raw = run_engine(samples, models, n_req, thr, window_shift, cache=cache)
     except ModelUnavailable as e:
-        return done(empty, reason=str(e))
+        return done(reason=str(e))
     turns = relabel(raw)
     if not turns:
-        return done(empty, reason="no speech detected")
-    out, found = _speakers(samples, turns, models, n_req=n_req, window_shift=window_shift, cache=cache,
-                           segments=segments, words=words)
-    row.update(words_by_voice=found.pop("words_by_voice"), words_unassigned=found.pop("words_unassigned"))
-    return done(out, available=True, **found)
+        return done(reason="no speech detected")
+    return done(_speakers(samples, turns, models, row, n_req=n_req, window_shift=window_shift, cache=cache,
+                          segments=segments, words=words))
 
 
-def _speakers(samples, turns: list[dict], models, *, n_req: int | None, window_shift: float, cache,
-              segments: Sequence[dict], words: Sequence[dict]) -> tuple[dict, dict]:
+def _speakers(samples, turns: list[Turn], models, row: DiarizationRow, *, n_req: int | None, window_shift: float,
+              cache, segments: Sequence[Segment], words: Sequence[Word]) -> TurnsOutput:
     """From the engine's first labelled turns to the stage's output: the count met or explained, alike voices
-    merged, turns refined and filled from the words, the transcript attributed, the voiceprints. Returns (the
-    output lists, the diarization row's fields they decide)."""
+    merged, turns refined and filled from the words, the transcript attributed, the voiceprints; ``row`` with
+    the fields they decide."""
     engine_found = len(labels_in_order(turns))
     short_why = None
     if n_req and engine_found < n_req:
@@ -139,7 +135,6 @@ def _speakers(samples, turns: list[dict], models, *, n_req: int | None, window_s
     turns, by_voice, unassigned = fill_from_words(samples, turns, words, models, cache=cache)
     detected = len(labels_in_order(turns))
     count = _count(n_req, detected, engine_found, short_why, notes)
-    speaker_segments = attribute_segments(segments, words, turns)
 
     def vectors_of(wins):
         import numpy as np
@@ -149,13 +144,15 @@ def _speakers(samples, turns: list[dict], models, *, n_req: int | None, window_s
             known.update(zip((w[0] for w in todo), window_vectors(samples, todo, models, cache=cache)))
         return np.asarray([known[w[0]] for w in wins])
 
-    prints = voiceprints_mod.compute(samples, turns, vectors_of, models.label("embedding"), known)
-    out = {"turns": turns, "speakers": roster(turns), "speaker_segments": speaker_segments, "voiceprints": prints}
-    return out, {"detected_num_speakers": detected, "reason": "; ".join(notes) or None, "speaker_count": count,
-                 "words_by_voice": by_voice, "words_unassigned": unassigned}
+    return TurnsOutput(
+        diarization=replace(row, available=True, detected_num_speakers=detected, reason="; ".join(notes) or None,
+                            speaker_count=count, words_by_voice=by_voice, words_unassigned=unassigned),
+        turns=tuple(turns), speakers=tuple(roster(turns)),
+        speaker_segments=tuple(attribute_segments(segments, words, turns)),
+        voiceprints=tuple(voiceprints_mod.compute(samples, turns, vectors_of, models.label("embedding"), known)))
 
 
-def _finer(samples, turns: list[dict], models, n_req: int, window_shift: float, cache):
+def _finer(samples, turns: list[Turn], models, n_req: int, window_shift: float, cache):
     """A given count the engine's clustering fell short of: met from a finer clustering merged down to it, kept
     if those are distinct voices. Returns (turns, the count the engine found, why it stays short or None)."""
     fine = relabel(run_engine(samples, models, None, FINE_THRESHOLD, window_shift, cache=cache))
@@ -174,7 +171,7 @@ def _finer(samples, turns: list[dict], models, n_req: int, window_shift: float, 
     return turns, found, f"even a finer clustering finds only {len(labs)} voice{'s' if len(labs) != 1 else ''}"
 
 
-def _merge_alike(samples, turns: list[dict], models, n_req: int | None, engine_found: int, cache):
+def _merge_alike(samples, turns: list[Turn], models, n_req: int | None, engine_found: int, cache):
     """Labels that are one voice merged. A given count that the clustering met: only voices that are the same
     beyond doubt merge, and no label is absorbed for being short (the user said it is there). Auto, or a count
     the audio could not give: the automatic rules (alike voices merge, under a second of speech is absorbed)."""
@@ -217,17 +214,15 @@ class Options:
 
 def run(rid: str, opts: Options, engines) -> StageResult:
     if not opts.diarize:
-        row = {"available": False, "requested": False, "reason": "diarization not requested"}
-        out = {"diarization": row, "turns": [], "speakers": [], "speaker_segments": [], "voiceprints": []}
+        rec = TurnsOutput.empty(DiarizationRow(available=False, requested=False, reason="diarization not requested"))
     else:
         p = probe_row(rid)
         # no OCR name candidates here: ocr is not upstream of turns (the manifest stage derives them)
-        out = engines.diarizer.run_turns(
+        rec = engines.diarizer.run_turns(
             wav_path(rid) if p.has_audio else None,
-            segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
+            segments=store.read_rows("segments", rid, record=Segment), words=store.read_rows("words", rid, record=Word),
             num_speakers=opts.num_speakers, threshold=opts.diarize_threshold, threads=opts.threads,
         )
-    rec = TurnsOutput.of(out)
     store.write_table("diarization", rid, [rec.diarization])
     store.write_table("turns", rid, rec.turns)
     store.write_table("speakers", rid, rec.speakers)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any
+from typing import Any, Sequence
 
+from talkthrough_assets.model.turns import Turn
 from talkthrough_assets.stages.turns.labels import exclusive_spans, labels_in_order
 from talkthrough_assets.stages.turns.models import DiarizationModels, ModelUnavailable
 
@@ -119,7 +120,7 @@ def run_engine(samples, models: DiarizationModels, num_speakers: int | None, thr
     return [(int(round(s.start * 1000)), int(round(s.end * 1000)), int(s.speaker)) for s in result]
 
 
-def centroids(samples, turns: list[dict], models: DiarizationModels,
+def centroids(samples, turns: Sequence[Turn], models: DiarizationModels,
               cache: EngineCache | None = None) -> dict[str, Any]:
     """Unit-norm embedding per label from (up to CENTROID_MAX_S of) its non-overlapped turn audio."""
     import numpy as np
@@ -129,7 +130,7 @@ def centroids(samples, turns: list[dict], models: DiarizationModels,
     with cache.lock:
         ex = _extractor(cache, models, cache.threads)
         for label in labels_in_order(turns):
-            spans = exclusive_spans(turns, label) or [(t["t0_ms"], t["t1_ms"]) for t in turns if t["speaker"] == label]
+            spans = exclusive_spans(turns, label) or [(t.t0_ms, t.t1_ms) for t in turns if t.speaker == label]
             pieces, total = [], 0
             for a, b in sorted(spans, key=lambda ab: ab[0] - ab[1]):  # longest first
                 x = samples[a * SAMPLE_RATE // 1000: b * SAMPLE_RATE // 1000]

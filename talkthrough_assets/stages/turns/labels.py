@@ -1,11 +1,14 @@
 """Speaker labels and turns, pure: S1, S2 ... by first appearance, merging labels that are one voice,
-per-label talk time and the roster. Turns are ``{"t0_ms", "t1_ms", "speaker"}`` dicts. No I/O."""
+per-label talk time and the roster, on :class:`~talkthrough_assets.model.turns.Turn` records. No I/O."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
+
 from talkthrough_assets.core.errors import UsageError
+from talkthrough_assets.model.turns import SpeakerStats, Turn
 
 SAME_VOICE_SIMILARITY = 0.75  # centroid cosine >= this: two labels are one voice (measured: same flite voice
 #                              across turns 0.91, two different voices 0.53-0.56)
@@ -45,11 +48,16 @@ def label_num(label: str) -> int:
     return int(m.group(1)) if m else 1 << 30
 
 
-def labels_in_order(turns: Iterable[dict]) -> list[str]:
-    return sorted({t["speaker"] for t in turns}, key=label_num)
+def labels_in_order(turns: Iterable[Turn]) -> list[str]:
+    return sorted({t.speaker for t in turns}, key=label_num)
 
 
-def relabel(raw: Iterable[tuple]) -> list[dict]:
+def talk_ms(turns: Iterable[Turn], label: str) -> int:
+    """``label``'s talk time: the union of its turns."""
+    return union_ms((t.t0_ms, t.t1_ms) for t in turns if t.speaker == label)
+
+
+def relabel(raw: Iterable[tuple]) -> list[Turn]:
     """Engine output [(t0_ms, t1_ms, speaker_key)] -> turns labelled S1, S2 ... by first appearance."""
     raw = sorted(raw, key=lambda r: (r[0], r[1]))
     names: dict[Any, str] = {}
@@ -59,46 +67,40 @@ def relabel(raw: Iterable[tuple]) -> list[dict]:
             continue
         if key not in names:
             names[key] = f"S{len(names) + 1}"
-        turns.append({"t0_ms": int(t0), "t1_ms": int(t1), "speaker": names[key]})
+        turns.append(Turn(int(t0), int(t1), names[key]))
     return turns
 
 
-def merge_labels(turns: list[dict], mapping: dict[str, str], *, gap_ms: int = MERGE_GAP_MS) -> list[dict]:
+def merge_labels(turns: Sequence[Turn], mapping: dict[str, str], *, gap_ms: int = MERGE_GAP_MS) -> list[Turn]:
     """Rename labels by ``mapping``, join same-speaker turns closer than ``gap_ms``, relabel S1.. by
     first appearance again."""
-    renamed = sorted(({**t, "speaker": mapping.get(t["speaker"], t["speaker"])} for t in turns),
-                     key=lambda t: (t["t0_ms"], t["t1_ms"]))
-    out: list[dict] = []
-    last: dict[str, dict] = {}
+    renamed = sorted((dataclasses.replace(t, speaker=mapping.get(t.speaker, t.speaker)) for t in turns),
+                     key=lambda t: (t.t0_ms, t.t1_ms))
+    out: list[Turn] = []
+    last: dict[str, int] = {}  # speaker -> index in ``out`` of its latest turn
     for t in renamed:
-        prev = last.get(t["speaker"])
-        if prev is not None and t["t0_ms"] - prev["t1_ms"] <= gap_ms and _is_latest(out, prev, t):
-            prev["t1_ms"] = max(prev["t1_ms"], t["t1_ms"])
+        i = last.get(t.speaker)
+        if i is not None and t.t0_ms - out[i].t1_ms <= gap_ms and _is_latest(out, i, t):
+            out[i] = dataclasses.replace(out[i], t1_ms=max(out[i].t1_ms, t.t1_ms))
             continue
-        cur = dict(t)
-        out.append(cur)
-        last[t["speaker"]] = cur
-    return relabel((t["t0_ms"], t["t1_ms"], t["speaker"]) for t in out)
+        out.append(t)
+        last[t.speaker] = len(out) - 1
+    return relabel((t.t0_ms, t.t1_ms, t.speaker) for t in out)
 
 
-def _is_latest(out: list[dict], prev: dict, t: dict) -> bool:
-    """Join only when no other speaker's turn starts between ``prev`` and ``t``."""
-    for o in reversed(out):
-        if o is prev:
-            return True
-        if o["speaker"] != t["speaker"] and o["t0_ms"] >= prev["t0_ms"]:
-            return False
-    return True
+def _is_latest(out: list[Turn], i: int, t: Turn) -> bool:
+    """Join only when no other speaker's turn starts between ``out[i]`` and ``t``."""
+    return not any(o.speaker != t.speaker and o.t0_ms >= out[i].t0_ms for o in out[i + 1:])
 
 
-def exclusive_spans(turns: list[dict], label: str) -> list[tuple[int, int]]:
+def exclusive_spans(turns: Sequence[Turn], label: str) -> list[tuple[int, int]]:
     """Parts of ``label``'s turns where no other label's turn overlaps."""
-    others = sorted((t["t0_ms"], t["t1_ms"]) for t in turns if t["speaker"] != label)
+    others = sorted((t.t0_ms, t.t1_ms) for t in turns if t.speaker != label)
     spans = []
     for t in turns:
-        if t["speaker"] != label:
+        if t.speaker != label:
             continue
-        pieces = [(t["t0_ms"], t["t1_ms"])]
+        pieces = [(t.t0_ms, t.t1_ms)]
         for a, b in others:
             nxt = []
             for x, y in pieces:
@@ -126,22 +128,17 @@ def union_ms(spans: Iterable[tuple[int, int]]) -> int:
     return total
 
 
-def roster(turns: list[dict]) -> list[dict]:
+def roster(turns: Sequence[Turn]) -> list[SpeakerStats]:
     """One row per label (S1, S2 ... order): talk time (union of its turns), turn count, first/last ms."""
     out = []
     for label in labels_in_order(turns):
-        mine = [t for t in turns if t["speaker"] == label]
-        out.append({
-            "label": label,
-            "talk_time_ms": union_ms((t["t0_ms"], t["t1_ms"]) for t in mine),
-            "turn_count": len(mine),
-            "first_ms": min(t["t0_ms"] for t in mine),
-            "last_ms": max(t["t1_ms"] for t in mine),
-        })
+        mine = [t for t in turns if t.speaker == label]
+        out.append(SpeakerStats(label=label, talk_time_ms=talk_ms(mine, label), turn_count=len(mine),
+                                first_ms=min(t.t0_ms for t in mine), last_ms=max(t.t1_ms for t in mine)))
     return out
 
 
-def plan_merges(turns: list[dict], similarity: dict[tuple[str, str], float], *,
+def plan_merges(turns: Sequence[Turn], similarity: dict[tuple[str, str], float], *,
                 same_voice: float = SAME_VOICE_SIMILARITY, min_speaker_ms: int = MIN_SPEAKER_MS
                 ) -> tuple[dict[str, str], list[str]]:
     """Which labels are really another label's voice: (mapping later->earlier label, notes).
@@ -172,7 +169,7 @@ def plan_merges(turns: list[dict], similarity: dict[tuple[str, str], float], *,
             keep, drop = sorted((ra, rb), key=label_num)
             parent[drop] = keep
             notes.append(f"{drop} merged into {keep} (same voice, similarity {s:.2f})")
-    talk = {lab: union_ms((t["t0_ms"], t["t1_ms"]) for t in turns if t["speaker"] == lab) for lab in labels}
+    talk = {lab: talk_ms(turns, lab) for lab in labels}
     for lab in labels:
         groups = {root(x) for x in labels}
         if len(groups) < 2 or root(lab) != lab:
@@ -190,7 +187,7 @@ def plan_merges(turns: list[dict], similarity: dict[tuple[str, str], float], *,
 
 
 
-def merge_to_count(turns: list[dict], vectors: dict[str, Any], n: int) -> dict[str, str]:
+def merge_to_count(turns: Sequence[Turn], vectors: dict[str, Any], n: int) -> dict[str, str]:
     """Mapping (label -> label it joins) that leaves ``n`` speakers: repeatedly join the two groups whose
     talk-time-weighted mean voice vectors are most alike (centroid linkage). ``vectors`` maps labels to
     unit embeddings; a label without one (too little clean audio) is left as it is. Used when a given
@@ -198,7 +195,7 @@ def merge_to_count(turns: list[dict], vectors: dict[str, Any], n: int) -> dict[s
     import numpy as np
 
     labels = labels_in_order(turns)
-    talk = {lab: union_ms((t["t0_ms"], t["t1_ms"]) for t in turns if t["speaker"] == lab) for lab in labels}
+    talk = {lab: talk_ms(turns, lab) for lab in labels}
     groups = {lab: [lab] for lab in labels}
     acc = {lab: np.asarray(vectors[lab], dtype=np.float64) * max(talk[lab], 1) for lab in labels if lab in vectors}
     while len(groups) > n:
@@ -219,4 +216,4 @@ def merge_to_count(turns: list[dict], vectors: dict[str, Any], n: int) -> dict[s
 
 
 __all__ = ["merge_to_count", "AUTO", "SAME_VOICE_CERTAIN", "parse_num_speakers", "overlap_ms", "label_num", "labels_in_order", "relabel", "merge_labels", "exclusive_spans", "union_ms",
-           "roster", "plan_merges"]
+           "talk_ms", "roster", "plan_merges"]

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from talkthrough_assets.model.turns import Turn
 from talkthrough_assets.stages.turns.labels import labels_in_order, merge_labels, relabel
 
 SAMPLE_RATE = 16000
@@ -58,19 +59,19 @@ SEG_HOP = 0.1                # segmentation windows: 10 s, hop 1 s (sherpa-onnx'
 
 # --------------------------------------------------------------------------- grid helpers (pure)
 
-def _grid(turns: Sequence[dict], n: int):
+def _grid(turns: Sequence[Turn], n: int):
     import numpy as np
 
     labs = labels_in_order(turns)
     g = np.zeros((len(labs), n), dtype=bool)
     for t in turns:
-        g[labs.index(t["speaker"]), t["t0_ms"] // STEP_MS: -(-t["t1_ms"] // STEP_MS)] = True
+        g[labs.index(t.speaker), t.t0_ms // STEP_MS: -(-t.t1_ms // STEP_MS)] = True
     return labs, g
 
 
-def _frames(turns: Sequence[dict], duration_ms: int) -> int:
+def _frames(turns: Sequence[Turn], duration_ms: int) -> int:
     """Grid length covering the audio and every turn (the engine's last turn may end a frame past it)."""
-    return max(-(-duration_ms // STEP_MS), max((-(-t["t1_ms"] // STEP_MS) for t in turns), default=0))
+    return max(-(-duration_ms // STEP_MS), max((-(-t.t1_ms // STEP_MS) for t in turns), default=0))
 
 
 def _turns(labs: Sequence[str], g) -> list[tuple[int, int, str]]:
@@ -112,7 +113,7 @@ def two_means(x, iters: int = 10):
     return a, c
 
 
-def windows_of(turns: Sequence[dict], duration_ms: int, win_ms: int = WINDOW_MS) -> list[tuple[int, str]]:
+def windows_of(turns: Sequence[Turn], duration_ms: int, win_ms: int = WINDOW_MS) -> list[tuple[int, str]]:
     """(start_ms, label) of every half-overlapping window where one label alone talks >= SPLIT_COVER of it."""
     import numpy as np
 
@@ -131,9 +132,9 @@ def windows_of(turns: Sequence[dict], duration_ms: int, win_ms: int = WINDOW_MS)
     return out
 
 
-def split_labels(turns: list[dict], windows: Sequence[tuple[int, str]], vectors, duration_ms: int, *,
+def split_labels(turns: list[Turn], windows: Sequence[tuple[int, str]], vectors, duration_ms: int, *,
                  win_ms: int = WINDOW_MS, max_similarity: float = SPLIT_SIMILARITY,
-                 min_windows: int = SPLIT_MIN_WINDOWS, limit: int | None = None) -> tuple[list[dict], list[str]]:
+                 min_windows: int = SPLIT_MIN_WINDOWS, limit: int | None = None) -> tuple[list[Turn], list[str]]:
     """Split labels that hold two voices. ``windows`` from :func:`windows_of`, ``vectors`` their unit
     embeddings (one row each). A label splits when 2-means of its windows gives halves whose mean voices
     have cosine < ``max_similarity``, each of >= ``min_windows`` windows; its speech goes to the half of
@@ -189,8 +190,8 @@ def split_labels(turns: list[dict], windows: Sequence[tuple[int, str]], vectors,
              for lab, new, sim in notes])
 
 
-def reassign_windows(turns: list[dict], windows: Sequence[tuple[int, str]], vectors, duration_ms: int, *,
-                     win_ms: int = WINDOW_MS) -> tuple[list[dict], int]:
+def reassign_windows(turns: list[Turn], windows: Sequence[tuple[int, str]], vectors, duration_ms: int, *,
+                     win_ms: int = WINDOW_MS) -> tuple[list[Turn], int]:
     """Nearest-voice reassignment: a window (from :func:`windows_of`, ``vectors`` its unit embeddings) whose
     voice is closer to another label's mean window voice than to its own label's (leave-one-out: the mean
     of the label's other windows) gives that label the middle half of the window (the speech of its own
@@ -242,8 +243,8 @@ def speech_spans(probs, threshold: float = FILL_VAD_THRESHOLD, frame: int = VAD_
     return [(int(round(a * ms)), int(round(b * ms))) for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1))]
 
 
-def fill_gaps(turns: list[dict], spans: Sequence[tuple[int, int]], duration_ms: int, *,
-              max_gap_ms: int = FILL_MAX_GAP_MS) -> tuple[list[dict], int]:
+def fill_gaps(turns: list[Turn], spans: Sequence[tuple[int, int]], duration_ms: int, *,
+              max_gap_ms: int = FILL_MAX_GAP_MS) -> tuple[list[Turn], int]:
     """Give speech ``spans`` no turn covers to the speaker whose turn is nearest in time (at most
     ``max_gap_ms`` away). Returns (turns relabelled S1.., ms of speech added)."""
     import numpy as np
@@ -289,9 +290,9 @@ def _nearest(g):
     return dist
 
 
-def add_overlap(turns: list[dict], counts, *, threshold: float = OVERLAP_COUNT,
+def add_overlap(turns: list[Turn], counts, *, threshold: float = OVERLAP_COUNT,
                 max_gap_ms: int = OVERLAP_MAX_GAP_MS, voices: dict | None = None,
-                voice_of: Callable[[int, int], Any] | None = None) -> tuple[list[dict], int]:
+                voice_of: Callable[[int, int], Any] | None = None) -> tuple[list[Turn], int]:
     """Where ``counts`` (expected speakers per STEP_MS frame) is >= ``threshold`` and only one label is
     marked, also mark another label whose own speech is at most ``max_gap_ms`` away: the nearest in time,
     or, given ``voices`` (label -> unit embedding) and ``voice_of`` ((t0_ms, t1_ms) -> unit embedding of
@@ -301,7 +302,7 @@ def add_overlap(turns: list[dict], counts, *, threshold: float = OVERLAP_COUNT,
 
     if len(labels_in_order(turns)) < 2:
         return turns, 0
-    n = max(len(counts), max(-(-t["t1_ms"] // STEP_MS) for t in turns))
+    n = max(len(counts), max(-(-t.t1_ms // STEP_MS) for t in turns))
     labs, g = _grid(turns, n)
     c = np.zeros(n)
     c[: len(counts)] = counts

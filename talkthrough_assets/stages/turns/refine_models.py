@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from talkthrough_assets.model.turns import Turn
 from talkthrough_assets.stages.turns.labels import labels_in_order
 from talkthrough_assets.stages.turns.refine import (FILL_MAX_GAP_MS, OVERLAP_BY_VOICE, OVERLAP_COUNT, OVERLAP_VOICE_MS,
                                                     SAMPLE_RATE, SEG_HOP, STEP_MS, VAD_FRAME, WINDOW_MS, _unit,
@@ -101,9 +102,9 @@ def window_vectors(samples, windows: Sequence[tuple[int, str]], models, cache=No
     return np.asarray(out)
 
 
-def refine_turns(samples, turns: list[dict], models, *, cache=None, limit: int | None = None,
+def refine_turns(samples, turns: list[Turn], models, *, cache=None, limit: int | None = None,
            split: bool = True, reassign: bool = True, fill: bool = True, overlap: bool = True,
-           known: dict | None = None) -> tuple[list[dict], list[str]]:
+           known: dict | None = None) -> tuple[list[Turn], list[str]]:
     """:func:`split_labels` (at most ``limit`` new labels), :func:`fill_gaps`, :func:`reassign_windows`, then
     :func:`add_overlap`. ``known``: window start -> embedding, filled here (the caller's voiceprints reuse it)."""
     dur = int(len(samples) * 1000 // SAMPLE_RATE)

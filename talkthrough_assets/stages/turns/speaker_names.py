@@ -9,11 +9,12 @@ what it must, and neither re-runs the other.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from talkthrough_assets.core.errors import UsageError
 from talkthrough_assets.model.speakers import MAX_CANDIDATES
-from talkthrough_assets.stages.turns.labels import label_num, labels_in_order, overlap_ms, union_ms
+from talkthrough_assets.model.turns import Turn
+from talkthrough_assets.stages.turns.labels import label_num, labels_in_order, overlap_ms, talk_ms
 
 # --------------------------------------------------------------------------- OCR name candidates
 
@@ -65,14 +66,26 @@ def clean_name_candidate(line: str) -> str | None:
 
 
 def _frames(ocr: Iterable) -> list[tuple[int, str]]:
+    """(ms, text) of each OCR'd frame: ``ocr`` rows as mappings, records (``ms``, ``text``) or pairs."""
     out = []
     for r in ocr or []:
-        ms, text = (r["ms"], r.get("text")) if isinstance(r, dict) else (r[0], r[1])
+        if isinstance(r, Mapping):
+            ms, text = r["ms"], r.get("text")
+        elif hasattr(r, "ms"):
+            ms, text = r.ms, r.text
+        else:
+            ms, text = r[0], r[1]
         out.append((int(ms), text or ""))
     return sorted(out)
 
 
-def name_candidates(turns: Sequence[dict], ocr: Iterable, *, limit: int = MAX_CANDIDATES) -> dict[str, list[str]]:
+def _turn(t: Turn | Mapping[str, Any]) -> Turn:
+    """A ``turns`` row as its record: the manifest stage may hand its stored rows as mappings."""
+    return t if isinstance(t, Turn) else Turn(int(t["t0_ms"]), int(t["t1_ms"]), t["speaker"])
+
+
+def name_candidates(turns: Sequence[Turn | Mapping[str, Any]], ocr: Iterable, *,
+                    limit: int = MAX_CANDIDATES) -> dict[str, list[str]]:
     """Up to ``limit`` OCR name candidates per label, never applied automatically.
 
     A frame at ``ms`` is on screen until the next OCR'd frame (the last one until the end of the
@@ -81,27 +94,28 @@ def name_candidates(turns: Sequence[dict], ocr: Iterable, *, limit: int = MAX_CA
     that time. A line shown during more than half of every label's speech is ambient (a logo,
     a window title) unless there is only one speaker."""
     frames = _frames(ocr)
+    turns = [_turn(t) for t in turns]
     if not frames or not turns:
         return {}
-    end = max(t["t1_ms"] for t in turns)
+    end = max(t.t1_ms for t in turns)
     spans = []
     for i, (ms, text) in enumerate(frames):
         nxt = frames[i + 1][0] if i + 1 < len(frames) else max(end, ms)
         if nxt > ms:
             spans.append((ms, nxt, text))
     labels = labels_in_order(turns)
-    talk = {lab: max(1, union_ms((t["t0_ms"], t["t1_ms"]) for t in turns if t["speaker"] == lab)) for lab in labels}
+    talk = {lab: max(1, talk_ms(turns, lab)) for lab in labels}
     score: dict[str, dict[str, int]] = {}
     for a, b, text in spans:
         names = {n for line in text.splitlines() if (n := clean_name_candidate(line))}
         if not names:
             continue
         for t in turns:
-            ov = overlap_ms(a, b, t["t0_ms"], t["t1_ms"])
+            ov = overlap_ms(a, b, t.t0_ms, t.t1_ms)
             if ov:
                 for n in names:
                     per = score.setdefault(n, {})
-                    per[t["speaker"]] = per.get(t["speaker"], 0) + ov
+                    per[t.speaker] = per.get(t.speaker, 0) + ov
     out: dict[str, list[str]] = {}
     for lab in labels:
         ranked = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from talkthrough_assets.model.turns import Turn, Voiceprint
 from talkthrough_assets.stages.turns.labels import exclusive_spans, labels_in_order, union_ms
 
 MIN_WINDOWS = 1
@@ -37,8 +38,8 @@ def centroid(vectors) -> Any:
     return m / n if n > 0 else None
 
 
-def voiceprint_rows(turns: Sequence[dict], windows: Sequence[tuple[int, str]], vectors, model: str | None
-                    ) -> list[dict]:
+def voiceprint_rows(turns: Sequence[Turn], windows: Sequence[tuple[int, str]], vectors, model: str | None
+                    ) -> list[Voiceprint]:
     """Rows of the ``voiceprints`` table: per label with >= MIN_WINDOWS clean windows, its centroid
     (``embedding``), the number of windows and its non-overlapped speech in ms. Pure."""
     import numpy as np
@@ -52,8 +53,8 @@ def voiceprint_rows(turns: Sequence[dict], windows: Sequence[tuple[int, str]], v
         c = centroid(vectors[idx])
         if c is None:
             continue
-        out.append({"label": lab, "embedding": [float(x) for x in c.astype(np.float32)], "windows": len(idx),
-                    "speech_ms": union_ms(exclusive_spans(list(turns), lab)), "model": model})
+        out.append(Voiceprint(label=lab, embedding=tuple(float(x) for x in c.astype(np.float32)), windows=len(idx),
+                              speech_ms=union_ms(exclusive_spans(turns, lab)), model=model))
     return out
 
 
@@ -79,8 +80,8 @@ def _spread(xs: list, n: int) -> list:
     return [xs[int(i * len(xs) / n)] for i in range(n)]
 
 
-def compute(samples, turns: list[dict], vectors_of: Callable[[list], Any], model: str | None,
-            known=None) -> list[dict]:
+def compute(samples, turns: Sequence[Turn], vectors_of: Callable[[list], Any], model: str | None,
+            known=None) -> list[Voiceprint]:
     """Voiceprints of the final ``turns``; ``vectors_of(windows)`` embeds windows, ``known`` the windows the
     refinement embedded already (start -> vector)."""
     from talkthrough_assets.stages.turns.refine import SAMPLE_RATE, windows_of

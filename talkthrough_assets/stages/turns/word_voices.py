@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from talkthrough_assets.model.transcript import Word
+from talkthrough_assets.model.turns import Turn
 from talkthrough_assets.stages.turns.labels import merge_labels, overlap_ms
 
 WORD_COVER = 0.5      # a word with less than this share of its span under some turn has no turn
@@ -26,8 +28,8 @@ VOICE_FLOOR = 0.6
 MAX_WORD_MS = 1500    # a longer word's times are Whisper's guess over silence: only its last part is used
 
 
-def _covered(t0: int, t1: int, turns: Sequence[dict]) -> int:
-    spans = sorted((max(t0, t["t0_ms"]), min(t1, t["t1_ms"])) for t in turns if overlap_ms(t0, t1, t["t0_ms"], t["t1_ms"]))
+def _covered(t0: int, t1: int, turns: Sequence[Turn]) -> int:
+    spans = sorted((max(t0, t.t0_ms), min(t1, t.t1_ms)) for t in turns if overlap_ms(t0, t1, t.t0_ms, t.t1_ms))
     total, end = 0, t0
     for a, b in spans:
         a = max(a, end)
@@ -36,19 +38,19 @@ def _covered(t0: int, t1: int, turns: Sequence[dict]) -> int:
     return total
 
 
-def uncovered_runs(words: Sequence[dict], turns: Sequence[dict], *, cover: float = WORD_COVER,
+def uncovered_runs(words: Sequence[Word], turns: Sequence[Turn], *, cover: float = WORD_COVER,
                    gap_ms: int = RUN_GAP_MS) -> list[tuple[int, int, int]]:
     """(t0_ms, t1_ms, words) stretches of words (one segment, gaps under ``gap_ms``) that turns cover less
     than ``cover`` of. A word longer than MAX_WORD_MS counts as its last MAX_WORD_MS."""
     runs: list[list[int]] = []
     last_seq = None
-    for w in sorted(words, key=lambda w: (int(w["t0_ms"]), int(w["t1_ms"]))):
-        t1 = int(w["t1_ms"])
-        t0 = max(int(w["t0_ms"]), t1 - MAX_WORD_MS)
+    for w in sorted(words, key=lambda w: (w.t0_ms, w.t1_ms)):
+        t1 = w.t1_ms
+        t0 = max(w.t0_ms, t1 - MAX_WORD_MS)
         if t1 <= t0 or _covered(t0, t1, turns) >= cover * (t1 - t0):
             last_seq = None
             continue
-        seq = w.get("seq")
+        seq = w.seq
         if runs and seq == last_seq and t0 - runs[-1][1] < gap_ms:
             runs[-1][1] = max(runs[-1][1], t1)
             runs[-1][2] += 1
@@ -58,8 +60,8 @@ def uncovered_runs(words: Sequence[dict], turns: Sequence[dict], *, cover: float
     return [(a, b, n) for a, b, n in runs]
 
 
-def give_runs(turns: list[dict], runs: Sequence[tuple[int, int, int]], voices: dict[str, Any],
-              voice_of: Callable[[int, int], Any], *, floor: float = VOICE_FLOOR) -> tuple[list[dict], int, int]:
+def give_runs(turns: list[Turn], runs: Sequence[tuple[int, int, int]], voices: dict[str, Any],
+              voice_of: Callable[[int, int], Any], *, floor: float = VOICE_FLOOR) -> tuple[list[Turn], int, int]:
     """Each run becomes a turn of the label whose voice (``voices``: label -> unit embedding) is most like
     ``voice_of(t0, t1)``, when that similarity is >= ``floor``. Returns (turns, words given, words left)."""
     given = left = 0
@@ -71,15 +73,15 @@ def give_runs(turns: list[dict], runs: Sequence[tuple[int, int, int]], voices: d
         if best is None or sims[best] < floor:
             left += n
             continue
-        added.append({"t0_ms": t0, "t1_ms": t1, "speaker": best})
+        added.append(Turn(t0, t1, best))
         given += n
     if not added:
         return turns, 0, left
     return merge_labels(list(turns) + added, {}), given, left
 
 
-def fill_from_words(samples, turns: list[dict], words: Sequence[dict], models, *, cache=None,
-                    floor: float = VOICE_FLOOR) -> tuple[list[dict], int, int]:
+def fill_from_words(samples, turns: list[Turn], words: Sequence[Word], models, *, cache=None,
+                    floor: float = VOICE_FLOOR) -> tuple[list[Turn], int, int]:
     """:func:`uncovered_runs` of ``words`` given to labels by voice (:func:`give_runs`) with the stage's
     CAM++ model. Returns (turns, words given a speaker, words left without one)."""
     runs = uncovered_runs(words, turns)

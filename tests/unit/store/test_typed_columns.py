@@ -9,7 +9,8 @@ import pyarrow.parquet as pq
 from talkthrough_assets import store
 from talkthrough_assets.model import frames
 from talkthrough_assets.model.frames import Band, FrameChange, OcrBox, OcrFrame
-from talkthrough_assets.model.turns import TurnsOutput
+from talkthrough_assets.model.turns import (DiarizationRow, SpeakerSegment, SpeakerStats, Turn, TurnsOutput,
+                                             Voiceprint)
 from talkthrough_assets.stages.runner import digest
 from talkthrough_assets.store.integrity import file_problem
 from talkthrough_assets.store.schemas import as_row
@@ -62,16 +63,24 @@ def test_a_partition_written_before_the_struct_columns_still_reads(tmp_path, mon
 
 def test_the_turns_output_is_stored_as_records(tmp_path, monkeypatch):
     monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path))
-    out = TurnsOutput.of({
-        "diarization": {"available": True, "requested": True, "reason": None, "speaker_count": "as given"},
-        "turns": [{"t0_ms": 0, "t1_ms": 900, "speaker": "S1"}],
-        "speakers": [{"label": "S1", "talk_time_ms": 900, "turn_count": 1, "first_ms": 0, "last_ms": 900}],
-        "speaker_segments": [{"seq": 0, "source_seq": 0, "t0_ms": 0, "t1_ms": 900, "speaker": "S1", "text": "hi",
-                              "overlap": []}],
-        "voiceprints": [{"label": "S1", "embedding": [0.6, 0.8], "windows": 2, "speech_ms": 900, "model": "m"}]})
+    out = TurnsOutput(
+        diarization=DiarizationRow(available=True, requested=True, reason=None, speaker_count="as given"),
+        turns=(Turn(0, 900, "S1"),),
+        speakers=(SpeakerStats(label="S1", talk_time_ms=900, turn_count=1, first_ms=0, last_ms=900),),
+        speaker_segments=(SpeakerSegment(seq=0, source_seq=0, t0_ms=0, t1_ms=900, speaker="S1", text="hi",
+                                         overlap=()),),
+        voiceprints=(Voiceprint(label="S1", embedding=(0.6, 0.8), windows=2, speech_ms=900, model="m"),))
     store.write_table("diarization", RID, [out.diarization])
     store.write_table("speaker_segments", RID, out.speaker_segments)
     store.write_table("voiceprints", RID, out.voiceprints)
     assert store.read_one("diarization", RID)["speaker_count"] == "as given"
     assert store.read_one("speaker_segments", RID)["overlap"] == []
     assert store.read_one("voiceprints", RID)["embedding"] == [0.6000000238418579, 0.800000011920929]
+    store.write_table("turns", RID, out.turns)
+    store.write_table("speakers", RID, out.speakers)
+    assert tuple(store.read_rows("turns", RID, record=Turn)) == out.turns
+    assert tuple(store.read_rows("speakers", RID, record=SpeakerStats)) == out.speakers
+    assert tuple(store.read_rows("speaker_segments", RID, record=SpeakerSegment)) == out.speaker_segments
+    # a diarization that did not run: its row alone, the other tables empty
+    none = TurnsOutput.empty(DiarizationRow(available=False, requested=False, reason="diarization not requested"))
+    assert (none.turns, none.speakers, none.speaker_segments, none.voiceprints) == ((), (), (), ())
