@@ -19,6 +19,11 @@ POINTER_SLIDE = 2  # the pointer glides over this slide for its whole 6 s
 EDIT = (1, 2.5, "status: running review")  # in the clock clip: slide 1's body line changes one word at 2.5 s
 CARET_HALF_PERIOD_S = 0.53  # a typical caret blink: on 530 ms, off 530 ms
 KINDS = ("pointer", "caret", "clock")
+# In the "typed" clip each slide types its terminal line at the same spot over its first TYPING_S, a clock
+# ticking in the corner: the line is new text on every slide, not a tick of the clock.
+TYPED = ["$ make release TAG=green", "$ kubectl undo checkout", "$ promql quantile histogram",
+         "$ pager acknowledge alert", "$ git push origin friday"]
+TYPING_S = 0.8
 
 
 def _font(size: int):
@@ -65,7 +70,11 @@ def frame_at(kind: str, t: float):
     elif kind == "caret" and int(t / CARET_HALF_PERIOD_S) % 2 == 0:
         x = 60 + d.textlength(body, font=_font(40)) + 6
         d.rectangle([x, 296, x + 3, 344], fill=(20, 24, 32))
-    elif kind == "clock":
+    if kind == "typed":
+        line = TYPED[i]
+        d.text((60, 420), line[:min(len(line), int(len(line) * local / TYPING_S))], font=_font(28),
+               fill=(30, 41, 59))
+    if kind in ("clock", "typed"):
         s = 9 * 3600 + 41 * 60 + 7 + int(t)
         d.text((W - 190, H - 50), f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}", font=_font(28),
                fill=(90, 90, 90))

@@ -30,7 +30,7 @@ from talkthrough_assets import store
 from talkthrough_assets.model.frames import Band, FrameChange, Keyframe
 from talkthrough_assets.stages.runner import StageResult, digest
 
-CODE_VERSION = "5"  # 5: changed bands stored as a list of structs, not JSON; 4: a small moving or blinking thing (pointer, caret, clock) is not a new scene
+CODE_VERSION = "6"  # 6: text written on blank background is new even where other scenes change; 5: changed bands stored as a list of structs, not JSON; 4: a small moving or blinking thing (pointer, caret, clock) is not a new scene
 SCALE = 4
 PX_DELTA = 40
 MAX_CHANGED_PX = 2
@@ -49,6 +49,9 @@ LOOKAHEAD = 2
 TICK_SCENES = 2
 # ... counting a change this many grey px (x SCALE frame px) around it: the next digit of a clock.
 TICK_GROW_PX = 4
+# A changed blob's box in the head frame holding at most this share of ink is blank: what changed there is
+# new writing (a typed line), not a tick, even where other scenes change too.
+BLANK_INK_SHARE = 0.05
 # Mean grey difference under which a blob's picture is the same thing at another place.
 MOVED_DELTA = 48
 # ... and how many grey px its box may differ in size and place from the blob it is matched with.
@@ -255,9 +258,10 @@ def _caret(ys, xs) -> bool:
     return w <= 2 and h >= max(3, 3 * w) and ys.size >= 0.9 * h * w
 
 
-def is_transient(head: Signature, cur: Signature, still=None) -> bool:
+def is_transient(head: Signature, cur: Signature, still=None, ticks=None) -> bool:
     """A small change since ``head`` whose every blob is still (``still``: pixels known to keep changing, a
-    mask or None), a caret or a thing that moved: a pointer, a caret, a clock, not a new scene."""
+    mask or None; ``ticks``: pixels that change in other scenes, still unless the blob is writing on blank
+    background), a caret or a thing that moved: a pointer, a caret, a clock, not a new scene."""
     import numpy as np
 
     m = _mask(head, cur)
@@ -265,6 +269,9 @@ def is_transient(head: Signature, cur: Signature, still=None) -> bool:
         return False
     grown = _grow(m)
     whole = _blobs(grown)
+    if ticks is not None:
+        ticks = ticks & ~_written(head.gray, m, whole)
+        still = ticks if still is None else still | ticks
     for blob in _blobs(grown & ~still) if still is not None else whole:
         core = np.nonzero(m & _spot(m.shape, blob))  # its changed pixels, not the grown edge
         if not core[0].size or _caret(*core):
@@ -278,6 +285,24 @@ def is_transient(head: Signature, cur: Signature, still=None) -> bool:
     cmask = (abs(head.color - cur.color) > COLOR_DELTA).any(axis=2)
     return all(grown[r * gh // COLOR_H:(r + 1) * gh // COLOR_H + 1,
                      c * gw // COLOR_W:(c + 1) * gw // COLOR_W + 1].any() for r, c in zip(*np.nonzero(cmask)))
+
+
+def _written(a, m, blobs):
+    """The blobs (of changed pixels ``m``) that are ink put where grey image ``a`` was blank: in the box of
+    their changed pixels, ``a`` holds (almost) nothing but one background level. A typed line lands at the
+    same spot scene after scene, like a clock's digits; but a clock's change always rubs out the digit that
+    was there, so its box holds ink before the change."""
+    import numpy as np
+
+    out = np.zeros(m.shape, dtype=bool)
+    for blob in blobs:
+        ys, xs = np.nonzero(m & _spot(m.shape, blob))
+        if not ys.size:
+            continue
+        box = a[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
+        if (abs(box - np.median(box)) > PX_DELTA).mean() <= BLANK_INK_SHARE:
+            out[blob] = True
+    return out
 
 
 def _spot(shape, blob):
@@ -319,7 +344,7 @@ def mark(times_ms: list[int], sigs: list[Signature]) -> list[FrameChange]:
     head_ms, head = None, None
     for i, (ms, s, volatile) in enumerate(zip(times_ms, sigs, _volatiles(small, sigs))):
         dup_of, bands = None, None
-        if head is not None and (is_duplicate(head, s) or is_transient(head, s, _still(volatile, tickers(i)))):
+        if head is not None and (is_duplicate(head, s) or is_transient(head, s, _volatile(volatile), tickers(i))):
             dup_of = head_ms
         else:
             if head is not None:
@@ -331,12 +356,9 @@ def mark(times_ms: list[int], sigs: list[Signature]) -> list[FrameChange]:
     return out
 
 
-def _still(volatile, ticker):
-    """Pixels a small change may touch and stay no new scene: around the volatile ones, and the tickers."""
-    v = _grow(volatile) if volatile is not None else None
-    if v is None or ticker is None:
-        return v if ticker is None else ticker
-    return v | ticker
+def _volatile(volatile):
+    """Pixels a small change may touch and stay no new scene: around the volatile ones."""
+    return _grow(volatile) if volatile is not None else None
 
 
 def run(rid: str, opts: None = None) -> StageResult:  # no options

@@ -1,7 +1,8 @@
 """Dedup ignores small moving things: a mouse pointer gliding over a slide, a blinking caret, a ticking
 clock. Real keyframes + dedup stage functions on generated screencasts (tests/motion_clips.py), real
-RapidOCR on the unique frames: unique keyframes within +1 of the screens shown, and none lost; and the
-pointer clip through `talkthrough process` (service.process): one frame and one search hit for its slide."""
+RapidOCR on the unique frames: unique keyframes within +1 of the screens shown, and none lost; the
+pointer clip through `talkthrough process` (service.process): one frame and one search hit for its slide;
+and a terminal line typed at the same spot on every slide, a clock ticking: every typed line reaches OCR."""
 
 from __future__ import annotations
 
@@ -54,3 +55,26 @@ def test_talkthrough_process_gives_the_slide_under_the_pointer_one_frame_and_one
     assert len([ms for ms in unique if start <= ms < end]) == 1, unique
     hits = Reader().search(mc.SLIDES[mc.POINTER_SLIDE][0].lower(), recording_id=out["recording_id"]).dump()["hits"]
     assert [h["source"] for h in hits] == ["ocr"], hits
+
+
+def test_a_line_typed_at_the_same_spot_on_every_slide_reaches_ocr_while_the_clock_still_ticks(tt_home, tmp_path):
+    import json
+    import re
+    from pathlib import Path
+
+    from talkthrough_assets import store
+    from talkthrough_assets.app import service
+    from talkthrough_assets.model.frames import OcrFrame
+
+    out = service.process(mc.write_clip("typed", tmp_path / "typed lines.mp4"))
+    assert out["status"] == "processed", out
+    items = json.loads(Path(out["manifest"]).read_text())["frames"]["items"]
+    unique = [i["ms"] for i in items if "duplicate_of" not in i]
+    spans = mc.slide_spans_ms()
+    # the slide, then its typed line: the clock ticking in the same corner adds no frame
+    assert all(len([ms for ms in unique if a <= ms < b]) <= 2 for a, b in spans), unique
+    rows = store.read_rows("ocr", out["recording_id"], record=OcrFrame)
+    for (start, end), line in zip(spans, mc.TYPED):
+        read = " ".join(r.text for r in rows if start <= r.ms < end).upper()
+        for word in re.findall(r"[A-Z]{3,}", line.upper()):
+            assert word in read, (line, word, read)

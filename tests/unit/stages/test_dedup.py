@@ -97,3 +97,20 @@ class TestDedup:
         d.polygon([(480, 456), (480, 482), (487, 476), (492, 487), (499, 474)], fill=(0, 0, 0))
         rows = dedup.mark([t * 1000 for t in range(5)], sigs + [dedup.signature(im)])
         assert rows[4].duplicate_of is None, rows
+
+    def test_a_line_typed_at_the_same_spot_in_every_scene_is_new_the_clock_there_too_is_not(self):
+        lines = ["$ make release", "$ git revert HEAD", "$ pager ack", "$ kubectl get pods"]
+        sigs = []
+        for k, line in enumerate(lines):  # a scene: the slide, its line typed out, a clock tick
+            for step in range(3):
+                im = _slide(f"SLIDE {k} " + "ABCD"[k] * 6, color=(40 + 50 * k, 90, 200), size=(1280, 720))
+                d = ImageDraw.Draw(im)
+                d.rectangle([700, 100 + 120 * k, 1000, 200 + 120 * k], fill=(60, 160, 90))  # each slide's chart
+                if step:
+                    d.text((60, 420), line, fill=(30, 41, 59), font_size=28)
+                d.text((1090, 670), f"09:41:{3 * k + step:02d}", fill=(90, 90, 90), font_size=28)
+                sigs.append(dedup.signature(im))
+        rows = dedup.mark([t * 1000 for t in range(len(sigs))], sigs)
+        unique = [i for i, r in enumerate(rows) if r.duplicate_of is None]
+        assert unique == [i for i in range(len(sigs)) if i % 3 < 2], unique  # each slide, then its typed line
+        assert all(rows[3 * k + 1].changed for k in range(len(lines)))  # the typed line's band, for OCR
