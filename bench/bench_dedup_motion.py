@@ -3,7 +3,7 @@
 
     python bench/bench_dedup_motion.py --before REF [--long] [--ocr]
 
-Generates the pointer, caret and clock screencasts of tests/motion_clips.py, takes the keyframes of
+Generates the pointer, caret, clock and typed screencasts of tests/motion_clips.py, takes the keyframes of
 those, the fixtures and the public clips of ../shared/eval/media/video once, and prints for each how many
 of them each version of ``dedup.mark`` keeps as unique (``--before``: a git ref whose
 talkthrough_assets/stages/dedup.py is the baseline). The date and load are printed with it.
@@ -11,8 +11,8 @@ talkthrough_assets/stages/dedup.py is the baseline). The date and load are print
 ``--long`` adds the bench screencasts of bench/make_long_media.py (the 10-min one and the 3-min seed-0
 generation; 24 and 9 scenes, each typing its terminal line at the same spot). ``--ocr`` also reads each
 version's unique frames the way the OCR stage does (only the changed bands of a frame little changed) and
-prints the OCR words (3+ letters) and, for the bench screencasts, in how many scenes every word of the
-typed terminal line was read on a frame of that scene.
+prints the OCR words (3+ letters) and, for the typed clip and the bench screencasts, in how many scenes
+every word of the typed line (that no slide shows) was read on a frame of that scene.
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ def main() -> int:
         spec = importlib.util.spec_from_file_location("dedup_before", tmp / "dedup_before.py")
         before = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(before)
-        clips = [mc.write_clip(k, tmp / f"{k}.mp4") for k in mc.KINDS]
+        clips = [mc.write_clip(k, tmp / f"{k}.mp4") for k in (*mc.KINDS, "typed")]
         clips += [ROOT / "fixtures" / "screencast.mp4", ROOT / "fixtures" / "silent_video.mp4"]
         clips += sorted((ROOT.parent / "shared" / "eval" / "media" / "video").glob("*"))
-        scenes = long_screencasts() if args.long else {}
+        scenes = {clips[len(mc.KINDS)]: typed_lines(mc)} | (long_screencasts() if args.long else {})
         clips += list(scenes)
         for clip in clips:
             out = tmp / clip.stem
@@ -74,6 +74,17 @@ def main() -> int:
             print(f"{clip.name}: keyframes {len(res['frames'])}, unique before {counts[0]}, after {counts[1]}"
                   + "".join(f"; {name}: {r}" for name, r in zip(("before", "after"), reads)), flush=True)
     return 0
+
+
+def typed_lines(mc) -> list:
+    """The typed clip's slides: [(start ms, the words of its typed line that its slide does not show)]."""
+    import re
+
+    out = []
+    for (title, body, _), (start, _), line in zip(mc.SLIDES, mc.slide_spans_ms(), mc.TYPED):
+        shown = set(re.findall(r"[A-Z]{3,}", f"{title} {body}".upper()))
+        out.append((start, [w for w in re.findall(r"[A-Z]{3,}", line.upper()) if w not in shown]))
+    return out
 
 
 def long_screencasts() -> dict:

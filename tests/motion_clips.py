@@ -1,5 +1,6 @@
-"""Screencasts with small moving things (a mouse pointer, a blinking caret, a ticking clock) and the
-measurement of how many unique keyframes the real keyframes + dedup stages keep for them.
+"""Screencasts with small moving things (a mouse pointer, a blinking caret, a ticking clock), one with a
+line typed at the same spot on every slide beside a clock (new text each time), and the measurement of
+how many unique keyframes the real keyframes + dedup stages keep for them.
 
 Each clip is a few text slides (Pillow) encoded with PyAV, 1280x720, 12 fps, no audio. ``python
 tests/motion_clips.py`` prints the measurement docs/accuracy.md records."""

@@ -12,9 +12,10 @@ when every changed pixel is either volatile (it changed between consecutive keyf
 the stretch of small changes around the frame, up to ``LOOKAHEAD`` keyframes on: a caret, a clock, the
 pointer's path) or part of a blob whose picture shows up at another changed place of the other frame (the
 pointer where it was or where it went: the ends of its path), or a tick (it changed a little in at least
-``TICK_SCENES`` other scenes too: a clock ticks on every slide), or a solid bar shaped like a caret. A real
-edit (one changed word, a changed digit) changes once and stays, and no other place holds its picture, so
-it stays new, clock or not. A slide shows in only a few keyframes (a quiet stretch gives one per I-frame,
+``TICK_SCENES`` other scenes too: a clock ticks on every slide; but not ink put where the head was blank,
+as a line typed at the same spot in every scene is: a clock's change rubs out the digit that was there),
+or a solid bar shaped like a caret. A real edit (one changed word, a changed digit) changes once and
+stays, and no other place holds its picture, so it stays new, clock or not. A slide shows in only a few keyframes (a quiet stretch gives one per I-frame,
 1-2 s or more apart): hence the picture and scene-wide evidence, not a long history. What this gives
 up: a lone appended "l", "|" or small "!" (a bar, like a caret, at 1/4 scale) and an edit under the
 pointer's path or over a clock's digits are taken for those. Of a new frame, the OCR stage reads only the bands that changed (``changed``), so
