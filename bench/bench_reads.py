@@ -77,6 +77,9 @@ def _vocab(rng: random.Random, n_topic: int = 4000) -> list[str]:
 
 def _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames, unique_every=3, spread_min=0):
     from talkthrough_assets import store
+    from talkthrough_assets.model.frames import FrameChange, Keyframe, OcrFrame
+    from talkthrough_assets.model.media import ProbeRow, WallClockRow
+    from talkthrough_assets.model.transcript import Segment, TranscriptMeta
     from talkthrough_assets.stages import manifest as manifest_stage
 
     rid = f"{rng.getrandbits(64):016x}"
@@ -88,7 +91,8 @@ def _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames, unique_ev
         if r == n_recordings // 2 and s == n_segments // 2:
             words.insert(3, RARE_MARKER)
             marker = True
-        segs.append({"seq": s, "t0_ms": s * 6000, "t1_ms": s * 6000 + 5500, "text": " ".join(words).capitalize() + "."})
+        segs.append(Segment(t0_ms=s * 6000, t1_ms=s * 6000 + 5500, text=" ".join(words).capitalize() + ".",
+                            avg_logprob=0.0, no_speech_prob=0.0, seq=s))
     frames, dedup, ocr = [], [], []
     step, last_unique = dur // n_frames, 0
     for f in range(n_frames):
@@ -96,25 +100,27 @@ def _recording(rng, topic, cum, r, n_recordings, n_segments, n_frames, unique_ev
         uniq = f % unique_every == 0
         if uniq:
             last_unique = ms
-        frames.append({"ms": ms, "file": f"frames/{rid}/g0/{store.frame_file_name(ms)}"})
-        dedup.append({"ms": ms, "duplicate_of": None if uniq else last_unique})
+        frames.append(Keyframe(ms=ms, file=f"frames/{rid}/g0/{store.frame_file_name(ms)}", scene_score=None,
+                               width=1568, height=882, reason="interval"))
+        dedup.append(FrameChange(ms=ms, dhash="", duplicate_of=None if uniq else last_unique, changed=None))
         if uniq:
-            ocr.append({"ms": ms, "text": "\n".join(" ".join(rng.choice(OCR_WORDS) for _ in range(rng.randint(2, 5)))
-                                                     for _ in range(rng.randint(2, 6)))})
+            text = "\n".join(" ".join(rng.choice(OCR_WORDS) for _ in range(rng.randint(2, 5)))
+                             for _ in range(rng.randint(2, 6)))
+            ocr.append(OcrFrame(ms=ms, text=text, boxes=(), mean_score=None, engine=None))
     start = f"2026-0{1 + r % 9}-{1 + r % 28:02d}T{r % 24:02d}:00:00.000+00:00"
     if spread_min:  # bench_bytime: recording r starts r * spread_min minutes into 2026 (a day's takes in a row)
         from datetime import datetime, timedelta, timezone
         start = (datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=r * spread_min)).isoformat(
             timespec="milliseconds")
-    probe = {"path": f"/nonexistent/rec_{r:05d}.mp4", "filename": f"rec_{r:05d}.mp4", "kind": "video",
-             "duration_ms": dur, "size_bytes": 1 << 20, "width": 1568, "height": 882, "video_codec": "h264",
-             "has_audio": True, "has_video": True, "cap_hit": False}
+    probe = ProbeRow(path=f"/nonexistent/rec_{r:05d}.mp4", filename=f"rec_{r:05d}.mp4", kind="video",
+                     duration_ms=dur, size_bytes=1 << 20, width=1568, height=882, video_codec="h264",
+                     has_audio=True, has_video=True, cap_hit=False)
     m = manifest_stage.build(
-        recording_id=rid, probe=probe, wall_clock={"start_utc": start, "tz_offset_min": 0, "source": "creation_time",
-                                                   "confidence": "medium", "available": True},
-        transcript={"available": True, "reason": None, "language": "en", "model": "synthetic"}, segments=segs,
-        words=[], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=frames, dedup=dedup,
-        ocr=ocr, settings={"max_frames": n_frames, "ocr": True}).to_json()
+        recording_id=rid, probe=probe, wall_clock=WallClockRow(available=True, start_utc=start, tz_offset_min=0,
+                                                               source="creation_time", confidence="medium"),
+        transcript=TranscriptMeta(available=True, reason=None, language="en", language_probability=None,
+                                  model="synthetic"), segments=segs, keyframes=frames, dedup=dedup, ocr=ocr,
+        settings={"max_frames": n_frames, "ocr": True}).to_json()
     return rid, m, marker
 
 

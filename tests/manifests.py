@@ -1,11 +1,18 @@
 """Small published generations for reader tests: a typed manifest from a few segments and frames, and the
-snapshot the read side builds from its JSON (the same path a published manifest takes)."""
+snapshot the read side builds from its JSON (the same path a published manifest takes); and the manifest stage's
+``build`` from stored rows written out as mappings, each read as the record the store hands the stage."""
 
 from __future__ import annotations
 
 import json
+from typing import Mapping
 
 from talkthrough_assets.model import manifest as model
+from talkthrough_assets.model.frames import FrameChange, Keyframe, OcrFrame
+from talkthrough_assets.model.media import ProbeRow, WallClockRow
+from talkthrough_assets.model.transcript import Segment, TranscriptMeta, Word
+from talkthrough_assets.model.turns import DiarizationRow, SpeakerSegment, SpeakerStats, Turn
+from talkthrough_assets.store.records import as_record
 
 RID = "0123456789abcdef"
 
@@ -44,3 +51,27 @@ def snap(*args, **kw):
     from talkthrough_assets.read import snapshot
 
     return snapshot.build(RID, json.loads(json.dumps(manifest(*args, **kw).to_json())), sig=(1, 2, 3))
+
+
+# the manifest stage's inputs: the record ``stages.manifest.build_stored`` reads each one's table as
+STAGE_INPUTS = {"probe": ProbeRow, "wall_clock": WallClockRow, "transcript": TranscriptMeta, "segments": Segment,
+                "words": Word, "diarization": DiarizationRow, "turns": Turn, "speakers": SpeakerStats,
+                "speaker_segments": SpeakerSegment, "keyframes": Keyframe, "dedup": FrameChange, "ocr": OcrFrame}
+
+
+def stage_build(**kw) -> model.Manifest:
+    """``stages.manifest.build`` of rows given as mappings (a list for a table's rows, one mapping for its one
+    row; a record passes as it is), each read into its record by the store's own reader
+    (:func:`store.records.as_record`)."""
+    from talkthrough_assets.stages import manifest as manifest_stage
+
+    def typed(record, row):
+        return as_record(record, row) if isinstance(row, Mapping) else row  # a record already
+
+    for name, record in STAGE_INPUTS.items():
+        value = kw.get(name)
+        if isinstance(value, (list, tuple)):
+            kw[name] = [typed(record, r) for r in value]
+        elif value is not None:
+            kw[name] = typed(record, value)
+    return manifest_stage.build(**kw)

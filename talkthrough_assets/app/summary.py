@@ -4,13 +4,16 @@ matches a text."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from talkthrough_assets import store
 from talkthrough_assets.pipeline import events, sources
 from talkthrough_assets.stages import runner
 from talkthrough_assets.stages import probe as probe_stage
 from talkthrough_assets.stages import turns as turns_stage
 from talkthrough_assets.model import wallclock
-from talkthrough_assets.model.media import ProbeRow
+from talkthrough_assets.model.manifest import RecordingRow
+from talkthrough_assets.model.media import ProbeRow, WallClockRow
 from talkthrough_assets.model.transcript import Segment, TranscriptMeta
 from talkthrough_assets.model.turns import DiarizationRow, SpeakerSegment
 from talkthrough_assets.stages.segments import stage as segments_stage
@@ -22,11 +25,11 @@ PREVIEW_SEGMENTS = 15
 
 def summary(rid: str) -> dict:
     """A short, context-friendly summary from stored outputs (no media access)."""
-    rec = store.read_one("recordings", rid)
+    rec = store.read_one("recordings", rid, record=RecordingRow)
     out: dict = {"recording_id": rid, "manifest": store.data_location(store.manifest_key(rid)) if rec else None}
     if not rec:
         return out
-    wc = store.read_one("wall_clock", rid)
+    wc = store.read_one("wall_clock", rid, record=WallClockRow)
     # the file ends before (or after) its header says
     note = probe_stage.readable_note(store.read_one("probe", rid, record=ProbeRow))
     if note:
@@ -36,22 +39,22 @@ def summary(rid: str) -> dict:
     tr = store.read_one("transcripts", rid, record=TranscriptMeta)
     di = store.read_one("diarization", rid, record=DiarizationRow)
     out.update({
-        "filename": rec["filename"], "kind": rec["kind"], "duration_s": rec["duration_ms"] / 1000,
+        "filename": rec.filename, "kind": rec.kind, "duration_s": rec.duration_ms / 1000,
         # the other names the same bytes were registered under
-        "aliases": [n for n in sources.recording_names(rid) if n != rec["filename"]],
-        "wall_clock": wallclock.view(wc if wc and wc.get("available") else None),
-        "transcript": {"available": rec["transcript_available"], "reason": tr.reason if tr else None,
-                       "language": rec["language"], "segments": rec["segment_count"],
+        "aliases": [n for n in sources.recording_names(rid) if n != rec.filename],
+        "wall_clock": asdict(anchor) if (anchor := wallclock.view(wc)) else None,
+        "transcript": {"available": rec.transcript_available, "reason": tr.reason if tr else None,
+                       "language": rec.language, "segments": rec.segment_count,
                        # chunks with a stored Whisper result (derived from the chunk keys), and failed ones
-                       "coverage": (segments_stage.coverage(rid) or {}).get("text"),
+                       "coverage": _coverage_text(rid),
                        "chunks_reason": runner.stage_reason(rid, "segments"),
-                       **{k: v for k, v in transcribe.quality(tr).items() if k != "uncovered"}},
-        "frames": {"count": rec["frame_count"], "unique": rec["unique_frame_count"],
+                       **{k: v for k, v in asdict(transcribe.quality(tr)).items() if k != "uncovered"}},
+        "frames": {"count": rec.frame_count, "unique": rec.unique_frame_count,
                    "dir": store.data_location(store.frames_key(rid)),
                    "reason": runner.stage_reason(rid, "keyframes"), "contact_sheet": _contact_sheet(rid)},
         # the HTML page each run writes beside the manifest (`talkthrough report` writes one anywhere)
         "report": store.data_location(store.report_key(rid)) if store.exists(store.report_key(rid)) else None,
-        "diarized": rec["diarized"], "speakers": rec["speaker_count"],
+        "diarized": rec.diarized, "speakers": rec.speaker_count,
         # which count was used and why: given with --num-speakers, or found from the audio
         "speakers_note": di.speaker_count if di and di.available else None,
         # --diarize asked for and not done (models missing, no speech ...): why, here and not only in the manifest
@@ -66,7 +69,7 @@ def summary(rid: str) -> dict:
         ],
         "more_segments": max(0, len(segs) - PREVIEW_SEGMENTS),
     })
-    if rec["diarized"]:  # voice matches with enrolled people, as the published manifest shows them
+    if rec.diarized:  # voice matches with enrolled people, as the published manifest shows them
         from talkthrough_assets.model.speakers import describe_match
         from talkthrough_assets.stages.turns import voices
 
@@ -77,6 +80,12 @@ def summary(rid: str) -> dict:
         if shown:
             out["voice_matches"] = {lab: m.get("hint") or describe_match(m) for lab, m in shown.items()}
     return out
+
+
+def _coverage_text(rid: str) -> str | None:
+    """The recording's chunks with a stored Whisper result, in words (None: no chunk plan)."""
+    cov = segments_stage.coverage(rid)
+    return cov.text if cov else None
 
 
 def _contact_sheet(rid: str) -> str | None:
@@ -95,9 +104,9 @@ def list_recordings() -> list[dict]:
     finally:
         con.close()
     for r in rows:  # derived from the stored chunk keys, not recorded
-        cov = segments_stage.coverage(r["recording"]) or {}
-        r["coverage"] = cov.get("text")
-        r["chunks"] = f"{cov['covered']}/{cov['chunks']}" if cov else None
+        cov = segments_stage.coverage(r["recording"])
+        r["coverage"] = cov.text if cov else None
+        r["chunks"] = f"{cov.covered}/{cov.chunks}" if cov else None
     return rows
 
 
@@ -118,5 +127,5 @@ def find_recordings(text: str) -> list[dict]:
         reason = events.failure_reason(rid)
         out.append({"recording": rid, "filename": names[0] if names else None, "aliases": names[1:],
                     "state": "failed" if reason else "processed" if processed else "registered",
-                    "reason": reason, "coverage": (segments_stage.coverage(rid) or {}).get("text")})
+                    "reason": reason, "coverage": _coverage_text(rid)})
     return out

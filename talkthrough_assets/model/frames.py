@@ -71,8 +71,7 @@ class OcrFrame:
     def from_row(cls, row: Mapping) -> OcrFrame:
         """A stored ocr row (``boxes``, or ``boxes_json`` in a row an earlier version stored)."""
         return cls(ms=row["ms"], text=row.get("text") or "", mean_score=row.get("mean_score"), engine=row.get("engine"),
-                   boxes=tuple(OcrBox(box=tuple(tuple(p) for p in b["box"]), text=b["text"], score=b["score"])
-                               for b in boxes(row)))
+                   boxes=boxes(row))
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +90,13 @@ def bands(row: Mapping) -> list[list[int]] | None:
     return [[b["x0"], b["y0"], b["x1"], b["y1"]] for b in got]
 
 
-def boxes(row: Mapping) -> list[dict]:
-    """An ocr row's boxes ({"box", "text", "score"}), from ``boxes`` or, stored earlier, ``boxes_json``."""
+def boxes(row: Mapping) -> tuple[OcrBox, ...]:
+    """An ocr row's boxes, from ``boxes`` (structs) or, stored earlier, ``boxes_json``."""
     got = row.get("boxes")
     if got is None:
         old = row.get("boxes_json")
-        return json.loads(old) if old else []
-    return [{"box": [list(p) for p in b["box"]], "text": b["text"], "score": b["score"]} for b in got]
+        got = json.loads(old) if old else ()
+    return tuple(OcrBox(box=tuple(tuple(p) for p in b["box"]), text=b["text"], score=b["score"]) for b in got)
 
 
 def tags(row: Mapping) -> dict[str, str]:

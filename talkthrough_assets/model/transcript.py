@@ -141,6 +141,18 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
+class Coverage:
+    """What of a recording's chunk plan has a stored Whisper result (derived from the ``chunks`` keys): how many
+    chunks, how many covered, the spans of those not (``missing_ms``) and it in words (``text``: "41 of 52 chunks,
+    0:00-81:00")."""
+
+    chunks: int
+    covered: int
+    missing_ms: tuple[tuple[int, int], ...]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Decoded:
     """One decode of some audio through the drop rules (times from its first sample), before it is a transcript:
     what was kept, dropped, doubted and left uncovered, the language heard, and the text tokens that are the next
@@ -167,4 +179,5 @@ class Decoded:
     recontext: bool = False
 
 
-__all__ = ["Segment", "Word", "Evidence", "Span", "spans", "TranscriptMeta", "Transcript", "Chunk", "Decoded"]
+__all__ = ["Segment", "Word", "Evidence", "Span", "spans", "TranscriptMeta", "Transcript", "Chunk", "Coverage",
+           "Decoded"]

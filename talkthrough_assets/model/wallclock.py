@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-WALL_CLOCK_KEYS = ("start_utc", "tz_offset_min", "source", "confidence")
+from talkthrough_assets.model.manifest import WallClock
+from talkthrough_assets.model.media import WallClockRow
 
 
-def view(wall_clock: dict | None) -> dict | None:
-    """The wall clock as readers get it (the manifest, the CLI summary, the MCP tools): ``{start_utc,
-    tz_offset_min, source, confidence}``, or None when the recording has no anchor."""
-    if not isinstance(wall_clock, dict) or not wall_clock.get("start_utc"):
+def view(row: WallClockRow | None) -> WallClock | None:
+    """The wall clock as readers get it (the manifest, the CLI summary, the MCP tools) from the wall_clock stage's
+    row: None when that stage found no anchor (or one without a start time)."""
+    if row is None or not row.available or not row.start_utc:
         return None
-    return {k: wall_clock.get(k) for k in WALL_CLOCK_KEYS}
+    return WallClock(start_utc=row.start_utc, tz_offset_min=row.tz_offset_min, source=row.source,
+                     confidence=row.confidence)
 
 
 def t_wall(wall_clock, t_ms: int | float) -> str | None:

@@ -28,7 +28,7 @@ scheduler (``pipeline.scheduler.run_stages``) feeds that stage's progress events
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Callable
 
@@ -38,7 +38,8 @@ from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.stages.segments import stage as chunkstore
 from talkthrough_assets.model import search_index
 from talkthrough_assets.stages import manifest as manifest_stage
-from talkthrough_assets.model.manifest import validate as validate_manifest
+from talkthrough_assets.model.manifest import Manifest, Partial, validate as validate_manifest
+from talkthrough_assets.model.media import WallClockRow
 from talkthrough_assets.stages.runner import hms, probe_row
 
 EVERY_S = 30.0  # at most one partial generation per this many seconds of wall time (after the first)
@@ -81,8 +82,8 @@ def covered_prefix(rid: str, cache: dict[str, Decoded] | None = None
     return rows, got_rows, got
 
 
-def build(rid: str, cfg: dict, *, wall_clock: dict | None, model_label: str | None,
-          cache: dict[str, Decoded] | None = None) -> dict | None:
+def build(rid: str, cfg: dict, *, wall_clock: WallClockRow | None, model_label: str | None,
+          cache: dict[str, Decoded] | None = None) -> Manifest | None:
     """The partial manifest of ``rid`` from what is stored now, or None when no chunk is covered yet."""
     rows, covered, results = covered_prefix(rid, cache)
     if not covered:
@@ -90,38 +91,47 @@ def build(rid: str, cfg: dict, *, wall_clock: dict | None, model_label: str | No
     end = covered[-1].t1_ms
     total = rows[-1].t1_ms
     out = C.assemble(results, covered, model_label=model_label, audio_ms=end)
-    meta = asdict(out.meta)
+    meta = out.meta
     if not out.segments:
-        meta["reason"] = f"no speech in {hms(0)}-{hms(end / 1000)} so far; the rest is still being transcribed"
+        meta = replace(meta, reason=f"no speech in {hms(0)}-{hms(end / 1000)} so far; the rest is still being "
+                                    "transcribed")
     p = probe_row(rid)
-    m = manifest_stage.build(
-        recording_id=rid, probe=p, wall_clock=wall_clock, transcript=meta,
-        segments=[asdict(s) for s in out.segments], words=[asdict(w) for w in out.words], diarization=None,
-        turns=[], speakers=[], speaker_segments=[], keyframes=[], dedup=[],
-        ocr=[], settings=cfg, frames_reason=FRAMES_PENDING if p.has_video else None).to_json()
-    m["partial"] = marker(end, total, len(covered), len(rows), C.covered_text(rows, [r in covered for r in rows]))
-    return m
+    m = manifest_stage.build(recording_id=rid, probe=p, wall_clock=wall_clock, transcript=meta,
+                             segments=out.segments, words=out.words, settings=cfg,
+                             frames_reason=FRAMES_PENDING if p.has_video else None)
+    return replace(m, partial=marker(end, total, len(covered), len(rows),
+                                     C.covered_text(rows, [r in covered for r in rows])))
 
 
-def marker(end_ms: int, total_ms: int, covered: int, chunks: int, coverage: str) -> dict:
+def marker(end_ms: int, total_ms: int, covered: int, chunks: int, coverage: str) -> Partial:
     """The manifest's ``partial`` block: the transcript covers [0, end_ms]; ``next_start_ms`` is where it
     goes on (None once the whole audio is transcribed and only the other stages are left)."""
-    return {"covered_ms": [0, int(end_ms)], "next_start_ms": int(end_ms) if end_ms < total_ms else None,
-            "audio_ms": int(total_ms), "chunks_covered": covered, "chunks": chunks, "coverage": coverage,
-            "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "note": "provisional: the recording is still being processed; the transcript so far covers "
-                    f"{hms(0)}-{hms(end_ms / 1000)} of {hms(total_ms / 1000)} (no frames or speakers yet)"}
+    return Partial(covered_ms=(0, int(end_ms)), next_start_ms=int(end_ms) if end_ms < total_ms else None,
+                   audio_ms=int(total_ms), chunks_covered=covered, chunks=chunks, coverage=coverage,
+                   published_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                   note="provisional: the recording is still being processed; the transcript so far covers "
+                        f"{hms(0)}-{hms(end_ms / 1000)} of {hms(total_ms / 1000)} (no frames or speakers yet)")
 
 
-def publish(rid: str, m: dict) -> str:
+def stopped(m: Manifest, reason: str) -> Manifest:
+    """Partial manifest ``m`` saying that the run producing it stopped (``reason``): a reader waits no more."""
+    why = reason[:300]
+    return replace(m, partial=replace(
+        m.partial, stopped=why,
+        note=f"the run that was processing this recording stopped ({why}); the transcript covers "
+             f"{hms(0)}-{hms(m.partial.covered_ms[1] / 1000)} until it is processed again"))
+
+
+def publish(rid: str, m: Manifest) -> str:
     """Publish a partial manifest as the manifest stage publishes a final one: its search index part
     first, then the manifest in one atomic replace, then the older parts go. Returns its location."""
-    problems = validate_manifest(m)
-    if problems or not m.get("partial"):
+    data = m.to_json()
+    problems = validate_manifest(data)
+    if problems or m.partial is None:
         raise ValueError("invalid partial manifest: " + "; ".join(problems or ["no partial block"]))
-    data = search_index.distinct_size(rid, store.json_bytes(m))
-    part, _ = search_index.write_part(rid, m, data)
-    path = store.put_bytes(store.manifest_key(rid), data)
+    raw = search_index.distinct_size(rid, store.json_bytes(data))
+    part, _ = search_index.write_part(rid, data, raw)
+    path = store.put_bytes(store.manifest_key(rid), raw)
     search_index.drop_parts(rid, keep=part)
     return path
 
@@ -132,7 +142,7 @@ class Publisher:
     clock row when this run's is current, else None. Never raises: a failed publish costs only the preview
     (``errors`` counts them)."""
 
-    def __init__(self, rid: str, cfg: dict, *, wall_clock: Callable[[], dict | None],
+    def __init__(self, rid: str, cfg: dict, *, wall_clock: Callable[[], WallClockRow | None],
                  clock: Callable[[], float] = time.monotonic):
         from talkthrough_assets.store.models import resolve_whisper
 
@@ -164,14 +174,14 @@ class Publisher:
         t0 = self.clock()
         try:
             m = build(self.rid, self.cfg, wall_clock=self.wall_clock(), model_label=self.label, cache=self.cache)
-            if m is None or m["partial"]["covered_ms"][1] <= self.covered_ms:
+            if m is None or m.partial.covered_ms[1] <= self.covered_ms:
                 return False
             publish(self.rid, m)
         except Exception as e:  # noqa: BLE001 - a preview never breaks the run
             self.errors += 1
             self.last_error = f"{type(e).__name__}: {e}"[:300]
             return False
-        self.covered_ms = m["partial"]["covered_ms"][1]
+        self.covered_ms = m.partial.covered_ms[1]
         self.last_at = self.clock()
         self.cost_s = self.last_at - t0
         self.published += 1
@@ -187,11 +197,7 @@ class Publisher:
             m = build(self.rid, self.cfg, wall_clock=self.wall_clock(), model_label=self.label, cache=self.cache)
             if m is None:
                 return False
-            m["partial"]["stopped"] = reason[:300]
-            m["partial"]["note"] = (f"the run that was processing this recording stopped ({reason[:300]}); the "
-                                    f"transcript covers {hms(0)}-{hms(m['partial']['covered_ms'][1] / 1000)} "
-                                    "until it is processed again")
-            publish(self.rid, m)
+            publish(self.rid, stopped(m, reason))
             return True
         except Exception as e:  # noqa: BLE001 - a preview never breaks the run
             self.errors += 1
@@ -221,7 +227,8 @@ def previews(rid: str, settings: Callable[[], dict], selected: list[str], done: 
     if FINAL_STAGE not in selected:
         return None
 
-    def wall_clock() -> dict | None:
-        return store.read_one("wall_clock", rid) if "wall_clock" not in selected or "wall_clock" in done else None
+    def wall_clock() -> WallClockRow | None:
+        current = "wall_clock" not in selected or "wall_clock" in done
+        return store.read_one("wall_clock", rid, record=WallClockRow) if current else None
 
     return RunPreviews(Publisher(rid, settings(), wall_clock=wall_clock))

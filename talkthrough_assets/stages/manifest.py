@@ -7,7 +7,7 @@ import json
 
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import Mapping
+from typing import Any, Mapping, Sequence
 
 from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets import store
@@ -18,17 +18,22 @@ from talkthrough_assets.stages.turns.speaker_names import name_candidates
 from talkthrough_assets.stages.keyframes import CAP_REASON_PREFIX
 from talkthrough_assets.stages.segments.transcribe import quality as transcript_quality
 from talkthrough_assets.model import manifest as model
-from talkthrough_assets.model.manifest import (SCHEMA, Caps, Diarization, FrameItem, Frames, Manifest, Media, Quality,
-                                               Segment, Speaker, Transcript, VoiceMatch, WallClock, recording_row,
+from talkthrough_assets.model.manifest import (SCHEMA, Caps, Diarization, FrameItem, Frames, Manifest, Media,
+                                               Segment, Speaker, Transcript, VoiceMatch, recording_row,
                                                validate)
-from talkthrough_assets.model.media import ProbeRow
+from talkthrough_assets.model.frames import FrameChange, Keyframe, OcrFrame
+from talkthrough_assets.model.media import ProbeRow, WallClockRow
 from talkthrough_assets.model.speakers import describe_match
 from talkthrough_assets.model.wallclock import view as wallclock_view
+from talkthrough_assets.model.transcript import Segment as TranscriptSegment, TranscriptMeta, Word
+from talkthrough_assets.model.turns import DiarizationRow, SpeakerSegment, SpeakerStats, Turn
 from talkthrough_assets.stages import probe as probe_stage
 from talkthrough_assets.model import search_index, search_index_docs
 from talkthrough_assets.stages.runner import CheckResult, StageResult, digest, probe_row, stage_reason
 
 CODE_VERSION = "6"  # 6: voice matches and name sources per speaker; 5: transcript.quality
+NOT_TRANSCRIBED = TranscriptMeta(available=False, reason="not transcribed", language=None,
+                                 language_probability=None, model=None)
 
 
 def _versions() -> dict:
@@ -51,22 +56,25 @@ def _versions() -> dict:
     return out
 
 
-def build(*, recording_id: str, probe: ProbeRow | Mapping, wall_clock: dict | None, transcript: dict | None,
-          segments: list[dict], words: list[dict], diarization: dict | None, turns: list[dict],
-          speakers: list[dict], speaker_segments: list[dict], keyframes: list[dict], dedup: list[dict],
-          ocr: list[dict], settings: dict, speaker_names: dict | None = None,
-          frames_reason: str | None = None, voice_matches: dict | None = None) -> Manifest:
-    """The typed manifest of one recording from its stages' stored rows (pure but for the clock and the
-    installed versions)."""
-    probe = probe if isinstance(probe, ProbeRow) else ProbeRow.from_row(probe)
-    wc = wallclock_view(wall_clock if wall_clock and wall_clock.get("available") else None)
+def build(*, recording_id: str, probe: ProbeRow, settings: Mapping[str, Any],
+          wall_clock: WallClockRow | None = None, transcript: TranscriptMeta | None = None,
+          segments: Sequence[TranscriptSegment] = (), words: Sequence[Word] = (),
+          diarization: DiarizationRow | None = None, turns: Sequence[Turn] = (),
+          speakers: Sequence[SpeakerStats] = (), speaker_segments: Sequence[SpeakerSegment] = (),
+          keyframes: Sequence[Keyframe] = (), dedup: Sequence[FrameChange] = (), ocr: Sequence[OcrFrame] = (),
+          speaker_names: dict | None = None, frames_reason: str | None = None,
+          voice_matches: dict | None = None) -> Manifest:
+    """The typed manifest of one recording from its stages' stored records (pure but for the clock and the
+    installed versions). ``segments``: Whisper's; ``speaker_segments``, when the turns stage attributed them,
+    stand in for them."""
     block = None
-    if diarization and diarization.get("requested"):
+    if diarization is not None and diarization.requested:
         block = _diarization(diarization, turns, speakers, ocr, settings, speaker_names, voice_matches)
+    rows = [_segment(s) for s in speaker_segments] or [_segment(s) for s in segments]
     return Manifest(
         schema=SCHEMA, job_id=recording_id, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        media=_media(probe), wall_clock=WallClock(**wc) if wc else None,
-        transcript=_transcript(transcript, speaker_segments or segments, words, block),
+        media=_media(probe), wall_clock=wallclock_view(wall_clock),
+        transcript=_transcript(transcript, rows, words, block),
         frames=_frames(probe, keyframes, dedup, ocr, frames_reason),
         caps=Caps(max_seconds=settings.get("max_seconds"), max_frames=settings.get("max_frames"),
                   scene_threshold=settings.get("scene_threshold"), ocr="on" if settings.get("ocr") else "off"),
@@ -86,24 +94,29 @@ def _media(probe: ProbeRow) -> Media:
         readable_note=probe_stage.readable_note(probe) if header else None)
 
 
-def _transcript(transcript: dict | None, rows: list[dict], words: list[dict],
+def _segment(s: TranscriptSegment | SpeakerSegment) -> Segment:
+    if isinstance(s, SpeakerSegment):
+        return Segment(seq=s.seq, t0_ms=s.t0_ms, t1_ms=s.t1_ms, text=s.text, speaker=s.speaker,
+                       source_seq=s.source_seq, overlap=list(s.overlap or ()) or None)
+    return Segment(seq=s.seq, t0_ms=s.t0_ms, t1_ms=s.t1_ms, text=s.text)
+
+
+def _transcript(meta: TranscriptMeta | None, rows: list[Segment], words: Sequence[Word],
                 diarization: Diarization | None) -> Transcript:
-    tr = transcript or {"available": False, "reason": "not transcribed"}
+    tr = meta or NOT_TRANSCRIBED
     return Transcript(
-        available=bool(tr.get("available")), reason=tr.get("reason"), language=tr.get("language"),
-        model=tr.get("model"),
-        segments=[Segment(seq=s["seq"], t0_ms=s["t0_ms"], t1_ms=s["t1_ms"], text=s["text"],
-                          speaker=s.get("speaker"), source_seq=s.get("source_seq"),
-                          overlap=list(s.get("overlap") or ()) or None) for s in rows],
-        words=[(w["t0_ms"], w["t1_ms"], w["word"]) for w in words],
+        available=bool(tr.available), reason=tr.reason, language=tr.language, model=tr.model, segments=rows,
+        words=[(w.t0_ms, w.t1_ms, w.word) for w in words],
         # what the drop rules removed (words, by reason), kept in doubt, and the speech left without words
-        quality=Quality(**transcript_quality(tr)), diarization=diarization)
+        quality=transcript_quality(tr), diarization=diarization)
 
 
-def _diarization(row: dict, turns: list[dict], speakers: list[dict], ocr: list[dict], settings: dict,
-                 speaker_names: dict | None, voice_matches: dict | None) -> Diarization:
-    # OCR name candidates: hints only, never applied as names without `talkthrough name`
-    cands = name_candidates(turns, ocr)
+def _diarization(row: DiarizationRow, turns: Sequence[Turn], speakers: Sequence[SpeakerStats],
+                 ocr: Sequence[OcrFrame], settings: Mapping[str, Any], speaker_names: dict | None,
+                 voice_matches: dict | None) -> Diarization:
+    # OCR name candidates: hints only, never applied as names without `talkthrough name` (it reads turns as
+    # mappings and OCR as (ms, text) pairs)
+    cands = name_candidates([asdict(t) for t in turns], [(o.ms, o.text) for o in ocr])
     # names a person confirmed (`talkthrough name`), then voice matches with enrolled people: hints, applied
     # as names only with the apply_voice_names setting and a score >= voices.APPLY_SIMILARITY, marked "voice"
     names = dict(speaker_names or {})
@@ -117,23 +130,23 @@ def _diarization(row: dict, turns: list[dict], speakers: list[dict], ocr: list[d
         matched[lab] = VoiceMatch(**vm, hint=describe_match(vm))
     ordered = dict(sorted(names.items(), key=lambda kv: label_num(kv[0])))
     return Diarization(
-        **{k: row.get(k) for k in ("available", "reason", "engine", "engine_version", "segmentation_model",
-                                   "embedding_model", "requested_num_speakers", "detected_num_speakers",
-                                   "speaker_count", "threshold")},
-        speakers=[Speaker(**{k: s[k] for k in ("label", "talk_time_ms", "turn_count", "first_ms", "last_ms")},
-                          name_candidates=cands.get(s["label"]) or None, voice_match=matched.get(s["label"]))
-                  for s in speakers],
-        turns=[(t["t0_ms"], t["t1_ms"], t["speaker"]) for t in turns],
+        available=row.available, reason=row.reason, engine=row.engine, engine_version=row.engine_version,
+        segmentation_model=row.segmentation_model, embedding_model=row.embedding_model,
+        requested_num_speakers=row.requested_num_speakers, detected_num_speakers=row.detected_num_speakers,
+        speaker_count=row.speaker_count, threshold=row.threshold,
+        speakers=[Speaker(label=s.label, talk_time_ms=s.talk_time_ms, turn_count=s.turn_count, first_ms=s.first_ms,
+                          last_ms=s.last_ms, name_candidates=cands.get(s.label) or None,
+                          voice_match=matched.get(s.label)) for s in speakers],
+        turns=[(t.t0_ms, t.t1_ms, t.speaker) for t in turns],
         speaker_names=ordered or None, speaker_name_sources={lab: sources[lab] for lab in ordered} or None)
 
 
-def _frames(probe: ProbeRow, keyframes: list[dict], dedup: list[dict], ocr: list[dict],
-            reason: str | None) -> Frames:
-    dd = {d["ms"]: d for d in dedup}
-    oo = {o["ms"]: o for o in ocr}
-    items = [FrameItem(ms=k["ms"], file=k["file"],  # relative to the data root
-                       duplicate_of=dd.get(k["ms"], {}).get("duplicate_of"),
-                       ocr_text=oo.get(k["ms"], {}).get("text") or None) for k in keyframes]
+def _frames(probe: ProbeRow, keyframes: Sequence[Keyframe], dedup: Sequence[FrameChange],
+            ocr: Sequence[OcrFrame], reason: str | None) -> Frames:
+    dups = {d.ms: d.duplicate_of for d in dedup}
+    texts = {o.ms: o.text for o in ocr}
+    items = [FrameItem(ms=k.ms, file=k.file,  # relative to the data root
+                       duplicate_of=dups.get(k.ms), ocr_text=texts.get(k.ms) or None) for k in keyframes]
     return Frames(count=len(items), unique_count=sum(1 for i in items if i.duplicate_of is None),
                   reason=reason or (None if probe.has_video else "audio-only recording: no video stream"),
                   # a cap left frames out: max_seconds (probe), or the keyframe budget (its reason says so)
@@ -155,17 +168,21 @@ class Options:
 
 
 def build_stored(rid: str, opts: Options) -> Manifest:
-    """:func:`build` from the stored outputs of the stages upstream."""
+    """:func:`build` from the stored records of the stages upstream."""
     cfg = asdict(opts)
     return build(
         frames_reason=stage_reason(rid, "keyframes"), recording_id=rid, probe=probe_row(rid),
-        wall_clock=store.read_one("wall_clock", rid), transcript=store.read_one("transcripts", rid),
-        segments=store.read_rows("segments", rid), words=store.read_rows("words", rid),
-        diarization=store.read_one("diarization", rid), turns=store.read_rows("turns", rid),
-        speakers=store.read_rows("speakers", rid),  # the manifest adds their OCR name candidates
-        speaker_segments=store.read_rows("speaker_segments", rid), keyframes=store.read_rows("keyframes", rid),
-        dedup=store.read_rows("dedup", rid), ocr=store.read_rows("ocr", rid), settings=cfg,
-        speaker_names=cfg.get("speaker_names") or None,
+        wall_clock=store.read_one("wall_clock", rid, record=WallClockRow),
+        transcript=store.read_one("transcripts", rid, record=TranscriptMeta),
+        segments=store.read_rows("segments", rid, record=TranscriptSegment),
+        words=store.read_rows("words", rid, record=Word),
+        diarization=store.read_one("diarization", rid, record=DiarizationRow),
+        turns=store.read_rows("turns", rid, record=Turn),
+        speakers=store.read_rows("speakers", rid, record=SpeakerStats),  # the manifest adds their name candidates
+        speaker_segments=store.read_rows("speaker_segments", rid, record=SpeakerSegment),
+        keyframes=store.read_rows("keyframes", rid, record=Keyframe),
+        dedup=store.read_rows("dedup", rid, record=FrameChange), ocr=store.read_rows("ocr", rid, record=OcrFrame),
+        settings=cfg, speaker_names=cfg.get("speaker_names") or None,
         # recognition against everyone enrolled now: a diarized recording's voiceprints only
         voice_matches=voices.matches_for(rid, cfg.get("speaker_names") or None),
     )
@@ -238,12 +255,12 @@ def run(rid: str, opts: Options) -> StageResult:
         search_index.maybe_compact(rid)  # merged lazily: a failure here costs only speed
     except Exception:
         pass
-    row = recording_row(typed, str(path)).to_json()
+    row = recording_row(typed, str(path))
     store.write_table("recordings", rid, [row])
     store.ensure_catalog()
-    md = {"manifest": str(path), "duration_s": m["media"]["duration_s"], "segments": row["segment_count"],
-          "frames": row["frame_count"], "unique_frames": row["unique_frame_count"],
-          "recorded_at": row["recorded_at"] or "null",
+    md = {"manifest": str(path), "duration_s": m["media"]["duration_s"], "segments": row.segment_count,
+          "frames": row.frame_count, "unique_frames": row.unique_frame_count,
+          "recorded_at": row.recorded_at or "null",
           "transcript_head": " ".join(s["text"] for s in m["transcript"]["segments"][:5])[:400]}
     stable = {k: v for k, v in m.items() if k != "created_at"}
     # what readers will get: the published bytes, read back from the data root (not the dict above)

@@ -13,7 +13,7 @@ from talkthrough_assets.store.integrity import damaged_files, note_damaged, read
 from talkthrough_assets.store.atomic import atomic_write_bytes
 from talkthrough_assets.store.paths import SCHEMA_PARTITION, catalog_path, is_remote, single_part, tables_dir
 from talkthrough_assets.store.s3 import s3_filesystem
-from talkthrough_assets.store.schemas import SCHEMAS
+from talkthrough_assets.store.schemas import LEGACY_TYPES, SCHEMAS, conform, legacy_type
 from talkthrough_assets.store.tables import ensure_schema_files
 
 CATALOG_VERSION = "5"  # 5: a single-part table's view reads part-0 only (a stray file beside it is not served)
@@ -27,6 +27,9 @@ CATALOG_VERSION = "5"  # 5: a single-part table's view reads part-0 only (a stra
 REPUBLISHED = re.compile(r"TProtocolException|don't know what type|Invalid data|No magic bytes|[Cc]orrupt|"
                          r"No files found|No such file")
 QUERY_TRIES = 5
+# pyarrow's scan of an object-store table meeting a file whose column is an earlier version's form (a JSON string
+# where a list of structs is declared): DuckDB's own Parquet reader casts it, a pyarrow dataset cannot
+LEGACY_CAST = re.compile(r"Unsupported cast from string to")
 
 
 def view_sql(table: str, root: Path | None = None, files: list[str] | None = None) -> str:
@@ -99,9 +102,7 @@ def connect():
     con = duckdb.connect(":memory:")
     for table in SCHEMAS:
         if is_remote():
-            con.register(f"_arrow_{table}", remote_dataset(table))
-            con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM _arrow_{table} "
-                        f"WHERE recording <> '{SCHEMA_PARTITION}'")
+            _remote_view(con, table)
         else:
             _local_view(con, table, deep=False)
     con.execute(frames_view_sql())
@@ -128,6 +129,7 @@ class Connection:
     def __init__(self, con):
         self._con = con
         self._deep_checked = False
+        self._legacy_split = False
 
     def execute(self, query, parameters=None):
         import duckdb
@@ -136,6 +138,9 @@ class Connection:
             try:
                 return self._con.execute(query) if parameters is None else self._con.execute(query, parameters)
             except duckdb.Error as e:
+                if LEGACY_CAST.search(str(e)) and is_remote() and not self._legacy_split:
+                    self._split_legacy()
+                    continue
                 if not REPUBLISHED.search(str(e)) or attempt == QUERY_TRIES:
                     raise
                 if attempt == QUERY_TRIES - 1:
@@ -153,6 +158,13 @@ class Connection:
             self._con.execute(frames_view_sql())
         return found
 
+    def _split_legacy(self) -> None:
+        """Remake the object-store views of the tables with an earlier version's column forms, their files of that
+        form read apart and conformed (only once a query met one: telling them apart reads every footer)."""
+        self._legacy_split = True
+        for table in LEGACY_TYPES:
+            _remote_view(self._con, table, split_legacy=True)
+
     def __getattr__(self, name):
         return getattr(self._con, name)
 
@@ -163,19 +175,62 @@ class Connection:
         self._con.close()
 
 
-def remote_dataset(table: str):
-    """A pyarrow dataset over one table on the object store (Hive ``recording=`` partitions, the
-    table's schema, so older files lacking a newer column read as NULL). DuckDB scans it with filter
-    and projection pushdown; the file list is taken when it is built, i.e. per ``connect()``."""
-    import pyarrow.dataset as pads
+def _remote_view(con, table: str, *, split_legacy: bool = False) -> None:
+    """(Re)create ``table``'s view over the object store. ``split_legacy``: its files holding a column in an earlier
+    version's form (``schemas.LEGACY_TYPES``) are read whole, conformed and served beside the dataset of the rest."""
+    files = _remote_files(table)
+    old: list[str] = []
+    if split_legacy:
+        fs, _ = s3_filesystem()
+        old = [f for f in files if _legacy_file(fs, table, f)]
+        files = [f for f in files if f not in set(old)]
+    con.register(f"_arrow_{table}", remote_dataset(table, files))
+    source = f"SELECT * FROM _arrow_{table}"
+    if old:
+        con.register(f"_legacy_{table}", _conformed(table, old))
+        source += f" UNION ALL BY NAME SELECT * FROM _legacy_{table}"
+    con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM ({source}) WHERE recording <> '{SCHEMA_PARTITION}'")
+
+
+def _remote_files(table: str) -> list[str]:
+    """The files a view of ``table`` serves (a stray file beside part-0 is not), from one listing."""
     import pyarrow.fs as pafs
 
     fs, base = s3_filesystem()
-    root = f"{base}/tables/{table}"
+    infos = fs.get_file_info(pafs.FileSelector(f"{base}/tables/{table}", recursive=True, allow_not_found=True))
+    return sorted(i.path for i in infos if i.type == pafs.FileType.File and served(table, i.base_name))
+
+
+def _legacy_file(fs, table: str, path: str) -> bool:
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path, filesystem=fs)
+    return any(legacy_type(table, f.name, f.type) for f in schema)
+
+
+def _conformed(table: str, files: list[str]) -> pa.Table:
+    """Files of ``table`` in an earlier version's form, each read and conformed to the table's schema, with their
+    Hive ``recording`` column."""
+    import pyarrow.parquet as pq
+
+    fs, _ = s3_filesystem()
+    parts = []
+    for path in files:
+        data = conform(table, pq.read_table(path, filesystem=fs))
+        recording = next(p.split("=", 1)[1] for p in path.split("/") if p.startswith("recording="))
+        parts.append(data.append_column("recording", pa.array([recording] * data.num_rows, pa.string())))
+    return pa.concat_tables(parts)
+
+
+def remote_dataset(table: str, files: list[str] | None = None):
+    """A pyarrow dataset over one table on the object store (Hive ``recording=`` partitions, the
+    table's schema, so older files lacking a newer column read as NULL): every file it serves, or ``files``.
+    DuckDB scans it with filter and projection pushdown; the file list is taken when it is built, i.e. per
+    ``connect()``."""
+    import pyarrow.dataset as pads
+
+    fs, base = s3_filesystem()
     part = pads.partitioning(pa.schema([("recording", pa.string())]), flavor="hive")
     schema = SCHEMAS[table].append(pa.field("recording", pa.string()))
-    # the files a view serves (a stray file beside part-0 is not), from the one listing discovery makes anyway
-    infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
-    files = sorted(i.path for i in infos if i.type == pafs.FileType.File and served(table, i.base_name))
-    return pads.dataset(files, filesystem=fs, format="parquet", partitioning=part, partition_base_dir=root,
-                        schema=schema)
+    return pads.dataset(_remote_files(table) if files is None else files, filesystem=fs, format="parquet",
+                        partitioning=part, partition_base_dir=f"{base}/tables/{table}", schema=schema)

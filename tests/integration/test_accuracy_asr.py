@@ -251,8 +251,8 @@ def test_quality_counts_what_the_rules_removed_and_what_stays_uncovered():
     m = chunks.transcribe(samples).transcript.meta
     q = transcribe.quality(m)
     dropped = m.dropped
-    assert q["dropped_segments"] == len(dropped) == m.dropped_count
-    assert q["dropped_words"] == sum(d.words for d in dropped) == m.dropped_words
-    assert sum(q["dropped_why"].values()) == q["dropped_words"]
-    assert 9 <= q["speech_s"] <= 12, q  # JFK's 11 s; the hiss is not speech
-    assert q["uncovered_speech_s"] == 0, q
+    assert q.dropped_segments == len(dropped) == m.dropped_count
+    assert q.dropped_words == sum(d.words for d in dropped) == m.dropped_words
+    assert sum(q.dropped_why.values()) == q.dropped_words
+    assert 9 <= q.speech_s <= 12, q  # JFK's 11 s; the hiss is not speech
+    assert q.uncovered_speech_s == 0, q

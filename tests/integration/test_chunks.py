@@ -86,8 +86,8 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     assert [s[0] for s in segs] == list(range(len(segs)))
     # coverage is derived from the keys: summary, `recordings`, the stage's metadata
     cov = segments_stage.coverage(rid)
-    assert cov["covered"] == cov["chunks"] == len(rows) and cov["missing_ms"] == []
-    assert out["transcript"]["coverage"] == cov["text"] == f"{len(rows)} of {len(rows)} chunks, 0:00-0:28"
+    assert cov.covered == cov.chunks == len(rows) and cov.missing_ms == ()
+    assert out["transcript"]["coverage"] == cov.text == f"{len(rows)} of {len(rows)} chunks, 0:00-0:28"
     listed = {r["recording"]: r for r in list_recordings()}
     assert listed[rid]["chunks"] == f"{len(rows)}/{len(rows)}"
     res = CliRunner().invoke(cli.app, ["recordings"], env={"COLUMNS": "200"})
@@ -97,8 +97,8 @@ def test_chunks_are_planned_at_silences_stored_and_assembled(tt_home, tmp_path, 
     gone = rows[1]
     _path(gone.key).unlink()
     cov = segments_stage.coverage(rid)
-    assert cov["covered"] == len(rows) - 1 and cov["missing_ms"] == [[gone.t0_ms, gone.t1_ms]]
-    assert cov["text"].startswith(f"{len(rows) - 1} of {len(rows)} chunks, 0:00-0:")
+    assert cov.covered == len(rows) - 1 and cov.missing_ms == ((gone.t0_ms, gone.t1_ms),)
+    assert cov.text.startswith(f"{len(rows) - 1} of {len(rows)} chunks, 0:00-0:")
     md = _segments_md(rid)
     assert (md["chunks_decoded"], md["chunks_reused"], md["chunks_corrupt_recomputed"]) == (1, len(rows) - 1, 0)
     assert md["coverage"] == f"{len(rows)} of {len(rows)} chunks, 0:00-0:28"
@@ -166,7 +166,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     assert segs and not [s for s in segs if s["t0_ms"] >= bad.t0_ms and s["t1_ms"] <= bad.t1_ms]
     assert not _path(bad.key).exists() and not any(_path(r.key).exists() for r in after)
     assert _path(rows[0].key).exists()
-    assert segments_stage.coverage(rid)["missing_ms"] == [[r.t0_ms, r.t1_ms] for r in [bad, *after]]
+    assert segments_stage.coverage(rid).missing_ms == tuple((r.t0_ms, r.t1_ms) for r in [bad, *after])
     assert any(s["t0_ms"] >= after[0].t0_ms for s in segs)
     assert "segments" in freshness.plan(rid)  # the next run comes back for it
 
@@ -175,7 +175,7 @@ def test_a_failing_chunk_is_recorded_and_the_next_run_decodes_it(tt_home, tmp_pa
     assert again["status"] == "processed", again
     assert runner.stage_reason(rid, "segments") is None
     assert _transcript(rid) == want
-    assert segments_stage.coverage(rid)["covered"] == len(rows)
+    assert segments_stage.coverage(rid).covered == len(rows)
 
 
 def test_gc_removes_only_unused_results_and_never_during_a_run(tt_home, tmp_path, small_chunks):
@@ -239,7 +239,7 @@ def test_kill_9_mid_run_loses_at_most_the_chunk_in_flight(tt_home, tmp_path):
     rows = _plan(rid)
     stored_before = sum(_path(r.key).exists() for r in rows)
     assert 2 <= stored_before < len(rows)
-    assert segments_stage.coverage(rid)["covered"] == stored_before
+    assert segments_stage.coverage(rid).covered == stored_before
     os.environ["TALKTHROUGH_CHUNK_S"] = "4"
     try:
         md = _segments_md(rid)

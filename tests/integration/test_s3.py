@@ -151,6 +151,43 @@ def test_duckdb_reads_the_s3_tables(cluster_env, two_workers, monkeypatch):
         con.close()
 
 
+def test_duckdb_reads_an_earlier_versions_transcripts_on_s3(cluster_env, two_workers, monkeypatch):
+    """A transcripts file written before its span columns were Parquet structs (JSON strings then) still reads
+    through SQL on an object-store root, beside the files of today's form, and the stored file is left as it was."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    env, machines = cluster_env
+    for k in ("TALKTHROUGH_HOME", "TALKTHROUGH_LOCAL_HOME", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
+              "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        monkeypatch.setenv(k, _machine(cluster_env, "c")[k])
+    from talkthrough_assets import store
+    from talkthrough_assets.store.s3 import s3_filesystem
+
+    mt = two_workers[F.MEETING_NAME]["recording_id"]
+    fs, base = s3_filesystem()
+    path = f"{base}/tables/transcripts/recording={mt}/part-0.parquet"
+    now = pq.read_table(path, filesystem=fs)
+    spans = ("dropped", "doubtful", "uncovered")
+    old = pa.table({n: (pa.array([json.dumps(v) for v in now.column(n).to_pylist()], pa.string())
+                        if n in spans else now.column(n)) for n in now.column_names})
+    expected = {n: now.column(n).to_pylist()[0] for n in spans}
+    pq.write_table(old, path, filesystem=fs)
+    try:
+        con = store.connect()
+        try:
+            got = con.execute("SELECT dropped, doubtful, uncovered FROM transcripts WHERE recording = ?",
+                              [mt]).fetchone()
+            others = con.execute("SELECT count(*) FROM transcripts").fetchone()[0]
+        finally:
+            con.close()
+        assert dict(zip(spans, got)) == expected
+        assert others == len(two_workers)
+        assert pq.read_schema(path, filesystem=fs).field("dropped").type == pa.string()  # a reader only reads
+    finally:
+        pq.write_table(now, path, filesystem=fs)
+
+
 async def _mcp(env: dict, sc: str, mt: str) -> dict:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client

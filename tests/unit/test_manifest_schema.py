@@ -9,6 +9,7 @@ from importlib import resources
 
 import pytest
 
+from manifests import stage_build
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.model import manifest as model
@@ -25,7 +26,7 @@ def _build(**kw) -> model.Manifest:
                 keyframes=[{"ms": 0, "file": "frames/x/g/t0.jpg"}, {"ms": 1000, "file": "frames/x/g/t1.jpg"}],
                 dedup=[{"ms": 0, "duplicate_of": None}, {"ms": 1000, "duplicate_of": 0}], ocr=[{"ms": 0, "text": "HI"}],
                 diarization=None, turns=[], speakers=[], speaker_segments=[], settings={"max_frames": 60, "ocr": True})
-    return manifest_stage.build(**(args | kw))
+    return stage_build(**(args | kw))
 
 
 def test_the_shipped_schema_is_the_one_the_records_generate():
@@ -90,11 +91,11 @@ def test_the_listing_row_is_the_same_from_the_typed_manifest_and_its_json():
 
 def _hour_manifest() -> model.Manifest:
     """A one-hour recording's manifest: 2 000 segments of three speakers, 10 000 words, 600 keyframes."""
-    segs = [{"seq": i, "t0_ms": i * 1800, "t1_ms": i * 1800 + 1700, "text": "so the budget " * 3,
+    segs = [{"seq": i, "source_seq": i, "t0_ms": i * 1800, "t1_ms": i * 1800 + 1700, "text": "so the budget " * 3,
              "speaker": f"S{i % 3 + 1}"} for i in range(2000)]
     kf = [{"ms": i * 6000, "file": f"frames/x/g/t{i}.jpg"} for i in range(600)]
     dedup = [{"ms": i * 6000, "duplicate_of": None if i % 3 == 0 else (i - i % 3) * 6000} for i in range(600)]
-    m = _build(probe=dict(PROBE, duration_ms=3_600_000), segments=segs, keyframes=kf, dedup=dedup,
+    m = _build(probe=dict(PROBE, duration_ms=3_600_000), speaker_segments=segs, keyframes=kf, dedup=dedup,
                ocr=[{"ms": i * 6000, "text": "SLIDE"} for i in range(0, 600, 3)],
                transcript={"available": True, "reason": None, "language": "en", "model": "t"})
     words = [(i * 360, i * 360 + 300, " word") for i in range(10_000)]

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
+from manifests import stage_build
 from talkthrough_assets import store
-from talkthrough_assets.stages import manifest as manifest_stage
 from talkthrough_assets.model import search_index as si
 from talkthrough_assets.model import search_index_docs
 from talkthrough_assets.model import terms
@@ -21,7 +21,7 @@ def _manifest(rid: str, transcript: list[tuple[int, str]], ocr: list[tuple[int, 
     frames = [{"ms": ms, "file": f"frames/{rid}/g/t{ms:08d}.jpg"} for ms, _ in ocr]
     probe = {"path": f"/nonexistent/{rid[:4]}.mp4", "filename": f"{rid[:4]}.mp4", "kind": "video",
              "duration_ms": 600_000, "size_bytes": 1, "has_audio": True, "has_video": True}
-    return manifest_stage.build(
+    return stage_build(
         recording_id=rid, probe=probe, wall_clock=None,
         transcript={"available": True, "reason": None, "language": "en", "model": "test"}, segments=segs,
         words=[{"t0_ms": t + 300, "t1_ms": t + 600, "word": text.split()[-1]} for t, text in transcript],

@@ -13,11 +13,11 @@ import inspect
 
 import pytest
 
+from manifests import stage_build
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.stagespec import downstream
 from talkthrough_assets.stages import turns as diarize
 from talkthrough_assets.model.manifest import validate
-from talkthrough_assets.stages import manifest
 from talkthrough_assets.stages.turns.labels import roster
 from talkthrough_assets.stages.turns.speaker_names import name_candidates
 
@@ -50,7 +50,7 @@ def test_each_speaker_gets_the_name_shown_while_they_talk():
 
 def test_the_manifest_carries_them_as_hints_next_to_the_roster():
     speakers = roster(TURNS)
-    m = manifest.build(
+    m = stage_build(
         recording_id="0123456789abcdef",
         probe={"path": "/x/call.mp4", "filename": "call.mp4", "kind": "video", "duration_ms": 42_000,
                "size_bytes": 10, "has_audio": True, "has_video": True},
@@ -69,7 +69,7 @@ def test_the_manifest_carries_them_as_hints_next_to_the_roster():
 
 
 def test_without_ocr_a_speaker_has_no_candidates_key():
-    m = manifest.build(
+    m = stage_build(
         recording_id="0123456789abcdef",
         probe={"path": "/x/call.m4a", "filename": "call.m4a", "kind": "audio", "duration_ms": 42_000,
                "size_bytes": 10, "has_audio": True, "has_video": False},
@@ -101,7 +101,7 @@ def test_agents_get_unconfirmed_hints_only_for_unnamed_speakers(tmp_path, monkey
     segs = [{"seq": 0, "t0_ms": 500, "t1_ms": 7_000, "text": "Morning, let's start."},
             {"seq": 1, "t0_ms": 9_000, "t1_ms": 19_000, "text": "The build is green."}]
     spk = [dict(s, source_seq=s["seq"], speaker=w) for s, w in zip(segs, ("S1", "S2"))]
-    m = manifest.build(
+    m = stage_build(
         recording_id=rid,
         probe={"path": "/x/call.mp4", "filename": "call.mp4", "kind": "video", "duration_ms": 42_000,
                "size_bytes": 10, "has_audio": True, "has_video": True},

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from talkthrough_assets import store
-from talkthrough_assets.model.transcript import Decoded, Evidence, Segment, Span, Word, spans
+from talkthrough_assets.model.transcript import Decoded, Evidence, Segment, Span, TranscriptMeta, Word, spans
+from talkthrough_assets.store.records import as_record
 from talkthrough_assets.stages.segments import transcribe as T
 
 RID = "0123456789abcdef"
@@ -42,8 +43,9 @@ def test_the_stage_hands_its_records_to_the_store_whole_and_the_spans_read_back_
     assert spans(row["dropped"]) == out.meta.dropped and spans(row["uncovered"]) == out.meta.uncovered
     assert (row["dropped_count"], row["dropped_words"], row["uncovered_ms"]) == (2, 5, 800)
     assert [Word(**w) for w in store.read_rows("words", RID)] == list(out.words)
-    assert T.quality(row) == T.quality(out.meta)
-    assert T.quality(row)["dropped_why"] == {"repetition": 3, "spoken language is de": 2}
+    typed = store.read_one("transcripts", RID, record=TranscriptMeta)
+    assert typed == out.meta and T.quality(typed) == T.quality(out.meta)
+    assert T.quality(typed).dropped_why == {"repetition": 3, "spoken language is de": 2}
     with store.connect() as con:
         got = con.execute("SELECT d.evidence.p_en FROM (SELECT unnest(dropped) AS d FROM transcripts) "
                           "WHERE d.lang = 'de'").fetchall()
@@ -73,11 +75,11 @@ def test_a_transcripts_row_written_with_json_spans_still_reads(tmp_path, monkeyp
     assert [(d.t0_ms, d.reason, d.words) for d in spans(row["dropped"])] == [
         (d.t0_ms, d.reason, d.words) for d in meta.dropped]
     assert spans(row["dropped"])[1].evidence == meta.dropped[1].evidence
-    assert T.quality(row) == T.quality(meta)
+    assert T.quality(store.read_one("transcripts", RID, record=TranscriptMeta)) == T.quality(meta)
     # a reader handed the raw JSON string (a row read some other way) gets the same spans
     raw = pq.read_table(store.table_path("transcripts", RID)).to_pylist()[0]
     assert isinstance(raw["uncovered"], str) and spans(raw["uncovered"]) == meta.uncovered
-    assert T.quality(raw) == T.quality(meta)
+    assert T.quality(as_record(TranscriptMeta, raw)) == T.quality(meta)
 
 
 def test_old_and_new_rows_share_one_duckdb_view(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ import time
 from dataclasses import replace
 
 from talkthrough_assets.model.runs import StageRun
-from talkthrough_assets.model.transcript import Chunk
+from talkthrough_assets.model.transcript import Chunk, Coverage
 from talkthrough_assets import store
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.stages import audio as audio_stage
@@ -89,16 +89,15 @@ def stale(rid: str, cfg: dict, stage_run: StageRun | None, opts=None) -> bool:
     return needs_retry(stage_run)
 
 
-def coverage(rid: str) -> dict | None:
-    """{"chunks", "covered", "missing_ms": [[t0, t1]], "text": "41 of 52 chunks, 0:00-81:00"} from the
-    recording's chunk plan and the stored keys; None before its segments stage has planned chunks."""
+def coverage(rid: str) -> Coverage | None:
+    """The recording's chunk plan against the stored keys; None before its segments stage has planned chunks."""
     rows = sorted(store.read_rows("chunks", rid, record=Chunk), key=lambda r: r.idx)
     if not rows:
         return None
     have = [store.exists(store.chunk_result_key(r.key)) for r in rows]
-    return {"chunks": len(rows), "covered": sum(have),
-            "missing_ms": [[r.t0_ms, r.t1_ms] for r, ok in zip(rows, have) if not ok],
-            "text": C.covered_text(rows, have)}
+    return Coverage(chunks=len(rows), covered=sum(have),
+                    missing_ms=tuple((r.t0_ms, r.t1_ms) for r, ok in zip(rows, have) if not ok),
+                    text=C.covered_text(rows, have))
 
 
 def metadata(rid: str, report: C.Report | None) -> dict:
@@ -106,7 +105,7 @@ def metadata(rid: str, report: C.Report | None) -> dict:
     cov = coverage(rid)
     if cov is None:
         return {}
-    md = {"coverage": cov["text"], "chunks": cov["chunks"], "chunks_covered": cov["covered"]}
+    md = {"coverage": cov.text, "chunks": cov.chunks, "chunks_covered": cov.covered}
     if report:
         md.update(chunks_reused=report.reused, chunks_decoded=report.decoded,
                   chunks_corrupt_recomputed=report.corrupt, chunks_failed=len(report.failed),
@@ -142,14 +141,11 @@ def prewarm(rid: str, opts: Options, engines, ctx: RunContext) -> None:
     thread importing Dagster meanwhile runs beside it). Not in a thread of its own: a CTranslate2 model loaded in
     a thread while Dagster was imported decoded its first chunk at ~5x the CPU (the 30-min bench meeting's first
     3-min chunk: 74 s of CPU vs 13 s when loaded first, same output; bench/bench_partial.py, whose first partial
-    transcript waited for it)."""
+    transcript waited for it). The language check's multilingual model is not loaded here: ``language_checker``
+    loads it, once, when a check first needs it (a recording without speech, or a multilingual model's, never
+    does; it took ~0.9 s of CPU at every run's start)."""
     try:
-        engine = E.Engine.of(opts, engines.whisper, shared=bool(ctx.beside) and has_video(rid))
-        if not engine.model().model.is_multilingual:
-            # the language check's multilingual model too (read from its wheels into memory, ~0.3 s, and loaded,
-            # ~0.6 s; nothing written to disk): while Dagster opens in its thread here rather than at the first
-            # doubtful segment
-            E.warm_language_checker(engine.whisper, engine.threads, engine.device, engine.compute)
+        E.Engine.of(opts, engines.whisper, shared=bool(ctx.beside) and has_video(rid)).model()
     except Exception:  # the stage itself reports a missing or broken model, with a reason
         pass
 
@@ -182,8 +178,8 @@ def run(rid: str, opts: Options, engines, *, ctx: RunContext | None = None) -> S
     md = {"available": m.available, "reason": m.reason or "", "language": m.language or "",
           "segments": m.segment_count, "words": m.word_count, "transcript_head": head,
           "elapsed_s": m.elapsed_s, "dropped_segments": m.dropped_count,
-          **{k: v for k, v in T.quality(m).items() if k in ("dropped_words", "doubtful_segments", "speech_s",
-                                                            "uncovered_speech_s")},
+          **{k: v for k, v in dataclasses.asdict(T.quality(m)).items()
+             if k in ("dropped_words", "doubtful_segments", "speech_s", "uncovered_speech_s")},
           **metadata(rid, report)}
     checks = [T.transcript_check(p.has_audio and peak > 1000, m.segment_count)]
     return StageResult(md, digest([dataclasses.asdict(s) for s in out.segments]), checks, reason=reason)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
 
 import numpy as np
 
 from talkthrough_assets.core import stop
 from talkthrough_assets import store
+from talkthrough_assets.model.manifest import Quality
 from talkthrough_assets.model.media import ProbeRow
 from talkthrough_assets.model.transcript import (
     Decoded, Evidence, Segment, Span, Transcript, TranscriptMeta, Word, spans)
@@ -268,23 +268,20 @@ def finish(out: Decoded, *, available: bool = True) -> Transcript:
     return Transcript(meta, out.segments, out.words)
 
 
-def quality(meta: TranscriptMeta | Mapping[str, Any] | None) -> dict:
+def quality(meta: TranscriptMeta | None) -> Quality:
     """What the drop rules removed, what they kept in doubt and the speech left without words, from a
-    transcripts row (a record, or a stored row whose spans are structs or, written earlier, JSON):
-    {"dropped_segments", "dropped_words", "dropped_why": {reason: words}, "doubtful_segments", "speech_s",
-    "uncovered_speech_s", "uncovered": [[t0_ms, t1_ms, reason]]} (zeros for an older row)."""
-    if isinstance(meta, TranscriptMeta):
-        meta = {k: getattr(meta, k) for k in TranscriptMeta.__dataclass_fields__}
-    meta = meta or {}
+    transcripts row (its spans structs or, in a row written earlier, JSON; zeros for an older row or none)."""
+    if meta is None:
+        return Quality(dropped_segments=0, dropped_words=0, dropped_why={}, doubtful_segments=0, speech_s=0.0,
+                       uncovered_speech_s=0.0, uncovered=[])
     why: dict[str, int] = {}
-    for d in spans(meta.get("dropped")):
+    for d in spans(meta.dropped):
         key = re.sub(r" \(.*", "", d.reason).split(";")[0]
         why[key] = why.get(key, 0) + d.word_count
-    return {"dropped_segments": int(meta.get("dropped_count") or 0), "dropped_words": sum(why.values()),
-            "dropped_why": why, "doubtful_segments": int(meta.get("doubtful_count") or 0),
-            "speech_s": round((meta.get("speech_ms") or 0) / 1000, 1),
-            "uncovered_speech_s": round((meta.get("uncovered_ms") or 0) / 1000, 1),
-            "uncovered": [[g.t0_ms, g.t1_ms, g.reason] for g in spans(meta.get("uncovered"))]}
+    return Quality(dropped_segments=int(meta.dropped_count or 0), dropped_words=sum(why.values()), dropped_why=why,
+                   doubtful_segments=int(meta.doubtful_count or 0), speech_s=round((meta.speech_ms or 0) / 1000, 1),
+                   uncovered_speech_s=round((meta.uncovered_ms or 0) / 1000, 1),
+                   uncovered=[(g.t0_ms, g.t1_ms, g.reason) for g in spans(meta.uncovered)])
 
 
 def unavailable(reason: str, model_label: str | None = None) -> Transcript:

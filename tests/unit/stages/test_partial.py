@@ -5,6 +5,7 @@ by a partial; the read tools mark answers from a partial with the covered range 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -62,24 +63,24 @@ def test_the_covered_range_is_the_stored_chunks_from_the_start(home):
     _store(rows[0], 0)
     _store(rows[2], 2)  # stored, but after a gap: not covered
     m = partial.build(RID, {}, wall_clock=None, model_label="tiny.en")
-    assert m["partial"]["covered_ms"] == [0, 7500] and m["partial"]["next_start_ms"] == 7500
-    assert (m["partial"]["chunks_covered"], m["partial"]["chunks"], m["partial"]["audio_ms"]) == (1, 4, 30_000)
-    assert m["partial"]["coverage"] == "1 of 4 chunks, 0:00-0:07"
-    assert [s["text"] for s in m["transcript"]["segments"]] == [WORDS[0]]
+    assert m.partial.covered_ms == (0, 7500) and m.partial.next_start_ms == 7500
+    assert (m.partial.chunks_covered, m.partial.chunks, m.partial.audio_ms) == (1, 4, 30_000)
+    assert m.partial.coverage == "1 of 4 chunks, 0:00-0:07"
+    assert [s.text for s in m.transcript.segments] == [WORDS[0]]
     # a damaged result ends the covered range too (never served)
     _store(rows[1], 1)
     key = store.home() / store.chunk_result_key(rows[1]["key"])
     key.write_bytes(key.read_bytes()[:-3] + b"xyz")
-    assert partial.build(RID, {}, wall_clock=None, model_label="tiny.en")["partial"]["covered_ms"] == [0, 7500]
+    assert partial.build(RID, {}, wall_clock=None, model_label="tiny.en").partial.covered_ms == (0, 7500)
     _store(rows[1], 1)
     m = partial.build(RID, {}, wall_clock=None, model_label="tiny.en")
     # the same assembly as the final tables: segments numbered in order, times shifted by each chunk's start
-    assert [(s["seq"], s["t0_ms"], s["text"]) for s in m["transcript"]["segments"]] == \
+    assert [(s.seq, s.t0_ms, s.text) for s in m.transcript.segments] == \
         [(0, 1000, WORDS[0]), (1, 8500, WORDS[1]), (2, 16000, WORDS[2])]
-    assert m["partial"]["covered_ms"] == [0, 22_500]
+    assert m.partial.covered_ms == (0, 22_500)
     _store(rows[3], 3)
-    done = partial.build(RID, {}, wall_clock=None, model_label="tiny.en")["partial"]
-    assert done["covered_ms"] == [0, 30_000] and done["next_start_ms"] is None  # all transcribed: the rest follows
+    done = partial.build(RID, {}, wall_clock=None, model_label="tiny.en").partial
+    assert done.covered_ms == (0, 30_000) and done.next_start_ms is None  # all transcribed: the rest follows
 
 
 def test_publisher_rate_atomic_publish_and_a_final_generation_is_kept(home):
@@ -122,7 +123,8 @@ def test_two_generations_never_share_a_byte_size(home):
     m = partial.build(RID, {}, wall_clock=None, model_label="tiny.en")
     partial.publish(RID, m)
     published = store.get_bytes(store.manifest_key(RID))
-    same_size = store.json_bytes(dict(m, partial=dict(m["partial"], note=m["partial"]["note"][:-1] + "!")))
+    same_size = store.json_bytes(dataclasses.replace(
+        m, partial=dataclasses.replace(m.partial, note=m.partial.note[:-1] + "!")).to_json())
     assert len(same_size) == len(published) and same_size != published
     padded = si.distinct_size(RID, same_size)
     assert padded.rstrip(b"\n") == same_size and len(padded) != len(published)

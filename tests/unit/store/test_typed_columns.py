@@ -16,6 +16,7 @@ from talkthrough_assets.store.schemas import as_row
 
 RID = "0123456789abcdef"
 BOX = {"box": [[1.0, 2.0], [30.5, 2.0], [30.5, 12.0], [1.0, 12.0]], "text": "DEPLOY", "score": 0.98}
+OCR_BOX = OcrBox(box=tuple(tuple(p) for p in BOX["box"]), text="DEPLOY", score=0.98)
 
 
 def _old_file(table: str, columns: dict) -> None:
@@ -37,9 +38,8 @@ def test_records_are_stored_as_structs_and_read_back_as_before(tmp_path, monkeyp
     assert pq.read_schema(store.table_path("dedup", RID)).field("changed").type == pa.list_(
         pa.struct([("x0", pa.int64()), ("y0", pa.int64()), ("x1", pa.int64()), ("y1", pa.int64())]))
 
-    box = OcrBox(box=tuple(tuple(p) for p in BOX["box"]), text="DEPLOY", score=0.98)
-    store.write_table("ocr", RID, [OcrFrame(ms=0, text="DEPLOY", boxes=(box,), mean_score=0.98, engine="e")])
-    assert frames.boxes(store.read_one("ocr", RID)) == [BOX]
+    store.write_table("ocr", RID, [OcrFrame(ms=0, text="DEPLOY", boxes=(OCR_BOX,), mean_score=0.98, engine="e")])
+    assert frames.boxes(store.read_one("ocr", RID)) == (OCR_BOX,)
     # a record hashes as the mapping it is stored as (a stage's data version does not move)
     assert digest(rows) == digest([as_row(r) for r in rows])
 
@@ -53,7 +53,7 @@ def test_a_partition_written_before_the_struct_columns_still_reads(tmp_path, mon
     for table in ("dedup", "ocr", "probe"):
         assert file_problem(store.table_path(table, RID), table, deep=True) is None  # not "damaged" to doctor
     assert frames.bands(store.read_one("dedup", RID)) == [[0, 10, 320, 60]]
-    assert frames.boxes(store.read_one("ocr", RID)) == [BOX]
+    assert frames.boxes(store.read_one("ocr", RID)) == (OCR_BOX,)
     assert frames.tags(store.read_one("probe", RID)) == {"creation_time": "2026-03-02T09:15:00.000000Z"}
     # and the new form of the same
     store.write_table("probe", RID, [{"filename": "a.mov", "tags": [{"key": "creation_time", "value": "x"}]}])
