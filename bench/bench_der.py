@@ -217,6 +217,10 @@ def fmt(r: dict | None, n: int) -> str:
     return f"{d} {r['found']:>2d}/{n:<2d}  "
 
 
+def breakdown(r: dict) -> str:
+    return f"{r['miss'] * 100:4.1f}/{r['fa'] * 100:4.1f}/{r['conf'] * 100:4.1f}"
+
+
 def pooled(rows: list[dict], key: str, pick=lambda row: True) -> str:
     cells = [row[key] for row in rows if pick(row) and row.get(key) and "der" in row[key]]
     if not cells:
@@ -285,6 +289,12 @@ def main() -> int:
               ("others, held-out half", lambda r: r["group"] != "ami" and r["name"] in HELD_OUT)]
     for label, pick in groups:
         print(f"{label:30s} " + " ".join(f"{pooled(rows, s, pick):>13s}" for s in systems))
+    print()
+    print("missed / false alarm / confusion, % of reference speech, per clip with turns:")
+    print(f"{'clip':30s} " + " ".join(f"{s:>20s}" for s in systems))
+    for r in rows:
+        if all("der" in r[s] for s in systems):
+            print(f"{r['name']:30s} " + " ".join(f"{breakdown(r[s]):>20s}" for s in systems))
     for s in systems:
         exact = sum(r[s]["found"] == r["speakers"] for r in rows)
         near = sum(abs(r[s]["found"] - r["speakers"]) <= 1 for r in rows)

@@ -264,8 +264,8 @@ def trials(labels: list[dict]) -> list[dict]:
                 m = got.get(lab["label"])
                 truth = lab["person"] if lab["person"] in enrol else None
                 out.append({"round": rnd, "recording": rec, "label": lab["label"], "truth": truth,
-                            "person": lab["person"], "guess": m["person"] if m else None,
-                            "score": m["score"] if m else -1.0,
+                            "person": lab["person"], "guess": m.person if m else None,
+                            "score": m.score if m else -1.0,
                             "speech_s": min(lab["speech_ms"], enrol[truth]["speech_ms"]) / 1000 if truth else
                             lab["speech_ms"] / 1000})
     return out

@@ -78,7 +78,7 @@ def summary(rid: str) -> dict:
         except (OSError, ValueError):
             shown = {}
         if shown:
-            out["voice_matches"] = {lab: m.get("hint") or describe_match(m) for lab, m in shown.items()}
+            out["voice_matches"] = {lab: m.hint or describe_match(m) for lab, m in shown.items()}
     return out
 
 

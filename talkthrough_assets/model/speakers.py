@@ -21,8 +21,9 @@ def hints(candidates: dict[str, list[str]], confirmed: dict[str, str] | None = N
     return out
 
 
-def describe_match(match: dict) -> str:
-    """``voice match 0.86 to Alice Chen, 3 recordings`` (+ ``, applied`` when the name was applied by voice)."""
-    n = int(match.get("recordings") or 0)
-    return (f"voice match {float(match['score']):.2f} to {match['person']}, {n} recording{'s' if n != 1 else ''}"
-            + (", applied" if match.get("applied") else ""))
+def describe_match(match) -> str:
+    """``voice match 0.86 to Alice Chen, 3 recordings`` (+ ``, applied`` when the name was applied by voice), of a
+    match record (``person``, ``score``, ``recordings`` and, once the manifest decided, ``applied``)."""
+    n = int(match.recordings or 0)
+    return (f"voice match {float(match.score):.2f} to {match.person}, {n} recording{'s' if n != 1 else ''}"
+            + (", applied" if getattr(match, "applied", False) else ""))

@@ -75,6 +75,17 @@ class Enrolment:
     embedding: tuple[float, ...] | None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recognition:
+    """A label's voice is ``score`` (cosine) like an enrolled person's, heard in ``recordings`` recordings;
+    ``applicable``: like enough to apply as the name when the setting says so."""
+
+    person: str
+    score: float
+    recordings: int
+    applicable: bool
+
+
 @dataclass(frozen=True, slots=True)
 class TurnsOutput:
     """What the turns stage stores: its diarization row and the rows of its four other tables."""

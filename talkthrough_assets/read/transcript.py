@@ -6,7 +6,6 @@ transcript ends: the same call later continues there."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Literal
 
 from pydantic import Field
@@ -45,7 +44,7 @@ def voice_hints(snap) -> dict[str, str]:
     """Voice matches with enrolled people not applied as names: label -> "voice match 0.86 to Alice Chen, 3
     recordings"."""
 
-    return {lab: m.hint or speakers.describe_match(dataclasses.asdict(m)) for lab, m in snap.voice_hints.items()}
+    return {lab: m.hint or speakers.describe_match(m) for lab, m in snap.voice_hints.items()}
 
 
 def speaker_match(snap: snapshot.Snapshot, speaker: str) -> set[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
@@ -26,7 +26,7 @@ from talkthrough_assets.model.media import ProbeRow, WallClockRow
 from talkthrough_assets.model.speakers import describe_match
 from talkthrough_assets.model.wallclock import view as wallclock_view
 from talkthrough_assets.model.transcript import Segment as TranscriptSegment, TranscriptMeta, Word
-from talkthrough_assets.model.turns import DiarizationRow, SpeakerSegment, SpeakerStats, Turn
+from talkthrough_assets.model.turns import DiarizationRow, Recognition, SpeakerSegment, SpeakerStats, Turn
 from talkthrough_assets.stages import probe as probe_stage
 from talkthrough_assets.model import search_index, search_index_docs
 from talkthrough_assets.stages.runner import CheckResult, StageResult, digest, probe_row, stage_reason
@@ -63,7 +63,7 @@ def build(*, recording_id: str, probe: ProbeRow, settings: Mapping[str, Any],
           speakers: Sequence[SpeakerStats] = (), speaker_segments: Sequence[SpeakerSegment] = (),
           keyframes: Sequence[Keyframe] = (), dedup: Sequence[FrameChange] = (), ocr: Sequence[OcrFrame] = (),
           speaker_names: dict | None = None, frames_reason: str | None = None,
-          voice_matches: dict | None = None) -> Manifest:
+          voice_matches: Mapping[str, Recognition] | None = None) -> Manifest:
     """The typed manifest of one recording from its stages' stored records (pure but for the clock and the
     installed versions). ``segments``: Whisper's; ``speaker_segments``, when the turns stage attributed them,
     stand in for them."""
@@ -113,7 +113,7 @@ def _transcript(meta: TranscriptMeta | None, rows: list[Segment], words: Sequenc
 
 def _diarization(row: DiarizationRow, turns: Sequence[Turn], speakers: Sequence[SpeakerStats],
                  ocr: Sequence[OcrFrame], settings: Mapping[str, Any], speaker_names: dict | None,
-                 voice_matches: dict | None) -> Diarization:
+                 voice_matches: Mapping[str, Recognition] | None) -> Diarization:
     # OCR name candidates: hints only, never applied as names without `talkthrough name`
     cands = name_candidates(turns, ocr)
     # names a person confirmed (`talkthrough name`), then voice matches with enrolled people: hints, applied
@@ -121,12 +121,13 @@ def _diarization(row: DiarizationRow, turns: Sequence[Turn], speakers: Sequence[
     names = dict(speaker_names or {})
     sources = {lab: "confirmed" for lab in names}
     matched = {}
-    for lab, vm in (voice_matches or {}).items():
-        vm = {**vm, "applied": bool(settings.get("apply_voice_names") and vm.get("applicable")
-                                    and lab not in names)}
-        if vm["applied"]:
-            names[lab], sources[lab] = vm["person"], "voice"
-        matched[lab] = VoiceMatch(**vm, hint=describe_match(vm))
+    for lab, r in (voice_matches or {}).items():
+        applied = bool(settings.get("apply_voice_names") and r.applicable and lab not in names)
+        if applied:
+            names[lab], sources[lab] = r.person, "voice"
+        vm = VoiceMatch(person=r.person, score=r.score, recordings=r.recordings, applicable=r.applicable,
+                        applied=applied, hint="")
+        matched[lab] = replace(vm, hint=describe_match(vm))
     ordered = dict(sorted(names.items(), key=lambda kv: label_num(kv[0])))
     return Diarization(
         available=row.available, reason=row.reason, engine=row.engine, engine_version=row.engine_version,
@@ -209,8 +210,8 @@ def voice_check(rid: str) -> CheckResult:
         published = store.get_json(store.manifest_key(rid))
     except (OSError, ValueError):
         published = None
-    open_ = [f"{lab}: {vm.get('hint') or describe_match(vm)}"
-             for lab, vm in voices.published_matches(published).items() if not vm.get("applied")]
+    open_ = [f"{lab}: {vm.hint or describe_match(vm)}"
+             for lab, vm in voices.published_matches(published).items() if not vm.applied]
     return CheckResult("unnamed_speakers_matched", not open_,
                        "; ".join(open_) if open_ else "no unnamed speaker matches an enrolled person")
 

@@ -50,9 +50,10 @@ def test_two_voices_in_one_segmentation_label_are_two_speakers(n, dev00, tt_home
     assert row.available and row.detected_num_speakers == 2, row
     assert "S2 split from S1 (two voices in one label" in (row.reason or ""), row
     score = _der(out.turns, ref, wav)
-    # sherpa-onnx's defaults (and num_clusters=2): one speaker, DER 33 %; measured here 14 %
-    assert score["der"] <= 0.20, score
-    assert score["conf"] <= 0.10, score
+    # sherpa-onnx's defaults (and num_clusters=2): one speaker, DER 33 %; measured here 10 %, and the confusion
+    # 0.5 % (2.4 % with one pass of the window reassignment: the split label's mean voice still held the other's)
+    assert score["der"] <= 0.12, score
+    assert score["conf"] <= 0.015, score
 
 
 def test_one_real_voice_is_not_split(tt_home, tmp_path):

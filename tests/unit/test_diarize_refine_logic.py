@@ -171,3 +171,37 @@ class TestOverlapByVoice:
                                    voice_of=lambda a, b: v[1])
         assert added == 500
         assert out == [T(0, 3000, "S1"), T(2500, 5000, "S2"), T(5000, 6000, "S3")]
+
+
+class TestReassignUntilStable:
+    def test_a_window_that_one_pass_leaves_moves_once_its_labels_mean_voice_is_clean(self):
+        # S1 0-12 s and S2 12-24 s; inside "S1", 3-6 s is clearly S2's voice and 7.5-9.75 s halfway between the
+        # two, a little nearer S2. The first pass compares that stretch with S1's mean, still pulled towards S2
+        # by the clear windows, and leaves it; once those have moved, S1's mean is its own voice and it moves.
+        from talkthrough_assets.stages.turns.reassign_passes import reassign_until_stable
+
+        turns = [T(0, 12000, "S1"), T(12000, 24000, "S2")]
+        wins = R.windows_of(turns, 24000)
+        x, y = np.eye(192)[0], np.eye(192)[1]
+        between = (0.45 * x + 0.55 * y) / np.linalg.norm(0.45 * x + 0.55 * y)
+        vec = np.array([y if s >= 12000 or s in (3000, 3750, 4500) else between if s in (7500, 8250) else x
+                        for s, _ in wins])
+        once = R.reassign_windows(turns, wins, vec, 24000)
+        assert once == ([T(0, 3370, "S1"), T(3370, 5620, "S2"), T(5620, 12000, "S1"), T(12000, 24000, "S2")], 3)
+        assert reassign_until_stable(turns, wins, vec, 24000, passes=1) == once
+        out, moved = reassign_until_stable(turns, wins, vec, 24000)
+        assert moved == 5
+        assert out == [T(0, 3370, "S1"), T(3370, 5620, "S2"), T(5620, 7870, "S1"), T(7870, 9370, "S2"),
+                       T(9370, 12000, "S1"), T(12000, 24000, "S2")]
+        assert reassign_until_stable(turns, wins, vec, 24000, passes=8) == (out, moved)  # stops when nothing moves
+
+    def test_consistent_labels_are_left_alone(self):
+        from talkthrough_assets.stages.turns.reassign_passes import reassign_until_stable
+
+        turns = [T(0, 12000, "S1"), T(12000, 24000, "S2")]
+        wins = R.windows_of(turns, 24000)
+        starts = np.array([s for s, _ in wins])
+        vec = np.where((starts >= 12000)[:, None], _voice(2, len(wins)), _voice(1, len(wins)))
+        assert reassign_until_stable(turns, wins, vec, 24000) == (turns, 0)
+        assert reassign_until_stable([T(0, 6000, "S1")], R.windows_of([T(0, 6000, "S1")], 6000),
+                                     _voice(1, 7), 6000) == ([T(0, 6000, "S1")], 0)

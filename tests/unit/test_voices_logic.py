@@ -3,8 +3,11 @@ from their enrolments, matching with thresholds, one suggestion per person and r
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from talkthrough_assets.model.manifest import VoiceMatch
 from talkthrough_assets.model.speakers import describe_match
 from talkthrough_assets.model.turns import Enrolment, Turn, Voiceprint
 from talkthrough_assets.stages.turns import voiceprints
@@ -53,12 +56,13 @@ def test_recognise_suggests_above_threshold_once_per_person_and_never_for_confir
               _print("S4", [0.1, 1, 0])]         # Bob, but confirmed already
     got = voices.recognise(prints, people, confirmed={"S4": "Bob"}, suggest=0.6, apply=0.95, rid="c" * 16)
     assert set(got) == {"S1"}
-    assert got["S1"]["person"] == "Alice" and got["S1"]["recordings"] == 1 and got["S1"]["applicable"]
-    assert describe_match(got["S1"]) == f"voice match {got['S1']['score']:.2f} to Alice, 1 recording"
-    assert describe_match({**got["S1"], "recordings": 3, "applied": True}).endswith("3 recordings, applied")
+    assert got["S1"].person == "Alice" and got["S1"].recordings == 1 and got["S1"].applicable
+    assert describe_match(got["S1"]) == f"voice match {got['S1'].score:.2f} to Alice, 1 recording"
+    shown = VoiceMatch(**dataclasses.asdict(got["S1"]) | {"recordings": 3}, applied=True, hint="")
+    assert describe_match(shown).endswith("3 recordings, applied")
     # below the suggest threshold: nothing; Bob confirmed for S4 is not suggested for another label
     assert voices.recognise(prints, people, suggest=0.999) == {}
-    assert "Bob" not in {m["person"] for m in voices.recognise(
+    assert "Bob" not in {m.person for m in voices.recognise(
         [_print("S1", [0, 1, 0])], people, confirmed={"S2": "Bob"}, suggest=0.5).values()}
 
 
@@ -66,7 +70,7 @@ def test_a_labels_own_enrolment_is_not_evidence_for_it():
     people = _people(("Alice", "a" * 16, "S1", 20000, _unit([1, 0, 0])))
     same = [_print("S1", [1, 0, 0])]
     assert voices.recognise(same, people, suggest=0.5, rid="a" * 16) == {}
-    assert voices.recognise(same, people, suggest=0.5, rid="b" * 16)["S1"]["person"] == "Alice"
+    assert voices.recognise(same, people, suggest=0.5, rid="b" * 16)["S1"].person == "Alice"
 
 
 def test_thresholds_are_ordered():

@@ -38,7 +38,7 @@ from talkthrough_assets.stages.turns.refine_models import refine_turns, window_v
 from talkthrough_assets.stages.turns import voiceprints as voiceprints_mod
 from talkthrough_assets.stages.turns.word_voices import fill_from_words
 
-CODE_VERSION = "9"  # 9: a transcript row names who else talks at the same time (overlap); 8: words with no turn under them get a speaker by their voice (word_voices)
+CODE_VERSION = "10"  # 10: nearest-voice reassignment repeated until stable (reassign_passes); 9: a transcript row names who else talks at the same time (overlap); 8: words with no turn under them get a speaker by their voice (word_voices)
 ENGINE = "sherpa-onnx"
 
 # a given count the engine's own N-way clustering fell short of (it clusters 10-s window embeddings, and

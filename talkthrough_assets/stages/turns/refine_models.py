@@ -9,9 +9,10 @@ from typing import Any, Sequence
 
 from talkthrough_assets.model.turns import Turn
 from talkthrough_assets.stages.turns.labels import labels_in_order
+from talkthrough_assets.stages.turns.reassign_passes import reassign_until_stable
 from talkthrough_assets.stages.turns.refine import (FILL_MAX_GAP_MS, OVERLAP_BY_VOICE, OVERLAP_COUNT, OVERLAP_VOICE_MS,
                                                     SAMPLE_RATE, SEG_HOP, STEP_MS, VAD_FRAME, WINDOW_MS, _unit,
-                                                    add_overlap, expected_count, fill_gaps, reassign_windows,
+                                                    add_overlap, expected_count, fill_gaps,
                                                     speech_spans, split_labels, windows_of)
 
 
@@ -105,7 +106,7 @@ def window_vectors(samples, windows: Sequence[tuple[int, str]], models, cache=No
 def refine_turns(samples, turns: list[Turn], models, *, cache=None, limit: int | None = None,
            split: bool = True, reassign: bool = True, fill: bool = True, overlap: bool = True,
            known: dict | None = None) -> tuple[list[Turn], list[str]]:
-    """:func:`split_labels` (at most ``limit`` new labels), :func:`fill_gaps`, :func:`reassign_windows`, then
+    """:func:`split_labels` (at most ``limit`` new labels), :func:`fill_gaps`, :func:`reassign_until_stable`, then
     :func:`add_overlap`. ``known``: window start -> embedding, filled here (the caller's voiceprints reuse it)."""
     dur = int(len(samples) * 1000 // SAMPLE_RATE)
     notes: list[str] = []
@@ -128,7 +129,7 @@ def refine_turns(samples, turns: list[Turn], models, *, cache=None, limit: int |
     if reassign and len(labels_in_order(turns)) > 1:  # after the fill: measured best there
         wins = windows_of(turns, dur)
         if len(wins) > 1:
-            turns, _ = reassign_windows(turns, wins, vectors(wins), dur)
+            turns, _ = reassign_until_stable(turns, wins, vectors(wins), dur)
     if overlap and len(labels_in_order(turns)) > 1:
         from talkthrough_assets.stages.turns.engine import centroids
 

@@ -15,10 +15,11 @@ The manifest stage calls :func:`matches_for` (its recognition, on every build); 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from talkthrough_assets import store
-from talkthrough_assets.model.turns import Enrolment, Voiceprint
+from talkthrough_assets.model.manifest import Manifest, VoiceMatch
+from talkthrough_assets.model.turns import Enrolment, Recognition, Voiceprint
 from talkthrough_assets.stages.turns.labels import label_num
 
 # chosen with bench/bench_voices.py on its speaker-ID set (55 recordings, 74 labels, 18 people enrolled, 34
@@ -65,8 +66,8 @@ def profiles(rows: Iterable[tuple[str, Enrolment]]) -> list[Person]:
 
 def recognise(voiceprints: Sequence[Voiceprint], people: Sequence[Person], *, confirmed: dict[str, str] | None = None,
               suggest: float = SUGGEST_SIMILARITY, apply: float = APPLY_SIMILARITY,
-              rid: str | None = None) -> dict[str, dict]:
-    """{label: {"person", "score", "recordings", "applicable"}} for labels without a confirmed name whose voice
+              rid: str | None = None) -> dict[str, Recognition]:
+    """{label: its :class:`Recognition`} for labels without a confirmed name whose voice
     is >= ``suggest`` like an enrolled person's (the best one). A person confirmed for another label of this
     recording, or already suggested for a likelier label, is not suggested again. ``applicable``: score >=
     ``apply``. Voiceprints that named a person in this very recording (``rid``) count for that person only
@@ -95,14 +96,14 @@ def recognise(voiceprints: Sequence[Voiceprint], people: Sequence[Person], *, co
             if sims[k] >= suggest:
                 scored.append((float(sims[k]), lab, cands[k]))
             break
-    out: dict[str, dict] = {}
+    out: dict[str, Recognition] = {}
     used: set[str] = set()
     for s, lab, p in sorted(scored, key=lambda x: (-x[0], label_num(x[1]))):
         if p.name in used:
             continue
         used.add(p.name)
-        out[lab] = {"person": p.name, "score": round(s, SCORE_DIGITS), "recordings": len(p.recordings),
-                    "applicable": s >= apply}
+        out[lab] = Recognition(person=p.name, score=round(s, SCORE_DIGITS), recordings=len(p.recordings),
+                               applicable=s >= apply)
     return dict(sorted(out.items(), key=lambda kv: label_num(kv[0])))
 
 
@@ -127,7 +128,8 @@ def people_rows() -> list[tuple[str, Enrolment]]:
     return [(rid, r) for rid in people_recordings() for r in store.read_rows(PEOPLE_TABLE, rid, record=Enrolment)]
 
 
-def matches_for(rid: str, confirmed: dict[str, str] | None, people: list[Person] | None = None) -> dict[str, dict]:
+def matches_for(rid: str, confirmed: dict[str, str] | None,
+                people: list[Person] | None = None) -> dict[str, Recognition]:
     """The voice matches of ``rid``'s labels against everyone enrolled now ({} when nothing to compare)."""
     prints = store.read_rows("voiceprints", rid, record=Voiceprint)
     if not prints:
@@ -136,14 +138,18 @@ def matches_for(rid: str, confirmed: dict[str, str] | None, people: list[Person]
     return recognise(prints, people, confirmed=confirmed, rid=rid) if people else {}
 
 
-def published_matches(manifest: dict | None) -> dict[str, dict]:
-    """The voice matches a published manifest shows, by label."""
-    di = ((manifest or {}).get("transcript") or {}).get("diarization") or {}
-    return {s["label"]: s["voice_match"] for s in di.get("speakers") or [] if s.get("voice_match")}
+def published_matches(manifest: dict | None) -> dict[str, VoiceMatch]:
+    """The voice matches a published manifest (its JSON) shows, by label; none when it holds no diarization or is
+    not a manifest this version reads."""
+    try:
+        di = Manifest.from_json(manifest).transcript.diarization if manifest else None
+    except ValueError:
+        return {}
+    return {s.label: s.voice_match for s in (di.speakers if di else ()) if s.voice_match}
 
 
-def _key(matches: dict[str, dict]) -> dict:
-    return {lab: (m["person"], m["score"], m["recordings"], bool(m.get("applicable"))) for lab, m in matches.items()}
+def _key(matches: Mapping[str, Recognition | VoiceMatch]) -> dict:
+    return {lab: (m.person, m.score, m.recordings, bool(m.applicable)) for lab, m in matches.items()}
 
 
 def hints_changed(rid: str, confirmed: dict[str, str] | None, people: list[Person] | None = None) -> bool:
