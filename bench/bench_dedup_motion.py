@@ -57,7 +57,7 @@ def main() -> int:
         clips += [ROOT / "fixtures" / "screencast.mp4", ROOT / "fixtures" / "silent_video.mp4"]
         clips += sorted((ROOT.parent / "shared" / "eval" / "media" / "video").glob("*"))
         scenes = {clips[len(mc.KINDS)]: typed_lines(mc)} | (long_screencasts() if args.long else {})
-        clips += list(scenes)
+        clips += [p for p in scenes if p not in clips]
         for clip in clips:
             out = tmp / clip.stem
             info = probe.probe_file(clip)
