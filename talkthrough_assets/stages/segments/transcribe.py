@@ -116,9 +116,7 @@ def _numbered(empty: Decoded, res: _Pass, samples: np.ndarray, opts: Options, en
     segments = [replace(e.seg, seq=seq) for seq, e in enumerate(entries)]
     words = [replace(w, seq=seq) for seq, e in enumerate(entries) for w in e.words]
     if opts.decoding.refine_words:
-        refined = word_timing.refine(samples, [{"seq": w.seq, "t0_ms": w.t0_ms, "t1_ms": w.t1_ms} for w in words],
-                                     engine.model_label)
-        words = [replace(w, t0_ms=r["t0_ms"], t1_ms=r["t1_ms"]) for w, r in zip(words, refined)]
+        words = word_timing.refine(samples, words, engine.model_label)
         last = {w.seq: w.t1_ms for w in words}  # a segment ends where its last word ends
         segments = [replace(s, t1_ms=last.get(s.seq, s.t1_ms)) for s in segments]
     return replace(empty, language=res.language, language_probability=res.language_probability,
