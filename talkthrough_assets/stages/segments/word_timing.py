@@ -29,7 +29,7 @@ median 42 ms, p90 100 ms (bare faster-whisper: 106 / 187 ms; the default heads w
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -238,6 +238,25 @@ def _settle_ends(db: np.ndarray, seqs: list[int], t0s: list[int], t1s: list[int]
             t1s[i] = int(min(max(min(end, limit), t0s[i] + MIN_WORD_MS), max(limit, t1s[i])))
 
 
+@dataclass(frozen=True, slots=True)
+class AlignedWord:
+    """One word as faster-whisper's alignment gives it (seconds from the decoded audio's start)."""
+
+    start: float
+    end: float
+    word: str
+    probability: float
+
+
+@dataclass(frozen=True, slots=True)
+class Aligned:
+    """One decoded segment's aligned span and words (seconds from the decoded audio's start)."""
+
+    start: float
+    end: float
+    words: tuple[AlignedWord, ...] = ()
+
+
 # faster-whisper's TranscriptionOptions defaults
 PREPEND_PUNCTUATIONS = "\"'“¿([{-"
 APPEND_PUNCTUATIONS = "\"'.。,，!！?？:：”)]}、"
@@ -264,7 +283,7 @@ class WindowAligner:
             for s in segments_iter:           # lazily: a window's segments come before the next encode
                 al.seen(s)                     # every segment, kept or not, in order
                 if keep(s): al.add(s)          # the ones to align
-            results = al.finish()              # per added segment: {"start", "end", "words": [...]}
+            results = al.finish()              # per added segment: its Aligned span and words
     """
 
     def __init__(self, model, n_samples: int):
@@ -279,7 +298,7 @@ class WindowAligner:
         self._pending: list[tuple[int, object]] = []  # (result index, segment) of the window not yet aligned
         self._window = None
         self._last_speech = 0.0
-        self.results: list[dict] = []
+        self.results: list[Aligned] = []
 
     def capture(self, encoder_output) -> None:
         """The model's ``on_encode`` hook (``adapter.WhisperAdapter.hooks``): the window now decoding was encoded so."""
@@ -293,7 +312,7 @@ class WindowAligner:
             self._encoded[seek] = self._last
 
     def add(self, segment) -> None:
-        self.results.append({"start": segment.start, "end": segment.end, "words": []})
+        self.results.append(Aligned(segment.start, segment.end))
         self._pending.append((len(self.results) - 1, segment))
 
     def _flush(self) -> None:
@@ -314,9 +333,10 @@ class WindowAligner:
                                               last_speech_timestamp=self._last_speech)
         self._last_speech = last if last is not None else self._last_speech
         for (i, _), sub in zip(self._pending, subs):
-            self.results[i] = {"start": sub["start"], "end": sub["end"], "words": sub.get("words", [])}
+            self.results[i] = Aligned(sub["start"], sub["end"], tuple(
+                AlignedWord(w["start"], w["end"], w["word"], w["probability"]) for w in sub.get("words", [])))
         self._pending = []
 
-    def finish(self) -> list[dict]:
+    def finish(self) -> list[Aligned]:
         self._flush()
         return self.results
