@@ -29,6 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
+from talkthrough_assets.model.frames import Band  # noqa: E402
+from talkthrough_assets.stages.ocr.records import FrameToRead  # noqa: E402
+
 EVAL = ROOT.parent / "shared" / "eval" / "media"
 
 
@@ -81,8 +84,7 @@ def run_keyframes(path: str, workdir: Path) -> dict:
             marks = DD_V1.mark(r["frames"], hashes)
         else:
             marks = [as_row(m) for m in dedup.mark([f["ms"] for f in r["frames"]], [dedup.signature(d / f["file"]) for f in r["frames"]])]
-        unique = [{"ms": f["ms"], "path": d / f["file"],
-                   "bands": frames_model.bands(m)}
+        unique = [FrameToRead(ms=f["ms"], path=d / f["file"], bands=_bands(frames_model.bands(m)))
                   for f, m in zip(r["frames"], marks) if m["duplicate_of"] is None]
         res[label] = {"s": el, "frames": r["frames"], "unique": unique, "decoded": r["decoded"],
                       "path": r.get("path", "select")}
@@ -97,7 +99,11 @@ def cut_report(path: str, res: dict, truth: list[int]) -> tuple[int, int, list]:
     return len(want), len(want) - len(missed), missed
 
 
-def ocr_words(frames: list[dict], incremental: bool) -> tuple[set[str], float, int]:
+def _bands(got: list[list[int]] | None) -> tuple[Band, ...] | None:
+    return None if got is None else tuple(Band(*b) for b in got)
+
+
+def ocr_words(frames: list[FrameToRead], incremental: bool) -> tuple[set[str], float, int]:
     """(words, seconds, frames read in bands): v1 reads every unique frame whole; the new path
     reads the way the pipeline does (ocr.read_frames: only the changed bands when little changed)."""
     from talkthrough_assets.stages import ocr
@@ -108,12 +114,12 @@ def ocr_words(frames: list[dict], incremental: bool) -> tuple[set[str], float, i
     if incremental:
         results = ocr.read_frames(engine, frames)
     else:
-        results = [ocr.read_image(engine, f["path"]) for f in frames]
+        results = [ocr.read_image(engine, f.path) for f in frames]
     el = time.perf_counter() - t
     words: set[str] = set()
     for r in results:
-        words |= {w.upper() for w in re.findall(r"[A-Za-z]{3,}", r["text"])}
-    return words, el, sum(r.get("read") == "bands" for r in results)
+        words |= {w.upper() for w in re.findall(r"[A-Za-z]{3,}", r.text)}
+    return words, el, sum(getattr(r, "read", None) == "bands" for r in results)
 
 
 def main() -> int:

@@ -91,7 +91,7 @@ def main() -> int:
         for i, (t, img) in enumerate(source):
             full = Path(tmp, f"{i}.png")
             img.save(full)
-            ref = _words(ocr.read_image(engine, full)["text"] or "")
+            ref = _words(ocr.read_image(engine, full).text or "")
             total += len(ref)
             for side in SIDES:
                 small = img.copy()
@@ -100,7 +100,7 @@ def main() -> int:
                 small.save(buf, format="JPEG", quality=quality)
                 p = Path(tmp, f"{i}_{side}.jpg")
                 p.write_bytes(buf.getvalue())
-                got = _words(ocr.read_image(engine, p)["text"] or "")
+                got = _words(ocr.read_image(engine, p).text or "")
                 rows[side]["read"] += len(ref & got)
                 rows[side]["b64"] += len(base64.b64encode(buf.getvalue()))
             print(f"frame at {t:.0f} s: {len(ref)} words", file=sys.stderr, flush=True)

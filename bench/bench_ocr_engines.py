@@ -62,7 +62,7 @@ def references(skip_long: bool) -> dict[str, set[str] | None]:
     return out
 
 
-def unique_frames(path: str, workdir: Path) -> list[dict]:
+def unique_frames(path: str, workdir: Path) -> list:
     from talkthrough_assets.stages import dedup
     from talkthrough_assets.model import frames as frames_model
     from talkthrough_assets.store.schemas import as_row
@@ -74,8 +74,9 @@ def unique_frames(path: str, workdir: Path) -> list[dict]:
     r = dataclasses.asdict(keyframes.extract(path, d, duration_s=probe.probe_file(path).duration_ms / 1000,
                           max_frames=S.DEFAULTS["max_frames"]))
     marks = [as_row(m) for m in dedup.mark([f["ms"] for f in r["frames"]], [dedup.signature(d / f["file"]) for f in r["frames"]])]
-    return [{"ms": f["ms"], "path": d / f["file"],
-             "bands": frames_model.bands(m)}
+    from talkthrough_assets.stages.ocr.records import FrameToRead
+
+    return [FrameToRead(ms=f["ms"], path=d / f["file"], bands=frames_model.FrameChange.from_row(m).changed)
             for f, m in zip(r["frames"], marks) if m["duplicate_of"] is None]
 
 
@@ -122,7 +123,7 @@ def main() -> int:
             t = time.perf_counter()
             res = ocr.read_frames(engines[k], frames)
             secs[k] = time.perf_counter() - t
-            got[k] = set().union(*(words(r["text"]) for r in res)) if res else set()
+            got[k] = set().union(*(words(r.text) for r in res)) if res else set()
         for k in tot:
             tot[k][0] += len(got[k])
             tot[k][1] += secs[k]

@@ -31,7 +31,7 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def frames(path: str, workdir: Path) -> tuple[list[dict], list[dict]]:
+def frames(path: str, workdir: Path) -> tuple[list[dict], list]:
     """The unique keyframes with the bands dedup gave before #33 and gives now."""
     import ocr_issue33_before as before
 
@@ -41,6 +41,7 @@ def frames(path: str, workdir: Path) -> tuple[list[dict], list[dict]]:
     from talkthrough_assets.stages import keyframes
     from talkthrough_assets.pipeline import settings as S
     from talkthrough_assets.stages import probe
+    from talkthrough_assets.stages.ocr.records import FrameToRead
 
     d = workdir / Path(path).stem
     r = dataclasses.asdict(keyframes.extract(path, d, duration_s=probe.probe_file(path).duration_ms / 1000,
@@ -52,7 +53,7 @@ def frames(path: str, workdir: Path) -> tuple[list[dict], list[dict]]:
         if m["duplicate_of"] is not None:
             continue
         bands = frames_model.bands(m)
-        now.append({"ms": f["ms"], "path": d / f["file"], "bands": bands})
+        now.append(FrameToRead(ms=f["ms"], path=d / f["file"], bands=frames_model.FrameChange.from_row(m).changed))
         old.append({"ms": f["ms"], "path": d / f["file"],
                     "bands": before.changed_bands(head, s) if head is not None and bands is not None else None})
         head = s
@@ -96,7 +97,7 @@ def main() -> int:
                 c = cpu()
                 res = before.read_frames(old_engine, old) if k == "before" else ocr.read_frames(new_engine, now)
                 secs[k] = cpu() - c
-                got[k] = set().union(*(words(r["text"]) for r in res)) if res else set()
+                got[k] = set().union(*(words(r["text"] if k == "before" else r.text) for r in res)) if res else set()
             tot[0] += len(got["before"]); tot[1] += len(got["after"]); tot[2] += secs["before"]; tot[3] += secs["after"]
             print(f"{Path(f).name[:33]:<34}{len(now):>7}{len(got['before']):>13}{len(got['after']):>7}"
                   f"{secs['before']:>11.1f}{secs['after']:>7.1f}{secs['before'] / max(secs['after'], 1e-9):>6.2f}x"

@@ -173,7 +173,7 @@ def engine_checks(engines=None) -> list[tuple[str, str, str]]:
             if engine is None:
                 out.append(("OCR engine (RapidOCR)", "FAIL", f"{status}: frames would not be read"))
             else:
-                text = ocr_stage.read_image(engine, Path(tmp) / "line.png")["text"]
+                text = ocr_stage.read_image(engine, Path(tmp) / "line.png").text
                 ok = ocr_read_exactly(text, word)
                 out.append(("OCR engine (RapidOCR)", "ok" if ok else "FAIL",
                             f"read {text!r} from a rendered {word!r}"))

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field
 
 from talkthrough_assets import store
+from talkthrough_assets.model.media import Source
 from talkthrough_assets.model.wallclock import t_wall
 
 from talkthrough_assets.read import images
@@ -48,8 +49,8 @@ class ExtractedFrame(Answer):
 def open_source(snap: snapshot.Snapshot):
     """The recording's source, opened and verified by hashing that open descriptor."""
     rid = snap.rid
-    rows = sorted(store.read_rows("sources", rid), key=lambda r: r["seen_at"] or "", reverse=True)
-    candidates = list(dict.fromkeys([r["path"] for r in rows] + ([snap.source_path] if snap.source_path else [])))
+    rows = sorted(store.read_rows("sources", rid, record=Source), key=lambda r: r.seen_at or "", reverse=True)
+    candidates = list(dict.fromkeys([r.path for r in rows] + ([snap.source_path] if snap.source_path else [])))
     if not candidates:
         raise SourceUnavailable(f"recording {rid} has no known source path",
                                 hint="process the file again with `talkthrough process <file>`")

@@ -146,7 +146,7 @@ def test_item5_get_frames_images_are_small_and_their_text_stays_legible(processe
         assert len(block.data) < 60_000, len(block.data)  # was ~110 k of base64 per frame at 1568 px
         path = tmp_path / f"{frame['ms']}.jpg"
         path.write_bytes(data)
-        read = F.ocr_normalize(ocr.read_image(engine, path)["text"])
+        read = F.ocr_normalize(ocr.read_image(engine, path).text)
         scene = next(s for s in F.SCREENCAST_SCENES if s["start_ms"] <= frame["ms"] < s["end_ms"])
         missing = [k for k in scene["ocr_keywords"] if k not in read]
         assert not missing, (frame["ms"], missing, read)

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from talkthrough_assets.model.frames import Band
 from talkthrough_assets.stages import ocr
 from talkthrough_assets.stages.ocr import engine as ocr_engine
+from talkthrough_assets.stages.ocr.records import FrameToRead
 
 MEDIA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "media"
 LONG_EXAMPLE = MEDIA / "video" / "moviepy_long_example.mp4"  # 640x480, title on every frame
@@ -43,7 +45,7 @@ def Image_size(p: Path) -> tuple[int, int]:
 def test_small_frame_title_words_are_not_glued(small_frames):
     engine, status = ocr_engine.engine_status(True)
     assert status == "rapidocr"
-    lines = [ocr.read_image(engine, p)["text"].splitlines() for p in small_frames]
+    lines = [ocr.read_image(engine, p).text.splitlines() for p in small_frames]
     title = [next((ln for ln in ls if "JPEG" in ln.upper()), None) for ls in lines]
     assert title == [TITLE] * len(small_frames), title  # before the fix: '1024x76825fpsPhotoJPEG75%'
 
@@ -58,8 +60,8 @@ def _terminal(lines: list[str], spacing: int, size=(1280, 360)):
     return im
 
 
-def _box_of(result: dict, text: str) -> list:
-    return next(b["box"] for b in result["boxes"] if text in b["text"])
+def _box_of(result, text: str) -> tuple:
+    return next(b.box for b in result.boxes if text in b.text)
 
 
 def _squeezed(text: str) -> list[str]:  # RapidOCR may or may not read a space between words
@@ -85,14 +87,15 @@ def test_a_band_re_read_keeps_a_line_across_the_band_edge(tt_home, tmp_path, spa
     assert status == "rapidocr"
     full_a, full_b = ocr.read_image(engine, a), ocr.read_image(engine, b)
     want = _squeezed("\n".join(after))
-    assert _squeezed(full_b["text"]) == want, full_b["text"]  # what a full read of the new frame gives
+    assert _squeezed(full_b.text) == want, full_b.text  # what a full read of the new frame gives
     # the setup is the case in question: dedup's band edge cuts through the "echo $password" line
     ys = [p[1] for p in _box_of(full_a, "echo")]
     assert min(ys) < bands[0][1] < max(ys), (bands, ys)
 
-    out = ocr.read_frames(engine, [{"ms": 0, "path": a, "bands": None}, {"ms": 1000, "path": b, "bands": bands}])
-    assert [r["read"] for r in out] == ["full", "bands"]
-    assert _squeezed(out[1]["text"]) == want, out[1]["text"]
+    out = ocr.read_frames(engine, [FrameToRead(ms=0, path=a),
+                                   FrameToRead(ms=1000, path=b, bands=tuple(Band(*band) for band in bands))])
+    assert [r.read for r in out] == ["full", "bands"]
+    assert _squeezed(out[1].text) == want, out[1].text
 
 
 NO_NETWORK = r"""
@@ -112,7 +115,7 @@ from talkthrough_assets.stages import ocr
 from talkthrough_assets.stages.ocr import engine as ocr_engine
 engine, status = ocr_engine.engine_status(True)
 print(status)
-print(ocr.read_image(engine, sys.argv[1])["text"])
+print(ocr.read_image(engine, sys.argv[1]).text)
 """
 
 

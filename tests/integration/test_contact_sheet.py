@@ -31,7 +31,7 @@ def test_the_contact_sheet_shows_every_scene_once_with_its_times(processed):
     assert len(snap.frames) > len(unique) == len(SCREENCAST_SCENES)  # a slide gives several keyframes
     engine, status = ocr_engine.engine_status(True)
     assert status == "rapidocr"
-    text = ocr.read_image(engine, path)["text"]
+    text = ocr.read_image(engine, path).text
     flat = re.sub(r"\s+", "", text).upper()
     for scene in SCREENCAST_SCENES:  # each scene's title once
         assert flat.count(scene["title"].replace(" ", "")) == 1, (scene["title"], text)

@@ -11,6 +11,7 @@ import pytest
 
 from talkthrough_assets.stages import ocr
 from talkthrough_assets.stages.ocr import engine as ocr_engine
+from talkthrough_assets.stages.ocr.records import FrameToRead
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +26,8 @@ def test_small_moving_things_are_not_new_scenes_and_no_screen_is_lost(kind, engi
     frames, folder = mc.unique_frames(kind, tmp_path)
     screens = len(mc.SLIDES) + (kind == "clock")  # the clock clip also edits one word of a slide
     assert screens <= len(frames) <= screens + 1, [f["ms"] for f in frames]
-    read = ocr.read_frames(engine, [{"ms": f["ms"], "path": folder / f["file"], "bands": None} for f in frames])
-    text = "\n".join(r["text"] for r in read).upper()
+    read = ocr.read_frames(engine, [FrameToRead(ms=f["ms"], path=folder / f["file"]) for f in frames])
+    text = "\n".join(r.text for r in read).upper()
     for title, _, _ in mc.SLIDES:
         assert title in text, (title, text)
     # every slide has a unique frame shown while it is on screen

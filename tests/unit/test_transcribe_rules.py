@@ -4,6 +4,7 @@ from talkthrough_assets.model.transcript import Segment, Word
 from talkthrough_assets.stages.segments.options import Decoding
 from talkthrough_assets.stages.segments import coverage as segments_coverage
 from talkthrough_assets.stages.segments import rules as segments_rules
+from talkthrough_assets.stages.segments.word_timing import Aligned, AlignedWord
 
 
 
@@ -41,7 +42,7 @@ def test_compression_ratio_is_the_segments_own_text():
 
 
 def _words(*probs):
-    return [{"probability": p} for p in probs]
+    return [AlignedWord(0.0, 0.1, " w", p) for p in probs]
 
 
 def test_doubtful_rule_catches_the_measured_non_english_segments_with_margin():
@@ -125,7 +126,7 @@ class _Seg:
 
 
 def _al(t0, t1, n):
-    return {"start": t0, "end": t1, "words": [{"probability": 0.9}] * n}
+    return Aligned(t0, t1, (AlignedWord(t0, t1, " w", 0.9),) * n)
 
 
 def test_sentences_squeezed_into_no_time_and_a_sentence_said_twice_over_the_same_audio_are_dropped_as_text():

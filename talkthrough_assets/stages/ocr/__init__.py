@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from talkthrough_assets import store
-from talkthrough_assets.model.frames import FrameChange, Keyframe, OcrBox, OcrFrame
+from talkthrough_assets.model.frames import FrameChange, Keyframe, OcrBox
 from talkthrough_assets.stages.ocr import cache as ocr_cache
 from talkthrough_assets.stages.ocr import lines as ocr_lines
 from talkthrough_assets.stages.ocr.engine import (DET_MAX_SIDE, _box, _detect, _lock, _recognise, _run, _set_threads,
                                                    _stepwise, engine_name)
+from talkthrough_assets.stages.ocr.records import FrameRead, FrameToRead, Reading
 from talkthrough_assets.stages.runner import StageResult, digest
 
 CODE_VERSION = "8"  # 8: boxes stored as a list of structs, not JSON; 7: lines over unchanged pixels keep their text; bands recognised in one batch
@@ -36,20 +38,19 @@ def engine_fingerprint(opts: Options) -> dict:
     return {"engine": engine_name(), "det_max_side": opts.det_max_side}
 
 
-def _box_order(item) -> tuple:
-    box = item[0]
+def _box_order(box) -> tuple:
     ys = [p[1] for p in box]
     xs = [p[0] for p in box]
     return (round(min(ys) / 12), min(xs))  # reading order: rows (12 px bands), then left to right
 
-def _read(engine, img, regions: list[list[int]] | None, prev: tuple | None) -> list[dict]:
+def _read(engine, img, regions: list[list[int]] | None, prev: tuple | None) -> list[OcrBox]:
     """Boxes of BGR image ``img``: text detected in ``regions`` ([x0, y0, x1, y1] px; None: the whole frame,
     else each a band, detected at :func:`band_scale`), every detected line recognised unless the previous
     frame (``prev``: (its image, its boxes)) read a line at the same place over the same pixels
     (:mod:`ocr_lines`): that text is kept. The lines left are recognised in one batch. Same filters as
     RapidOCR (empty text, score under its ``text_score``)."""
     prev_img, prev_boxes = prev if prev is not None else (None, None)
-    out: list[dict] = []
+    out: list[OcrBox] = []
     todo: list[tuple[list, object]] = []
     with _lock:
         _set_threads(engine)
@@ -61,22 +62,23 @@ def _read(engine, img, regions: list[list[int]] | None, prev: tuple | None) -> l
                 box = _box(pts, x0, y0)
                 same = ocr_lines.reusable(box, prev_boxes, prev_img, img)
                 if same is not None:
-                    out.append({"box": box, "text": same["text"], "score": same["score"]})
+                    out.append(OcrBox(box=box, text=same.text, score=same.score))
                 else:
                     todo.append((box, crop))
         read = _recognise(engine, [c for _, c in todo])
     min_score = float(getattr(engine, "text_score", 0.5))
     for (box, _), (text, score) in zip(todo, read):
         if text and text.strip() and float(score) >= min_score:
-            out.append({"box": box, "text": text, "score": round(float(score), 4)})
+            out.append(OcrBox(box=box, text=text, score=round(float(score), 4)))
     return out
 
 
-def _result(boxes: list[dict]) -> dict:
-    boxes = sorted(boxes, key=lambda b: _box_order((b["box"],)))
-    texts = [b["text"] for b in boxes if b["text"] and b["text"].strip()]
-    scores = [b["score"] for b in boxes]
-    return {"text": "\n".join(texts), "boxes": boxes, "mean_score": (sum(scores) / len(scores)) if scores else None}
+def _result(boxes: Sequence[OcrBox]) -> Reading:
+    boxes = sorted(boxes, key=lambda b: _box_order(b.box))
+    texts = [b.text for b in boxes if b.text and b.text.strip()]
+    scores = [b.score for b in boxes]
+    return Reading(text="\n".join(texts), boxes=tuple(boxes),
+                   mean_score=(sum(scores) / len(scores)) if scores else None)
 
 
 def load(engine, path: str | os.PathLike):
@@ -84,7 +86,7 @@ def load(engine, path: str | os.PathLike):
     return engine.load_img(str(path)) if _stepwise(engine) else None
 
 
-def read_image(engine, path: str | os.PathLike) -> dict:
+def read_image(engine, path: str | os.PathLike) -> Reading:
     """One frame read whole, nothing reused (the self-check, tests)."""
     if not _stepwise(engine):
         return _result(_run(engine, str(path)))
@@ -96,7 +98,7 @@ def _touches(box, band) -> bool:
     return min(xs) < band[2] and max(xs) > band[0] and min(ys) < band[3] and max(ys) > band[1]
 
 
-def whole_line_bands(bands: list[list[int]], boxes: list[dict], size: tuple[int, int] | None = None,
+def whole_line_bands(bands: list[list[int]], boxes: Sequence[OcrBox], size: tuple[int, int] | None = None,
                      pad: int = 4) -> list[list[int]]:
     """``bands`` ([x0, y0, x1, y1] px) grown until no box of ``boxes`` crosses their edge: a band that
     touches a box takes in all of it (+ ``pad`` px), repeated because a grown band can touch more lines;
@@ -108,9 +110,9 @@ def whole_line_bands(bands: list[list[int]], boxes: list[dict], size: tuple[int,
         changed = False
         for band in out:
             for b in boxes:
-                if not _touches(b["box"], band):
+                if not _touches(b.box, band):
                     continue
-                xs, ys = [p[0] for p in b["box"]], [p[1] for p in b["box"]]
+                xs, ys = [p[0] for p in b.box], [p[1] for p in b.box]
                 grown = [min(band[0], min(xs) - pad), min(band[1], min(ys) - pad),
                          max(band[2], max(xs) + pad), max(band[3], max(ys) + pad)]
                 if size:
@@ -131,8 +133,8 @@ def whole_line_bands(bands: list[list[int]], boxes: list[dict], size: tuple[int,
     return [[int(b[0]), int(b[1]), int(-(-b[2] // 1)), int(-(-b[3] // 1))] for b in out]
 
 
-def changed_boxes(engine, path: str | os.PathLike, bands: list[list[int]], previous: list[dict],
-                  previous_img=None, img=None) -> list[dict]:
+def changed_boxes(engine, path: str | os.PathLike, bands: list[list[int]], previous: Sequence[OcrBox],
+                  previous_img=None, img=None) -> list[OcrBox]:
     """Boxes of a frame whose pixels outside ``bands`` ([x0, y0, x1, y1] px) equal the frame
     ``previous`` (its boxes) was read from. Each band is first grown to the whole lines it touches
     (:func:`whole_line_bands`), so a line across a band's edge is re-read whole, never cut; boxes
@@ -145,32 +147,30 @@ def changed_boxes(engine, path: str | os.PathLike, bands: list[list[int]], previ
         return _changed_boxes_whole_calls(engine, path, bands, previous)
     img = load(engine, path) if img is None else img
     bands = whole_line_bands(bands, previous, (img.shape[1], img.shape[0]))
-    kept = [b for b in previous if not any(_touches(b["box"], band) for band in bands)]
+    kept = [b for b in previous if not any(_touches(b.box, band) for band in bands)]
     return kept + _read(engine, img, bands, (previous_img, previous))
 
 
-def _changed_boxes_whole_calls(engine, path, bands: list[list[int]], previous: list[dict]) -> list[dict]:
+def _changed_boxes_whole_calls(engine, path, bands: list[list[int]], previous: Sequence[OcrBox]) -> list[OcrBox]:
     from PIL import Image
 
     with Image.open(path) as im:
         im = im.convert("RGB")
         bands = whole_line_bands(bands, previous, im.size)
-        boxes = [b for b in previous if not any(_touches(b["box"], band) for band in bands)]
+        boxes = [b for b in previous if not any(_touches(b.box, band) for band in bands)]
         for x0, y0, x1, y1 in bands:
-            for b in _run(engine, im.crop((x0, y0, x1, y1)), band=True):
-                b["box"] = [[round(x + x0, 1), round(y + y0, 1)] for x, y in b["box"]]
-                boxes.append(b)
+            boxes.extend(OcrBox(box=tuple((round(x + x0, 1), round(y + y0, 1)) for x, y in b.box), text=b.text,
+                                score=b.score) for b in _run(engine, im.crop((x0, y0, x1, y1)), band=True))
     return boxes
 
 
-def read_frames(engine, frames: list[dict], det_max_side: int = DET_MAX_SIDE) -> list[dict]:
-    """OCR the unique keyframes of one recording in time order: what the ocr stage runs. ``frames``: {"ms",
-    "path", "bands"}, where ``bands`` (from dedup) lists what changed since the previous unique frame, or
-    is None (read it all). Each read is stored under the frame's pixels (:mod:`ocr_cache`: a slide seen
-    before, in any recording, is not read again); a line at the place where the previous frame had one,
-    over the same pixels, keeps its text (:mod:`ocr_lines`). Returns one row per frame: the text, boxes and
-    mean score, ``read`` ("full" or "bands"), ``ms``, ``key`` (its stored result) and ``reused`` (found
-    stored). ``det_max_side``: the detection cap ``engine`` was loaded with (part of each stored result's key)."""
+def read_frames(engine, frames: Sequence[FrameToRead], det_max_side: int = DET_MAX_SIDE) -> list[FrameRead]:
+    """OCR the unique keyframes of one recording in time order: what the ocr stage runs. A frame's ``bands``
+    (from dedup) are what changed since the previous unique frame, or None (read it all). Each read is stored
+    under the frame's pixels (:mod:`ocr_cache`: a slide seen before, in any recording, is not read again); a
+    line at the place where the previous frame had one, over the same pixels, keeps its text
+    (:mod:`ocr_lines`). Returns one :class:`FrameRead` per frame. ``det_max_side``: the detection cap
+    ``engine`` was loaded with (part of each stored result's key)."""
     last: dict = {}  # the previous frame's path and image (decoded once)
 
     def image(path):
@@ -191,13 +191,6 @@ def read_frames(engine, frames: list[dict], det_max_side: int = DET_MAX_SIDE) ->
                                  read=read, result=_result)
 
 
-def record(r: dict, engine: str | None) -> OcrFrame:
-    """One frame's read (:func:`read_frames`) as the stored record."""
-    return OcrFrame(ms=r["ms"], text=r["text"], mean_score=r["mean_score"], engine=engine,
-                    boxes=tuple(OcrBox(box=tuple(tuple(p) for p in b["box"]), text=b["text"], score=b["score"])
-                                for b in r["boxes"]))
-
-
 def run(rid: str, opts: Options, engines) -> StageResult:
     frames = store.read_rows("keyframes", rid, record=Keyframe)
     dedup_by_ms = {d.ms: d for d in store.read_rows("dedup", rid, record=FrameChange)}
@@ -210,13 +203,13 @@ def run(rid: str, opts: Options, engines) -> StageResult:
         engine, status = None, "not run: no keyframes"
     rows, partial, keys, reused = [], 0, [], 0
     if engine is not None:
-        unique = [{"ms": f.ms, "path": store.local_file(f.file, immutable=True),
-                   "bands": d.band_lists() if d is not None else None} for f, d in unique]
+        unique = [FrameToRead(ms=f.ms, path=store.local_file(f.file, immutable=True),
+                              bands=d.changed if d is not None else None) for f, d in unique]
         for r in read_frames(engine, unique, opts.det_max_side):
-            partial += r["read"] == "bands"
-            keys.append({"ms": r["ms"], "key": r["key"]})
-            reused += r["reused"]
-            rows.append(record(r, status))
+            partial += r.read == "bands"
+            keys.append({"ms": r.ms, "key": r.key})
+            reused += r.reused
+            rows.append(r.record(status))
     store.write_table("ocr", rid, rows)
     store.write_table("ocr_keys", rid, keys)
     md = {"engine": status, "frames_read": len(rows), "frames_read_in_bands": partial,

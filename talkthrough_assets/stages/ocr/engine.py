@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 
+from talkthrough_assets.model.frames import OcrBox
 from talkthrough_assets.stages import cpu_plan
 
 _lock = threading.Lock()
@@ -216,11 +217,11 @@ def _set_threads(engine) -> None:
         t.use(cpu_plan.ocr_threads())
 
 
-def _box(points, dx: float = 0.0, dy: float = 0.0) -> list:
-    return [[round(float(x) + dx, 1), round(float(y) + dy, 1)] for x, y in points]
+def _box(points, dx: float = 0.0, dy: float = 0.0) -> tuple[tuple[float, float], ...]:
+    return tuple((round(float(x) + dx, 1), round(float(y) + dy, 1)) for x, y in points)
 
 
-def _run(engine, image, *, band: bool = False) -> list:
+def _run(engine, image, *, band: bool = False) -> list[OcrBox]:
     """One whole RapidOCR call (detection and recognition) on a path or an image: an engine without the
     steps :func:`_read` calls one by one (another rapidocr layout, the old engine of bench/baseline)."""
     with _lock:  # screen text is upright: skip the angle classifier (~20 % faster)
@@ -230,7 +231,7 @@ def _run(engine, image, *, band: bool = False) -> list:
             result = engine(image, use_cls=False)
         finally:
             _band.active = False
-    return [{"box": _box(it[0]), "text": it[1], "score": round(float(it[2]), 4)} for it in _items(result)]
+    return [OcrBox(box=_box(it[0]), text=it[1], score=round(float(it[2]), 4)) for it in _items(result)]
 
 
 def _stepwise(engine) -> bool:

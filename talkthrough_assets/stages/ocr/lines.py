@@ -1,7 +1,7 @@
 """Line-level reuse for OCR: a text line detected in a keyframe at the place where the previous
 keyframe had one, over the same pixels, keeps what was read there instead of being recognised again.
 
-Pure logic on numpy images (H x W x 3, any channel order) and rapidocr-style boxes (four [x, y] corners);
+Pure logic on numpy images (H x W x 3, any channel order) and OCR boxes (:class:`OcrBox`, four [x, y] corners);
 no model here. "Same pixels" is judged on the box's rectangle padded by ``PAD_PX``: no pixel moved by more
 than ``PX_DELTA`` on any channel (beyond ``NOISE_SHARE`` of them, video/JPEG noise around sharp strokes) and
 the mean moved by at most ``MEAN_DELTA``. One changed character moves hundreds of pixels by 100+ levels; a
@@ -9,6 +9,10 @@ line whose box grew or moved (a typed character, a cursor glued to it) is at ano
 """
 
 from __future__ import annotations
+
+from typing import Sequence
+
+from talkthrough_assets.model.frames import OcrBox
 
 CORNER_TOL_PX = 3.0  # corners of "the same line" in two frames lie within this many px
 PAD_PX = 3
@@ -44,11 +48,11 @@ def same_pixels(prev, cur, box) -> bool:
     return float(d.mean()) <= MEAN_DELTA and int((d > PX_DELTA).sum()) <= NOISE_SHARE * d.size
 
 
-def reusable(box, prev_boxes: list[dict] | None, prev_img, cur_img) -> dict | None:
-    """The previous frame's box (``{"box", "text", "score"}``) at ``box``'s place over the same pixels, or None."""
+def reusable(box, prev_boxes: Sequence[OcrBox] | None, prev_img, cur_img) -> OcrBox | None:
+    """The previous frame's box at ``box``'s place over the same pixels, or None."""
     if not prev_boxes or prev_img is None:
         return None
     for b in prev_boxes:
-        if same_place(b["box"], box) and same_pixels(prev_img, cur_img, box):
+        if same_place(b.box, box) and same_pixels(prev_img, cur_img, box):
             return b
     return None

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import re
 import zlib
+from typing import Sequence
 
 import numpy as np
 
 from talkthrough_assets.model.transcript import Evidence, Span
+from talkthrough_assets.stages.segments.word_timing import Aligned, AlignedWord
 
 LANGUAGE_CHECK_WORD_PROB = 0.7  # a segment whose mean word probability is under this is checked ...
 LANGUAGE_CHECK_LOGPROB = -0.5  # ... and one whose window avg_logprob is under this. On the eval set the 95
@@ -88,8 +90,8 @@ def check_groups(spans: list[tuple[float, float]]) -> list[list[int]]:
     return groups
 
 
-def _doubtful(avg_logprob: float, words: list[dict]) -> bool:
-    probs = [w["probability"] for w in words]
+def _doubtful(avg_logprob: float, words: Sequence[AlignedWord]) -> bool:
+    probs = [w.probability for w in words]
     mean_p = sum(probs) / len(probs) if probs else 0.0
     return mean_p < LANGUAGE_CHECK_WORD_PROB or avg_logprob < LANGUAGE_CHECK_LOGPROB
 
@@ -164,7 +166,7 @@ def _trimmed(model, s, n_words: int):
     return None
 
 
-def _impossible(candidates: list, aligned: list[dict], drop) -> set[int]:
+def _impossible(candidates: list, aligned: list[Aligned], drop) -> set[int]:
     """Segments whose aligned timing cannot be right, dropped as text (``drop``): more than
     :data:`MAX_WORDS_PER_S` words a second (Whisper wrote sentences past what a window holds, all at its end: the
     alignment squeezed them into nothing), or the same text as the segment before over the same audio. Real
@@ -172,18 +174,18 @@ def _impossible(candidates: list, aligned: list[dict], drop) -> set[int]:
     bad: set[int] = set()
     prev = None
     for i, (s, a) in enumerate(zip(candidates, aligned)):
-        n = len(a["words"]) or len(s.text.split())
-        span = a["end"] - a["start"]
+        n = len(a.words) or len(s.text.split())
+        span = a.end - a.start
         if n >= 3 and n > MAX_WORDS_PER_S * max(span, 0.0):
-            drop(s, a["start"], a["end"], f"impossible timing ({n} words in {span:.1f} s)")
+            drop(s, a.start, a.end, f"impossible timing ({n} words in {span:.1f} s)")
             bad.add(i)
             continue
         if prev is not None:
             ps, pa = prev
-            overlap = min(a["end"], pa["end"]) - max(a["start"], pa["start"])
+            overlap = min(a.end, pa.end) - max(a.start, pa.start)
             if (_norm_text(s.text) == _norm_text(ps.text) and _norm_text(s.text)
-                    and overlap > 0.5 * min(span, pa["end"] - pa["start"])):
-                drop(s, a["start"], a["end"], "the same text twice over the same audio")
+                    and overlap > 0.5 * min(span, pa.end - pa.start)):
+                drop(s, a.start, a.end, "the same text twice over the same audio")
                 bad.add(i)
                 continue
         prev = (s, a)

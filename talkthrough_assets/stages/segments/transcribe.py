@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, replace
+from typing import Sequence
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from talkthrough_assets.model.transcript import (
     Decoded, Evidence, Segment, Span, Transcript, TranscriptMeta, Word, spans)
 from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import word_timing
+from talkthrough_assets.stages.segments.word_timing import AlignedWord
 from talkthrough_assets.stages.segments.coverage import Entry, recover, unsure
 from talkthrough_assets.stages.segments.engine import Engine
 from talkthrough_assets.stages.segments.options import Options
@@ -116,9 +118,7 @@ def _numbered(empty: Decoded, res: _Pass, samples: np.ndarray, opts: Options, en
     segments = [replace(e.seg, seq=seq) for seq, e in enumerate(entries)]
     words = [replace(w, seq=seq) for seq, e in enumerate(entries) for w in e.words]
     if opts.decoding.refine_words:
-        refined = word_timing.refine(samples, [{"seq": w.seq, "t0_ms": w.t0_ms, "t1_ms": w.t1_ms} for w in words],
-                                     engine.model_label)
-        words = [replace(w, t0_ms=r["t0_ms"], t1_ms=r["t1_ms"]) for w, r in zip(words, refined)]
+        words = word_timing.refine(samples, words, engine.model_label)
         last = {w.seq: w.t1_ms for w in words}  # a segment ends where its last word ends
         segments = [replace(s, t1_ms=last.get(s.seq, s.t1_ms)) for s in segments]
     return replace(empty, language=res.language, language_probability=res.language_probability,
@@ -192,12 +192,12 @@ def _verdicts(candidates, aligned, bad: set[int], trimmed: set[int], check, reco
     """The language check of the doubtful candidates, in groups that share one check: {index: (language, p,
     P(en), seconds of speech heard)}. ``context`` = (samples, core, offset): the audio the check hears."""
     doubtful = [i for i, (s, a) in enumerate(zip(candidates, aligned)) if i not in bad
-                and not (recovering and _unsure(s, a["words"]))
-                and (i in trimmed or _doubtful(s.avg_logprob, a["words"]))]
+                and not (recovering and _unsure(s, a.words))
+                and (i in trimmed or _doubtful(s.avg_logprob, a.words))]
     heard, heard_core, off = context
     verdicts: dict[int, tuple[str, float, float, float]] = {}
-    for group in check_groups([(aligned[i]["start"], aligned[i]["end"]) for i in doubtful]):
-        t0, t1 = aligned[doubtful[group[0]]]["start"], max(aligned[doubtful[j]]["end"] for j in group)
+    for group in check_groups([(aligned[i].start, aligned[i].end) for i in doubtful]):
+        t0, t1 = aligned[doubtful[group[0]]].start, max(aligned[doubtful[j]].end for j in group)
         a, b = _context(t0 + off / 16000, t1 + off / 16000, len(heard))
         speech_s = speech_in(heard_core, a, b)
         verdict = check(heard[a:b], padded=speech_s < LANGUAGE_MIN_SPEECH_S)
@@ -215,7 +215,7 @@ def _kept(candidates, aligned, bad: set[int], trimmed: set[int], verdicts: dict,
             continue
         if i in verdicts:
             lang, p, p_en, speech_s = verdicts[i]
-            probs = [w["probability"] for w in a["words"]]
+            probs = [w.probability for w in a.words]
             mean_p = sum(probs) / len(probs) if probs else 0.0
             short = speech_s < LANGUAGE_MIN_SPEECH_S
             loop_head = i in trimmed and lang != "en" and mean_p < LANGUAGE_KEEP_WORD_P  # a loop, not English
@@ -225,23 +225,22 @@ def _kept(candidates, aligned, bad: set[int], trimmed: set[int], verdicts: dict,
                 evidence = Evidence(p=round(p, 3), p_en=round(p_en, 4), speech_s=round(speech_s, 2),
                                     word_p=round(mean_p, 3))
                 if not short or mean_p < LANGUAGE_KEEP_WORD_P:
-                    drop(s, a["start"], a["end"], f"{what}, word probability {mean_p:.2f}); the English-only "
+                    drop(s, a.start, a.end, f"{what}, word probability {mean_p:.2f}); the English-only "
                          f"model {model_label} cannot transcribe it", lang, evidence)
                     continue
-                doubts.append(Span(ms(a["start"]), ms(a["end"]), f"kept: {what}, but the English model's word "
+                doubts.append(Span(ms(a.start), ms(a.end), f"kept: {what}, but the English model's word "
                                    f"probability is {mean_p:.2f})", text=s.text.strip(), lang=lang,
                                    evidence=evidence))
         entries.append(Entry(
-            Segment(ms(a["start"]), ms(a["end"]), s.text.strip(), float(s.avg_logprob), float(s.no_speech_prob)),
-            tuple(Word(k, ms(w["start"]), ms(w["end"]), w["word"], float(w["probability"]))
-                  for k, w in enumerate(a["words"])),
+            Segment(ms(a.start), ms(a.end), s.text.strip(), float(s.avg_logprob), float(s.no_speech_prob)),
+            tuple(Word(k, ms(w.start), ms(w.end), w.word, float(w.probability)) for k, w in enumerate(a.words)),
             tuple(int(t) for t in s.tokens)))
     return entries, doubts
 
 
-def _unsure(s, words: list[dict]) -> bool:
+def _unsure(s, words: Sequence[AlignedWord]) -> bool:
     """The coverage pass drops this segment whatever its language (:func:`coverage.unsure`)."""
-    probs = [w["probability"] for w in words]
+    probs = [w.probability for w in words]
     return unsure(len(words), float(s.no_speech_prob), sum(probs) / len(probs) if probs else 0.0)
 
 

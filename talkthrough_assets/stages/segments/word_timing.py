@@ -29,9 +29,13 @@ median 42 ms, p90 100 ms (bare faster-whisper: 106 / 187 ms; the default heads w
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
+
+from talkthrough_assets.model.transcript import Word
 
 CODE_VERSION = "5"
 SR = 16000
@@ -131,56 +135,67 @@ def _pause(db: np.ndarray, a: int, b: int, near: int, floor: float) -> tuple[int
     return None if best is None else (best[1], best[2])
 
 
-def refine(samples: np.ndarray, words: list[dict], model_label: str | None = None) -> list[dict]:
-    """Return a copy of ``words`` (dicts with ``seq``, ``t0_ms``, ``t1_ms``, in time order) with refined
-    starts. ``model_label`` picks the measured offset (``LAG_MS``: + = late, moved earlier; - = early, moved
-    later, never past the word's end less ``MIN_WORD_MS``)."""
-    out = [dict(w) for w in words]
-    if not out or len(samples) < SR // 10:
-        return out
+def refine(samples: np.ndarray, words: Sequence[Word], model_label: str | None = None) -> list[Word]:
+    """``words`` (in time order) with refined starts, and each segment's last word ending with its sound.
+    ``model_label`` picks the measured offset (``LAG_MS``: + = late, moved earlier; - = early, moved later,
+    never past the word's end less ``MIN_WORD_MS``)."""
+    words = list(words)
+    if not words or len(samples) < SR // 10:
+        return words
     db = frame_db(samples)
     nf = len(db)
     floor = float(np.percentile(db, 10))
     lag = lag_ms(model_label)
-    for i, w in enumerate(out):
-        prev = out[i - 1] if i else None
-        t0, t1 = w["t0_ms"], w["t1_ms"]
+    seqs = [w.seq for w in words]
+    t0s, t1s = [w.t0_ms for w in words], [w.t1_ms for w in words]  # moved in place as the words are refined
+    for i in range(len(words)):
+        t0, t1 = t0s[i], t1s[i]
         if t1 - t0 < 2 * MIN_WORD_MS:
             continue
-        lo_ms = (prev["t1_ms"] if prev is not None else 0)
-        after_pause = prev is None or prev["seq"] != w["seq"] or t0 - prev["t1_ms"] >= 2 * HOP_MS
+        p = i - 1  # the word before (none for the first)
+        lo_ms = t1s[p] if i else 0
+        after_pause = not i or seqs[p] != seqs[i] or t0 - t1s[p] >= 2 * HOP_MS
         if not after_pause:
             # touching words: a short pause between them that the alignment ran over (counting, a list, a
             # code read out: "one, two, three" with ~0.2 s between the words)
-            a = _frame(max(prev["t0_ms"] + MIN_WORD_MS, t0 - PAUSE_REACH_MS))
+            a = _frame(max(t0s[p] + MIN_WORD_MS, t0 - PAUSE_REACH_MS))
             b = min(_frame(min(t1 - MIN_WORD_MS, t0 + PAUSE_REACH_MS)), nf)
             gap = _pause(db, a, b, _frame(t0), floor) if b > a else None
             if gap is not None:
-                prev["t1_ms"] = min(prev["t1_ms"], gap[0] * HOP_MS)
-                lo_ms, after_pause = prev["t1_ms"], True
+                t1s[p] = min(t1s[p], gap[0] * HOP_MS)
+                lo_ms, after_pause = t1s[p], True
         if after_pause:
-            a = _frame(max(lo_ms, t0 - ONSET_BACK_MS))
-            b = min(_frame(min(t1, t0 + ONSET_REACH_MS)), nf)
-            if b <= a:
-                continue
-            seg = db[a:b]
-            level = max(float(np.percentile(seg, 90)), floor)
-            # the word's own onset comes after the last pause before it: where the search reaches back over the
-            # end of the word before (its aligned end is often early), that word's loud tail is not this onset
-            gap = _pause(db, a, min(b, _frame(t0) + PAUSE_REACH_MS // HOP_MS), _frame(t0), floor)
-            start = gap[1] - a if gap is not None else 0
-            loud = np.nonzero(seg[start:] >= max(level - ONSET_DB, floor + 0.5 * (level - floor)))[0]
-            if len(loud):
-                new = (a + start + int(loud[0])) * HOP_MS - ONSET_LEAD_MS
-                w["t0_ms"] = int(min(max(new, a * HOP_MS, lo_ms), t1 - MIN_WORD_MS))
+            onset = _onset(db, floor, lo_ms, t0, t1)
+            if onset is not None:
+                t0s[i] = onset
         elif lag:
-            new = min(max(t0 - lag, prev["t0_ms"] + MIN_WORD_MS), t1 - MIN_WORD_MS)
+            new = min(max(t0 - lag, t0s[p] + MIN_WORD_MS), t1 - MIN_WORD_MS)
             if new != t0:
-                if prev["t1_ms"] == t0 or prev["t1_ms"] > new:
-                    prev["t1_ms"] = new
-                w["t0_ms"] = new
-    _settle_ends(db, out, floor, len(samples) * 1000 // SR)
-    return out
+                if t1s[p] == t0 or t1s[p] > new:
+                    t1s[p] = new
+                t0s[i] = new
+    _settle_ends(db, seqs, t0s, t1s, floor, len(samples) * 1000 // SR)
+    return [replace(w, t0_ms=a, t1_ms=b) for w, a, b in zip(words, t0s, t1s)]
+
+
+def _onset(db: np.ndarray, floor: float, lo_ms: int, t0: int, t1: int) -> int | None:
+    """The start of a word aligned at [t0, t1] after a pause: its onset in ``db``, searched back to ``lo_ms``
+    (the end of the word before), or None (no search window, or nothing loud in it)."""
+    a = _frame(max(lo_ms, t0 - ONSET_BACK_MS))
+    b = min(_frame(min(t1, t0 + ONSET_REACH_MS)), len(db))
+    if b <= a:
+        return None
+    seg = db[a:b]
+    level = max(float(np.percentile(seg, 90)), floor)
+    # the word's own onset comes after the last pause before it: where the search reaches back over the
+    # end of the word before (its aligned end is often early), that word's loud tail is not this onset
+    gap = _pause(db, a, min(b, _frame(t0) + PAUSE_REACH_MS // HOP_MS), _frame(t0), floor)
+    start = gap[1] - a if gap is not None else 0
+    loud = np.nonzero(seg[start:] >= max(level - ONSET_DB, floor + 0.5 * (level - floor)))[0]
+    if not len(loud):
+        return None
+    new = (a + start + int(loud[0])) * HOP_MS - ONSET_LEAD_MS
+    return int(min(max(new, a * HOP_MS, lo_ms), t1 - MIN_WORD_MS))
 
 
 def energy_end(db: np.ndarray, t0_ms: int, t1_ms: int, limit_ms: int, floor: float) -> int | None:
@@ -206,19 +221,40 @@ def energy_end(db: np.ndarray, t0_ms: int, t1_ms: int, limit_ms: int, floor: flo
     return None
 
 
-def _settle_ends(db: np.ndarray, words: list[dict], floor: float, audio_ms: int) -> None:
-    """Each segment's last word (in place) ends at :func:`energy_end`, between its start (plus MIN_WORD_MS) and
-    the next word's start or the end of the audio (a chunk's: its words never cross the cut)."""
-    for i, w in enumerate(words):
-        nxt = words[i + 1] if i + 1 < len(words) else None
-        if nxt is not None and nxt["seq"] == w["seq"]:
+def _settle_ends(db: np.ndarray, seqs: list[int], t0s: list[int], t1s: list[int], floor: float,
+                 audio_ms: int) -> None:
+    """Each segment's last word (its end in ``t1s``, in place) ends at :func:`energy_end`, between its start
+    (plus MIN_WORD_MS) and the next word's start or the end of the audio (a chunk's: its words never cross the
+    cut)."""
+    for i in range(len(seqs)):
+        nxt = i + 1 if i + 1 < len(seqs) else None
+        if nxt is not None and seqs[nxt] == seqs[i]:
             continue
-        limit = min(w["t1_ms"] + END_REACH_MS, nxt["t0_ms"] if nxt is not None else audio_ms)
-        end = energy_end(db, w["t0_ms"], w["t1_ms"], max(limit, w["t1_ms"]), floor)
+        limit = min(t1s[i] + END_REACH_MS, t0s[nxt] if nxt is not None else audio_ms)
+        end = energy_end(db, t0s[i], t1s[i], max(limit, t1s[i]), floor)
         if end is not None:
             # at least MIN_WORD_MS, but never past both its aligned end and the limit (a word aligned in a chunk's
             # last 40 ms stays inside the chunk)
-            w["t1_ms"] = int(min(max(min(end, limit), w["t0_ms"] + MIN_WORD_MS), max(limit, w["t1_ms"])))
+            t1s[i] = int(min(max(min(end, limit), t0s[i] + MIN_WORD_MS), max(limit, t1s[i])))
+
+
+@dataclass(frozen=True, slots=True)
+class AlignedWord:
+    """One word as faster-whisper's alignment gives it (seconds from the decoded audio's start)."""
+
+    start: float
+    end: float
+    word: str
+    probability: float
+
+
+@dataclass(frozen=True, slots=True)
+class Aligned:
+    """One decoded segment's aligned span and words (seconds from the decoded audio's start)."""
+
+    start: float
+    end: float
+    words: tuple[AlignedWord, ...] = ()
 
 
 # faster-whisper's TranscriptionOptions defaults
@@ -247,7 +283,7 @@ class WindowAligner:
             for s in segments_iter:           # lazily: a window's segments come before the next encode
                 al.seen(s)                     # every segment, kept or not, in order
                 if keep(s): al.add(s)          # the ones to align
-            results = al.finish()              # per added segment: {"start", "end", "words": [...]}
+            results = al.finish()              # per added segment: its Aligned span and words
     """
 
     def __init__(self, model, n_samples: int):
@@ -262,7 +298,7 @@ class WindowAligner:
         self._pending: list[tuple[int, object]] = []  # (result index, segment) of the window not yet aligned
         self._window = None
         self._last_speech = 0.0
-        self.results: list[dict] = []
+        self.results: list[Aligned] = []
 
     def capture(self, encoder_output) -> None:
         """The model's ``on_encode`` hook (``adapter.WhisperAdapter.hooks``): the window now decoding was encoded so."""
@@ -276,7 +312,7 @@ class WindowAligner:
             self._encoded[seek] = self._last
 
     def add(self, segment) -> None:
-        self.results.append({"start": segment.start, "end": segment.end, "words": []})
+        self.results.append(Aligned(segment.start, segment.end))
         self._pending.append((len(self.results) - 1, segment))
 
     def _flush(self) -> None:
@@ -297,9 +333,10 @@ class WindowAligner:
                                               last_speech_timestamp=self._last_speech)
         self._last_speech = last if last is not None else self._last_speech
         for (i, _), sub in zip(self._pending, subs):
-            self.results[i] = {"start": sub["start"], "end": sub["end"], "words": sub.get("words", [])}
+            self.results[i] = Aligned(sub["start"], sub["end"], tuple(
+                AlignedWord(w["start"], w["end"], w["word"], w["probability"]) for w in sub.get("words", [])))
         self._pending = []
 
-    def finish(self) -> list[dict]:
+    def finish(self) -> list[Aligned]:
         self._flush()
         return self.results

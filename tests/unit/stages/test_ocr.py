@@ -3,6 +3,7 @@ engine's own reads are tested in tests/integration/test_ocr_bands.py)."""
 
 from __future__ import annotations
 
+from talkthrough_assets.model.frames import OcrBox
 from talkthrough_assets.stages import ocr
 from talkthrough_assets.stages.ocr import engine as ocr_engine
 
@@ -10,7 +11,7 @@ from talkthrough_assets.stages.ocr import engine as ocr_engine
 class TestOcrBands:
     @staticmethod
     def _line(y0, y1, x0=20, x1=600):
-        return {"box": [[x0, y0], [x1, y0], [x1, y1], [x0, y1]], "text": "t", "score": 1.0}
+        return OcrBox(box=((x0, y0), (x1, y0), (x1, y1), (x0, y1)), text="t", score=1.0)
 
     def test_a_band_grows_to_the_whole_lines_it_touches(self):
         lines = [self._line(10, 40), self._line(50, 80), self._line(90, 120), self._line(200, 230)]
@@ -46,6 +47,6 @@ def test_a_band_is_scaled_like_its_frame_but_never_up():
 
 
 def test_no_changed_band_carries_the_previous_boxes_over_without_opening_the_frame(tmp_path):
-    previous = [{"box": [[0, 0], [10, 0], [10, 10], [0, 10]], "text": "kept", "score": 0.9}]
+    previous = [OcrBox(box=((0, 0), (10, 0), (10, 10), (0, 10)), text="kept", score=0.9)]
     missing = tmp_path / "never-opened.jpg"  # not there: with no band nothing may be read
     assert ocr.changed_boxes(None, missing, [], previous) == previous
