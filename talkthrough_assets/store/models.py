@@ -74,14 +74,21 @@ def check_files(folder: Path, expected: dict[str, str], package: str) -> None:
     if _stamped(folder, signature):
         return
     for name, want in expected.items():
-        h = hashlib.sha256()
-        with open(folder / name, "rb") as f:
-            while b := f.read(1 << 22):
-                h.update(b)
-        if h.hexdigest() != want:
-            raise ModelUnavailable(f"{folder / name} has sha256 {h.hexdigest()}, expected {want}: {package} is "
+        got = _sha256(folder / name)
+        if got != want:
+            raise ModelUnavailable(f"{folder / name} has sha256 {got}, expected {want}: {package} is "
                                    f"damaged or another version (pip install --force-reinstall {package})")
     _stamp(folder, signature)
+
+
+def _sha256(*paths: Path) -> str:
+    """The sha256 of ``paths`` read one after the other (one file, or the parts of one)."""
+    h = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as f:
+            while b := f.read(1 << 22):
+                h.update(b)
+    return h.hexdigest()
 
 
 def _stamp_path(folder: Path) -> Path:
@@ -137,14 +144,9 @@ def base_model_files() -> dict[str, bytes | io.BufferedReader] | None:
     parts = (src1 / "model.bin.part1", src2 / "model.bin.part2")
     signature = ";".join(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in parts) + f":{BASE_MODEL_SHA256}"
     if not _stamped(src1, signature):
-        h = hashlib.sha256()
-        for part in parts:
-            with open(part, "rb") as f:
-                while b := f.read(1 << 22):
-                    h.update(b)
-        if h.hexdigest() != BASE_MODEL_SHA256:
-            raise ModelUnavailable(f"the base model's wheels join to sha256 {h.hexdigest()}, "
-                                   f"expected {BASE_MODEL_SHA256}")
+        got = _sha256(*parts)
+        if got != BASE_MODEL_SHA256:
+            raise ModelUnavailable(f"the base model's wheels join to sha256 {got}, expected {BASE_MODEL_SHA256}")
         _stamp(src1, signature)
     files: dict[str, bytes | io.BufferedReader] = {f: (src1 / f).read_bytes() for f in _BASE_FILES}
     files["model.bin"] = io.BufferedReader(_Joined(parts), 1 << 22)
