@@ -60,6 +60,14 @@ class OcrBox:
 
 
 @dataclass(frozen=True, slots=True)
+class OcrKey:
+    """The ``ocr_keys`` row of an OCR'd frame: the key of the cached result its ``ocr`` row came from."""
+
+    ms: int
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
 class OcrFrame:
     ms: int
     text: str  # the boxes' text in reading order, one line each

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -84,9 +85,21 @@ def manifest_parts(m: dict) -> tuple[list[dict], list[list], list[dict], dict[st
     return list(tr.get("segments") or []), list(tr.get("words") or []), frames, names
 
 
-def term_table_rows(docs: list[dict], source: str) -> list[dict]:
+@dataclass(frozen=True, slots=True)
+class TermRow:
+    """A row of the SQL ``terms`` table: ``term`` in document ``ref`` of ``source``, ``tf`` times, first at ``t_ms``."""
+
+    source: str
+    ref: int
+    t_ms: int
+    term: str
+    tf: int
+    doc_len: int
+
+
+def term_table_rows(docs: list[dict], source: str) -> list[TermRow]:
     """The SQL ``terms`` table's rows of one source: the same rows as the index parts' postings."""
-    return [{"source": source, "ref": d["ref"], "t_ms": t, "term": term, "tf": tf, "doc_len": d["doc_len"]}
+    return [TermRow(source=source, ref=d["ref"], t_ms=t, term=term, tf=tf, doc_len=d["doc_len"])
             for d in docs if d["source"] == source for term, tf, t in d["rows"]]
 
 

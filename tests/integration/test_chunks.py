@@ -17,6 +17,7 @@ import pytest
 from fixture_facts import SCREENCAST_PATH, TWO_VOICES_PATH, run_on_terminal, unique_copy
 from typer.testing import CliRunner
 
+from talkthrough_assets.model.frames import OcrKey
 from talkthrough_assets.cli import main as cli
 from talkthrough_assets.pipeline import freshness, stagerun
 from talkthrough_assets.stages import runner
@@ -266,9 +267,9 @@ def test_ocr_results_are_keyed_by_frame_pixels_and_read_once(tt_home, tmp_path, 
     a = service.process(unique_copy(SCREENCAST_PATH, tmp_path / "slides a.mp4", "ocr-a"))
     assert a["status"] == "processed", a
     ra = a["recording_id"]
-    rows, keys = store.read_rows("ocr", ra), store.read_rows("ocr_keys", ra)
-    assert rows and [k["ms"] for k in keys] == [r["ms"] for r in rows]
-    paths = {k["key"]: store.home() / store.ocr_result_key(k["key"]) for k in keys}
+    rows, keys = store.read_rows("ocr", ra), store.read_rows("ocr_keys", ra, record=OcrKey)
+    assert rows and [k.ms for k in keys] == [r["ms"] for r in rows]
+    paths = {k.key: store.home() / store.ocr_result_key(k.key) for k in keys}
     assert all(p.is_file() for p in paths.values())
     md = stagerun.run_stage("ocr", ra).metadata  # a re-run reads nothing
     assert md["frames_reused"] == md["frames_read"] == len(rows)
@@ -279,7 +280,7 @@ def test_ocr_results_are_keyed_by_frame_pixels_and_read_once(tt_home, tmp_path, 
     assert rb != ra and store.read_rows("ocr", rb) == rows
     assert stagerun.run_stage("ocr", rb).metadata["frames_reused"] == len(rows)
 
-    first = paths[keys[0]["key"]]
+    first = paths[keys[0].key]
     first.write_bytes(first.read_bytes()[:-7] + b"garbage")  # damaged: detected by its checksum, read again
     md = stagerun.run_stage("ocr", rb).metadata
     assert md["frames_reused"] == len(rows) - 1 and store.read_rows("ocr", rb) == rows

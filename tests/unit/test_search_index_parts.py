@@ -57,7 +57,7 @@ def test_terms_rows_and_queries_share_one_tokenizer():
                                        [[100, 400, "Dashboards"], [450, 600, "showed"], [650, 800, "ERROR503"]],
                                        [], {})
     rows = search_index_docs.term_table_rows(docs, "transcript")
-    assert {r["term"]: r["t_ms"] for r in rows} == {"dashboard": 100, "showed": 450, "error": 650, "503": 650}
+    assert {r.term: r.t_ms for r in rows} == {"dashboard": 100, "showed": 450, "error": 650, "503": 650}
     assert terms.index_terms("dashboards") == ["dashboard"]  # what a query for the plural searches
 
 

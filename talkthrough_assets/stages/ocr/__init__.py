@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from talkthrough_assets import store
-from talkthrough_assets.model.frames import FrameChange, Keyframe, OcrBox
+from talkthrough_assets.model.frames import FrameChange, Keyframe, OcrBox, OcrKey
 from talkthrough_assets.stages.ocr import cache as ocr_cache
 from talkthrough_assets.stages.ocr import lines as ocr_lines
 from talkthrough_assets.stages.ocr.engine import (DET_MAX_SIDE, _box, _detect, _lock, _recognise, _run, _set_threads,
@@ -207,7 +207,7 @@ def run(rid: str, opts: Options, engines) -> StageResult:
                               bands=d.changed if d is not None else None) for f, d in unique]
         for r in read_frames(engine, unique, opts.det_max_side):
             partial += r.read == "bands"
-            keys.append({"ms": r.ms, "key": r.key})
+            keys.append(OcrKey(ms=r.ms, key=r.key))
             reused += r.reused
             rows.append(r.record(status))
     store.write_table("ocr", rid, rows)
