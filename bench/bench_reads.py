@@ -128,10 +128,11 @@ def publish(rid: str, m: dict) -> tuple[float, str]:
     """What the manifest stage does for the index: the part, then the manifest. Returns (seconds, part)."""
     from talkthrough_assets import store
     from talkthrough_assets.model import search_index
+    from talkthrough_assets.model.manifest import Manifest
 
     t = time.perf_counter()
     data = store.json_bytes(m)
-    part, _ = search_index.write_part(rid, m, data)
+    part, _ = search_index.write_part(rid, Manifest.from_json(m), data)
     store.put_bytes(store.manifest_key(rid), data, fsync=False)
     return time.perf_counter() - t, part
 

@@ -5,6 +5,7 @@ persistent index in the same run. Only the benchmark imports it.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -78,6 +79,10 @@ def rows_for(snap: snapshot.Snapshot, out: dict[str, dict[str, list]] | None = N
     # the typed snapshot in the dict shapes this baseline was written against
     rid = snap.rid
     r, segments, words, frame_rows, names = snapshot_parts(snap)
+    segments = [{k: v for k, v in dataclasses.asdict(s).items() if v is not None} for s in segments]
+    words = [list(w) for w in words]
+    frame_rows = [{"ms": f.ms, "file": f.file, "duplicate_of": f.duplicate_of, "ocr_text": f.ocr_text or None}
+                  for f in frame_rows]
     for c in SCHEMAS["recordings"].names:
         out["recordings"][c].append(rid if c == "recording" else snap.generation if c == "generation" else r[c])
     docs, terms, frames = out["docs"], out["terms"], out["frames"]

@@ -36,8 +36,9 @@ import pyarrow.parquet as pq
 
 from talkthrough_assets import store
 
-from talkthrough_assets.model.search_index_docs import (CODE_VERSION, FORMAT, documents, manifest_parts,
-                                                         part_table, recording_row)
+from talkthrough_assets.model.manifest import Manifest, recording_row
+from talkthrough_assets.model.search_index_docs import (CODE_VERSION, FORMAT, Doc, documents, listing_row,
+                                                         manifest_parts, part_table)
 from talkthrough_assets.model.search_index_merge import Bundle, merge
 
 PARTS = "index/parts"
@@ -89,14 +90,14 @@ def distinct_size(rid: str, data: bytes) -> bytes:
     return data
 
 
-def write_part(rid: str, m: dict, data: bytes) -> tuple[str, list[dict]]:
+def write_part(rid: str, m: Manifest, data: bytes) -> tuple[str, list[Doc]]:
     """Write the index part of manifest ``m`` (whose published bytes will be ``data``); returns (part
     name, documents). Called before the manifest is published."""
     segments, words, frames, names = manifest_parts(m)
     docs = documents(segments, words, frames, names)
     sha = hashlib.sha256(data).hexdigest()
     name = part_name(rid, len(data), sha)
-    t = part_table(rid, recording_row(rid, m), docs, frames, len(data), sha)
+    t = part_table(rid, listing_row(rid, recording_row(m), m.partial), docs, frames, len(data), sha)
     store.write_parquet(f"{PARTS}/{name}", t)
     return name, docs
 

@@ -9,6 +9,10 @@ import re
 import unicodedata
 from collections import Counter
 from functools import lru_cache
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from talkthrough_assets.model.manifest import Segment
 
 CODE_VERSION = "2"  # 2: index_terms (plurals folded, glued words split) and first-word times
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -57,7 +61,7 @@ def index_terms(text: str) -> list[str]:
     return [t for chunk in (text or "").split() for t in _chunk_terms(chunk)]
 
 
-def first_word_times(segments: list[dict], words: list[list]) -> list[dict[str, int]]:
+def first_word_times(segments: Sequence[Segment], words: Sequence[Sequence]) -> list[dict[str, int]]:
     """Per segment (in the given order, which is time order): term -> t0 of the first word producing it.
     Each word ``[t0_ms, t1_ms, word]`` goes to the segment that holds its midpoint."""
     out: list[dict[str, int]] = [{} for _ in segments]
@@ -66,7 +70,7 @@ def first_word_times(segments: list[dict], words: list[list]) -> list[dict[str, 
     i = 0
     for w in words:
         mid = (w[0] + w[1]) / 2
-        while i + 1 < len(segments) and segments[i + 1]["t0_ms"] <= mid:
+        while i + 1 < len(segments) and segments[i + 1].t0_ms <= mid:
             i += 1
         seen = out[i]
         for term in index_terms(w[2]):

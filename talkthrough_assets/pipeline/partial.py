@@ -130,7 +130,7 @@ def publish(rid: str, m: Manifest) -> str:
     if problems or m.partial is None:
         raise ValueError("invalid partial manifest: " + "; ".join(problems or ["no partial block"]))
     raw = search_index.distinct_size(rid, store.json_bytes(data))
-    part, _ = search_index.write_part(rid, data, raw)
+    part, _ = search_index.write_part(rid, m, raw)
     path = store.put_bytes(store.manifest_key(rid), raw)
     search_index.drop_parts(rid, keep=part)
     return path

@@ -24,7 +24,6 @@ Read-only: nothing is written under the data root (or anywhere else).
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +34,8 @@ import pyarrow as pa
 from talkthrough_assets.core import config
 from talkthrough_assets import store
 from talkthrough_assets.model import search_index as si
-from talkthrough_assets.model.search_index_docs import documents, part_table
+from talkthrough_assets.model.manifest import FrameItem, Segment as TranscriptSegment
+from talkthrough_assets.model.search_index_docs import documents, listing_row, part_table
 from talkthrough_assets.model.search_index_merge import merge
 
 from talkthrough_assets.read import snapshot
@@ -351,14 +351,9 @@ class LibraryIndex:
         self.con.close()
 
 
-def snapshot_parts(snap: snapshot.Snapshot) -> tuple[dict, list[dict], list[list], list[dict], dict[str, str]]:
-    """What a recording's index part is built from, in the index's own format, from its typed snapshot: (listing
-    row, segments, words, frames, speaker names)."""
-    row = {"recording": snap.rid, **{k: v for k, v in snap.rec.to_json().items()
-                                     if k not in ("path", "size_bytes", "manifest_path")}}
-    if snap.partial is not None:
-        row.update(partial_to_ms=snap.partial.covered_ms[1], partial_next_ms=snap.partial.next_start_ms)
-    frames = [{"ms": f.ms, "file": f.file, "duplicate_of": f.duplicate_of, "ocr_text": f.ocr_text or None}
-              for f in snap.frames]
-    segments = [{k: v for k, v in dataclasses.asdict(s).items() if v is not None} for s in snap.segments]
-    return row, segments, [list(w) for w in snap.words], frames, dict(snap.names)
+def snapshot_parts(snap: snapshot.Snapshot) -> tuple[dict, list[TranscriptSegment], list, list[FrameItem],
+                                                     dict[str, str]]:
+    """What a recording's index part is built from, from its typed snapshot: (listing row, segments, words,
+    frames, speaker names)."""
+    return (listing_row(snap.rid, snap.rec, snap.partial), list(snap.segments), list(snap.words), list(snap.frames),
+            dict(snap.names))

@@ -246,7 +246,7 @@ def run(rid: str, opts: Options) -> StageResult:
     data = search_index.distinct_size(rid, store.json_bytes(m))
     # the search index of this generation: the SQL terms table and the MCP server's part,
     # both from the manifest about to be published, written before it
-    part, docs = search_index.write_part(rid, m, data)
+    part, docs = search_index.write_part(rid, typed, data)
     for source in search_index_docs.SOURCES:
         store.write_table("terms", rid, search_index_docs.term_table_rows(docs, source), part=source)
     path = store.put_bytes(store.manifest_key(rid), data)

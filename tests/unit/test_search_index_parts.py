@@ -13,6 +13,7 @@ from talkthrough_assets import store
 from talkthrough_assets.model import search_index as si
 from talkthrough_assets.model import search_index_docs
 from talkthrough_assets.model import terms
+from talkthrough_assets.model.manifest import Manifest, Segment
 
 
 def _manifest(rid: str, transcript: list[tuple[int, str]], ocr: list[tuple[int, str]] = ()) -> dict:
@@ -33,7 +34,7 @@ def _manifest(rid: str, transcript: list[tuple[int, str]], ocr: list[tuple[int, 
 def _publish(rid: str, m: dict, merge: bool = True) -> str:
     """What the manifest stage does: the part, the manifest, old parts dropped, the bucket merged lazily."""
     data = store.json_bytes(m)
-    part, _ = si.write_part(rid, m, data)
+    part, _ = si.write_part(rid, Manifest.from_json(m), data)
     store.put_bytes(store.manifest_key(rid), data)
     si.drop_parts(rid, keep=part)
     if merge:
@@ -53,8 +54,8 @@ def home(tmp_path, monkeypatch):
 
 
 def test_terms_rows_and_queries_share_one_tokenizer():
-    docs = search_index_docs.documents([{"seq": 0, "t0_ms": 0, "t1_ms": 900, "text": "Dashboards showed ERROR503"}],
-                                       [[100, 400, "Dashboards"], [450, 600, "showed"], [650, 800, "ERROR503"]],
+    docs = search_index_docs.documents([Segment(seq=0, t0_ms=0, t1_ms=900, text="Dashboards showed ERROR503")],
+                                       [(100, 400, "Dashboards"), (450, 600, "showed"), (650, 800, "ERROR503")],
                                        [], {})
     rows = search_index_docs.term_table_rows(docs, "transcript")
     assert {r.term: r.t_ms for r in rows} == {"dashboard": 100, "showed": 450, "error": 650, "503": 650}

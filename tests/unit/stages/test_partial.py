@@ -14,6 +14,7 @@ from talkthrough_assets import store
 from talkthrough_assets.stages.segments import chunks as C
 from talkthrough_assets.pipeline import partial
 from talkthrough_assets.model import search_index as si
+from talkthrough_assets.model.manifest import Manifest
 
 RID = "00a1b2c3d4e5f607"
 PROBE = {"path": "/rec/meeting.m4a", "filename": "meeting.m4a", "kind": "audio", "container": "mov,mp4",
@@ -175,7 +176,7 @@ def test_read_tools_mark_a_partial_answer(home, monkeypatch):
     final = json.loads(store.get_bytes(store.manifest_key(RID)))
     del final["partial"]
     data = si.distinct_size(RID, store.json_bytes(final))
-    part, _ = si.write_part(RID, final, data)
+    part, _ = si.write_part(RID, Manifest.from_json(final), data)
     store.put_bytes(store.manifest_key(RID), data)
     si.drop_parts(RID, keep=part)
     page = reader.get_transcript(RID).dump()
