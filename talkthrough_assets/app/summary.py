@@ -73,11 +73,8 @@ def summary(rid: str) -> dict:
         from talkthrough_assets.model.speakers import describe_match
         from talkthrough_assets.stages.turns import voices
 
-        try:
-            shown = voices.published_matches(store.get_json(store.manifest_key(rid)))
-        except (OSError, ValueError):
-            shown = {}
-        if shown:
+        shown = voices.published_matches(rid)
+        if shown:  # None: unreadable, shown as none
             out["voice_matches"] = {lab: m.hint or describe_match(m) for lab, m in shown.items()}
     return out
 

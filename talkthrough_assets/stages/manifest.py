@@ -206,12 +206,8 @@ def verify(rid: str, validated: bytes | None = None) -> CheckResult:
 def voice_check(rid: str) -> CheckResult:
     """``unnamed_speakers_matched`` on the published manifest: the labels a voice match suggests a name for
     that no one confirmed or applied (an operator sees which recordings gained likely names)."""
-    try:
-        published = store.get_json(store.manifest_key(rid))
-    except (OSError, ValueError):
-        published = None
     open_ = [f"{lab}: {vm.hint or describe_match(vm)}"
-             for lab, vm in voices.published_matches(published).items() if not vm.applied]
+             for lab, vm in (voices.published_matches(rid) or {}).items() if not vm.applied]
     return CheckResult("unnamed_speakers_matched", not open_,
                        "; ".join(open_) if open_ else "no unnamed speaker matches an enrolled person")
 

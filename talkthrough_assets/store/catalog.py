@@ -182,8 +182,8 @@ def _remote_view(con, table: str, *, split_legacy: bool = False) -> None:
     old: list[str] = []
     if split_legacy:
         fs, _ = s3_filesystem()
-        old = [f for f in files if _legacy_file(fs, table, f)]
-        files = [f for f in files if f not in set(old)]
+        legacy = {f: _legacy_file(fs, table, f) for f in files}
+        old, files = [f for f in files if legacy[f]], [f for f in files if not legacy[f]]
     con.register(f"_arrow_{table}", remote_dataset(table, files))
     source = f"SELECT * FROM _arrow_{table}"
     if old:

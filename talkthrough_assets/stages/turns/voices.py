@@ -14,6 +14,7 @@ The manifest stage calls :func:`matches_for` (its recognition, on every build); 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -138,11 +139,15 @@ def matches_for(rid: str, confirmed: dict[str, str] | None,
     return recognise(prints, people, confirmed=confirmed, rid=rid) if people else {}
 
 
-def published_matches(manifest: dict | None) -> dict[str, VoiceMatch]:
-    """The voice matches a published manifest (its JSON) shows, by label; none when it holds no diarization or is
-    not a manifest this version reads."""
+def published_matches(rid: str) -> dict[str, VoiceMatch] | None:
+    """The voice matches ``rid``'s published manifest shows, by label (its bytes parsed and typed in one pass):
+    none when nothing is published, it holds no diarization or is not a manifest this version reads; None when
+    it could not be read (the store did not answer, or it is not JSON)."""
     try:
-        di = Manifest.from_json(manifest).transcript.diarization if manifest else None
+        raw = store.get_bytes(store.manifest_key(rid))
+        di = Manifest.from_json_bytes(raw).transcript.diarization if raw is not None else None
+    except (OSError, json.JSONDecodeError):
+        return None
     except ValueError:
         return {}
     return {s.label: s.voice_match for s in (di.speakers if di else ()) if s.voice_match}
@@ -158,9 +163,8 @@ def hints_changed(rid: str, confirmed: dict[str, str] | None, people: list[Perso
     and nothing was shown."""
     if not store.has_partition("voiceprints", rid):
         return False
-    try:
-        shown = published_matches(store.get_json(store.manifest_key(rid)))
-    except (OSError, ValueError):
+    shown = published_matches(rid)
+    if shown is None:
         return False
     if not shown and not people_recordings():
         return False
