@@ -47,10 +47,6 @@ class FrameChange:
         return cls(ms=row["ms"], dhash=row.get("dhash") or "", duplicate_of=row.get("duplicate_of"),
                    changed=None if got is None else tuple(Band(*b) for b in got))
 
-    def band_lists(self) -> list[list[int]] | None:
-        """The changed bands as [x0, y0, x1, y1] lists (None: read it all)."""
-        return None if self.changed is None else [[b.x0, b.y0, b.x1, b.y1] for b in self.changed]
-
 
 @dataclass(frozen=True, slots=True)
 class OcrBox:

@@ -159,8 +159,8 @@ def _changed_boxes_whole_calls(engine, path, bands: list[list[int]], previous: S
         bands = whole_line_bands(bands, previous, im.size)
         boxes = [b for b in previous if not any(_touches(b.box, band) for band in bands)]
         for x0, y0, x1, y1 in bands:
-            boxes.extend(OcrBox(box=tuple((round(x + x0, 1), round(y + y0, 1)) for x, y in b.box), text=b.text,
-                                score=b.score) for b in _run(engine, im.crop((x0, y0, x1, y1)), band=True))
+            boxes.extend(OcrBox(box=_box(b.box, x0, y0), text=b.text, score=b.score)
+                         for b in _run(engine, im.crop((x0, y0, x1, y1)), band=True))
     return boxes
 
 
