@@ -30,8 +30,6 @@ RUNNERS: dict[str, Callable[..., StageResult]] = {spec.name: spec.run for spec i
 ENGINE_STAGES = frozenset(spec.name for spec in SPECS if spec.engines)
 # the stages whose run() also takes the RunContext as keyword ``ctx`` (StageSpec.context)
 CONTEXT_STAGES = frozenset(spec.name for spec in SPECS if spec.context)
-# the branch each stage gives the CPU to while that branch runs beside it (StageSpec.gives_way)
-GIVES_WAY = {spec.name: spec.gives_way for spec in SPECS if spec.gives_way}
 _CHECKS = {c.name: c for spec in SPECS for c in spec.checks}
 
 # A stage waits this long for another writer of the same recording before failing with a reason.
@@ -71,12 +69,8 @@ def _run_stage(stage: str, recording_id: str, overrides: dict | None, engines: E
             extra = (engines or shared_engines(),) if stage in ENGINE_STAGES else ()
             kw = {"ctx": ctx or RunContext.alone(recording_id, stage)} if stage in CONTEXT_STAGES else {}
             stop_flag.checkpoint()  # stopped while it waited for the lock
-            def run() -> StageResult:
-                return RUNNERS[stage](recording_id, options.build(stage, cfg), *extra, **kw)
-
             with cpu_plan.running(stage):  # the thread plan (stages.cpu_plan) knows which stages run now
-                gives_way = ctx is not None and GIVES_WAY.get(stage) in ctx.beside
-                result = cpu_plan.aside(run, name=f"{stage} (gives way)") if gives_way else run()
+                result = RUNNERS[stage](recording_id, options.build(stage, cfg), *extra, **kw)
     except store.PartitionBusy as e:
         notify(stage, recording_id, "failed", {"reason": str(e)})
         raise StageError(str(e), stage=stage) from None

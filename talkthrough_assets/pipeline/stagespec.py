@@ -109,9 +109,6 @@ class StageSpec:
     # the CPU-bound branch it belongs to: stages of different branches overlap when the run has 2+ workers, and
     # a stage's RunContext.beside names the other branches of its run ("" for none)
     branch: str = ""
-    # the branch it gives the CPU to while that branch runs beside it: its thread then runs at a lower priority
-    # (stages.cpu_plan.aside)
-    gives_way: str = ""
     # (rid, its Options, engines, ctx) -> None: loads the engine the stage will need before the run starts
     prewarm: Callable[..., None] | None = None
     # the hook loads native code and runs first, in the caller's thread, beside Dagster's import; False: Python
@@ -227,19 +224,17 @@ SPECS: tuple[StageSpec, ...] = (
     StageSpec("keyframes", keyframes.run, ("probe",), ("max_frames", "scene_threshold"), keyframes.CODE_VERSION,
               ("keyframes", "frames/<id>/<generation>/"),
               "Scene-cut + interval keyframes from I-frames, GOPs decoded only where the picture changed; "
-              "upright, <=1568 px JPEGs.", context=True, branch="visual", gives_way="audio",
-              options=keyframes.Options,
+              "upright, <=1568 px JPEGs.", context=True, branch="visual", options=keyframes.Options,
               checks=(Check("frame_index_matches_disk", "ERROR",
                             "Every keyframe listed in the keyframes table exists as a JPEG under frames/. Fails "
                             "when a frame file was deleted or never written; the check_recording job re-verifies "
                             "the disk.", keyframes.frame_index_check),)),
     StageSpec("dedup", dedup.run, ("keyframes",), (), dedup.CODE_VERSION, ("dedup",),
               "A keyframe is a duplicate only if no pixel or colour changed since its run's head; new frames "
-              "record which bands changed.", branch="visual", gives_way="audio"),
+              "record which bands changed.", branch="visual"),
     StageSpec("ocr", ocr.run, ("dedup",), ("ocr",), ocr.CODE_VERSION + ".1", ("ocr", "ocr_keys"),  # .1: it wrote terms until the manifest stage took them
               "RapidOCR over unique keyframes (only the changed bands when little changed).",
-              engines=True, engine=ocr.engine_fingerprint, branch="visual", gives_way="audio",
-              prewarm=ocr_prewarm.prewarm,
+              engines=True, engine=ocr.engine_fingerprint, branch="visual", prewarm=ocr_prewarm.prewarm,
               prewarm_native=False, options=ocr.Options),
     StageSpec("manifest", manifest.run, ("probe", "wall_clock", "segments", "turns", "dedup", "ocr"),
               ("speaker_names", "apply_voice_names"),

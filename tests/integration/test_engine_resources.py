@@ -8,9 +8,6 @@ loaded no model of its own. A private data root and an ephemeral instance."""
 from __future__ import annotations
 
 import os
-import sys
-import threading
-from contextlib import contextmanager
 
 import pytest
 from dagster import AssetKey, DagsterInstance, materialize
@@ -25,8 +22,6 @@ from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets import store
 from talkthrough_assets.core.ids import recording_id
 from talkthrough_assets.stages.turns import engine as diarize_engine
-from talkthrough_assets.pipeline.scheduler import stage_workers
-from talkthrough_assets.stages import cpu_plan
 from talkthrough_assets.stages.ocr.engine import OcrEngine
 from talkthrough_assets.stages.segments.engine import Whisper
 
@@ -41,30 +36,6 @@ class CountingDiarizer(engines.Diarizer):
     def run_turns(self, wav_path, **kw):
         self.calls += 1
         return super().run_turns(wav_path, **kw)
-
-
-@contextmanager
-def _thread_priorities():
-    """The (thread name, nice value) pairs seen while the block runs: the stage threads, sampled every 5 ms."""
-    seen: set[tuple[str, int]] = set()
-    done = threading.Event()
-
-    def sample():
-        while not done.wait(0.005):
-            for t in threading.enumerate():
-                if t.native_id and (t.name.startswith("stage") or t.name.endswith("(gives way)")):
-                    try:
-                        seen.add((t.name, os.getpriority(os.PRIO_PROCESS, t.native_id)))
-                    except OSError:  # ended between the two calls
-                        pass
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        yield seen
-    finally:
-        done.set()
-        sampler.join()
 
 
 @pytest.fixture()
@@ -86,19 +57,11 @@ def test_the_stages_asset_runs_on_the_engines_its_resources_give(private_root):
     seen, progress = [], []  # the run's observer resource: told every stage's state and the long stages' progress
     watcher = events.Observer(on_stage=lambda stage, r, state, info: seen.append((stage, r, state)),
                               on_progress=lambda stage, r, info: progress.append(stage))
-    with _thread_priorities() as priorities:
-        result = materialize(
-            definitions.ASSETS, instance=instance, partition_key=rid, selection=[AssetKey(s) for s in stages],
-            resources={"whisper": whisper, "ocr_engine": ocr, "diarizer": diarizer, "observer": watcher},
-            run_config={"ops": {"talkthrough_stages": {"config": {"diarize": True}}}})
+    result = materialize(
+        definitions.ASSETS, instance=instance, partition_key=rid, selection=[AssetKey(s) for s in stages],
+        resources={"whisper": whisper, "ocr_engine": ocr, "diarizer": diarizer, "observer": watcher},
+        run_config={"ops": {"talkthrough_stages": {"config": {"diarize": True}}}})
     assert result.success
-    if sys.platform.startswith("linux") and stage_workers() >= 2:
-        # the visual branch gave way to the audio branch beside it: its stages ran in threads of their own at a
-        # lower priority, and the stage pool's threads (where segments ran) kept the process's
-        base = os.getpriority(os.PRIO_PROCESS, 0)
-        lowered = {name for name, nice in priorities if nice == min(19, base + cpu_plan.GIVE_WAY_NICE)}
-        assert {"keyframes (gives way)", "ocr (gives way)"} <= lowered, priorities
-        assert {nice for name, nice in priorities if name.startswith("stage")} == {base}, priorities
     assert {s for s, r, state in seen if state == "ok" and r == rid} == set(stages), seen
     assert all((s, rid, "started") in seen for s in stages) and "segments" in progress, (seen, progress)
     # the injected objects did the work: each loaded its model, and the diarizer was asked once
