@@ -75,3 +75,45 @@ def test_a_stretched_segment_over_german_speech_stays_and_nothing_is_added():
     entries, dropped = _recover(german, [entry])
     assert [e.seg.text for e in entries] == [entry.seg.text], entries  # as before this rule
     assert not [d for d in dropped if d.reason.startswith("a word aligned over")], dropped
+
+
+def test_a_passage_the_prompted_decode_skips_again_is_decoded_once_more_without_a_prompt():
+    """The coverage pass decodes an uncovered span with the text kept before it as prompt; Whisper, so prompted,
+    can jump over a passage of it again (the first 11 s of a 15.6-s span of a generated screencast, a scene's
+    introduction). Here the prompted decode is made to hear only the span's last seconds (the rest silenced, as
+    if skipped): what it leaves uncovered, >= RETRY_MIN_S, is decoded again by real Whisper without a prompt, and
+    the passage is transcribed; a span the prompted decode covers gets no second decode."""
+    jfk = bench_asr._decode(MEDIA / "asr" / "whisper_jfk.flac")
+    reader = bench_asr._decode(MEDIA / "asr" / "lhotse_librispeech-2412-153948-0000.flac")
+    gap = np.zeros(16000, np.float32)
+    samples = np.concatenate([jfk, gap, reader]).astype(np.float32)
+    start = len(jfk) + len(gap)
+    opts = Options(decoding=Decoding(refine_words=False, coverage=False))
+    entries = coverage._entries_of(T.decode(jfk, opts, Engine.of(opts)))
+    assert entries and entries[-1].tokens  # the prompt of what follows
+    core = segments_rules.core_speech(segments_rules.speech_regions(samples))
+    calls = []
+
+    def redecode(part, **kw):
+        prompted = kw.get("prompt") is not None
+        calls.append((prompted, len(part)))
+        if prompted:  # skips all but the span's last 3 s
+            part = np.concatenate([np.zeros(len(part) - 3 * 16000, np.float32), part[-3 * 16000:]])
+        return T.decode(part, opts, Engine.of(opts), recovering=True, **kw)
+
+    dropped: list[Span] = []
+    still = coverage.recover(samples, core, entries, dropped, [], again=True, vocabulary=None, redecode=redecode)
+    assert [p for p, _ in calls] == [True, False], calls
+    assert calls[1][1] >= coverage.RETRY_MIN_S * 16000
+    after = sorted((e.seg.t0_ms, e.seg.text) for e in entries if e.seg.t0_ms * 16 >= start - 8000)
+    heard = bench_asr.norm(" ".join(text for _, text in after))
+    target = bench_asr.norm(READER)
+    assert bench_asr.edits(target, heard) / len(target) < 0.2, heard
+    assert not [s for s in still if s.t0_ms * 16 >= start], still
+
+    calls.clear()  # prompted and heard whole: one decode
+    entries = coverage._entries_of(T.decode(jfk, opts, Engine.of(opts)))
+    coverage.recover(samples, core, entries, [], [], again=True, vocabulary=None,
+                     redecode=lambda part, **kw: calls.append(1) or T.decode(part, opts, Engine.of(opts),
+                                                                            recovering=True, **kw))
+    assert calls == [1]

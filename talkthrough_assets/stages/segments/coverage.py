@@ -19,6 +19,11 @@ from talkthrough_assets.stages.segments.rules import _key, dropped_text
 # uncovered.
 COVERAGE_MIN_S = 1.0
 COVERAGE_MARGIN_S = 0.5  # audio heard on either side of an uncovered span when it is decoded again
+# A span decoded again with the text before it as prompt can come back with a passage of it skipped again (on a
+# generated screencast, the first 11 s of a 15.6-s span, a scene's introduction that bare faster-whisper heard):
+# what stays uncovered of it for at least this long is decoded once more without a prompt. Shorter leftovers
+# were breaths and word ends, not worth a decode each.
+RETRY_MIN_S = 3.0
 RECOVER_MAX_NO_SPEECH_P = 0.6  # a segment the coverage pass finds is not kept when Whisper's no-speech
 RECOVER_MIN_WORD_P = 0.5  # probability is at least this and its words' mean probability under this, when it
 RECOVER_UNSURE_MAX_WORDS = 2  # has at most this many words
@@ -68,16 +73,13 @@ def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[Entr
                  if not any(e is x for x in skip)]
         return spans + [(d.t0_ms * 16, d.t1_ms * 16) for d in dropped if d.lang]
 
-    for a, b in (uncovered(core, covered(stretched), int(COVERAGE_MIN_S * 16000)) if again else []):
+    def decode_span(a: int, b: int, prompt: list[int] | None) -> None:
         m = int(COVERAGE_MARGIN_S * 16000)
         w0, w1 = max(0, a - m), min(len(samples), b + m)
-        # the text kept before it is its context (not the prompt this audio came with: a prompt that sent
-        # Whisper into a loop would do it again)
-        before = [t for e in entries if e.seg.t1_ms * 16 <= a for t in e.tokens]
         # its language is checked on the chunk's audio around it (rules._context: 8-10 s, mostly enough speech
         # for the cheap check), not on the span alone padded to Whisper's 30 s (~0.5 s CPU a span)
-        sub = redecode(samples[w0:w1], prompt=before[-PROMPT_TOKENS:] or None,
-                       max_new_tokens=_cover_tokens(w1 - w0, vocabulary), check_context=(samples, core, w0))
+        sub = redecode(samples[w0:w1], prompt=prompt, max_new_tokens=_cover_tokens(w1 - w0, vocabulary),
+                       check_context=(samples, core, w0))
         off = w0 * 1000 // 16000
         for e in _entries_of(sub):
             t0, t1 = e.seg.t0_ms + off, e.seg.t1_ms + off
@@ -92,6 +94,15 @@ def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[Entr
             entries.append(found[-1])
         dropped.extend(d.shifted(off, reason=d.reason + " (speech decoded again)") for d in sub.dropped)
         doubtful.extend(d.shifted(off) for d in sub.doubtful)
+
+    for a, b in (uncovered(core, covered(stretched), int(COVERAGE_MIN_S * 16000)) if again else []):
+        # the text kept before it is its context (not the prompt this audio came with: a prompt that sent
+        # Whisper into a loop would do it again)
+        before = [t for e in entries if e.seg.t1_ms * 16 <= a for t in e.tokens]
+        decode_span(a, b, before[-PROMPT_TOKENS:] or None)
+        if before:  # prompted, Whisper can jump over a passage here too (RETRY_MIN_S)
+            for a2, b2 in uncovered([(a, b)], covered(stretched), int(RETRY_MIN_S * 16000)):
+                decode_span(a2, b2, None)
     _settle_stretched(entries, dropped, stretched, found)
     still = uncovered(core, covered(), int(COVERAGE_MIN_S * 16000))
     return [Span(a // 16, b // 16, _gap_reason(a, b, dropped, again)) for a, b in still]

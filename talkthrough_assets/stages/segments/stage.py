@@ -29,11 +29,11 @@ from talkthrough_assets.stages.probe import has_video
 from talkthrough_assets.stages.runner import RunContext, StageResult, digest, hms, probe_row, stage_reason, wav_path
 
 # the segments stage's code version (stage_runs, Dagster's code version): bump it when the stage's tables change
-CODE_VERSION = "17"
+CODE_VERSION = "18"
 # the version of a chunk's decoding, part of every chunk's key: bump it (and CODE_VERSION) when what a chunk decodes
 # to changes; CODE_VERSION alone re-makes the tables from the stored chunk results (17: the transcripts row's spans
 # became structs, the chunks' words did not change)
-DECODE_VERSION = "16"
+DECODE_VERSION = "17"
 FAILED_PREFIX = "Whisper failed on "  # the segments stage's reason when some chunks failed (re-run retries them)
 
 
