@@ -117,13 +117,17 @@ class EventLogStorage(SqliteEventLogStorage):
 
     @contextmanager
     def _pooled(self, shard: str) -> Iterator[Connection]:
-        engine = _ENGINES.get(self.conn_string_for_shard(shard)) if shard in self._initialized_dbs else None
+        engine = _ENGINES.get(self.conn_string_for_shard(shard))
         if engine is None:  # Dagster's own: a new engine, the database made or checked on its first use here
             with self._connect(shard) as conn:
                 yield conn
             return
-        with self._db_lock, _on(engine) as conn:
-            yield conn
+        with self._db_lock:
+            if shard not in self._initialized_dbs:  # made or checked on its first use here, as Dagster's own does
+                self._initdb(engine)
+                self._initialized_dbs.add(shard)
+            with _on(engine) as conn:
+                yield conn
 
     def run_connection(self, run_id: str | None = None):
         return self._pooled(run_id) if isinstance(run_id, str) else super().run_connection(run_id)
