@@ -206,3 +206,25 @@ def test_fetch_over_http_pinned_by_commit(tmp_path):
                                    log=lambda *a: None)
         srv.shutdown()
     assert [f[0] for f in missing["failed"]] == ["n"] and "404" in missing["failed"][0][1]
+
+
+def test_meeting_window_turns_are_cut_to_the_window_and_shifted():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "eval"))
+    import build_meeting_clips as B
+
+    rttm = "\n".join([
+        "SPEAKER M1 1 95.00 10.00 <NA> <NA> A <NA> <NA>",      # crosses the window's start
+        "SPEAKER M1 1 101.50 2.00 <NA> <NA> B <NA> <NA>",
+        "SPEAKER M1 1 129.995 3.00 <NA> <NA> C <NA> <NA>",     # inside for 5 ms only: dropped
+        "SPEAKER M2 1 101.00 1.00 <NA> <NA> D <NA> <NA>",      # another meeting
+        "SPEAKER M1 1 140.00 1.00 <NA> <NA> E <NA> <NA>"])     # after the window
+    assert B.window_turns(rttm, "M1", 100.0, 130.0) == [[0.0, 5.0, "A"], [1.5, 3.5, "B"]]
+
+
+def test_committed_meeting_clips_pin_their_reference():
+    for c in json.loads(evalset.MANIFEST.read_text(encoding="utf-8"))["clips"]:
+        if c["id"].startswith("meeting_"):
+            ref = c["turns_ref"]
+            assert HEX40.fullmatch(ref["commit"]) and HEX40.fullmatch(ref["blob"]) and HEX64.fullmatch(ref["sha256"])
+            assert c["kind"] == "diarization" and "meeting" in c["tags"] and "ami" not in c["tags"]
+            assert all(0.0 <= a < b <= c["duration_s"] for a, b, _ in c["turns"]), c["id"]
