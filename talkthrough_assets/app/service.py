@@ -162,7 +162,8 @@ def _plan_and_run(path, rid: str, force: bool, overrides: dict | None,
 
 def _before_run(inst, rid: str) -> str | None:
     """What the run needs of Dagster's storage first: the recording's partition, and the run's id with its event
-    log written ahead (:func:`storage_template.prepare_run`; None: Dagster makes both as the run starts)."""
+    log written ahead (:func:`storage_template.prepare_run`; None: Dagster makes the id and the log as the run
+    starts)."""
     registry.ensure_partition(inst, rid)
     return storage_template.prepare_run(inst)
 
