@@ -10,7 +10,9 @@ Three ways, interleaved round by round (medians; only ratios mean anything on a 
                   close checkpoints the write-ahead log: an fsync per event), and each run's event-log database
                   is created by Dagster (SQLAlchemy create_all + alembic stamp) on its first event
   held            defs/sqlite_tuning.py holds an idle connection to each database while the run executes, and
-                  lets them go after it (one checkpoint each), as `talkthrough process` does
+                  lets them go after it (one checkpoint each), as `talkthrough process` does; with the shipped
+                  instance class (defs/sqlite_storage.py) each database is then also reached through one engine
+                  and its one connection, and a partition found is not looked up again
   held + shard    ... and the run's event-log database is written from the template first
                   (defs/storage_template.py prepare_run: the default for `talkthrough process`)
 """

@@ -159,13 +159,14 @@ def runs_finished(inst, run_ids: Iterable[str]) -> bool:
 
 
 def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None, settings: dict | None = None,
-               observer=None):
+               observer=None, run_id: str | None = None):
     """Materialize ``stages`` of partition ``rid`` through the process_recording job (in-process), with the run's
     ``settings`` as its run config (the run's record in Dagster shows them; kept for the recording once the run
     succeeded), watched by ``observer`` (:class:`talkthrough_assets.pipeline.events.Observer`: the run's
     ``observer`` resource; default: nobody). A mark file
     (``store.run_marks_dir()``) stands while it runs: one left by a killed process tells a later command,
-    without opening Dagster's storage, that a run may read STARTED (:func:`mark_killed_runs`)."""
+    without opening Dagster's storage, that a run may read STARTED (:func:`mark_killed_runs`). ``run_id``: the id
+    :func:`~talkthrough_assets.defs.storage_template.prepare_run` gave ahead (default: prepared here)."""
     from dagster import AssetKey
 
     from talkthrough_assets.definitions import defs
@@ -189,7 +190,7 @@ def run_stages(rid: str, stages: list[str], inst=None, tags: dict | None = None,
         with sqlite_tuning.holding(), watched_by(observer or NOBODY):
             return job.execute_in_process(
                 instance=inst, partition_key=rid, asset_selection=[AssetKey(s) for s in stages],
-                raise_on_error=False, tags=run_tags, run_id=storage_template.prepare_run(inst),
+                raise_on_error=False, tags=run_tags, run_id=run_id or storage_template.prepare_run(inst),
                 run_config={"loggers": {"console": {"config": {"log_level": config.get("TALKTHROUGH_LOG_LEVEL")}}},
                             **settings_run_config(settings)},
             )

@@ -7,6 +7,7 @@ recording: :mod:`.summary`.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from talkthrough_assets.app.runs import (ACTIVE_STATUSES, fail_orphaned_runs, fa
 from talkthrough_assets.app.summary import summary
 from talkthrough_assets.core.ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
+from talkthrough_assets.defs import storage_template
 from talkthrough_assets.defs.instance import instance_soon
 from talkthrough_assets.pipeline import disk, events, freshness, prewarm, sources
 from talkthrough_assets.pipeline import preflight
@@ -130,27 +132,40 @@ def _plan_and_run(path, rid: str, force: bool, overrides: dict | None,
         return _Ran("failed", [bad])  # recorded like a run's failure of that stage, without a run
     if on_stages:
         on_stages(rid, stages)
-    # Dagster's import and instance in a thread, beside the native engine loads here (Whisper); the Python ones
-    # (RapidOCR's import) then overlap the run's start and first stages (bench/bench_cold_start.py)
-    opening = instance_soon()
+    # Dagster's import and instance in a thread (with the recording's partition and the run's event log ready
+    # there), beside the native engine loads here (Whisper) (bench/bench_cold_start.py)
+    prepared: dict = {}
+    opening = instance_soon(lambda inst: prepared.update(run_id=_before_run(inst, rid)))
     try:
         prewarm.prewarm_native(rid, stages, given=overrides)
     finally:
         inst = opening.result()
-    prewarm.prewarm_python(rid, stages, given=overrides)
-    registry.ensure_partition(inst, rid)
     ran = _Ran("processed")
+    warming = threading.Lock()  # taken once: at the first stage's start
 
     def seen(stage, r, state, info):
+        if state == "started" and warming.acquire(blocking=False):
+            # the Python engine loads (RapidOCR's import) once the run's stages run, not beside Dagster's creation
+            # of the run, which needs the interpreter just as much
+            prewarm.prewarm_python(rid, stages, given=overrides)
         if r == rid and state in ("ok", "failed") and stage not in ran.stages:
             ran.stages.append(stage)
             if state == "failed" and ran.seen_failure is None:  # also when a full disk kept its row unwritten
                 ran.seen_failure = f"{stage}: {info.get('reason')}"
 
-    ran.result = run_stages(rid, stages, inst, settings=overrides, observer=Observer(on_stage=seen).joined(observer))
+    ran.result = run_stages(rid, stages, inst, settings=overrides, observer=Observer(on_stage=seen).joined(observer),
+                            run_id=prepared.get("run_id"))
     ran.stages = [s for s in stages if s in ran.stages]  # graph order; a stage a failure upstream stopped is not listed
     _settle(rid, inst, ran)
     return ran
+
+
+def _before_run(inst, rid: str) -> str | None:
+    """What the run needs of Dagster's storage first: the recording's partition, and the run's id with its event
+    log written ahead (:func:`storage_template.prepare_run`; None: Dagster makes the id and the log as the run
+    starts)."""
+    registry.ensure_partition(inst, rid)
+    return storage_template.prepare_run(inst)
 
 
 def _settle(rid: str, inst, ran: _Ran) -> None:

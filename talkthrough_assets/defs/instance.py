@@ -13,6 +13,7 @@ import sys
 import threading
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Callable
 
 from talkthrough_assets.core import config
 from talkthrough_assets.pipeline import registry
@@ -169,11 +170,12 @@ def release_reserve() -> bool:
         return False
 
 
-def instance_soon() -> Future:
+def instance_soon(then: Callable[[object], object] | None = None) -> Future:
     """:func:`instance` (and the job definitions) opened in a background thread: Dagster's import and, on a new
     data root, its storage creation (~2-4 s of Python on a 2-core machine) overlap what the caller does
-    meanwhile (the CLI: loading Whisper, whose native load leaves the interpreter free). The future's
-    ``result()`` is the instance, or raises what opening it raised."""
+    meanwhile (the CLI: loading Whisper, whose native load leaves the interpreter free); ``then(instance)`` runs
+    there too, before the instance is handed over (what the run needs of the storage first). The future's
+    ``result()`` is the instance, or raises what opening it (or ``then``) raised."""
     fut: Future = Future()
 
     def open_it() -> None:
@@ -181,6 +183,8 @@ def instance_soon() -> Future:
             inst = instance()
             from talkthrough_assets import definitions  # noqa: F401  (the job the run executes: imported here, off the main thread)
 
+            if then is not None:
+                then(inst)
             fut.set_result(inst)
         except BaseException as e:  # handed to whoever waits on the future
             fut.set_exception(e)

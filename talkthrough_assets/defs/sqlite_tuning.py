@@ -23,6 +23,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
+from typing import Callable
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -33,6 +34,8 @@ HELD_MAX = 8  # database files held open at once: runs.db, the event log's index
 _held: OrderedDict[str, sqlite3.Connection] = OrderedDict()
 _held_lock = threading.Lock()
 _holding = 0  # runs executing in this process now
+_generation = 0  # one more each time a first run of this process starts holding
+_on_release: list[Callable[[], None]] = []  # what else lets go of a database when the runs end (sqlite_storage)
 
 
 def _tune(dbapi_conn, _record) -> None:
@@ -86,9 +89,10 @@ def held() -> list[str]:
 def holding():
     """Hold the databases Dagster opens within (a run's execution), and let them go after, once no other run of
     this process holds them."""
-    global _holding
+    global _holding, _generation
     with _held_lock:
         _holding += 1
+        _generation += _holding == 1
     try:
         yield
     finally:
@@ -99,8 +103,23 @@ def holding():
             release()
 
 
+def active() -> int:
+    """0 when no run executes in this process, else the number of the stretch of runs now executing (a value seen
+    during one run and again later means no run ended in between)."""
+    with _held_lock:
+        return _generation if _holding else 0
+
+
+def on_release(fn: Callable[[], None]) -> None:
+    """Call ``fn`` whenever the runs of this process let their databases go (before the held connections close)."""
+    _on_release.append(fn)
+
+
 def release() -> None:
-    """Close every held connection (their logs checkpointed by the last close, as SQLite does)."""
+    """Close every held connection (their logs checkpointed by the last close, as SQLite does), after what
+    :func:`on_release` added."""
+    for fn in list(_on_release):
+        fn()
     with _held_lock:
         while _held:
             _close(_held.popitem()[1])

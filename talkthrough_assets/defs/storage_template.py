@@ -90,7 +90,7 @@ def prepare_run(inst) -> str | None:
 
     storage = inst.event_log_storage
     dbs = usable()
-    if type(storage) is not SqliteEventLogStorage or dbs is None:
+    if not isinstance(storage, SqliteEventLogStorage) or dbs is None:
         return None
     run_id = str(uuid.uuid4())  # as Dagster makes one (dagster._core.utils.make_new_run_id)
     _write(dbs["run_shard"], Path(storage.path_for_shard(run_id)))

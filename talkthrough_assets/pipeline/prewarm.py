@@ -1,6 +1,6 @@
 """Loading the engines a run's stages will need before the run starts: each planned stage's StageSpec
 ``prewarm`` hook. Native hooks (``prewarm_native``) run first, in the calling thread, beside Dagster's import;
-the Python ones once Dagster's instance is open, each starting its own thread (bench/bench_cold_start.py)."""
+the Python ones once the run's first stage starts, each starting its own thread (bench/bench_cold_start.py)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def prewarm_native(recording_id: str, stages: list[str], engines: Engines | None
 def prewarm_python(recording_id: str, stages: list[str], engines: Engines | None = None,
                    given: dict | None = None) -> None:
     """The Python hooks of the planned stages (e.g. RapidOCR's import), each starting its own thread: called
-    once Dagster's instance is open, so that they overlap the run's start and first stages rather than Dagster's
-    own import, which needs the interpreter just as much."""
+    once the run's first stage starts, so that they overlap the first stages rather than Dagster's own import and
+    its creation of the run, which need the interpreter just as much."""
     _prewarm(recording_id, stages, engines, given, native=False)
 
 

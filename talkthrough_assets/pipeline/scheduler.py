@@ -58,7 +58,7 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
             while run.pending or run.running:
                 yield from run.start_ready(pool)
                 if run.running:
-                    yield from run.collect()
+                    yield from run.collect(pool)
             if overrides and not run.failed:  # the settings it succeeded with are the recording's from now on
                 S.persist(recording_id, overrides)
         finally:  # normal end, an error or interrupt in the caller (Ctrl-C, SIGTERM), the generator closed
@@ -104,24 +104,29 @@ class _Schedule:
                                          ctx=self.context(stage), observer=self.observer)] = stage
                 yield stage, STARTED
 
-    def collect(self):
-        """Wait up to a second for a stage to end; yield the progress reported meanwhile, then what ended."""
+    def collect(self, pool: ThreadPoolExecutor):
+        """Wait up to a second for a stage to end; yield the progress reported meanwhile, then what ended, then
+        the stages its end made ready, started before the caller records that end (Dagster's events of a stage's
+        materialization are written while the next stage runs, not between the two)."""
         finished, _ = wait(list(self.running), return_when=FIRST_COMPLETED, timeout=1.0)
         while not self.events.empty():
             event = self.events.get()
             _preview(self.previews, event[0], self.rid, self.selected, self.done, self.overrides)
             yield event
+        ended = []
         for fut in sorted(finished, key=lambda f: S.STAGES.index(self.running[f])):
             stage = self.running.pop(fut)
             try:
-                result = fut.result()
+                ended.append((stage, fut.result()))
             except StageError as e:
                 self.failed[stage] = stage
                 self.first_failure = self.first_failure or f"{stage}: {e.reason}"
-                yield stage, e
+                ended.append((stage, e))
                 continue
             self.done.add(stage)
-            yield stage, result
+        started = list(self.start_ready(pool)) if ended else []
+        yield from ended
+        yield from started
 
     def end(self) -> None:
         """Stop the stage threads at their next checkpoint (before the pool's exit waits for them); a preview

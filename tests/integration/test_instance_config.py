@@ -102,8 +102,17 @@ def test_the_repo_dagster_yaml_loads_as_an_embedded_sqlite_instance(tmp_path, mo
     (tmp_path / "dagster.yaml").write_text(instance_yaml())
     inst = DagsterInstance.from_config(str(tmp_path))
     try:
-        assert type(inst.run_storage).__name__ == "SqliteRunStorage"
         from dagster import QueuedRunCoordinator
+        from dagster._core.storage.event_log import SqliteEventLogStorage
+        from dagster._core.storage.runs import SqliteRunStorage
+
+        from talkthrough_assets.defs import sqlite_storage
+
+        # Dagster's SQLite storage under the instance's own folder, as Talkthrough's subclasses of its classes
+        assert type(inst).__name__ == "Instance" and isinstance(inst.run_storage, SqliteRunStorage)
+        assert type(inst.run_storage) is sqlite_storage.RunStorage
+        assert type(inst.event_log_storage) is sqlite_storage.EventLogStorage
+        assert isinstance(inst.event_log_storage, SqliteEventLogStorage)
 
         # Dagster's queue, which also names the runs it queues (defs/run_coordinator.py)
         assert type(inst.run_coordinator).__name__ == "NamingRunCoordinator"
@@ -258,7 +267,7 @@ def test_instance_soon_opens_the_instance_in_a_background_thread(tmp_path, monke
     assert any(t.name == "dagster-instance" for t in threading.enumerate()) or opening.done()
     inst = opening.result(timeout=120)
     try:
-        assert type(inst.run_storage).__name__ == "SqliteRunStorage"
+        assert type(inst.run_storage).__name__ == "RunStorage"  # defs/sqlite_storage.py's
         assert inst.get_runs(limit=1) == []
         assert (tmp_path / "home" / "dagster" / "history" / "runs.db").exists()
     finally:

@@ -13,8 +13,8 @@ def prewarm(rid: str, opts, engines, ctx: RunContext) -> None:
     """Start loading RapidOCR in a background thread (named ``prewarm``) for a recording with a picture when OCR is
     on (ONNX Runtime releases the GIL while loading; the ocr stage waits for a load under way, never starting a
     second one). Its import is Python (~1.5 s here), so the hook is not native (StageSpec.prewarm_native): the
-    CLI starts it once Dagster's instance is open, so that it overlaps the run's start and the first stages
-    (probe, audio, keyframes) rather than Dagster's own import, which needs the interpreter just as much.
+    CLI starts it once the run's first stage starts, so that it overlaps the first stages (probe, audio,
+    keyframes) rather than Dagster's own import and its creation of the run, which need the interpreter as much.
     Its ONNX sessions are built for the thread count the stage will start on: fewer where Whisper decodes beside
     it (``ctx.beside``; built for every core, the stage rebuilt them at its start, ~0.25 s on the 60-s cut)."""
     if opts.ocr and may_have_video(rid):  # opts: the ocr stage's Options (the detection cap it will run with)
