@@ -250,3 +250,12 @@ def browser():
             yield b
         finally:
             b.close()
+
+
+@pytest.fixture
+def fresh_home(tmp_path, monkeypatch):
+    """A new, empty data root of SQLite storage (no Postgres), its DAGSTER_HOME returned."""
+    monkeypatch.delenv("TALKTHROUGH_PG_URL", raising=False)
+    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
+    return tmp_path / "home" / "dagster"

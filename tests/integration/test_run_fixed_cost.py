@@ -7,16 +7,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import pytest
-
-
-@pytest.fixture
-def fresh_home(tmp_path, monkeypatch):
-    monkeypatch.delenv("TALKTHROUGH_PG_URL", raising=False)
-    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
-    return tmp_path / "home" / "dagster"
-
 
 def test_dagsters_sqlite_files_stay_held_so_an_event_never_checkpoints(fresh_home):
     from talkthrough_assets.defs import instance as tt_instance

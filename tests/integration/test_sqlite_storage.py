@@ -6,17 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 
-import pytest
 
 RID = "0123456789abcdef"
-
-
-@pytest.fixture
-def fresh_home(tmp_path, monkeypatch):
-    monkeypatch.delenv("TALKTHROUGH_PG_URL", raising=False)
-    monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
-    return tmp_path / "home" / "dagster"
 
 
 def _tiny_job():
