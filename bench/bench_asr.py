@@ -141,8 +141,8 @@ def clips(only: str | None, long: bool, tags: str | None = None, kind: str | Non
         for c in evalset.load_manifest():
             if not c.exists() or (tags and not set(tags.split(",")) & set(c.tags)):
                 continue
-            kind = c.kind if c.kind in ("asr", "non_english") else "speech"
-            out.append({"name": c.id, "path": c.audio, "kind": kind, "ref": c.text,
+            ck = c.kind if c.kind in ("asr", "non_english") else "speech"
+            out.append({"name": c.id, "path": c.audio, "kind": ck, "ref": c.text,
                         "cut_s": c.text_until_s, "norm": lambda t, lang=c.language: evalset.words(t, lang)})
     except Exception as e:  # noqa: BLE001 - no eval set here: the shared media
         print(f"(eval set not available: {e}; using {SHARED})", file=sys.stderr)
@@ -157,8 +157,8 @@ def clips(only: str | None, long: bool, tags: str | None = None, kind: str | Non
             cut = None
             if name in MULTI:
                 text, cut = MIT_EN, MULTI_EN_END_S
-            kind = "asr" if text else "speech"
-            out.append({"name": name, "path": SHARED / f["file"], "kind": kind, "ref": text, "cut_s": cut})
+            out.append({"name": name, "path": SHARED / f["file"], "kind": "asr" if text else "speech", "ref": text,
+                        "cut_s": cut})
     try:  # whole recordings in another language, generated here (bench/synthetic.py)
         import synthetic
 
@@ -170,9 +170,9 @@ def clips(only: str | None, long: bool, tags: str | None = None, kind: str | Non
         import make_long_media as ml
 
         paths = ml.ensure_media(quiet=True)  # generated when missing (espeak-ng, flite, sox)
-        for kind, name in (("screencast", ml.SCREENCAST), ("meeting", ml.MEETING)):
-            out.append({"name": name, "path": paths[kind],
-                        "kind": "asr", "ref": spoken_script(kind), "cut_s": None})
+        for what, name in (("screencast", ml.SCREENCAST), ("meeting", ml.MEETING)):
+            out.append({"name": name, "path": paths[what],
+                        "kind": "asr", "ref": spoken_script(what), "cut_s": None})
     if only:
         out = [c for c in out if any(o in c["name"] for o in only.split(","))]
     if kind:
