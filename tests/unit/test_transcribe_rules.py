@@ -167,3 +167,21 @@ def test_a_span_decoded_again_stops_at_what_its_length_can_hold_and_fits_whisper
     assert segments_coverage._cover_tokens(16000 * 31, None) == segments_coverage.COVER_TOKENS_MAX  # a 31-s span: capped
     assert segments_coverage.COVER_TOKENS_MAX + 1 + (448 // 2 - 1) + 4 <= 448  # sot_prev + previous text + sot sequence + cap
     assert segments_coverage._cover_tokens(16000 * 2, "Kubernetes, Grafana") is None  # hotwords share the prompt: no cap
+
+
+def test_a_segment_written_twice_over_the_same_time_goes_and_real_repeats_stay():
+    """As on a generated screencast: a window wrote the window before's last two sentences again, and the
+    alignment put them where the next window wrote them (across its two long segments)."""
+    from talkthrough_assets.stages.segments.rules import written_twice
+
+    segs = [(555200, 560800, "plan in meeting, notice how the miles settle after a few seconds. Let me scroll down "
+                             "a little"),
+            (557400, 562100, "Let me scroll down a little so you can see the details."),
+            (560800, 565000, "so you can see the details. The number on the right are from this morning."),
+            (563300, 565200, "The number on the right are from this morning.")]
+    assert written_twice(segs) == {1, 3}
+    # the same sentence said again later, or the same words over another time, or a short one: all kept
+    assert written_twice([(0, 3000, "Let me scroll down a little."), (30000, 33000, "Let me scroll down a little.")]) \
+        == set()
+    assert written_twice([(0, 3000, "Can you hear me?"), (2900, 6000, "Can you hear me? Good.")]) == set()
+    assert written_twice([(0, 3000, "Yes, yes."), (1000, 4000, "Yes, yes, we did.")]) == set()

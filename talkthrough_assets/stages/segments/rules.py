@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from difflib import SequenceMatcher
 from typing import Sequence
 
 import numpy as np
@@ -221,3 +222,42 @@ class Prefetch:
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+# A window Whisper decodes can write again, with made-up timestamps, what the window before it wrote last (a copy
+# of its prompt: on a generated screencast, two sentences twice over a scene introduction it never wrote); the
+# alignment then puts those words where they are really said, over the segments the next window writes there.
+# A kept segment of at least REPEAT_MIN_WORDS words is written twice when at least REPEAT_MIN_SHARE of its words,
+# in order, are those of the other kept segments over its time span, which together overlap at least half of it.
+REPEAT_MIN_WORDS = 3
+REPEAT_MIN_SHARE = 0.8
+
+
+def written_twice(spans: Sequence[tuple[int, int, str]]) -> set[int]:
+    """The indices of the (t0_ms, t1_ms, text) segments whose words the others over the same time already hold
+    (see REPEAT_MIN_SHARE); of two that hold each other's words, the shorter (then the later) goes."""
+    words = [[k for k in (_key(w) for w in text.split()) if k] for _, _, text in spans]
+    gone: set[int] = set()
+    for i in sorted(range(len(spans)), key=lambda k: (len(words[k]), -k)):
+        a, b, _ = spans[i]
+        if len(words[i]) < REPEAT_MIN_WORDS or b <= a:
+            continue
+        over = sorted((j for j in range(len(spans)) if j != i and j not in gone
+                       and min(b, spans[j][1]) > max(a, spans[j][0])), key=lambda j: spans[j][0])
+        held = [w for j in over for w in words[j]]
+        if held and _union([(max(a, spans[j][0]), min(b, spans[j][1])) for j in over]) * 2 >= b - a:
+            same = sum(m.size for m in SequenceMatcher(None, words[i], held, autojunk=False).get_matching_blocks())
+            if same >= REPEAT_MIN_SHARE * len(words[i]):
+                gone.add(i)
+    return gone
+
+
+def _union(spans: list[tuple[int, int]]) -> int:
+    """The length of the union of ``spans``."""
+    total, end = 0, None
+    for a, b in sorted(spans):
+        if end is None or a > end:
+            total, end = total + b - a, b
+        elif b > end:
+            total, end = total + b - end, b
+    return total

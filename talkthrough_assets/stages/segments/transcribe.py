@@ -30,7 +30,7 @@ from talkthrough_assets.stages.segments.options import Options
 from talkthrough_assets.stages.segments.rules import (
     LANGUAGE_CHECK_MIN_P, LANGUAGE_CHECK_MIN_TOP_P, LANGUAGE_KEEP_WORD_P, LANGUAGE_MIN_SPEECH_S,
     LANGUAGE_SHORT_MAX_P_EN, _context, _doubtful, _has_speech, _impossible, _trimmed, check_groups,
-    compression_ratio, core_speech, dropped_text, loop_cut, ms, speech_in, speech_regions)
+    compression_ratio, core_speech, dropped_text, loop_cut, ms, speech_in, speech_regions, written_twice)
 from talkthrough_assets.stages.runner import CheckResult, wav_path
 
 SETTINGS = ("whisper_model", "language", "vocabulary", "beam_size")  # what the config hash (and chunk keys) cover
@@ -159,6 +159,12 @@ def _pass(samples: np.ndarray, regions, core, opts: Options, engine: Engine, *, 
         verdicts = {} if check is None else _verdicts(candidates, aligned, bad, trimmed, check, recovering,
                                                       check_context or (samples, core, 0))
     entries, doubts = _kept(candidates, aligned, bad, trimmed, verdicts, drop, engine.model_label)
+    twice = written_twice([(e.seg.t0_ms, e.seg.t1_ms, e.seg.text) for e in entries])
+    for i in sorted(twice):
+        e = entries[i]
+        dropped.append(dropped_text(e.seg.t0_ms, e.seg.t1_ms, "written twice: its words are those of the "
+                                    "segment(s) kept over the same time", e.seg.text))
+    entries = [e for i, e in enumerate(entries) if i not in twice]
     return _Pass(entries, dropped, doubts, info.language, float(info.language_probability), english_only)
 
 
