@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from talkthrough_assets.model.transcript import Evidence, Span
+from talkthrough_assets.stages.turns.labels import union_ms
 from talkthrough_assets.stages.segments.word_timing import Aligned, AlignedWord
 
 LANGUAGE_CHECK_WORD_PROB = 0.7  # a segment whose mean word probability is under this is checked ...
@@ -245,19 +246,8 @@ def written_twice(spans: Sequence[tuple[int, int, str]]) -> set[int]:
         over = sorted((j for j in range(len(spans)) if j != i and j not in gone
                        and min(b, spans[j][1]) > max(a, spans[j][0])), key=lambda j: spans[j][0])
         held = [w for j in over for w in words[j]]
-        if held and _union([(max(a, spans[j][0]), min(b, spans[j][1])) for j in over]) * 2 >= b - a:
+        if held and union_ms((max(a, spans[j][0]), min(b, spans[j][1])) for j in over) * 2 >= b - a:
             same = sum(m.size for m in SequenceMatcher(None, words[i], held, autojunk=False).get_matching_blocks())
             if same >= REPEAT_MIN_SHARE * len(words[i]):
                 gone.add(i)
     return gone
-
-
-def _union(spans: list[tuple[int, int]]) -> int:
-    """The length of the union of ``spans``."""
-    total, end = 0, None
-    for a, b in sorted(spans):
-        if end is None or a > end:
-            total, end = total + b - a, b
-        elif b > end:
-            total, end = total + b - end, b
-    return total
