@@ -95,8 +95,9 @@ VARS: tuple[Var, ...] = (
        "`segments` config hash."),
     _V("TALKTHROUGH_COMPUTE_TYPE", str, None, "Whisper's compute type; in the `segments` config hash.",
        default_doc="`int8` (`float16` on cuda)"),
-    _V("TALKTHROUGH_WHISPER_THREADS", int, None, "Whisper's CPU threads.",
-       default_doc="half the cores (a quarter beside the visual branch), at least 1"),
+    _V("TALKTHROUGH_WHISPER_THREADS", int, None, "Whisper's CPU threads; when set, its encoder's too.",
+       default_doc="half the cores (a quarter beside the visual branch), at least 1; the encoder on every core "
+       "(up to 8)"),
     _V("TALKTHROUGH_CHUNK_S", float, 180.0, "Whisper decodes a recording in chunks of about this many seconds, "
        "cut at silences, each result stored as soon as decoded (bench/bench_chunks.py); the first chunk is cut near "
        "60 s (or this, if shorter), so the first partial transcript is readable sooner. 120 s read the bench meeting "

@@ -37,7 +37,7 @@ def test_whisper_loads_each_model_once_and_a_warmup_load_is_waited_for_not_repea
     gate = threading.Event()
 
     class FakeModel:
-        def __init__(self, ref, device, compute_type, cpu_threads, files=None):
+        def __init__(self, ref, device, compute_type, cpu_threads, files=None, encoder_threads=None):
             loads.append((ref, device, compute_type, cpu_threads))
             gate.wait(5)
 
