@@ -88,3 +88,43 @@ def test_the_engine_stages_are_the_runners_that_take_engines():
 
     takes = {s for s, fn in stagerun.RUNNERS.items() if "engines" in inspect.signature(fn).parameters}
     assert takes == stagerun.ENGINE_STAGES == {"segments", "turns", "ocr"}
+
+
+def test_a_model_loading_holds_no_lock_a_decode_needs():
+    gate, started = threading.Event(), threading.Event()
+
+    class SlowModel:
+        def __init__(self, ref, device, compute_type, cpu_threads, files=None, encoder_threads=None):
+            started.set()
+            gate.wait(5)
+
+    w = segments_engine.Whisper(max_models=2, load=SlowModel)
+    loading = threading.Thread(target=w.warm, args=("base", 1))  # the language check's model, in the background
+    loading.start()
+    assert started.wait(5)
+    got = []
+    decode = threading.Thread(target=lambda: got.append(w.lock.acquire(timeout=2) and (w.lock.release() or True)))
+    decode.start()
+    decode.join(5)
+    assert got == [True]  # a decode of another model goes on meanwhile
+    gate.set()
+    loading.join(5)
+    assert isinstance(w.model("base", 1), SlowModel)
+
+
+def test_a_failed_load_is_tried_again_by_the_next_caller():
+    calls = []
+
+    class Flaky:
+        def __init__(self, ref, device, compute_type, cpu_threads, files=None, encoder_threads=None):
+            calls.append(1)
+            if len(calls) == 1:
+                raise MemoryError("no room")
+
+    w = segments_engine.Whisper(max_models=2, load=Flaky)
+    try:
+        w.model("tiny", 1)
+        raise AssertionError("the first load should fail")
+    except MemoryError:
+        pass
+    assert isinstance(w.model("tiny", 1), Flaky) and len(calls) == 2

@@ -234,6 +234,7 @@ def transcribe_chunked(samples: np.ndarray, opts: Options, engine: Engine, *, fp
             for i, ((a, b), k) in enumerate(zip(bounds, keys))]
     if on_plan:
         on_plan(rows)
+    segments_engine.load_checker_soon(samples, opts.decoding.language_check, engine)
     results: list[Decoded | None] = []
     report = Report(total=len(rows))
     chain_ok = True  # False after a failed chunk: what follows lacks its context, so it is not stored

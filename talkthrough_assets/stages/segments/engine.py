@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable
 
@@ -68,14 +69,16 @@ def compute_type(device: str, given: str | None = None) -> str:
 
 class Whisper:
     """faster-whisper models, each loaded once per (model, device, compute type, CPU threads) and kept
-    (the newest ``max_models``). ``lock`` serializes loading and decoding: one model instance is not
-    safe to share across concurrent transcribe calls, and a warm-up thread loading a model makes the
-    stage that needs it wait for that load instead of starting a second one."""
+    (the newest ``max_models``). ``lock`` serializes decoding: one model instance is not safe to share across
+    concurrent transcribe calls. A model is loaded once: whoever asks for it while another thread loads it (a
+    warm-up) waits for that load instead of starting a second one; a load holds no lock that a decode needs,
+    so one model (the language check's) loads while another decodes."""
 
     def __init__(self, max_models: int = 2, load: Callable | None = None):
         self.max_models = max_models
         self.lock = threading.RLock()
-        self._models: OrderedDict[tuple, object] = OrderedDict()
+        self._guard = threading.Lock()  # the table of models (held for lookups, never during a load)
+        self._models: OrderedDict[tuple, Future] = OrderedDict()
         # (model_ref, device=, compute_type=, cpu_threads=, files=) -> a model; the adapter unless given
         self._load = load or _adapter
 
@@ -88,18 +91,29 @@ class Whisper:
         threads = threads or cpu_threads()
         encoder = encoder if encoder and encoder > threads and files is None else None
         key = (model_ref, device, compute_type(device, compute), threads, encoder)
-        with self.lock:
-            if key in self._models:
-                self._models.move_to_end(key)
-            else:
+        with self._guard:
+            slot = self._models.get(key)
+            mine = slot is None
+            if mine:
                 while len(self._models) >= self.max_models:
                     self._models.popitem(last=False)
+                slot = self._models[key] = Future()
+            else:
+                self._models.move_to_end(key)
+        if mine:
+            try:
                 # better alignment heads where measured (word_timing.ALIGNMENT_HEADS; decoding is unchanged)
                 got = files() if files else word_timing.model_files(model_ref)
-                self._models[key] = self._load(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
-                                               files=got, encoder_threads=encoder if encoder and
-                                               _twin_fits(model_ref, got) else None)
-            return self._models[key]
+                slot.set_result(self._load(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
+                                           files=got, encoder_threads=encoder if encoder and
+                                           _twin_fits(model_ref, got) else None))
+            except BaseException as e:  # the next caller tries again
+                with self._guard:
+                    if self._models.get(key) is slot:
+                        del self._models[key]
+                slot.set_exception(e)
+                raise
+        return slot.result()
 
     def warm(self, model_ref: str, threads: int | None = None, device: str = DEVICE,
              compute: str | None = None, files=None, encoder: int | None = None) -> None:
@@ -195,6 +209,33 @@ def warm_language_checker(whisper: "Whisper", threads: int | None = None, device
         whisper.warm(BASE_IN_MEMORY, threads, device, compute, base_model_files)
 
 
-__all__ = ["PROMPT_TOKENS", "DEVICE", "cpu_threads", "encoder_threads", "compute_type", "Whisper", "Engine", "default_whisper",
-           "language_checker",
-           "warm_language_checker"]
+QUIET = 1000 / 32768  # a recording whose loudest sample is under this has no speech to check (stage.py's check)
+
+
+def load_checker_soon(samples: np.ndarray, language_check: bool, engine: Engine) -> None:
+    """Load the language check's multilingual model (:func:`warm_language_checker`) in a thread of its own while
+    the chunks decode (``chunks.transcribe_chunked`` calls this first), for an English-only model whose audio is
+    not silent and ``language_check`` on: the whole recording's language is checked on it once its chunks are
+    decoded (``chunks._recording_judge``), and its load (~0.8 s; 145 MB read from two wheels) was on the stage's
+    path at that point: on a 28-s audio-only clip the run took 4.95 s instead of 5.67 (a 60-s screencast cut, whose
+    visual branch holds the other core, was no faster). A multilingual model, a silent recording or the check
+    turned off load nothing."""
+    if not language_check or not len(samples) or float(np.abs(samples).max()) < QUIET:
+        return
+    try:
+        if engine.model().model.is_multilingual:
+            return
+    except Exception:  # noqa: BLE001 - the decode itself reports a model that does not load
+        return
+
+    def load() -> None:
+        try:
+            warm_language_checker(engine.whisper, engine.threads, engine.device, engine.compute)
+        except Exception:  # noqa: BLE001 - the check loads it again when it needs it, and reports what fails
+            pass
+
+    threading.Thread(target=load, daemon=True, name="language-check-load").start()
+
+
+__all__ = ["PROMPT_TOKENS", "DEVICE", "cpu_threads", "encoder_threads", "compute_type", "Whisper", "Engine",
+           "default_whisper", "language_checker", "warm_language_checker", "load_checker_soon"]

@@ -141,9 +141,9 @@ def prewarm(rid: str, opts: Options, engines, ctx: RunContext) -> None:
     thread importing Dagster meanwhile runs beside it). Not in a thread of its own: a CTranslate2 model loaded in
     a thread while Dagster was imported decoded its first chunk at ~5x the CPU (the 30-min bench meeting's first
     3-min chunk: 74 s of CPU vs 13 s when loaded first, same output; bench/bench_partial.py, whose first partial
-    transcript waited for it). The language check's multilingual model is not loaded here: ``language_checker``
-    loads it, once, when a check first needs it (a recording without speech, or a multilingual model's, never
-    does; it took ~0.9 s of CPU at every run's start)."""
+    transcript waited for it). The language check's multilingual model is not loaded here: the stage loads it
+    beside its first chunk's decode when its audio is not silent (``engine.load_checker_soon``; a multilingual model's
+    recording never needs it; here it took ~0.9 s of CPU at every run's start)."""
     try:
         E.Engine.of(opts, engines.whisper, shared=bool(ctx.beside) and has_video(rid)).model()
     except Exception:  # the stage itself reports a missing or broken model, with a reason
