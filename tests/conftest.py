@@ -259,3 +259,21 @@ def fresh_home(tmp_path, monkeypatch):
     monkeypatch.setenv("TALKTHROUGH_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
     return tmp_path / "home" / "dagster"
+
+
+@pytest.fixture(scope="session")
+def fixture_samples(tmp_path_factory):
+    """A function: the 16-kHz mono samples of a file in fixtures/ (e.g. "two_voices.m4a"), as the audio stage
+    extracts them; each file extracted once per session."""
+    from talkthrough_assets.stages import audio
+
+    got: dict[str, object] = {}
+
+    def samples(name: str):
+        if name not in got:
+            path = tmp_path_factory.mktemp("fixture-audio") / (Path(name).stem + ".wav")
+            audio.extract_wav(ROOT / "fixtures" / name, path)
+            got[name] = audio.load_wav(path)
+        return got[name]
+
+    return samples

@@ -5,25 +5,19 @@ millisecond as with the encoder on the decoder's own thread."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import chunks
 from talkthrough_assets.stages.segments import engine as E
 from talkthrough_assets.stages.segments.adapter import _SplitModel
 from talkthrough_assets.stages.segments.options import Options
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
-def samples(tmp_path_factory):
-    path = tmp_path_factory.mktemp("enc") / "meeting.wav"
-    audio.extract_wav(ROOT / "fixtures" / "meeting_audio.m4a", path)
-    return audio.load_wav(path)
+def samples(fixture_samples):
+    return fixture_samples("meeting_audio.m4a")
 
 
 def test_the_stage_engine_encodes_on_every_core(monkeypatch):

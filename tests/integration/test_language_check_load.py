@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from talkthrough_assets.stages import audio
 from talkthrough_assets.stages.segments import chunks
 from talkthrough_assets.stages.segments import engine as E
 from talkthrough_assets.stages.segments.options import Options
 from talkthrough_assets.store.models import BASE_IN_MEMORY, base_model_installed
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _base_loaded(w: E.Whisper) -> bool:
@@ -25,10 +21,8 @@ def _base_loaded(w: E.Whisper) -> bool:
 
 
 @pytest.fixture(scope="module")
-def samples(tmp_path_factory):
-    path = tmp_path_factory.mktemp("lang") / "two_voices.wav"
-    audio.extract_wav(ROOT / "fixtures" / "two_voices.m4a", path)
-    return audio.load_wav(path)
+def samples(fixture_samples):
+    return fixture_samples("two_voices.m4a")
 
 
 def test_the_check_model_loads_beside_the_decode_and_the_check_uses_it(samples):
