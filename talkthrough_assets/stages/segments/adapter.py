@@ -14,12 +14,12 @@ object while it runs. :meth:`WhisperAdapter.hooks` sets them for one ``transcrib
   3 min of the 10-min bench screencast, decoded again span by span by the coverage pass. Beam search both times:
   the same words every run.
 
-With ``encoder_threads`` above its ``cpu_threads``, the model's encoder-heavy calls (``encode``, ``align``,
-``detect_language``) run on a second copy of it loaded with that many threads (:class:`_SplitModel`), its beam
-search on the first. CTranslate2's beam search over a small model gets slower with threads (tiny.en: 5.9 s on 2
-threads vs 3.8 s on 1 for 120 s of speech, ``engine.cpu_threads``), its encoder faster (a 30-s window: 0.23 s on 2
-vs 0.39 s on 1, the same CPU seconds), and the encoder's output is the same to the bit on any thread count, so
-every word is as it was.
+With ``encoder_threads`` above its ``cpu_threads`` (a model loaded from its folder), the model's encoder-heavy
+calls (``encode``, ``align``, ``detect_language``) run on a second copy of it loaded with that many threads
+(:class:`_SplitModel`), its beam search on the first. CTranslate2's beam search over a small model gets slower
+with threads (tiny.en: 5.9 s on 2 threads vs 3.8 s on 1 for 120 s of speech, ``engine.cpu_threads``), its encoder
+faster (a 30-s window: 0.23 s on 2 vs 0.39 s on 1, the same CPU seconds), and the encoder's output is the same to
+the bit on any thread count, so every word is as it was.
 
 Imported only where a model is loaded: importing faster-whisper takes a while."""
 
@@ -32,6 +32,8 @@ from contextlib import contextmanager
 import ctranslate2
 from faster_whisper import WhisperModel
 
+from talkthrough_assets.stages.segments import word_timing
+
 
 TWIN_AFTER = 4  # windows encoded before the encoder's twin is loaded (``_SplitModel``): 2 min of audio
 
@@ -41,12 +43,12 @@ class WhisperAdapter(WhisperModel):
 
     def __init__(self, model_ref: str, *, encoder_threads: int | None = None, **kwargs):
         super().__init__(model_ref, **kwargs)
-        files = kwargs.get("files")
         if (encoder_threads and encoder_threads > kwargs.get("cpu_threads", 0) and self.model.device == "cpu"
-                and (files is not None or os.path.isdir(model_ref))):
+                and os.path.isdir(model_ref)):
+            # the twin reads the model's folder again when it loads (its files are not kept in memory until then)
             self.model = _SplitModel(self.model, lambda: ctranslate2.models.Whisper(
                 model_ref, device="cpu", compute_type=kwargs.get("compute_type", "default"),
-                intra_threads=encoder_threads, files=files))
+                intra_threads=encoder_threads, files=word_timing.model_files(model_ref)))
         self._on_encode = None
         self._loop_ratio: float | None = None
 
@@ -97,6 +99,8 @@ class _SplitModel:
             self._twin = self._load_twin()
         except Exception:  # out of memory for a second copy: the encoder stays on own's threads
             pass
+        finally:
+            self._load_twin = None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Start the twin's load if it has not started, and wait for it; whether it is loaded."""
