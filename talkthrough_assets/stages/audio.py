@@ -75,6 +75,9 @@ def load_wav(path: str | os.PathLike) -> np.ndarray:
     return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
 
 
+AUDIBLE_PEAK = 1000  # a recording whose :func:`peak` is not over this has nothing to hear (no speech expected)
+
+
 def peak(samples: np.ndarray) -> int:
     """Peak level of :func:`load_wav` samples on the 16-bit scale (loudness checks)."""
     return int(abs(samples).max() * 32768) if len(samples) else 0

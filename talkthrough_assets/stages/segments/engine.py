@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from talkthrough_assets.stages import audio as audio_stage
 from talkthrough_assets.stages.segments import word_timing
 
 PROMPT_TOKENS = 223  # faster-whisper's previous-text prompt: the last max_length // 2 - 1 tokens
@@ -209,9 +210,6 @@ def warm_language_checker(whisper: "Whisper", threads: int | None = None, device
         whisper.warm(BASE_IN_MEMORY, threads, device, compute, base_model_files)
 
 
-QUIET = 1000 / 32768  # a recording whose loudest sample is under this has no speech to check (stage.py's check)
-
-
 def load_checker_soon(samples: np.ndarray, language_check: bool, engine: Engine) -> None:
     """Load the language check's multilingual model (:func:`warm_language_checker`) in a thread of its own while
     the chunks decode (``chunks.transcribe_chunked`` calls this first), for an English-only model whose audio is
@@ -220,7 +218,7 @@ def load_checker_soon(samples: np.ndarray, language_check: bool, engine: Engine)
     path at that point: on a 28-s audio-only clip the run took 4.95 s instead of 5.67 (a 60-s screencast cut, whose
     visual branch holds the other core, was no faster). A multilingual model, a silent recording or the check
     turned off load nothing."""
-    if not language_check or not len(samples) or float(np.abs(samples).max()) < QUIET:
+    if not language_check or audio_stage.peak(samples) <= audio_stage.AUDIBLE_PEAK:
         return
     try:
         if engine.model().model.is_multilingual:

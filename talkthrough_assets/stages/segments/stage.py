@@ -181,5 +181,5 @@ def run(rid: str, opts: Options, engines, *, ctx: RunContext | None = None) -> S
           **{k: v for k, v in dataclasses.asdict(T.quality(m)).items()
              if k in ("dropped_words", "doubtful_segments", "speech_s", "uncovered_speech_s")},
           **metadata(rid, report)}
-    checks = [T.transcript_check(p.has_audio and peak > 1000, m.segment_count)]
+    checks = [T.transcript_check(p.has_audio and peak > audio_stage.AUDIBLE_PEAK, m.segment_count)]
     return StageResult(md, digest([dataclasses.asdict(s) for s in out.segments]), checks, reason=reason)

@@ -307,4 +307,4 @@ def verify(rid: str) -> CheckResult:
     peak = 0
     if probe and probe.has_audio and store.exists(store.audio_key(rid)):
         peak = audio_stage.peak(audio_stage.load_wav(wav_path(rid)))
-    return transcript_check(peak > 1000, len(store.read_rows("segments", rid)))
+    return transcript_check(peak > audio_stage.AUDIBLE_PEAK, len(store.read_rows("segments", rid)))
