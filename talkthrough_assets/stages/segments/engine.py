@@ -53,10 +53,9 @@ def encoder_threads(device: str = DEVICE, override: int | None = None) -> int | 
     return min(os.cpu_count() or 1, ENCODER_MAX_THREADS)
 
 
-def _twin_fits(model_ref: str, files: dict[str, bytes] | None) -> bool:
-    """Whether ``model_ref``'s model.bin is small enough for a second copy (:data:`ENCODER_TWIN_MAX_BYTES`)."""
-    if files is not None:
-        return len(files.get("model.bin", b"")) <= ENCODER_TWIN_MAX_BYTES
+def _twin_fits(model_ref: str) -> bool:
+    """Whether the model folder ``model_ref``'s model.bin is small enough for a second copy
+    (:data:`ENCODER_TWIN_MAX_BYTES`)."""
     try:
         return os.path.getsize(os.path.join(model_ref, "model.bin")) <= ENCODER_TWIN_MAX_BYTES
     except OSError:
@@ -107,7 +106,7 @@ class Whisper:
                 got = files() if files else word_timing.model_files(model_ref)
                 slot.set_result(self._load(model_ref, device=key[1], compute_type=key[2], cpu_threads=key[3],
                                            files=got, encoder_threads=encoder if encoder and
-                                           _twin_fits(model_ref, got) else None))
+                                           _twin_fits(model_ref) else None))
             except BaseException as e:  # the next caller tries again
                 with self._guard:
                     if self._models.get(key) is slot:
