@@ -53,10 +53,18 @@ def instance():
 
 
 def _mark_runs_failed(inst, rid: str, why: str) -> bool:
-    """Mark this process's unfinished runs of ``rid`` failed with ``why``; True when there was one."""
+    """Mark this process's unfinished runs of ``rid`` failed with ``why``; True when there was one. A run it
+    created but never started (its storage failed while Dagster logged the run's planned events) counts too."""
+    from dagster import DagsterRunStatus
+
     found = False
     for run, pid, _alive in active_runs_here(inst, rid):
         if pid == os.getpid():
+            found = True
+            inst.report_run_failed(run, f"run failed: {why}")
+    mine = f"{socket.gethostname()}:{os.getpid()}"
+    for run in runs_of(inst, rid, [DagsterRunStatus.NOT_STARTED]):
+        if run.tags.get(ORPHAN_TAG) == mine:
             found = True
             inst.report_run_failed(run, f"run failed: {why}")
     return found

@@ -7,8 +7,10 @@ recording: :mod:`.summary`.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -25,7 +27,7 @@ from talkthrough_assets.core.ids import recording_id
 # the Dagster instance this process opens (DAGSTER_HOME under the data root, SQLite or Postgres storage)
 from talkthrough_assets.defs import storage_template
 from talkthrough_assets.defs.instance import instance_soon
-from talkthrough_assets.pipeline import disk, events, freshness, prewarm, sources
+from talkthrough_assets.pipeline import disk, events, freshness, prewarm, scheduler, sources
 from talkthrough_assets.pipeline import preflight
 from talkthrough_assets.pipeline import registry
 from talkthrough_assets.pipeline import settings as S
@@ -132,14 +134,6 @@ def _plan_and_run(path, rid: str, force: bool, overrides: dict | None,
         return _Ran("failed", [bad])  # recorded like a run's failure of that stage, without a run
     if on_stages:
         on_stages(rid, stages)
-    # Dagster's import and instance in a thread (with the recording's partition and the run's event log ready
-    # there), beside the native engine loads here (Whisper) (bench/bench_cold_start.py)
-    prepared: dict = {}
-    opening = instance_soon(lambda inst: prepared.update(run_id=_before_run(inst, rid)))
-    try:
-        prewarm.prewarm_native(rid, stages, given=overrides)
-    finally:
-        inst = opening.result()
     ran = _Ran("processed")
     warming = threading.Lock()  # taken once: at the first stage's start
 
@@ -153,11 +147,62 @@ def _plan_and_run(path, rid: str, force: bool, overrides: dict | None,
             if state == "failed" and ran.seen_failure is None:  # also when a full disk kept its row unwritten
                 ran.seen_failure = f"{stage}: {info.get('reason')}"
 
-    ran.result = run_stages(rid, stages, inst, settings=overrides, observer=Observer(on_stage=seen).joined(observer),
-                            run_id=prepared.get("run_id"))
+    watching = Observer(on_stage=seen).joined(observer)
+    # Dagster's import and instance in a thread (with the recording's partition and the run's event log ready
+    # there), beside the stages, started here ahead of the run that takes them over, and the native engine loads
+    # (Whisper) (bench/bench_cold_start.py)
+    prepared: dict = {}
+    opening = instance_soon(lambda inst: prepared.update(run_id=_before_run(inst, rid)))
+    early = scheduler.start_early(rid, stages, overrides, observer=watching)
+    why = None
+    try:
+        with _signals_stop(early):
+            try:
+                prewarm.prewarm_native(rid, stages, given=overrides)
+            finally:
+                inst = opening.result()
+        ran.result = run_stages(rid, stages, inst, settings=overrides, observer=watching, run_id=prepared.get("run_id"))
+    except KeyboardInterrupt:  # a second Ctrl-C before the run existed: it ends now, interrupted
+        if early.claimed:
+            raise
+        why = runs.RUN_INTERRUPTED
+        return _Ran("failed", reason=why)
+    except Exception as e:
+        why = disk.disk_reason(e, rid) or f"{type(e).__name__}: {e}"
+        raise
+    finally:  # the run took the stages over and returned, or never started: nothing of them runs on unrecorded
+        early.end(why)
     ran.stages = [s for s in stages if s in ran.stages]  # graph order; a stage a failure upstream stopped is not listed
     _settle(rid, inst, ran)
     return ran
+
+
+@contextmanager
+def _signals_stop(early: scheduler.EarlyRun):
+    """Ctrl-C or SIGTERM while Dagster creates the run that takes over the stages started ahead: they stop at their
+    next checkpoint and the run, once created, records them stopped, so the command ends "interrupted" with its
+    run in Dagster, as for a signal during the run (a second one ends it at once: KeyboardInterrupt). Only the main
+    thread takes signals; a signal ignored (a command started in the background) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    told: list[int] = []
+
+    def on_signal(signum, _frame) -> None:
+        if told:
+            raise KeyboardInterrupt
+        told.append(signum)
+        early.stop()
+
+    before = {sig: was for sig in (signal.SIGINT, signal.SIGTERM)
+              if (was := signal.getsignal(sig)) is not signal.SIG_IGN}
+    for sig in before:
+        signal.signal(sig, on_signal)
+    try:
+        yield
+    finally:
+        for sig, was in before.items():
+            signal.signal(sig, signal.SIG_DFL if was is None else was)
 
 
 def _before_run(inst, rid: str) -> str | None:

@@ -15,8 +15,10 @@ from talkthrough_assets.core import config
 from talkthrough_assets.core.errors import StageError
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.engines import Engines
-from talkthrough_assets.pipeline.events import NOBODY, STARTED, Observer, Progress, Skipped
-from talkthrough_assets.pipeline.stagerun import STAGE_LOCK_WAIT_S, run_stage
+from talkthrough_assets.pipeline.engines import shared as shared_engines
+from talkthrough_assets.model.runs import StageRun
+from talkthrough_assets.pipeline.events import NOBODY, STARTED, Observer, Progress, Skipped, record
+from talkthrough_assets.pipeline.stagerun import CODE_VERSIONS, STAGE_LOCK_WAIT_S, run_stage
 from talkthrough_assets.pipeline.stagespec import BY_NAME
 from talkthrough_assets.stages.runner import RunContext
 
@@ -50,7 +52,16 @@ def run_stages(recording_id: str, stages: list[str], overrides: dict | None = No
     ``observer``: who watches the run besides its caller (told each stage's state and progress)."""
     selected = S.ordered(set(stages))
     overrides = S.checked(overrides)  # a value its setting cannot take fails the run before any stage starts
-    run = _Schedule(recording_id, selected, overrides, workers or stage_workers(), engines, observer)
+    early = _claim(recording_id, selected, overrides, engines)
+    if early is not None:  # started before this run existed (start_early): its events, as they came
+        yield from early.events()
+        return
+    yield from _execute(_Schedule(recording_id, selected, overrides, workers or stage_workers(), engines, observer))
+
+
+def _execute(run: "_Schedule"):
+    """The loop of :func:`run_stages` over one schedule, in the thread that consumes it."""
+    recording_id, overrides = run.rid, run.overrides
     # the run holds the recording's writer lock throughout; its stage threads re-enter it
     with store.partition_lock(recording_id, timeout_s=STAGE_LOCK_WAIT_S), \
             ThreadPoolExecutor(max_workers=run.workers, thread_name_prefix="stage") as pool:
@@ -135,6 +146,113 @@ class _Schedule:
         for made in self.previews.values():
             if made is not None:
                 made.ended(self.done, self.first_failure or "the run was stopped")
+
+
+class EarlyRun:
+    """A schedule of one recording's stages started before the Dagster run that records it exists
+    (:func:`start_early`): the CLI's ``process`` starts its stages while Dagster imports, opens its storage and
+    creates the run in another thread, work that needs the interpreter more than the stages' native code does
+    (bench/bench_cold_start.py). Its own thread drives the schedule and queues what it yields; the run's
+    :func:`run_stages` of the same stages and settings takes it over (:meth:`events`) and yields the same events,
+    in the order they came, as if it had started them itself. Its caller ends it (:meth:`end`) once that run
+    returned, or failed to start: a schedule no run took over is stopped at its stages' next checkpoint."""
+
+    _DONE = object()
+
+    def __init__(self, rid: str, selected: list[str], overrides: dict, engines: Engines | None, observer: Observer):
+        self.key = (rid, tuple(selected), _frozen(overrides), engines or shared_engines())
+        self.schedule = _Schedule(rid, selected, overrides, stage_workers(), engines, observer)
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.claimed = self.abandoned = False
+        self.thread = threading.Thread(target=self._drive, name="early-stages", daemon=True)
+
+    def _drive(self) -> None:
+        try:
+            for event in _execute(self.schedule):
+                self.queue.put(event)
+        except BaseException as e:  # noqa: BLE001 - raised again in the thread that takes the run over
+            self.queue.put(e)
+        finally:
+            self.queue.put(self._DONE)
+
+    def events(self):
+        """What the schedule yields, from the run that took it over; closing this generator (the run stopped:
+        Ctrl-C, a cancelled run) stops the stages, as closing :func:`run_stages` does."""
+        try:
+            while (event := self.queue.get()) is not self._DONE:
+                if isinstance(event, BaseException):
+                    raise event
+                yield event
+        finally:
+            self.schedule.stop.set()
+
+    def stop(self) -> None:
+        """Ask its stages to stop at their next checkpoint (Ctrl-C before the run took it over): the run that
+        takes it over records them stopped, as it would have stopped them itself."""
+        self.schedule.stop.set()
+
+    def end(self, why: str | None = None) -> None:
+        """Stop what is still running unless a run took it over (that run has ended by now), and wait for the
+        schedule's thread: nothing of it outlives its caller's hold on the recording's lock. When no run took it
+        over (``why``: the reason, e.g. Ctrl-C before Dagster had created the run), each stage it finished is
+        recorded failed with that reason: Dagster has no record of it, so the next ``process`` runs it again, in a
+        run that records it."""
+        with _EARLY_GUARD:
+            if _EARLY.get(self.key[0]) is self:
+                del _EARLY[self.key[0]]
+        if self.claimed:
+            self.thread.join()
+        else:
+            self._abandon(why or "its Dagster run did not start")
+
+    def _abandon(self, why: str) -> None:
+        """Stop it, wait for it, and record failed each stage it finished (once)."""
+        self.schedule.stop.set()
+        self.thread.join()
+        if self.abandoned:
+            return
+        self.abandoned = True
+        rid, cfg = self.schedule.rid, S.effective(self.schedule.rid, self.schedule.overrides)
+        reason = f"{why} (finished before its run existed, so not recorded in Dagster: the next process runs it again)"
+        for stage in S.ordered(self.schedule.done):
+            record(rid, StageRun(stage=stage, status="failed", reason=reason, config_hash=S.config_hash(stage, cfg),
+                                 code_version=CODE_VERSIONS[stage], elapsed_s=0.0))
+
+
+_EARLY: dict[str, EarlyRun] = {}  # recording id -> its schedule started ahead, until a run takes it over
+_EARLY_GUARD = threading.Lock()
+
+
+def start_early(recording_id: str, stages: list[str], overrides: dict | None = None, engines: Engines | None = None,
+                observer: Observer = NOBODY) -> EarlyRun:
+    """Start ``stages`` of one recording now, for the :func:`run_stages` about to be called with the same stages,
+    settings and engines (from a Dagster run being created meanwhile) to take over. The caller holds the
+    recording's lock and calls :meth:`EarlyRun.end` when that run has returned (or did not start)."""
+    selected = S.ordered(set(stages))
+    early = EarlyRun(recording_id, selected, S.checked(overrides), engines, observer)
+    with _EARLY_GUARD:
+        if recording_id in _EARLY:
+            raise RuntimeError(f"recording {recording_id} already has a schedule started ahead")
+        _EARLY[recording_id] = early
+    early.thread.start()
+    return early
+
+
+def _claim(rid: str, selected: list[str], overrides: dict, engines: Engines | None) -> EarlyRun | None:
+    """The schedule started ahead for exactly this run, now taken over (None: there is none; one for other
+    stages or settings is stopped, and this run starts its own once that one has ended)."""
+    with _EARLY_GUARD:
+        early = _EARLY.pop(rid, None)
+        if early is not None and early.key == (rid, tuple(selected), _frozen(overrides), engines or shared_engines()):
+            early.claimed = True
+            return early
+    if early is not None:  # before this run starts its own: what it finished is run again, by a recorded run
+        early._abandon("a run of other stages or settings came first")
+    return None
+
+
+def _frozen(overrides: dict) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in overrides.items()))
 
 
 def _preview(previews: dict[str, Any], stage: str, rid: str, selected: list[str], done: set[str],

@@ -173,12 +173,18 @@ def test_read_only_data_root_reads_and_refuses_writes_in_one_line(small):
 
 
 def _fill(mnt: Path, leave_bytes: int) -> Path:
-    """Take all but ``leave_bytes`` of the filesystem at ``mnt``."""
+    """Take all but ``leave_bytes`` of the filesystem at ``mnt`` (or as close as it can: a run writing beside it
+    may take some of what was free between the measure and the allocation; it then tries for a little less)."""
     filler = mnt / "filler"
-    free = shutil.disk_usage(mnt).free
-    with open(filler, "wb") as f:
-        os.posix_fallocate(f.fileno(), 0, max(1, free - leave_bytes))
-    return filler
+    for margin in (0, 256 << 10, 1 << 20, 4 << 20):
+        free = shutil.disk_usage(mnt).free
+        try:
+            with open(filler, "wb") as f:
+                os.posix_fallocate(f.fileno(), 0, max(1, free - leave_bytes - margin))
+            return filler
+        except OSError:
+            filler.unlink(missing_ok=True)
+    raise AssertionError(f"could not fill {mnt}")
 
 
 def test_preflight_counts_frames_by_resolution_and_the_model_join(small, tmp_path, monkeypatch):

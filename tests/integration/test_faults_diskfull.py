@@ -119,7 +119,9 @@ def test_a_full_dagster_storage_on_its_own_disk_is_named_and_its_run_is_not_left
         assert out["status"] == "failed" and re.match(rf"disk full at {re.escape(str(dagster))}: [01] MB free, ",
                                                       out["reason"]), out
         assert out["reason"].endswith(" MB needed") and str(store.home()) not in out["reason"], out
-        assert _run_states(dagster, out["recording_id"]) == ["FAILURE"]
+        # its stages start ahead of the run (scheduler.start_early): the disk filled once the probe was done, before
+        # or while Dagster created the run, so no run was stored, or a failed one; never one left to look started
+        assert set(_run_states(dagster, out["recording_id"])) <= {"FAILURE"}
         # `recordings --find` says why (before: "registered")
         found = _cli("recordings", "--find", c.name)
         # named for the first stage not finished when Dagster's storage failed (stages a stage's end made ready

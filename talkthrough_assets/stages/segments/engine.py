@@ -209,6 +209,19 @@ def warm_language_checker(whisper: "Whisper", threads: int | None = None, device
         whisper.warm(BASE_IN_MEMORY, threads, device, compute, base_model_files)
 
 
+MULTILINGUAL_VOCABULARY = 51865  # tokens of a multilingual Whisper model's vocabulary at least (CTranslate2's test)
+
+
+def english_only(model_ref: str) -> bool | None:
+    """Whether the Whisper model in folder ``model_ref`` is English-only, from the size of its vocabulary (an
+    English-only one has 51864 tokens), without loading it; None when the folder has no ``vocabulary.txt``."""
+    try:
+        with open(os.path.join(model_ref, "vocabulary.txt"), "rb") as fh:
+            return sum(1 for _ in fh) < MULTILINGUAL_VOCABULARY
+    except OSError:
+        return None
+
+
 def load_checker_soon(samples: np.ndarray, language_check: bool, engine: Engine) -> None:
     """Load the language check's multilingual model (:func:`warm_language_checker`) in a thread of its own while
     the chunks decode (``chunks.transcribe_chunked`` calls this first), for an English-only model whose audio is
@@ -219,14 +232,12 @@ def load_checker_soon(samples: np.ndarray, language_check: bool, engine: Engine)
     turned off load nothing."""
     if not language_check or audio_stage.peak(samples) <= audio_stage.AUDIBLE_PEAK:
         return
-    try:
-        if engine.model().model.is_multilingual:
-            return
-    except Exception:  # noqa: BLE001 - the decode itself reports a model that does not load
-        return
+    english = english_only(engine.model_ref)  # known from its folder: the load starts beside the model's own
 
     def load() -> None:
         try:
+            if english is False or (english is None and engine.model().model.is_multilingual):
+                return
             warm_language_checker(engine.whisper, engine.threads, engine.device, engine.compute)
         except Exception:  # noqa: BLE001 - the check loads it again when it needs it, and reports what fails
             pass
