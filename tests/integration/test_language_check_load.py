@@ -33,10 +33,14 @@ def test_the_check_model_loads_beside_the_decode_and_the_check_uses_it(samples):
     loader = next(t for t in threading.enumerate() if t.name == "language-check-load")
     loader.join(120)
     assert _base_loaded(eng.whisper)
-    loads = len(eng.whisper._models)
+    # English-only, known from the model's folder (its vocabulary): the check's model loaded without waiting for it
+    assert E.english_only(eng.model_ref) is True and [k[0] for k in eng.whisper._models] == [BASE_IN_MEMORY]
+    checker = eng.whisper._models[next(iter(eng.whisper._models))]
     out = chunks.transcribe(samples, opts, eng).transcript  # the recording's language judged on that model
     assert out.meta.language == "en" and len(out.words) > 20
-    assert len(eng.whisper._models) == loads  # nothing loaded twice
+    # the decode added its own model; the check's was not loaded twice
+    assert sorted(k[0] for k in eng.whisper._models) == sorted([BASE_IN_MEMORY, eng.model_ref])
+    assert next(f for k, f in eng.whisper._models.items() if k[0] == BASE_IN_MEMORY) is checker
 
 
 def test_a_silent_recording_loads_no_check_model():

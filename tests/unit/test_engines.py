@@ -128,3 +128,14 @@ def test_a_failed_load_is_tried_again_by_the_next_caller():
     except MemoryError:
         pass
     assert isinstance(w.model("tiny", 1), Flaky) and len(calls) == 2
+
+
+def test_english_only_is_read_from_the_vocabulary_without_loading_the_model(tmp_path):
+    from talkthrough_assets.stages.segments import engine as E
+
+    for name, tokens, expected in (("en", 51864, True), ("multi", 51865, False), ("v3", 51866, False)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "vocabulary.txt").write_text("".join(f"t{i}\n" for i in range(tokens)))
+        assert E.english_only(str(folder)) is expected, name
+    assert E.english_only(str(tmp_path / "missing")) is None  # said by the loaded model then
