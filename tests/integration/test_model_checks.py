@@ -58,3 +58,27 @@ def test_the_base_models_parts_are_verified_once_per_install(data_root, monkeypa
     monkeypatch.setattr(models, "BASE_MODEL_SHA256", "0" * 64)  # another pin: hashed again, and refused
     with pytest.raises(models.ModelUnavailable, match="join to sha256"):
         models.base_model_files()
+
+
+def test_threads_asking_at_once_hash_the_model_once(data_root, monkeypatch):
+    """The prewarm and the segments stage (started before the run) both resolve the model at the start of a run on
+    a new data root: one of them hashes it, the other waits for that and finds the stamp."""
+    import threading
+
+    hashed = []
+    real = models.sha256_file
+    monkeypatch.setattr(models, "sha256_file", lambda *p, **kw: hashed.append(p) or real(*p, **kw))
+    gate = threading.Barrier(3)
+    got = []
+
+    def resolve():
+        gate.wait()
+        got.append(models.resolve_whisper("tiny.en"))
+
+    threads = [threading.Thread(target=resolve) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert len(got) == 3 and len(set(got)) == 1
+    assert len(hashed) == len(models.TINY_EN_SHA256), hashed  # each file once, not once per thread
