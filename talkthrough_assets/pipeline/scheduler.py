@@ -203,7 +203,7 @@ class EarlyRun:
         if self.claimed:
             self.thread.join()
         else:
-            self._abandon(why or "its Dagster run did not start")
+            self._abandon(why or "its Dagster run did not take it over")
 
     def _abandon(self, why: str) -> None:
         """Stop it, wait for it, and record failed each stage it finished (once)."""

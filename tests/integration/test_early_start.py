@@ -15,18 +15,19 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus
 from dagster_records import materialized_in_run, run_ids
-from fixture_facts import FIXTURES_DIR, SCREENCAST_PATH, SILENT_NAME, unique_copy
+from fixture_facts import FIXTURES_DIR, SCREENCAST_PATH, SILENT_NAME, TWO_VOICES_PATH, unique_copy
 
 from talkthrough_assets import store
 from talkthrough_assets.app import service
 from talkthrough_assets.core.ids import recording_id
-from talkthrough_assets.pipeline import freshness, scheduler, sources
+from talkthrough_assets.pipeline import events, freshness, scheduler, sources
 from talkthrough_assets.pipeline import settings as S
 
 TALKTHROUGH = str(Path(sys.executable).with_name("talkthrough"))
@@ -164,3 +165,18 @@ def test_a_run_of_other_stages_stops_the_schedule_started_ahead_and_runs_its_own
     assert all(not isinstance(e, Exception) for _s, e in events), events
     rows = {r["stage"]: r for r in store.read_rows("stage_runs", rid, part=None)}
     assert rows["probe"]["status"] == "ok", rows  # the run's own probe, after the stopped schedule's
+
+
+def test_the_run_takes_over_what_was_started_for_it_with_its_settings(cli_home, tmp_path):
+    """The run finds the schedule started for it whatever settings it carries: a first run, a forced re-anchor
+    (only wall_clock and manifest) and a diarize amend (only turns and manifest) each start every stage once (a
+    schedule the run did not take over would be stopped and its stages started again)."""
+    src = unique_copy(TWO_VOICES_PATH, tmp_path / "amends.m4a", "early-amends")
+    for overrides, expected in ((None, list(S.STAGES)),
+                                ({"recorded_at": "2026-01-02T03:04:05+01:00"}, ["wall_clock", "manifest"]),
+                                ({"diarize": True, "num_speakers": 2}, ["turns", "manifest"])):
+        started = Counter()
+        watcher = events.Observer(on_stage=lambda stage, r, state, info: started.update([stage] * (state == "started")))
+        out = service.process(src, overrides=overrides, observer=watcher)
+        assert out["status"] == "processed" and out["stages_run"] == expected, (overrides, out)
+        assert started == Counter(expected), (overrides, started)
