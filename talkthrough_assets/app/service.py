@@ -156,12 +156,15 @@ def _plan_and_run(path, rid: str, force: bool, overrides: dict | None,
     early = scheduler.start_early(rid, stages, overrides, observer=watching)
     why = None
     try:
-        with _signals_stop(early):
+        with _signals_stop(early):  # Dagster's own handlers take over while it executes the run's step
             try:
                 prewarm.prewarm_native(rid, stages, given=overrides)
             finally:
                 inst = opening.result()
-        ran.result = run_stages(rid, stages, inst, settings=overrides, observer=watching, run_id=prepared.get("run_id"))
+            ran.result = run_stages(rid, stages, inst, settings=overrides, observer=watching,
+                                    run_id=prepared.get("run_id"))
+        if not early.claimed and runs.run_interrupted(ran.result):  # stopped before its step began
+            why = runs.RUN_INTERRUPTED
     except KeyboardInterrupt:  # a second Ctrl-C before the run existed: it ends now, interrupted
         if early.claimed:
             raise
@@ -179,10 +182,13 @@ def _plan_and_run(path, rid: str, force: bool, overrides: dict | None,
 
 @contextmanager
 def _signals_stop(early: scheduler.EarlyRun):
-    """Ctrl-C or SIGTERM while Dagster creates the run that takes over the stages started ahead: they stop at their
-    next checkpoint and the run, once created, records them stopped, so the command ends "interrupted" with its
-    run in Dagster, as for a signal during the run (a second one ends it at once: KeyboardInterrupt). Only the main
-    thread takes signals; a signal ignored (a command started in the background) stays ignored."""
+    """Ctrl-C or SIGTERM before the run's step took over the stages started ahead: they stop at their next
+    checkpoint and the run, once created, records them stopped (or, stopped before its step began, leaves them to
+    run again), so the command ends "interrupted", as for a signal during the run; a second one ends it at once
+    (KeyboardInterrupt). Until Dagster executes the run, this handler takes the signal; while Dagster's own
+    handlers hold it back for its next checkpoint, the signal's wake-up byte (``signal.set_wakeup_fd``, written
+    whichever Python handler is installed) stops the stages at once. Only the main thread takes signals; a signal
+    ignored (a command started in the background) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -198,11 +204,28 @@ def _signals_stop(early: scheduler.EarlyRun):
               if (was := signal.getsignal(sig)) is not signal.SIG_IGN}
     for sig in before:
         signal.signal(sig, on_signal)
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    old_fd = signal.set_wakeup_fd(write)
+    watcher = threading.Thread(target=_stop_on_wakeup, args=(read, early, set(before)), daemon=True,
+                               name="signal-wakeup")
+    watcher.start()
     try:
         yield
     finally:
+        signal.set_wakeup_fd(old_fd)
+        os.close(write)  # the watcher reads the end of the pipe and ends
+        watcher.join(5)
+        os.close(read)
         for sig, was in before.items():
             signal.signal(sig, signal.SIG_DFL if was is None else was)
+
+
+def _stop_on_wakeup(fd: int, early: scheduler.EarlyRun, signals: set[int]) -> None:
+    """Stop ``early``'s stages once a byte naming one of ``signals`` comes through the wake-up pipe ``fd``."""
+    while data := os.read(fd, 64):
+        if any(b in signals for b in data):
+            early.stop()
 
 
 def _before_run(inst, rid: str) -> str | None:
