@@ -58,13 +58,8 @@ def _mark_runs_failed(inst, rid: str, why: str) -> bool:
     from dagster import DagsterRunStatus
 
     found = False
-    for run, pid, _alive in active_runs_here(inst, rid):
-        if pid == os.getpid():
-            found = True
-            inst.report_run_failed(run, f"run failed: {why}")
-    mine = f"{socket.gethostname()}:{os.getpid()}"
-    for run in runs_of(inst, rid, [DagsterRunStatus.NOT_STARTED]):
-        if run.tags.get(ORPHAN_TAG) == mine:
+    for run in runs_of(inst, rid, [getattr(DagsterRunStatus, s) for s in ("NOT_STARTED", *ACTIVE_STATUSES)]):
+        if _runner(inst, run) == (socket.gethostname(), os.getpid()):
             found = True
             inst.report_run_failed(run, f"run failed: {why}")
     return found

@@ -13,10 +13,10 @@ from typing import Any, Iterable
 from talkthrough_assets import store
 from talkthrough_assets.core import config
 from talkthrough_assets.core.errors import StageError
+from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets.pipeline import settings as S
 from talkthrough_assets.pipeline.engines import Engines
 from talkthrough_assets.pipeline.engines import shared as shared_engines
-from talkthrough_assets.model.runs import StageRun
 from talkthrough_assets.pipeline.events import NOBODY, STARTED, Observer, Progress, Skipped, record
 from talkthrough_assets.pipeline.stagerun import CODE_VERSIONS, STAGE_LOCK_WAIT_S, run_stage
 from talkthrough_assets.pipeline.stagespec import BY_NAME
@@ -160,7 +160,7 @@ class EarlyRun:
     _DONE = object()
 
     def __init__(self, rid: str, selected: list[str], overrides: dict, engines: Engines | None, observer: Observer):
-        self.key = (rid, tuple(selected), _frozen(overrides), engines or shared_engines())
+        self.key = _key(rid, selected, overrides, engines)
         self.schedule = _Schedule(rid, selected, overrides, stage_workers(), engines, observer)
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.claimed = self.abandoned = False
@@ -184,7 +184,7 @@ class EarlyRun:
                     raise event
                 yield event
         finally:
-            self.schedule.stop.set()
+            self.stop()
 
     def stop(self) -> None:
         """Ask its stages to stop at their next checkpoint (Ctrl-C before the run took it over): the run that
@@ -207,7 +207,7 @@ class EarlyRun:
 
     def _abandon(self, why: str) -> None:
         """Stop it, wait for it, and record failed each stage it finished (once)."""
-        self.schedule.stop.set()
+        self.stop()
         self.thread.join()
         if self.abandoned:
             return
@@ -243,7 +243,7 @@ def _claim(rid: str, selected: list[str], overrides: dict, engines: Engines | No
     stages or settings is stopped, and this run starts its own once that one has ended)."""
     with _EARLY_GUARD:
         early = _EARLY.pop(rid, None)
-        if early is not None and early.key == (rid, tuple(selected), _frozen(overrides), engines or shared_engines()):
+        if early is not None and early.key == _key(rid, selected, overrides, engines):
             early.claimed = True
             return early
     if early is not None:  # before this run starts its own: what it finished is run again, by a recorded run
@@ -251,8 +251,9 @@ def _claim(rid: str, selected: list[str], overrides: dict, engines: Engines | No
     return None
 
 
-def _frozen(overrides: dict) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in overrides.items()))
+def _key(rid: str, selected: list[str], overrides: dict, engines: Engines | None) -> tuple:
+    """What a run must share with a schedule started ahead to take it over: recording, stages, settings, engines."""
+    return rid, tuple(selected), tuple(sorted((k, repr(v)) for k, v in overrides.items())), engines or shared_engines()
 
 
 def _preview(previews: dict[str, Any], stage: str, rid: str, selected: list[str], done: set[str],
