@@ -132,9 +132,15 @@ def _start_cli(args: list[str], env: dict) -> subprocess.Popen:
 
 
 def _wait_for_step(proc: subprocess.Popen, step: str, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
+    """Until ``step`` starts: the CLI's lines of the stages it waits for, done (of the plan, for the first stage).
+    The stages start before their Dagster run, whose 'Started stage' log line comes once the run takes them over,
+    perhaps after the stage ended."""
+    from talkthrough_assets.pipeline import settings as S
+
+    waits, deadline = {f" {d} ok in " for d in S.DEPS[step]} or {": running "}, time.time() + timeout  # none: planned
     for line in proc.stderr:
-        if f'Started stage "{step}"' in line:  # the stages share one Dagster step (threads)
+        waits -= {w for w in waits if w in line}
+        if not waits or f'Started stage "{step}"' in line:
             return
         if time.time() > deadline:
             break
