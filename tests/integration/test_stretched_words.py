@@ -117,3 +117,39 @@ def test_a_passage_the_prompted_decode_skips_again_is_decoded_once_more_without_
                      redecode=lambda part, **kw: calls.append(1) or T.decode(part, opts, Engine.of(opts),
                                                                             recovering=True, **kw))
     assert calls == [1]
+
+
+def test_the_silent_tail_of_a_voice_activity_region_is_not_decoded_again():
+    """The VAD gate's regions go on after speech while Silero's probability stays above its exit threshold (0.01):
+    on the 10-min bench screencast 4-6 of the coverage pass's 13 spans were such tails (1.4-2.2 s, probability
+    <= 0.1), each decoded again for ~0.6 s of CPU, for nothing kept. A span where Silero hears no speech at the
+    gate's threshold is left uncovered with that reason and not decoded; uncovered speech still is. Real Silero,
+    real Whisper: the core speech is the gate's own over the speech, with 1.5 s of the silence between added."""
+    jfk = bench_asr._decode(MEDIA / "asr" / "whisper_jfk.flac")
+    reader = bench_asr._decode(MEDIA / "asr" / "lhotse_librispeech-2412-153948-0000.flac")
+    rng = np.random.default_rng(0)
+    hush = (rng.standard_normal(2 * 16000) * 1e-4).astype(np.float32)  # 2 s of near silence
+    samples = np.concatenate([jfk, hush, reader]).astype(np.float32)
+    start, end = len(jfk), len(jfk) + len(hush)
+    assert segments_rules.heard(samples, 0, len(jfk))
+    assert not segments_rules.heard(samples, start + 4000, end)
+    assert segments_rules.heard(samples, end, len(samples))
+    opts = Options(decoding=Decoding(refine_words=False, coverage=False))
+    entries = coverage._entries_of(T.decode(jfk, opts, Engine.of(opts)))
+    core = segments_rules.core_speech(segments_rules.speech_regions(jfk))
+    core += [(start + 4000, end - 4000)]  # 1.5 s of the silence held as speech, as the gate's tail does
+    core += [(a + end, b + end) for a, b in segments_rules.core_speech(segments_rules.speech_regions(reader))]
+    calls = []
+
+    def redecode(part, **kw):
+        calls.append(len(part))
+        return T.decode(part, opts, Engine.of(opts), recovering=True, **kw)
+
+    still = coverage.recover(samples, core, entries, [], [], again=True, vocabulary=None, redecode=redecode)
+    assert calls and all(n < len(reader) + 2 * 16000 for n in calls), calls  # the reader's speech only
+    tail = [s for s in still if s.t0_ms * 16 < end - 4000 and s.t1_ms * 16 > start + 4000]
+    assert tail == [Span(tail[0].t0_ms, tail[0].t1_ms, tail[0].reason)] and "no speech heard" in tail[0].reason, still
+    assert tail[0].t1_ms - tail[0].t0_ms >= 1000
+    heard_words = bench_asr.norm(" ".join(e.seg.text for e in entries if e.seg.t0_ms * 16 >= end - 8000))
+    target = bench_asr.norm(READER)
+    assert bench_asr.edits(target, heard_words) / len(target) < 0.2, heard_words

@@ -11,7 +11,7 @@ import numpy as np
 
 from talkthrough_assets.model.transcript import Decoded, Segment, Span, Word
 from talkthrough_assets.stages.segments.engine import PROMPT_TOKENS
-from talkthrough_assets.stages.segments.rules import _key, dropped_text
+from talkthrough_assets.stages.segments.rules import _key, dropped_text, heard
 
 # Coverage: voice activity that no kept segment covers for at least this long is decoded again on its own (its
 # own window, the text before it as prompt): Whisper's long-form decoding jumps over speech now and then (27 s of
@@ -95,7 +95,11 @@ def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[Entr
         dropped.extend(d.shifted(off, reason=d.reason + " (speech decoded again)") for d in sub.dropped)
         doubtful.extend(d.shifted(off) for d in sub.doubtful)
 
+    unheard: list[tuple[int, int]] = []  # spans not decoded again: no window of them reaches the VAD's threshold
     for a, b in (uncovered(core, covered(stretched), int(COVERAGE_MIN_S * 16000)) if again else []):
+        if not heard(samples, a, b):
+            unheard.append((a, b))
+            continue
         # the text kept before it is its context (not the prompt this audio came with: a prompt that sent
         # Whisper into a loop would do it again)
         before = [t for e in entries if e.seg.t1_ms * 16 <= a for t in e.tokens]
@@ -105,7 +109,7 @@ def recover(samples: np.ndarray, core: list[tuple[int, int]], entries: list[Entr
                 decode_span(a2, b2, None)
     _settle_stretched(entries, dropped, stretched, found)
     still = uncovered(core, covered(), int(COVERAGE_MIN_S * 16000))
-    return [Span(a // 16, b // 16, _gap_reason(a, b, dropped, again)) for a, b in still]
+    return [Span(a // 16, b // 16, _gap_reason(a, b, dropped, again, unheard)) for a, b in still]
 
 
 def _stretched(e: Entry) -> bool:
@@ -179,11 +183,15 @@ def _unsure_recovery(e: Entry) -> str | None:
     return None
 
 
-def _gap_reason(a: int, b: int, dropped: list[Span], decoded_again: bool) -> str:
-    """Why speech [a, b) (samples) has no transcript: what was dropped over it, else Whisper wrote nothing."""
+def _gap_reason(a: int, b: int, dropped: list[Span], decoded_again: bool,
+                unheard: list[tuple[int, int]] = ()) -> str:
+    """Why speech [a, b) (samples) has no transcript: what was dropped over it, else Whisper wrote nothing (or it
+    was not decoded again: ``unheard``, the tail of a voice-activity region with no speech heard in it)."""
     over = [d for d in dropped if d.t0_ms * 16 < b and d.t1_ms * 16 > a]
     if over:
         return "dropped: " + over[0].reason
+    if any(x < b and y > a for x, y in unheard):
+        return "no words: the tail of a voice-activity region, no speech heard in it (not decoded again)"
     return "decoded again: no words" if decoded_again else "no words"
 
 

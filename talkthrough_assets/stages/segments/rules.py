@@ -106,6 +106,19 @@ def speech_regions(samples: np.ndarray, threshold: float = VAD_GATE_THRESHOLD) -
     return [(t["start"], t["end"]) for t in get_speech_timestamps(samples, opts)]
 
 
+def heard(samples: np.ndarray, a: int, b: int, threshold: float = VAD_GATE_THRESHOLD) -> bool:
+    """Whether Silero hears speech at ``threshold`` anywhere in samples [a, b), heard after the second before
+    ``a`` (its state warms up over it). A region :func:`speech_regions` gives goes on after its speech while the
+    probability stays above the VAD's lower exit threshold (0.01), so a region's tail may hold none."""
+    from faster_whisper.vad import get_vad_model
+
+    lead = min(a, 16000)
+    x = samples[a - lead:b].astype(np.float32, copy=False)
+    x = np.pad(x, (0, (-len(x)) % 512))
+    probs = np.asarray(get_vad_model()(x), dtype=np.float32).reshape(-1)
+    return bool(len(probs) and probs[lead // 512:].max(initial=0.0) >= threshold)
+
+
 def compression_ratio(text: str) -> float:
     """zlib compression ratio of one segment's text (faster-whisper's is its whole 30-s window's, so one loop
     in a window dropped the real "Okay." beside it)."""

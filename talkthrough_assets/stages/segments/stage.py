@@ -29,11 +29,12 @@ from talkthrough_assets.stages.probe import has_video
 from talkthrough_assets.stages.runner import RunContext, StageResult, digest, hms, probe_row, stage_reason, wav_path
 
 # the segments stage's code version (stage_runs, Dagster's code version): bump it when the stage's tables change
-CODE_VERSION = "18"
+CODE_VERSION = "19"
 # the version of a chunk's decoding, part of every chunk's key: bump it (and CODE_VERSION) when what a chunk decodes
 # to changes; CODE_VERSION alone re-makes the tables from the stored chunk results (17: the transcripts row's spans
-# became structs, the chunks' words did not change)
-DECODE_VERSION = "17"
+# became structs, the chunks' words did not change; 18: the silent tail of a voice-activity region is not decoded
+# again, and its uncovered span says so)
+DECODE_VERSION = "18"
 FAILED_PREFIX = "Whisper failed on "  # the segments stage's reason when some chunks failed (re-run retries them)
 
 
