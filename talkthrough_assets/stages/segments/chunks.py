@@ -48,11 +48,12 @@ from talkthrough_assets.stages.segments import rules as segments_rules
 from talkthrough_assets.stages.segments import word_timing
 from talkthrough_assets.stages.segments.engine import Engine
 from talkthrough_assets.stages.segments.options import CHUNK_S, Options
+from talkthrough_assets.stages.segments.rules import speech_probs
 from talkthrough_assets.stages.runner import hms
 
 CHUNK_FORMAT = "4"  # the stored result's layout and the planning rule: part of every key
 SR = 16000
-WIN = 512  # Silero VAD window (samples): cuts fall on multiples of it
+WIN = segments_rules.VAD_WINDOW  # Silero VAD window (samples): cuts fall on multiples of it
 FIRST_CHUNK_S = 60.0  # the first chunk's target (at most CHUNK_S): the first partial transcript is readable once it
 # is decoded (stages/partial.py); at 180 s that took 16 % of the 30-min meeting's run (bench/bench_partial.py)
 SEARCH_SHARE = 0.1  # a cut is searched within +-10 % of the target length
@@ -65,14 +66,6 @@ PROMPT_TOKENS = segments_engine.PROMPT_TOKENS
 
 
 # --------------------------------------------------------------------------- planning
-
-def speech_probs(samples: np.ndarray) -> np.ndarray:
-    """Silero speech probability per 512-sample window (faster-whisper's VAD model)."""
-    from faster_whisper.vad import get_vad_model
-
-    x = np.pad(samples.astype(np.float32, copy=False), (0, (-len(samples)) % WIN))
-    return np.asarray(get_vad_model()(x), dtype=np.float32).reshape(-1)
-
 
 def quietest(probs: np.ndarray) -> int:
     """Index of the window to cut at: the middle of the longest run of silent windows (ties: the one nearest

@@ -183,8 +183,7 @@ def _unsure_recovery(e: Entry) -> str | None:
     return None
 
 
-def _gap_reason(a: int, b: int, dropped: list[Span], decoded_again: bool,
-                unheard: list[tuple[int, int]] = ()) -> str:
+def _gap_reason(a: int, b: int, dropped: list[Span], decoded_again: bool, unheard: list[tuple[int, int]]) -> str:
     """Why speech [a, b) (samples) has no transcript: what was dropped over it, else Whisper wrote nothing (or it
     was not decoded again: ``unheard``, the tail of a voice-activity region with no speech heard in it)."""
     over = [d for d in dropped if d.t0_ms * 16 < b and d.t1_ms * 16 > a]

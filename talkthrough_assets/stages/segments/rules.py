@@ -33,6 +33,7 @@ LANGUAGE_CHECK_MIN_TOP_P = 0.8  # ... with at least this probability. Measured o
 # P(en) >= 0.11 (a far-field "Okay." on an AMI excerpt, read as Portuguese at p=0.65; a 1-s "7 of clubs" as
 # Ukrainian at p=0.30, P(en)=0.07)
 VAD_GATE_PAD_MS = 400
+VAD_WINDOW = 512  # samples Silero hears at a time: one speech probability each
 # Language ID is evidence only on enough speech. The check's usual verdict (the multilingual encoder run on the
 # checked audio alone, cheap) is trusted on at least LANGUAGE_MIN_SPEECH_S of speech: the shortest amount at which
 # it called >= 99 % of English windows of the eval set English (bench/bench_language_id.py). On less, it misjudged
@@ -106,17 +107,20 @@ def speech_regions(samples: np.ndarray, threshold: float = VAD_GATE_THRESHOLD) -
     return [(t["start"], t["end"]) for t in get_speech_timestamps(samples, opts)]
 
 
+def speech_probs(samples: np.ndarray) -> np.ndarray:
+    """Silero speech probability per :data:`VAD_WINDOW`-sample window (faster-whisper's VAD model)."""
+    from faster_whisper.vad import get_vad_model
+
+    x = np.pad(samples.astype(np.float32, copy=False), (0, (-len(samples)) % VAD_WINDOW))
+    return np.asarray(get_vad_model()(x), dtype=np.float32).reshape(-1)
+
+
 def heard(samples: np.ndarray, a: int, b: int, threshold: float = VAD_GATE_THRESHOLD) -> bool:
     """Whether Silero hears speech at ``threshold`` anywhere in samples [a, b), heard after the second before
     ``a`` (its state warms up over it). A region :func:`speech_regions` gives goes on after its speech while the
     probability stays above the VAD's lower exit threshold (0.01), so a region's tail may hold none."""
-    from faster_whisper.vad import get_vad_model
-
     lead = min(a, 16000)
-    x = samples[a - lead:b].astype(np.float32, copy=False)
-    x = np.pad(x, (0, (-len(x)) % 512))
-    probs = np.asarray(get_vad_model()(x), dtype=np.float32).reshape(-1)
-    return bool(len(probs) and probs[lead // 512:].max(initial=0.0) >= threshold)
+    return bool(speech_probs(samples[a - lead:b])[lead // VAD_WINDOW:].max(initial=0.0) >= threshold)
 
 
 def compression_ratio(text: str) -> float:
